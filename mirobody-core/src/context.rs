@@ -1,0 +1,162 @@
+//! What a handler may use besides its arguments: borrowed backend handles and the client.
+
+use std::fmt;
+
+use async_trait::async_trait;
+use serde_json::Value;
+
+use crate::backend::{BackendKind, Cache, Db, Memory, MissingBackend, Storage};
+
+/// The client on the other end of the call, for progress, logs and questions.
+///
+/// A transport implements it per call (over SSE on MCP 2025-11-25; as multi-round-trip
+/// results on 2026-07-28); tools use it through [`ToolContext`].
+#[async_trait]
+pub trait ClientPeer: Send + Sync {
+    /// Reports progress (ignored when the client did not ask for progress).
+    async fn progress(&self, progress: f64, total: Option<f64>, message: Option<&str>);
+    /// Sends a log message at `level` (`debug`, `info`, `warning`, `error`, ...), if the client's
+    /// log level lets it through.
+    async fn log(&self, level: &str, data: Value);
+    /// Sends a request to the client (`elicitation/create`, `sampling/createMessage`,
+    /// `roots/list`) and waits for its answer.
+    async fn request(&self, method: &str, params: Value) -> Result<Value, PeerError>;
+    /// Whether the client declared a capability (`elicitation`, `sampling`, `roots`).
+    fn supports(&self, capability: &str) -> bool;
+}
+
+/// Why a request to the client did not get an answer.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum PeerError {
+    /// There is no client to ask (an in-process call), or it lacks the capability.
+    #[error("the client cannot answer {0} requests")]
+    Unsupported(String),
+    /// The client answered with an error.
+    #[error("the client answered with error {code}: {message}")]
+    Client {
+        /// The JSON-RPC error code.
+        code: i64,
+        /// The message.
+        message: String,
+    },
+    /// The client did not answer in time, or went away.
+    #[error("the client did not answer")]
+    NoAnswer,
+}
+
+/// Borrowed handles to what a tool may use. Each is `None` when that backend is not configured;
+/// the accessors turn that into a clean error a handler can return with `?`.
+///
+/// ```
+/// use mirobody_core::ToolContext;
+///
+/// let ctx = ToolContext::new();
+/// let err = ctx.memory().err().unwrap();
+/// assert_eq!(err.to_string(), "Long-term memory is not enabled on this server.");
+/// ```
+#[derive(Clone, Copy, Default)]
+pub struct ToolContext<'a> {
+    cache: Option<&'a dyn Cache>,
+    storage: Option<&'a dyn Storage>,
+    db: Option<&'a dyn Db>,
+    memory: Option<&'a dyn Memory>,
+    client: Option<&'a dyn ClientPeer>,
+}
+
+impl fmt::Debug for ToolContext<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ToolContext")
+            .field("cache", &self.cache.is_some())
+            .field("storage", &self.storage.is_some())
+            .field("db", &self.db.is_some())
+            .field("memory", &self.memory.is_some())
+            .field("client", &self.client.is_some())
+            .finish()
+    }
+}
+
+impl<'a> ToolContext<'a> {
+    /// A context with no backends and no client.
+    pub fn new() -> Self {
+        ToolContext::default()
+    }
+
+    /// Sets the cache.
+    pub fn with_cache(mut self, cache: &'a dyn Cache) -> Self {
+        self.cache = Some(cache);
+        self
+    }
+
+    /// Sets the object storage.
+    pub fn with_storage(mut self, storage: &'a dyn Storage) -> Self {
+        self.storage = Some(storage);
+        self
+    }
+
+    /// Sets the database.
+    pub fn with_db(mut self, db: &'a dyn Db) -> Self {
+        self.db = Some(db);
+        self
+    }
+
+    /// Sets the long-term memory.
+    pub fn with_memory(mut self, memory: &'a dyn Memory) -> Self {
+        self.memory = Some(memory);
+        self
+    }
+
+    /// Sets the client peer.
+    pub fn with_client(mut self, client: &'a dyn ClientPeer) -> Self {
+        self.client = Some(client);
+        self
+    }
+
+    /// The cache, or the error that it is not configured.
+    pub fn cache(&self) -> Result<&'a dyn Cache, MissingBackend> {
+        self.cache.ok_or(MissingBackend(BackendKind::Cache))
+    }
+
+    /// The object storage, or the error that it is not configured.
+    pub fn storage(&self) -> Result<&'a dyn Storage, MissingBackend> {
+        self.storage.ok_or(MissingBackend(BackendKind::Storage))
+    }
+
+    /// The database, or the error that it is not configured.
+    pub fn db(&self) -> Result<&'a dyn Db, MissingBackend> {
+        self.db.ok_or(MissingBackend(BackendKind::Db))
+    }
+
+    /// The long-term memory, or the error that it is not enabled.
+    pub fn memory(&self) -> Result<&'a dyn Memory, MissingBackend> {
+        self.memory.ok_or(MissingBackend(BackendKind::Memory))
+    }
+
+    /// The client, when the call came from one that can be talked to.
+    pub fn client(&self) -> Option<&'a dyn ClientPeer> {
+        self.client
+    }
+
+    /// Reports progress to the client; does nothing when there is none.
+    pub async fn progress(&self, progress: f64, total: Option<f64>, message: Option<&str>) {
+        if let Some(client) = self.client {
+            client.progress(progress, total, message).await;
+        }
+    }
+
+    /// Logs to the client; does nothing when there is none.
+    pub async fn log(&self, level: &str, data: Value) {
+        if let Some(client) = self.client {
+            client.log(level, data).await;
+        }
+    }
+
+    /// Asks the client something (an MCP request such as `elicitation/create`) and waits for
+    /// the answer.
+    pub async fn request(&self, method: &str, params: Value) -> Result<Value, PeerError> {
+        match self.client {
+            Some(client) => client.request(method, params).await,
+            None => Err(PeerError::Unsupported(method.to_owned())),
+        }
+    }
+}

@@ -1,0 +1,328 @@
+//! What a tool returns: content for the model, structured data for programs, an error flag.
+
+use std::fmt;
+
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+/// One piece of content in a tool result, as MCP defines it.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum Content {
+    /// Plain text.
+    Text {
+        /// The text.
+        text: String,
+    },
+    /// An image, base64-encoded.
+    Image {
+        /// Base64 data.
+        data: String,
+        /// For example `image/png`.
+        #[serde(rename = "mimeType")]
+        mime_type: String,
+    },
+    /// Audio, base64-encoded.
+    Audio {
+        /// Base64 data.
+        data: String,
+        /// For example `audio/wav`.
+        #[serde(rename = "mimeType")]
+        mime_type: String,
+    },
+    /// A link to a resource the client may read.
+    ResourceLink {
+        /// The resource URI.
+        uri: String,
+        /// A short name.
+        name: String,
+        /// What it is.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        description: Option<String>,
+        /// Its MIME type.
+        #[serde(rename = "mimeType", skip_serializing_if = "Option::is_none")]
+        mime_type: Option<String>,
+    },
+    /// A resource's contents, embedded.
+    Resource {
+        /// The contents.
+        resource: EmbeddedResource,
+    },
+}
+
+/// The contents of an embedded resource: text or base64 bytes.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct EmbeddedResource {
+    /// The resource URI.
+    pub uri: String,
+    /// Its MIME type.
+    #[serde(rename = "mimeType", skip_serializing_if = "Option::is_none")]
+    pub mime_type: Option<String>,
+    /// Text contents.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
+    /// Base64 contents.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub blob: Option<String>,
+}
+
+impl Content {
+    /// Text content.
+    pub fn text(text: impl Into<String>) -> Self {
+        Content::Text { text: text.into() }
+    }
+
+    /// An image from base64 data.
+    pub fn image(base64: impl Into<String>, mime_type: impl Into<String>) -> Self {
+        Content::Image { data: base64.into(), mime_type: mime_type.into() }
+    }
+
+    /// Audio from base64 data.
+    pub fn audio(base64: impl Into<String>, mime_type: impl Into<String>) -> Self {
+        Content::Audio { data: base64.into(), mime_type: mime_type.into() }
+    }
+
+    /// A link to a resource.
+    pub fn resource_link(uri: impl Into<String>, name: impl Into<String>) -> Self {
+        Content::ResourceLink { uri: uri.into(), name: name.into(), description: None, mime_type: None }
+    }
+
+    /// An embedded text resource.
+    pub fn embedded_text(uri: impl Into<String>, mime_type: impl Into<String>, text: impl Into<String>) -> Self {
+        Content::Resource {
+            resource: EmbeddedResource {
+                uri: uri.into(),
+                mime_type: Some(mime_type.into()),
+                text: Some(text.into()),
+                blob: None,
+            },
+        }
+    }
+
+    /// An embedded binary resource from base64 data.
+    pub fn embedded_blob(uri: impl Into<String>, mime_type: impl Into<String>, base64: impl Into<String>) -> Self {
+        Content::Resource {
+            resource: EmbeddedResource {
+                uri: uri.into(),
+                mime_type: Some(mime_type.into()),
+                text: None,
+                blob: Some(base64.into()),
+            },
+        }
+    }
+}
+
+/// The result of a tool call, serialized as an MCP `CallToolResult`.
+///
+/// Structured content is always a JSON object: [`ToolResult::ok`] wraps an array or a scalar as
+/// `{"result": ...}`, and sends the same JSON as text for clients that read only text.
+///
+/// ```
+/// use mirobody_core::{Content, ToolResult};
+/// use serde_json::json;
+///
+/// let ok = ToolResult::ok(json!({"echo": "hi"}));
+/// assert_eq!(serde_json::to_value(&ok).unwrap(), json!({
+///     "content": [{"type": "text", "text": "{\"echo\":\"hi\"}"}],
+///     "structuredContent": {"echo": "hi"},
+///     "isError": false,
+/// }));
+///
+/// let list = ToolResult::ok(vec![1, 2]);
+/// assert_eq!(list.structured_content().unwrap()["result"], json!([1, 2]));
+///
+/// let failed = ToolResult::error("File not found.");
+/// assert!(failed.is_error());
+///
+/// let rich = ToolResult::text("Here is the chart:").with(Content::image("iVBORw0KGgo=", "image/png"));
+/// assert_eq!(rich.content().len(), 2);
+/// ```
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ToolResult {
+    content: Vec<Content>,
+    #[serde(rename = "structuredContent", skip_serializing_if = "Option::is_none")]
+    structured: Option<Map<String, Value>>,
+    #[serde(rename = "isError")]
+    is_error: bool,
+    #[serde(rename = "_meta", skip_serializing_if = "Option::is_none")]
+    meta: Option<Map<String, Value>>,
+}
+
+impl ToolResult {
+    /// A successful result carrying JSON: structured content plus the same JSON as text.
+    /// A value that cannot be serialized gives an error result.
+    pub fn ok(value: impl Serialize) -> Self {
+        match serde_json::to_value(value) {
+            Ok(value) => ToolResult::structured(into_object(value)),
+            Err(e) => ToolResult::error(format!("The tool's result could not be encoded as JSON: {e}")),
+        }
+    }
+
+    /// A successful result from a JSON object.
+    pub fn structured(object: Map<String, Value>) -> Self {
+        // Serializing a Map of Values cannot fail.
+        let text = serde_json::to_string(&object).unwrap_or_default();
+        ToolResult { content: vec![Content::text(text)], structured: Some(object), is_error: false, meta: None }
+    }
+
+    /// A failed result: the message is for the model, so say what to do next.
+    pub fn error(message: impl Into<String>) -> Self {
+        ToolResult { content: vec![Content::text(message)], structured: None, is_error: true, meta: None }
+    }
+
+    /// A successful result of plain text.
+    pub fn text(text: impl Into<String>) -> Self {
+        ToolResult::from_content(vec![Content::text(text)])
+    }
+
+    /// A successful result of the given content blocks.
+    pub fn from_content(content: Vec<Content>) -> Self {
+        ToolResult { content, structured: None, is_error: false, meta: None }
+    }
+
+    /// Adds a content block.
+    pub fn with(mut self, content: Content) -> Self {
+        self.content.push(content);
+        self
+    }
+
+    /// Sets `_meta` on the result.
+    pub fn with_meta(mut self, meta: Map<String, Value>) -> Self {
+        self.meta = Some(meta);
+        self
+    }
+
+    /// Whether the call failed.
+    pub fn is_error(&self) -> bool {
+        self.is_error
+    }
+
+    /// The content blocks.
+    pub fn content(&self) -> &[Content] {
+        &self.content
+    }
+
+    /// The structured content, if any.
+    pub fn structured_content(&self) -> Option<&Map<String, Value>> {
+        self.structured.as_ref()
+    }
+
+    /// The text of the first text block, if any: what an in-process agent loop feeds back to
+    /// the model.
+    pub fn first_text(&self) -> Option<&str> {
+        self.content.iter().find_map(|c| match c {
+            Content::Text { text } => Some(text.as_str()),
+            _ => None,
+        })
+    }
+}
+
+fn into_object(value: Value) -> Map<String, Value> {
+    match value {
+        Value::Object(map) => map,
+        other => {
+            let mut map = Map::with_capacity(1);
+            map.insert("result".into(), other);
+            map
+        }
+    }
+}
+
+/// An error a handler returns with `?`; it becomes an error result whose text is the message.
+///
+/// ```
+/// use mirobody_core::{ToolError, ToolResult};
+///
+/// fn check(n: i64) -> Result<ToolResult, ToolError> {
+///     if n < 0 {
+///         return Err(ToolError::new("n must not be negative"));
+///     }
+///     Ok(ToolResult::ok(n))
+/// }
+/// assert!(check(-1).is_err());
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ToolError(String);
+
+impl ToolError {
+    /// An error with a message for the model.
+    pub fn new(message: impl Into<String>) -> Self {
+        ToolError(message.into())
+    }
+
+    /// The message.
+    pub fn message(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for ToolError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for ToolError {}
+
+impl From<String> for ToolError {
+    fn from(message: String) -> Self {
+        ToolError(message)
+    }
+}
+
+impl From<&str> for ToolError {
+    fn from(message: &str) -> Self {
+        ToolError(message.to_owned())
+    }
+}
+
+/// What a handler may return: a [`ToolResult`], a [`Json`] value, a `String` (text), or a
+/// `Result` of any of these whose error displays as the message.
+pub trait IntoToolResult {
+    /// Converts into a result.
+    fn into_tool_result(self) -> ToolResult;
+}
+
+impl IntoToolResult for ToolResult {
+    fn into_tool_result(self) -> ToolResult {
+        self
+    }
+}
+
+impl IntoToolResult for String {
+    fn into_tool_result(self) -> ToolResult {
+        ToolResult::text(self)
+    }
+}
+
+impl IntoToolResult for &'static str {
+    fn into_tool_result(self) -> ToolResult {
+        ToolResult::text(self)
+    }
+}
+
+impl IntoToolResult for Value {
+    fn into_tool_result(self) -> ToolResult {
+        ToolResult::ok(self)
+    }
+}
+
+/// Wraps any serializable value as a structured result ([`ToolResult::ok`]).
+#[derive(Clone, Debug)]
+pub struct Json<T>(pub T);
+
+impl<T: Serialize> IntoToolResult for Json<T> {
+    fn into_tool_result(self) -> ToolResult {
+        ToolResult::ok(self.0)
+    }
+}
+
+impl<T: IntoToolResult, E: fmt::Display> IntoToolResult for Result<T, E> {
+    fn into_tool_result(self) -> ToolResult {
+        match self {
+            Ok(ok) => ok.into_tool_result(),
+            Err(e) => ToolResult::error(e.to_string()),
+        }
+    }
+}

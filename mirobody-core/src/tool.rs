@@ -1,0 +1,253 @@
+//! A tool: its declaration, its auth requirement, and its handler.
+
+use std::borrow::Cow;
+use std::future::Future;
+use std::sync::Arc;
+
+use futures::future::BoxFuture;
+use mirobody_schema::{Annotations, Param, ToolSpec};
+use serde_json::{Map, Value};
+
+use crate::args::Args;
+use crate::context::ToolContext;
+use crate::result::{IntoToolResult, ToolResult};
+use crate::user::UserInfo;
+
+/// Runs a tool. Implemented for you by [`Tool::handler`] and [`Tool::sync_handler`]; implement it
+/// directly for a handler that carries state.
+pub trait Handler: Send + Sync + 'static {
+    /// Runs one call.
+    fn call<'a>(&'a self, args: Args, user: &'a UserInfo, ctx: &'a ToolContext<'a>) -> BoxFuture<'a, ToolResult>;
+}
+
+/// An `async fn(Args, &UserInfo, &ToolContext) -> R` usable as a handler.
+///
+/// The lifetime parameter lets the returned future borrow the user and the context; it is
+/// implemented for every such `async fn` and needs no naming.
+pub trait AsyncHandlerFn<'a>: Send + Sync {
+    /// What the function returns.
+    type Output: IntoToolResult;
+    /// The future it returns.
+    type Future: Future<Output = Self::Output> + Send + 'a;
+    /// Calls it.
+    fn call(&self, args: Args, user: &'a UserInfo, ctx: &'a ToolContext<'a>) -> Self::Future;
+}
+
+impl<'a, F, Fut> AsyncHandlerFn<'a> for F
+where
+    F: Fn(Args, &'a UserInfo, &'a ToolContext<'a>) -> Fut + Send + Sync,
+    Fut: Future + Send + 'a,
+    Fut::Output: IntoToolResult,
+{
+    type Output = Fut::Output;
+    type Future = Fut;
+
+    fn call(&self, args: Args, user: &'a UserInfo, ctx: &'a ToolContext<'a>) -> Fut {
+        self(args, user, ctx)
+    }
+}
+
+struct AsyncFnHandler<F>(F);
+
+impl<F> Handler for AsyncFnHandler<F>
+where
+    F: for<'a> AsyncHandlerFn<'a> + 'static,
+{
+    fn call<'a>(&'a self, args: Args, user: &'a UserInfo, ctx: &'a ToolContext<'a>) -> BoxFuture<'a, ToolResult> {
+        let future = self.0.call(args, user, ctx);
+        Box::pin(async move { future.await.into_tool_result() })
+    }
+}
+
+struct SyncFnHandler<F>(F);
+
+impl<F, R> Handler for SyncFnHandler<F>
+where
+    F: Fn(Args, &UserInfo, &ToolContext<'_>) -> R + Send + Sync + 'static,
+    R: IntoToolResult,
+{
+    fn call<'a>(&'a self, args: Args, user: &'a UserInfo, ctx: &'a ToolContext<'a>) -> BoxFuture<'a, ToolResult> {
+        let result = (self.0)(args, user, ctx).into_tool_result();
+        Box::pin(std::future::ready(result))
+    }
+}
+
+/// A tool: what the model sees ([`ToolSpec`]), whether it needs an authenticated caller, and
+/// the handler that runs it.
+///
+/// ```
+/// use mirobody_core::{Args, Param, Tool, ToolContext, ToolResult, Type, UserInfo};
+/// use serde_json::json;
+///
+/// async fn weather(args: Args, _user: &UserInfo, _ctx: &ToolContext<'_>) -> ToolResult {
+///     let city = args.str("city").unwrap_or_default();
+///     ToolResult::ok(json!({"city": city, "temperature_c": 22}))
+/// }
+///
+/// let tool = Tool::new("weather", "Current weather for a city. Call it when asked about the weather.")
+///     .param(Param::required("city", Type::String, "City name, e.g. \"Boston\""))
+///     .read_only()
+///     .handler(weather);
+/// assert_eq!(tool.name(), "weather");
+/// assert!(!tool.is_auth());
+/// ```
+#[derive(Clone)]
+pub struct Tool {
+    spec: ToolSpec,
+    auth: bool,
+    scopes: Vec<Cow<'static, str>>,
+    handler: Option<Arc<dyn Handler>>,
+    enabled: Option<fn() -> bool>,
+}
+
+impl std::fmt::Debug for Tool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Tool")
+            .field("spec", &self.spec)
+            .field("auth", &self.auth)
+            .field("scopes", &self.scopes)
+            .field("handler", &self.handler.is_some())
+            .finish()
+    }
+}
+
+impl Tool {
+    /// A tool with a name and a description. Add a handler before registering it.
+    pub fn new(name: impl Into<Cow<'static, str>>, description: impl Into<Cow<'static, str>>) -> Self {
+        Tool::from_spec(ToolSpec::new(name, description))
+    }
+
+    /// A tool from a complete declaration.
+    pub fn from_spec(spec: ToolSpec) -> Self {
+        Tool { spec, auth: false, scopes: Vec::new(), handler: None, enabled: None }
+    }
+
+    fn map_spec(mut self, f: impl FnOnce(ToolSpec) -> ToolSpec) -> Self {
+        self.spec = f(self.spec);
+        self
+    }
+
+    /// Adds a parameter.
+    pub fn param(self, param: Param) -> Self {
+        self.map_spec(|s| s.param(param))
+    }
+
+    /// Adds parameters.
+    pub fn params(self, params: impl IntoIterator<Item = Param>) -> Self {
+        self.map_spec(|s| s.params(params))
+    }
+
+    /// A display title.
+    pub fn title(self, title: impl Into<Cow<'static, str>>) -> Self {
+        self.map_spec(|s| s.title(title))
+    }
+
+    /// A verbatim input schema, for nested arguments; it replaces the parameter table.
+    pub fn raw_input_schema(self, schema: Value) -> Self {
+        self.map_spec(|s| s.raw_input_schema(schema))
+    }
+
+    /// The schema of the structured results.
+    pub fn output_schema(self, schema: Value) -> Self {
+        self.map_spec(|s| s.output_schema(schema))
+    }
+
+    /// What the tool does to data.
+    pub fn annotations(self, annotations: Annotations) -> Self {
+        self.map_spec(|s| s.annotations(annotations))
+    }
+
+    /// Marks the tool as only reading the server's own data.
+    pub fn read_only(self) -> Self {
+        self.annotations(Annotations::read_only())
+    }
+
+    /// Marks the tool as adding data without destroying any.
+    pub fn additive(self) -> Self {
+        self.annotations(Annotations::additive())
+    }
+
+    /// Marks the tool as one that may overwrite or delete data.
+    pub fn destructive(self) -> Self {
+        self.annotations(Annotations::destructive())
+    }
+
+    /// MCP `_meta` for the tool.
+    pub fn meta(self, meta: Map<String, Value>) -> Self {
+        self.map_spec(|s| s.meta(meta))
+    }
+
+    /// Requires an authenticated caller: the registry refuses anonymous calls before the
+    /// handler runs.
+    pub fn auth(mut self, required: bool) -> Self {
+        self.auth = required;
+        self
+    }
+
+    /// Requires these OAuth scopes (and so an authenticated caller).
+    pub fn require_scopes<S: Into<Cow<'static, str>>>(mut self, scopes: impl IntoIterator<Item = S>) -> Self {
+        self.scopes.extend(scopes.into_iter().map(Into::into));
+        self.auth |= !self.scopes.is_empty();
+        self
+    }
+
+    /// A predicate checked when the registry is built: false (or a panic) skips the tool.
+    pub fn enabled_if(mut self, enabled: fn() -> bool) -> Self {
+        self.enabled = Some(enabled);
+        self
+    }
+
+    /// Sets an `async fn(Args, &UserInfo, &ToolContext) -> R` as the handler, where `R` is a
+    /// [`ToolResult`], a [`Json`](crate::Json), a `String` or a `Result` of those.
+    pub fn handler<F>(mut self, handler: F) -> Self
+    where
+        F: for<'a> AsyncHandlerFn<'a> + 'static,
+    {
+        self.handler = Some(Arc::new(AsyncFnHandler(handler)));
+        self
+    }
+
+    /// Sets a plain synchronous function as the handler.
+    pub fn sync_handler<F, R>(mut self, handler: F) -> Self
+    where
+        F: Fn(Args, &UserInfo, &ToolContext<'_>) -> R + Send + Sync + 'static,
+        R: IntoToolResult,
+    {
+        self.handler = Some(Arc::new(SyncFnHandler(handler)));
+        self
+    }
+
+    /// Sets a handler object.
+    pub fn handler_object(mut self, handler: impl Handler) -> Self {
+        self.handler = Some(Arc::new(handler));
+        self
+    }
+
+    /// The declaration.
+    pub fn spec(&self) -> &ToolSpec {
+        &self.spec
+    }
+
+    /// The name.
+    pub fn name(&self) -> &str {
+        self.spec.name()
+    }
+
+    /// Whether an authenticated caller is required.
+    pub fn is_auth(&self) -> bool {
+        self.auth
+    }
+
+    /// The scopes required.
+    pub fn scopes(&self) -> &[Cow<'static, str>] {
+        &self.scopes
+    }
+
+    pub(crate) fn handler_ref(&self) -> Option<&Arc<dyn Handler>> {
+        self.handler.as_ref()
+    }
+
+    pub(crate) fn enabled_fn(&self) -> Option<fn() -> bool> {
+        self.enabled
+    }
+}
