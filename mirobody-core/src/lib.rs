@@ -40,18 +40,24 @@
 
 mod args;
 pub mod backend;
+mod catalog;
 mod context;
+mod prompt;
 mod registry;
+mod resource;
 mod result;
 mod tool;
 mod user;
 
 pub use args::Args;
 pub use backend::{BackendError, Cache, Db, Memory, MissingBackend, Storage};
+pub use catalog::{DuplicateEntry, PromptRegistry, ResourceRegistry};
 pub use context::{ClientPeer, PeerError, ToolContext};
 pub use mirobody_schema as schema;
 pub use mirobody_schema::{Annotations, Format, Param, ToolSpec, Type};
+pub use prompt::{Prompt, PromptArgument, PromptFn, PromptMessage};
 pub use registry::{CallError, Registry, RegistryBuilder, RegistryError};
+pub use resource::{ReadFn, Resource, ResourceContents, ResourceError, ResourceInfo, ResourceTemplate, TemplateReadFn};
 pub use result::{Content, EmbeddedResource, IntoToolResult, Json, ToolError, ToolResult};
 pub use tool::{AsyncHandlerFn, Handler, Tool};
 pub use user::UserInfo;
@@ -78,6 +84,7 @@ macro_rules! register_tool {
 
 #[doc(hidden)]
 pub mod __private {
+    pub use crate::catalog::{CatalogItem, CatalogRegistration};
     pub use crate::registry::Registration;
     pub use inventory;
 }
