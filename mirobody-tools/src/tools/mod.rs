@@ -1,0 +1,3 @@
+//! One module per built-in tool.
+
+pub mod echo;
