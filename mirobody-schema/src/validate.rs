@@ -100,6 +100,7 @@ impl fmt::Display for ArgProblem {
             }
             ArgProblem::Missing { name, expected, description } => {
                 write!(f, "missing required argument '{name}' ({expected})")?;
+                let description = description.trim_end_matches('.');
                 if !description.is_empty() {
                     write!(f, ": {description}")?;
                 }

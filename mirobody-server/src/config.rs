@@ -1,0 +1,266 @@
+//! Configuration: a YAML file, then `MIROBODY_*` environment variables, then command-line flags.
+//! Unknown keys and bad values stop the server at start-up with a message naming them.
+
+use std::net::SocketAddr;
+use std::path::Path;
+use std::time::Duration;
+
+use serde::Deserialize;
+use serde_yaml_ng::{Mapping, Value};
+
+use crate::http::HttpOptions;
+use crate::mcp::{McpOptions, ServerInfo};
+
+/// The environment variable prefix for overrides: `MIROBODY_BIND`, `MIROBODY_STATELESS`, ...
+pub const ENV_PREFIX: &str = "MIROBODY_";
+
+/// Every setting, with its default.
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct Config {
+    /// Where to listen.
+    pub bind: SocketAddr,
+    /// The URL clients reach the server at (for personal MCP URLs and auth metadata), without
+    /// a trailing slash. Defaults to `http://<bind>`.
+    pub public_base_url: Option<String>,
+    /// A path prefix for every route, such as `/api` (empty for none).
+    pub uri_prefix: String,
+    /// Serve without sessions, for many instances behind a load balancer.
+    pub stateless: bool,
+    /// The largest request body, in bytes.
+    pub max_body_bytes: usize,
+    /// Host names accepted in the Host header (`*` for any). The public base URL's host is
+    /// always accepted.
+    pub allowed_hosts: Vec<String>,
+    /// Extra origins accepted for browser clients (`*` for any).
+    pub allowed_origins: Vec<String>,
+    /// The most sessions kept at once.
+    pub max_sessions: usize,
+    /// Seconds an unused session lives.
+    pub session_idle_timeout_secs: u64,
+    /// Tools per `tools/list` page.
+    pub page_size: usize,
+    /// Leave auth tools out of anonymous `tools/list` replies.
+    pub hide_auth_tools_from_anonymous: bool,
+    /// Seconds a tool waits for the client to answer a question.
+    pub answer_timeout_secs: u64,
+    /// The server's name in `initialize`.
+    pub server_name: String,
+    /// Instructions for the model, sent in `initialize`.
+    pub instructions: Option<String>,
+    /// The log filter (`info`, `debug`, `mirobody_server=debug,info`, ...). `RUST_LOG` wins.
+    pub log: String,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        let http = HttpOptions::default();
+        let mcp = McpOptions::default();
+        Config {
+            bind: SocketAddr::from(([127, 0, 0, 1], 8080)),
+            public_base_url: None,
+            uri_prefix: String::new(),
+            stateless: http.stateless,
+            max_body_bytes: http.max_body_bytes,
+            allowed_hosts: http.allowed_hosts,
+            allowed_origins: http.allowed_origins,
+            max_sessions: http.max_sessions,
+            session_idle_timeout_secs: http.session_idle_timeout.as_secs(),
+            page_size: mcp.page_size,
+            hide_auth_tools_from_anonymous: mcp.hide_auth_tools_from_anonymous,
+            answer_timeout_secs: mcp.answer_timeout.as_secs(),
+            server_name: ServerInfo::default().name,
+            instructions: None,
+            log: "info".into(),
+        }
+    }
+}
+
+/// A configuration that cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// The file could not be read.
+    #[error("cannot read config file {path}: {source}")]
+    Read {
+        /// The file.
+        path: String,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// A key or value is wrong.
+    #[error("invalid configuration ({origin}): {message}")]
+    Invalid {
+        /// The file, or "environment".
+        origin: String,
+        /// What is wrong.
+        message: String,
+    },
+}
+
+impl Config {
+    /// Loads the file (if any), then applies `MIROBODY_*` variables from `env`.
+    pub fn load(file: Option<&Path>, env: impl IntoIterator<Item = (String, String)>) -> Result<Config, ConfigError> {
+        let mut origin = "defaults".to_owned();
+        let mut map = match file {
+            Some(path) => {
+                origin = path.display().to_string();
+                let text = std::fs::read_to_string(path)
+                    .map_err(|source| ConfigError::Read { path: path.display().to_string(), source })?;
+                match serde_yaml_ng::from_str::<Value>(&text) {
+                    Ok(Value::Mapping(map)) => map,
+                    Ok(Value::Null) => Mapping::new(),
+                    Ok(_) => return Err(invalid(&origin, "the file must be a mapping of keys to values")),
+                    Err(e) => return Err(invalid(&origin, e)),
+                }
+            }
+            None => Mapping::new(),
+        };
+        let mut from_env = Vec::new();
+        for (key, value) in env {
+            let Some(name) = key.strip_prefix(ENV_PREFIX) else { continue };
+            if name == "CONFIG" {
+                continue;
+            }
+            let parsed: Value = serde_yaml_ng::from_str(&value).unwrap_or(Value::String(value));
+            map.insert(Value::String(name.to_ascii_lowercase()), parsed);
+            from_env.push(key);
+        }
+        if !from_env.is_empty() {
+            origin = format!("{origin} with environment {}", from_env.join(", "));
+        }
+        let mut config: Config = serde_yaml_ng::from_value(Value::Mapping(map)).map_err(|e| invalid(&origin, e))?;
+        config.validate().map_err(|e| invalid(&origin, e))?;
+        if let Some(url) = &mut config.public_base_url {
+            while url.ends_with('/') {
+                url.pop();
+            }
+        }
+        config.uri_prefix = normalize_prefix(&config.uri_prefix);
+        Ok(config)
+    }
+
+    fn validate(&self) -> Result<(), String> {
+        if self.max_body_bytes < 1024 {
+            return Err(format!("max_body_bytes must be at least 1024, not {}", self.max_body_bytes));
+        }
+        if self.page_size == 0 {
+            return Err("page_size must be at least 1".into());
+        }
+        if self.max_sessions == 0 {
+            return Err("max_sessions must be at least 1".into());
+        }
+        if let Some(url) = &self.public_base_url {
+            if !(url.starts_with("http://") || url.starts_with("https://")) {
+                return Err(format!("public_base_url must start with http:// or https://, not '{url}'"));
+            }
+        }
+        if !self.uri_prefix.is_empty() && !self.uri_prefix.starts_with('/') {
+            return Err(format!("uri_prefix must start with '/', not '{}'", self.uri_prefix));
+        }
+        Ok(())
+    }
+
+    /// The public base URL, defaulting to `http://<bind>`.
+    pub fn base_url(&self) -> String {
+        self.public_base_url.clone().unwrap_or_else(|| format!("http://{}", self.bind))
+    }
+
+    /// The MCP endpoint's path, with the prefix.
+    pub fn mcp_path(&self) -> String {
+        format!("{}/mcp", self.uri_prefix)
+    }
+
+    /// The HTTP transport options.
+    pub fn http_options(&self) -> HttpOptions {
+        let mut allowed_hosts = self.allowed_hosts.clone();
+        if let Some(host) = self.public_base_url.as_deref().and_then(url_host) {
+            allowed_hosts.push(host.to_owned());
+        }
+        HttpOptions {
+            stateless: self.stateless,
+            max_body_bytes: self.max_body_bytes,
+            allowed_hosts,
+            allowed_origins: self.allowed_origins.clone(),
+            max_sessions: self.max_sessions,
+            session_idle_timeout: Duration::from_secs(self.session_idle_timeout_secs),
+            ..HttpOptions::default()
+        }
+    }
+
+    /// The protocol options.
+    pub fn mcp_options(&self) -> McpOptions {
+        McpOptions {
+            page_size: self.page_size,
+            hide_auth_tools_from_anonymous: self.hide_auth_tools_from_anonymous,
+            answer_timeout: Duration::from_secs(self.answer_timeout_secs),
+        }
+    }
+
+    /// What the server says about itself.
+    pub fn server_info(&self) -> ServerInfo {
+        ServerInfo { name: self.server_name.clone(), instructions: self.instructions.clone(), ..ServerInfo::default() }
+    }
+}
+
+fn invalid(origin: &str, message: impl std::fmt::Display) -> ConfigError {
+    ConfigError::Invalid { origin: origin.to_owned(), message: message.to_string() }
+}
+
+fn normalize_prefix(prefix: &str) -> String {
+    prefix.trim_end_matches('/').to_owned()
+}
+
+fn url_host(url: &str) -> Option<&str> {
+    let rest = url.split_once("://")?.1;
+    let authority = rest.split('/').next()?;
+    let host = if authority.starts_with('[') {
+        authority.split_inclusive(']').next()?
+    } else {
+        authority.rsplit_once(':').map_or(authority, |(h, _)| h)
+    };
+    (!host.is_empty()).then_some(host)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+        pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+    }
+
+    #[test]
+    fn defaults_serve_loopback_8080() {
+        let config = Config::load(None, env(&[])).unwrap();
+        assert_eq!(config.bind.to_string(), "127.0.0.1:8080");
+        assert_eq!(config.mcp_path(), "/mcp");
+        assert_eq!(config.base_url(), "http://127.0.0.1:8080");
+    }
+
+    #[test]
+    fn file_then_environment() {
+        let dir = std::env::temp_dir().join(format!("mirobody-config-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("config.yaml");
+        std::fs::write(&path, "bind: 0.0.0.0:9000\npage_size: 5\nuri_prefix: /api/\npublic_base_url: https://mcp.example.com/\n").unwrap();
+        let config = Config::load(Some(&path), env(&[("MIROBODY_PAGE_SIZE", "7"), ("MIROBODY_ALLOWED_ORIGINS", "[a, b]")])).unwrap();
+        assert_eq!(config.bind.to_string(), "0.0.0.0:9000");
+        assert_eq!(config.page_size, 7);
+        assert_eq!(config.allowed_origins, ["a", "b"]);
+        assert_eq!(config.mcp_path(), "/api/mcp");
+        assert_eq!(config.base_url(), "https://mcp.example.com");
+        assert!(config.http_options().allowed_hosts.contains(&"mcp.example.com".to_owned()));
+    }
+
+    #[test]
+    fn unknown_keys_and_bad_values_are_named() {
+        let err = Config::load(None, env(&[("MIROBODY_PAGE_SIZ", "7")])).unwrap_err().to_string();
+        assert!(err.contains("page_siz") && err.contains("MIROBODY_PAGE_SIZ"), "{err}");
+        let err = Config::load(None, env(&[("MIROBODY_BIND", "nowhere")])).unwrap_err().to_string();
+        assert!(err.contains("bind") || err.contains("socket address"), "{err}");
+        let err = Config::load(None, env(&[("MIROBODY_PAGE_SIZE", "0")])).unwrap_err().to_string();
+        assert!(err.contains("page_size must be at least 1"), "{err}");
+        let err = Config::load(None, env(&[("MIROBODY_PUBLIC_BASE_URL", "example.com")])).unwrap_err().to_string();
+        assert!(err.contains("public_base_url"), "{err}");
+    }
+}

@@ -1,0 +1,463 @@
+//! Streamable HTTP (MCP 2025-11-25): one endpoint for POST, GET and DELETE.
+//!
+//! Replies are plain JSON unless a tool call sends something to the client while it runs
+//! (progress, a log line, a question); that call's reply then becomes an SSE stream carrying
+//! those messages and finally the response. [`McpHttp::router`] is an axum `Router` an
+//! application can mount at any path.
+
+use std::convert::Infallible;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Router;
+use axum::body::Body;
+use axum::extract::{Request, State};
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+use futures::future::{AbortHandle, Abortable};
+use futures::stream::{self, Stream};
+use http::{HeaderMap, HeaderValue, StatusCode, header};
+use http_body_util::{BodyExt, Limited};
+use mirobody_core::UserInfo;
+use tokio::sync::mpsc;
+
+use crate::jsonrpc::{self, Id, Message, RpcError, code};
+use crate::mcp::{self, Exchange, McpService, Reply, Status};
+use crate::peer::ChannelPeer;
+use crate::session::{Session, SessionStore};
+
+/// The session header.
+pub const SESSION_HEADER: &str = "mcp-session-id";
+/// The protocol version header.
+pub const VERSION_HEADER: &str = "mcp-protocol-version";
+
+/// How the HTTP transport behaves.
+#[derive(Clone, Debug)]
+pub struct HttpOptions {
+    /// Serve without sessions: every request stands alone (for many instances behind a load
+    /// balancer). No GET stream, no DELETE, and tools cannot ask the client questions.
+    pub stateless: bool,
+    /// The largest request body accepted, in bytes.
+    pub max_body_bytes: usize,
+    /// Host names (without port) accepted in the `Host` header; `*` accepts any. Guards against
+    /// DNS rebinding.
+    pub allowed_hosts: Vec<String>,
+    /// Origins accepted besides those whose host is an allowed host; `*` accepts any.
+    pub allowed_origins: Vec<String>,
+    /// The most sessions kept at once.
+    pub max_sessions: usize,
+    /// How long an unused session lives.
+    pub session_idle_timeout: Duration,
+    /// The interval of SSE keep-alive comments.
+    pub keep_alive: Duration,
+    /// The `resource_metadata` URL for `WWW-Authenticate` challenges, if auth is configured.
+    pub resource_metadata_url: Option<String>,
+}
+
+impl Default for HttpOptions {
+    fn default() -> Self {
+        HttpOptions {
+            stateless: false,
+            max_body_bytes: 4 * 1024 * 1024,
+            allowed_hosts: vec!["localhost".into(), "127.0.0.1".into(), "[::1]".into()],
+            allowed_origins: Vec::new(),
+            max_sessions: 10_000,
+            session_idle_timeout: Duration::from_secs(30 * 60),
+            keep_alive: Duration::from_secs(15),
+            resource_metadata_url: None,
+        }
+    }
+}
+
+/// The MCP HTTP endpoint: an [`McpService`] with sessions and HTTP rules.
+#[derive(Clone)]
+pub struct McpHttp {
+    inner: Arc<HttpInner>,
+}
+
+struct HttpInner {
+    service: McpService,
+    sessions: SessionStore,
+    options: HttpOptions,
+}
+
+type CallFuture = Pin<Box<dyn Future<Output = Option<Reply>> + Send>>;
+
+impl McpHttp {
+    /// The endpoint for `service`.
+    pub fn new(service: McpService, options: HttpOptions) -> Self {
+        let sessions = SessionStore::new(options.max_sessions, options.session_idle_timeout);
+        McpHttp { inner: Arc::new(HttpInner { service, sessions, options }) }
+    }
+
+    /// The live sessions.
+    pub fn sessions(&self) -> &SessionStore {
+        &self.inner.sessions
+    }
+
+    /// A router that serves MCP at `/`: mount it with `Router::nest("/mcp", ...)` or serve it
+    /// as is. Callers are read from a [`UserInfo`] request extension (set by an auth layer);
+    /// without one they are anonymous.
+    pub fn router(&self) -> Router {
+        Router::new()
+            .route("/", post(handle_post).get(handle_get).delete(handle_delete))
+            .with_state(self.clone())
+    }
+
+    /// Starts a task that drops idle sessions every minute; it ends with the runtime.
+    pub fn spawn_session_sweeper(&self) {
+        let weak = Arc::downgrade(&self.inner);
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(Duration::from_secs(60));
+            loop {
+                tick.tick().await;
+                let Some(inner) = weak.upgrade() else { break };
+                let gone = inner.sessions.sweep();
+                if gone > 0 {
+                    tracing::debug!(gone, "idle sessions dropped");
+                }
+            }
+        });
+    }
+}
+
+fn json_response(status: StatusCode, body: Vec<u8>) -> Response {
+    let mut response = Response::new(Body::from(body));
+    *response.status_mut() = status;
+    response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    response
+}
+
+fn rpc_error(status: StatusCode, id: Option<&Id>, code: i64, message: impl Into<String>) -> Response {
+    json_response(status, jsonrpc::error_bytes(id, &RpcError::new(code, message)))
+}
+
+fn header_str<'a>(headers: &'a HeaderMap, name: impl header::AsHeaderName) -> Option<&'a str> {
+    headers.get(name).and_then(|v| v.to_str().ok())
+}
+
+// DNS-rebinding protection: the Host must be one of ours, and so must any Origin.
+fn check_host_and_origin(headers: &HeaderMap, options: &HttpOptions) -> Result<(), Response> {
+    let allowed = |host: &str| options.allowed_hosts.iter().any(|h| h == "*" || h.eq_ignore_ascii_case(host));
+    let host = header_str(headers, header::HOST).map(strip_port).unwrap_or_default();
+    if !allowed(host) {
+        return Err(rpc_error(StatusCode::FORBIDDEN, None, code::TRANSPORT, "Forbidden: Host not allowed"));
+    }
+    if let Some(origin) = header_str(headers, header::ORIGIN) {
+        let origin_host = origin.split_once("://").map(|(_, rest)| strip_port(rest)).unwrap_or(origin);
+        let listed = options.allowed_origins.iter().any(|o| o == "*" || o.eq_ignore_ascii_case(origin));
+        if !listed && !allowed(origin_host) {
+            return Err(rpc_error(StatusCode::FORBIDDEN, None, code::TRANSPORT, "Forbidden: Origin not allowed"));
+        }
+    }
+    Ok(())
+}
+
+fn strip_port(host: &str) -> &str {
+    if host.starts_with('[') {
+        return host.split_inclusive(']').next().unwrap_or(host);
+    }
+    host.rsplit_once(':').map_or(host, |(h, _)| h)
+}
+
+fn accepts(headers: &HeaderMap, mime: &str) -> bool {
+    match header_str(headers, header::ACCEPT) {
+        None => true,
+        Some(accept) => accept.split(',').any(|part| {
+            let media = part.split(';').next().unwrap_or_default().trim();
+            media == mime || media == "*/*" || media.strip_suffix("/*").is_some_and(|t| mime.starts_with(t))
+        }),
+    }
+}
+
+fn check_version_header(headers: &HeaderMap) -> Result<(), Response> {
+    match header_str(headers, VERSION_HEADER) {
+        Some(v) if !mcp::SUPPORTED_VERSIONS.contains(&v) => Err(rpc_error(
+            StatusCode::BAD_REQUEST,
+            None,
+            code::TRANSPORT,
+            format!("Bad Request: unsupported MCP-Protocol-Version '{v}'; supported: {}", mcp::SUPPORTED_VERSIONS.join(", ")),
+        )),
+        _ => Ok(()),
+    }
+}
+
+impl HttpInner {
+    fn session_for(&self, headers: &HeaderMap) -> Result<Arc<Session>, Response> {
+        if self.options.stateless {
+            return Ok(Arc::new(Session::new(None)));
+        }
+        let Some(id) = header_str(headers, SESSION_HEADER) else {
+            return Err(rpc_error(StatusCode::BAD_REQUEST, None, code::TRANSPORT, "Bad Request: Mcp-Session-Id header is required"));
+        };
+        self.sessions
+            .get(id)
+            .ok_or_else(|| rpc_error(StatusCode::NOT_FOUND, None, code::UNAUTHORIZED, "Session not found"))
+    }
+
+    fn challenge(&self, status: &Status, mut response: Response) -> Response {
+        let metadata = self
+            .options
+            .resource_metadata_url
+            .as_deref()
+            .map(|url| format!(r#" resource_metadata="{url}""#))
+            .unwrap_or_default();
+        let (code, value) = match status {
+            Status::Ok => return response,
+            Status::Unauthenticated => (StatusCode::UNAUTHORIZED, format!("Bearer{metadata}")),
+            Status::Forbidden(scopes) => (
+                StatusCode::FORBIDDEN,
+                format!(r#"Bearer error="insufficient_scope", scope="{}"{}"#, scopes.join(" "), metadata.replacen(' ', ", ", 1)),
+            ),
+        };
+        *response.status_mut() = code;
+        if let Ok(value) = HeaderValue::from_str(&value) {
+            response.headers_mut().insert(header::WWW_AUTHENTICATE, value);
+        }
+        response
+    }
+}
+
+async fn handle_post(State(http): State<McpHttp>, request: Request) -> Response {
+    let inner = &http.inner;
+    let (parts, body) = request.into_parts();
+    let headers = &parts.headers;
+    if let Err(refusal) = check_host_and_origin(headers, &inner.options) {
+        return refusal;
+    }
+    let is_json = header_str(headers, header::CONTENT_TYPE)
+        .and_then(|ct| ct.split(';').next())
+        .is_some_and(|media| media.trim().eq_ignore_ascii_case("application/json"));
+    if !is_json {
+        return rpc_error(StatusCode::UNSUPPORTED_MEDIA_TYPE, None, code::TRANSPORT, "Unsupported Media Type: Content-Type must be application/json");
+    }
+    if !accepts(headers, "application/json") && !accepts(headers, "text/event-stream") {
+        return rpc_error(StatusCode::NOT_ACCEPTABLE, None, code::TRANSPORT, "Not Acceptable: Accept must include application/json and text/event-stream");
+    }
+    if let Err(refusal) = check_version_header(headers) {
+        return refusal;
+    }
+    let bytes = match Limited::new(body, inner.options.max_body_bytes).collect().await {
+        Ok(collected) => collected.to_bytes(),
+        Err(_) => {
+            let limit = inner.options.max_body_bytes;
+            return rpc_error(StatusCode::PAYLOAD_TOO_LARGE, None, code::INVALID_REQUEST, format!("Payload Too Large: the limit is {limit} bytes"));
+        }
+    };
+    let user = parts.extensions.get::<UserInfo>().cloned().unwrap_or_default();
+    let message = match Message::parse(&bytes) {
+        Ok(message) => message,
+        Err(failure) => return json_response(StatusCode::BAD_REQUEST, jsonrpc::error_bytes(failure.id.as_ref(), &failure.error)),
+    };
+    match message {
+        Message::Request(request) if request.method == "initialize" => initialize(&http, &request, &user, headers).await,
+        Message::Request(request) => {
+            let session = match inner.session_for(headers) {
+                Ok(session) => session,
+                Err(refusal) => return refusal,
+            };
+            let streamable = accepts(headers, "text/event-stream");
+            request_response(&http, request, user, session, streamable).await
+        }
+        Message::Notification(notification) => match inner.session_for(headers) {
+            Ok(session) => {
+                inner.service.handle_notification(&notification, &session);
+                accepted()
+            }
+            Err(refusal) => refusal,
+        },
+        Message::Response(response) => match inner.session_for(headers) {
+            Ok(session) => {
+                let id = response.id.clone();
+                if inner.service.handle_response(response, &session, &user) {
+                    accepted()
+                } else {
+                    rpc_error(StatusCode::BAD_REQUEST, Some(&id), code::INVALID_REQUEST, "No request is waiting for this response")
+                }
+            }
+            Err(refusal) => refusal,
+        },
+    }
+}
+
+fn accepted() -> Response {
+    StatusCode::ACCEPTED.into_response()
+}
+
+async fn initialize(http: &McpHttp, request: &jsonrpc::Request, user: &UserInfo, headers: &HeaderMap) -> Response {
+    let inner = &http.inner;
+    if !inner.options.stateless {
+        if let Some(existing) = header_str(headers, SESSION_HEADER).and_then(|id| inner.sessions.get(id)) {
+            let exchange = Exchange { user, session: &existing, client: None };
+            let reply = inner.service.handle_request(request, &exchange).await;
+            return json_response(StatusCode::BAD_REQUEST, reply.body);
+        }
+    }
+    let session = if inner.options.stateless { Arc::new(Session::new(None)) } else { inner.sessions.create() };
+    let exchange = Exchange { user, session: &session, client: None };
+    let reply = inner.service.handle_request(request, &exchange).await;
+    let succeeded = session.is_initialized();
+    let mut response = json_response(StatusCode::OK, reply.body);
+    match session.id() {
+        Some(id) if succeeded => {
+            if let Ok(value) = HeaderValue::from_str(id) {
+                response.headers_mut().insert(SESSION_HEADER, value);
+            }
+        }
+        Some(id) => {
+            inner.sessions.remove(id);
+        }
+        None => {}
+    }
+    response
+}
+
+async fn request_response(http: &McpHttp, request: jsonrpc::Request, user: UserInfo, session: Arc<Session>, streamable: bool) -> Response {
+    let inner = &http.inner;
+    if request.method != "tools/call" || !streamable {
+        let exchange = Exchange { user: &user, session: &session, client: None };
+        let reply = inner.service.handle_request(&request, &exchange).await;
+        return inner.challenge(&reply.status, json_response(StatusCode::OK, reply.body));
+    }
+
+    // A tool call may talk to the client while it runs: give it a channel, and answer with
+    // JSON if it finishes first, or switch to SSE at its first message.
+    let (tx, mut rx) = mpsc::channel::<Vec<u8>>(64);
+    let id = request.id.clone();
+    let (abort, registration) = AbortHandle::new_pair();
+    session.start_request(id.clone(), abort);
+    let call: CallFuture = {
+        let service = inner.service.clone();
+        let pending = Arc::clone(service.pending());
+        let session = Arc::clone(&session);
+        let timeout = service.options().answer_timeout;
+        let token = mcp::progress_token(&request);
+        Box::pin(async move {
+            let peer = ChannelPeer::new(tx, Arc::clone(&session), pending, user.user_id().map(str::to_owned), token, timeout);
+            let exchange = Exchange { user: &user, session: &session, client: Some(&peer) };
+            let reply = Abortable::new(service.handle_request(&request, &exchange), registration).await;
+            session.finish_request(&request.id);
+            reply.ok()
+        })
+    };
+    let mut call = call;
+    tokio::select! {
+        biased;
+        reply = &mut call => match reply {
+            Some(reply) => inner.challenge(&reply.status, json_response(StatusCode::OK, reply.body)),
+            None => cancelled(&id),
+        },
+        Some(first) = rx.recv() => sse_response(first, rx, call, &id, inner.options.keep_alive),
+    }
+}
+
+fn cancelled(id: &Id) -> Response {
+    rpc_error(StatusCode::OK, Some(id), code::INTERNAL_ERROR, "Request cancelled")
+}
+
+fn event(bytes: Vec<u8>) -> Result<Event, Infallible> {
+    // Our messages are serde_json output, so always UTF-8.
+    Ok(Event::default().event("message").data(String::from_utf8_lossy(&bytes)))
+}
+
+fn sse_response(first: Vec<u8>, rx: mpsc::Receiver<Vec<u8>>, call: CallFuture, id: &Id, keep_alive: Duration) -> Response {
+    struct Streaming {
+        first: Option<Vec<u8>>,
+        rx: mpsc::Receiver<Vec<u8>>,
+        call: Option<CallFuture>,
+        id: Id,
+    }
+    let state = Streaming { first: Some(first), rx, call: Some(call), id: id.clone() };
+    let events = stream::unfold(state, |mut s| async move {
+        if let Some(first) = s.first.take() {
+            return Some((event(first), s));
+        }
+        let call = s.call.as_mut()?;
+        tokio::select! {
+            biased;
+            Some(message) = s.rx.recv() => Some((event(message), s)),
+            reply = call => {
+                s.call = None;
+                // Messages sent in the call's last poll still precede its response.
+                let mut tail = Vec::new();
+                while let Ok(message) = s.rx.try_recv() {
+                    tail.push(message);
+                }
+                tail.push(match reply {
+                    Some(reply) => reply.body,
+                    None => jsonrpc::error_bytes(Some(&s.id), &RpcError::new(code::INTERNAL_ERROR, "Request cancelled")),
+                });
+                Some((Ok(Event::default().event("message").data(join_events(tail))), s))
+            }
+        }
+    });
+    sse(events, keep_alive)
+}
+
+// Several messages in one SSE write: each but the last becomes its own event.
+fn join_events(messages: Vec<Vec<u8>>) -> String {
+    let mut messages = messages.into_iter().map(|m| String::from_utf8_lossy(&m).into_owned());
+    let last = messages.next_back().unwrap_or_default();
+    let mut out = String::new();
+    for m in messages {
+        out.push_str(&m);
+        out.push_str("\n\nevent: message\ndata: ");
+    }
+    out.push_str(&last);
+    out
+}
+
+fn sse(events: impl Stream<Item = Result<Event, Infallible>> + Send + 'static, keep_alive: Duration) -> Response {
+    let mut response = Sse::new(events).keep_alive(KeepAlive::new().interval(keep_alive)).into_response();
+    response.headers_mut().insert("x-accel-buffering", HeaderValue::from_static("no"));
+    response
+}
+
+async fn handle_get(State(http): State<McpHttp>, headers: HeaderMap) -> Response {
+    let inner = &http.inner;
+    if let Err(refusal) = check_host_and_origin(&headers, &inner.options) {
+        return refusal;
+    }
+    if inner.options.stateless {
+        return method_not_allowed();
+    }
+    if !accepts(&headers, "text/event-stream") {
+        return rpc_error(StatusCode::NOT_ACCEPTABLE, None, code::TRANSPORT, "Not Acceptable: Accept must include text/event-stream");
+    }
+    let session = match inner.session_for(&headers) {
+        Ok(session) => session,
+        Err(refusal) => return refusal,
+    };
+    let Some(rx) = session.open_stream(64) else {
+        return rpc_error(StatusCode::CONFLICT, None, code::TRANSPORT, "Conflict: a stream is already open for this session");
+    };
+    let events = stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|m| (event(m), rx)) });
+    sse(events, inner.options.keep_alive)
+}
+
+async fn handle_delete(State(http): State<McpHttp>, headers: HeaderMap) -> Response {
+    let inner = &http.inner;
+    if let Err(refusal) = check_host_and_origin(&headers, &inner.options) {
+        return refusal;
+    }
+    if inner.options.stateless {
+        return method_not_allowed();
+    }
+    let Some(id) = header_str(&headers, SESSION_HEADER) else {
+        return rpc_error(StatusCode::BAD_REQUEST, None, code::TRANSPORT, "Bad Request: Mcp-Session-Id header is required");
+    };
+    if inner.sessions.remove(id) {
+        StatusCode::NO_CONTENT.into_response()
+    } else {
+        rpc_error(StatusCode::NOT_FOUND, None, code::UNAUTHORIZED, "Session not found")
+    }
+}
+
+fn method_not_allowed() -> Response {
+    let mut response = rpc_error(StatusCode::METHOD_NOT_ALLOWED, None, code::TRANSPORT, "Method Not Allowed");
+    response.headers_mut().insert(header::ALLOW, HeaderValue::from_static("POST"));
+    response
+}

@@ -1,0 +1,568 @@
+//! The MCP methods, independent of any transport: a request and the caller in, response bytes
+//! out. The HTTP and stdio transports both call [`McpService`].
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use mirobody_core::{
+    Cache, CallError, ClientPeer, Db, Memory, PromptRegistry, Registry, ResourceError, ResourceRegistry, Storage,
+    ToolContext, UserInfo,
+};
+use serde::Deserialize;
+use serde_json::value::RawValue;
+use serde_json::{Value, json};
+
+use crate::jsonrpc::{self, ClientResponse, Id, Notification, Request, RpcError, code};
+use crate::peer::PendingRequests;
+use crate::session::{Session, log_rank};
+
+/// The protocol revisions served, newest first.
+pub const SUPPORTED_VERSIONS: [&str; 4] = ["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"];
+
+/// The newest revision served.
+pub const LATEST_VERSION: &str = SUPPORTED_VERSIONS[0];
+
+/// The backends tools may use; each optional.
+#[derive(Clone, Default)]
+pub struct Backends {
+    /// The cache.
+    pub cache: Option<Arc<dyn Cache>>,
+    /// Object storage.
+    pub storage: Option<Arc<dyn Storage>>,
+    /// The relational store.
+    pub db: Option<Arc<dyn Db>>,
+    /// Long-term memory.
+    pub memory: Option<Arc<dyn Memory>>,
+}
+
+impl Backends {
+    /// A context borrowing these backends and the call's client.
+    pub fn context<'a>(&'a self, client: Option<&'a dyn ClientPeer>) -> ToolContext<'a> {
+        let mut ctx = ToolContext::new();
+        if let Some(cache) = &self.cache {
+            ctx = ctx.with_cache(cache.as_ref());
+        }
+        if let Some(storage) = &self.storage {
+            ctx = ctx.with_storage(storage.as_ref());
+        }
+        if let Some(db) = &self.db {
+            ctx = ctx.with_db(db.as_ref());
+        }
+        if let Some(memory) = &self.memory {
+            ctx = ctx.with_memory(memory.as_ref());
+        }
+        if let Some(client) = client {
+            ctx = ctx.with_client(client);
+        }
+        ctx
+    }
+}
+
+/// What the server says about itself in `initialize`.
+#[derive(Clone, Debug)]
+pub struct ServerInfo {
+    /// The name.
+    pub name: String,
+    /// The version.
+    pub version: String,
+    /// Instructions for the model, if any.
+    pub instructions: Option<String>,
+}
+
+impl Default for ServerInfo {
+    fn default() -> Self {
+        ServerInfo { name: "mirobody".into(), version: env!("CARGO_PKG_VERSION").into(), instructions: None }
+    }
+}
+
+/// Protocol options.
+#[derive(Clone, Debug)]
+pub struct McpOptions {
+    /// Tools per `tools/list` page.
+    pub page_size: usize,
+    /// Leave tools that need authentication out of anonymous `tools/list` replies.
+    pub hide_auth_tools_from_anonymous: bool,
+    /// How long a tool waits for the client to answer a question.
+    pub answer_timeout: Duration,
+}
+
+impl Default for McpOptions {
+    fn default() -> Self {
+        McpOptions { page_size: 100, hide_auth_tools_from_anonymous: false, answer_timeout: Duration::from_secs(300) }
+    }
+}
+
+/// How a reply should travel, beyond its JSON-RPC body.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Status {
+    /// A normal reply.
+    Ok,
+    /// The method needs an authenticated caller (HTTP 401 with a challenge).
+    Unauthenticated,
+    /// The caller's token lacks these scopes (HTTP 403).
+    Forbidden(Vec<String>),
+}
+
+/// A response to one request.
+#[derive(Debug)]
+pub struct Reply {
+    /// The JSON-RPC response.
+    pub body: Vec<u8>,
+    /// How it should travel.
+    pub status: Status,
+}
+
+impl Reply {
+    fn ok(body: Vec<u8>) -> Self {
+        Reply { body, status: Status::Ok }
+    }
+
+    fn error(id: &Id, error: RpcError) -> Self {
+        Reply::ok(jsonrpc::error_bytes(Some(id), &error))
+    }
+}
+
+/// The surroundings of one request, supplied by the transport.
+pub struct Exchange<'a> {
+    /// The verified caller.
+    pub user: &'a UserInfo,
+    /// The session.
+    pub session: &'a Arc<Session>,
+    /// The client, when the transport can carry messages back during the call.
+    pub client: Option<&'a dyn ClientPeer>,
+}
+
+/// The MCP protocol engine: cheap to clone, shared by every transport.
+#[derive(Clone)]
+pub struct McpService {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    registry: Arc<Registry>,
+    resources: ResourceRegistry,
+    prompts: PromptRegistry,
+    backends: Backends,
+    info: ServerInfo,
+    options: McpOptions,
+    pending: Arc<PendingRequests>,
+}
+
+/// Builds an [`McpService`].
+pub struct McpServiceBuilder {
+    inner: Inner,
+}
+
+impl McpServiceBuilder {
+    /// Serves these resources.
+    pub fn resources(mut self, resources: ResourceRegistry) -> Self {
+        self.inner.resources = resources;
+        self
+    }
+
+    /// Serves these prompts.
+    pub fn prompts(mut self, prompts: PromptRegistry) -> Self {
+        self.inner.prompts = prompts;
+        self
+    }
+
+    /// Gives tools these backends.
+    pub fn backends(mut self, backends: Backends) -> Self {
+        self.inner.backends = backends;
+        self
+    }
+
+    /// Sets what the server says about itself.
+    pub fn info(mut self, info: ServerInfo) -> Self {
+        self.inner.info = info;
+        self
+    }
+
+    /// Sets protocol options.
+    pub fn options(mut self, options: McpOptions) -> Self {
+        self.inner.options = options;
+        self
+    }
+
+    /// The service.
+    pub fn build(self) -> McpService {
+        McpService { inner: Arc::new(self.inner) }
+    }
+}
+
+#[derive(Deserialize)]
+struct CallParams {
+    name: String,
+    #[serde(default)]
+    arguments: Value,
+}
+
+#[derive(Deserialize)]
+struct InitializeParams {
+    #[serde(rename = "protocolVersion")]
+    protocol_version: String,
+    #[serde(default)]
+    capabilities: Value,
+}
+
+#[derive(Deserialize, Default)]
+struct CursorParams {
+    cursor: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct UriParams {
+    uri: String,
+}
+
+#[derive(Deserialize)]
+struct PromptParams {
+    name: String,
+    #[serde(default)]
+    arguments: HashMap<String, String>,
+}
+
+#[derive(Deserialize)]
+struct LevelParams {
+    level: String,
+}
+
+#[derive(Deserialize)]
+struct CancelParams {
+    #[serde(rename = "requestId")]
+    request_id: Id,
+}
+
+fn parse<'de, T: Deserialize<'de>>(params: Option<&'de RawValue>, method: &str) -> Result<T, RpcError> {
+    let raw = params.map(RawValue::get).unwrap_or("{}");
+    serde_json::from_str(raw).map_err(|e| RpcError::invalid_params(format!("Invalid params for {method}: {e}")))
+}
+
+/// The `_meta.progressToken` of a request, if it asked for progress.
+pub fn progress_token(request: &Request) -> Option<Value> {
+    #[derive(Deserialize)]
+    struct Meta {
+        #[serde(rename = "progressToken")]
+        progress_token: Option<Value>,
+    }
+    #[derive(Deserialize)]
+    struct WithMeta {
+        #[serde(rename = "_meta")]
+        meta: Option<Meta>,
+    }
+    let raw = request.params.as_deref()?;
+    serde_json::from_str::<WithMeta>(raw.get()).ok()?.meta?.progress_token
+}
+
+impl McpService {
+    /// A service over a tool registry, with no resources, prompts or backends yet.
+    pub fn builder(registry: Arc<Registry>) -> McpServiceBuilder {
+        McpServiceBuilder {
+            inner: Inner {
+                registry,
+                resources: ResourceRegistry::default(),
+                prompts: PromptRegistry::default(),
+                backends: Backends::default(),
+                info: ServerInfo::default(),
+                options: McpOptions::default(),
+                pending: Arc::default(),
+            },
+        }
+    }
+
+    /// The tool registry.
+    pub fn registry(&self) -> &Registry {
+        &self.inner.registry
+    }
+
+    /// The options.
+    pub fn options(&self) -> &McpOptions {
+        &self.inner.options
+    }
+
+    /// Server-to-client requests awaiting answers.
+    pub fn pending(&self) -> &Arc<PendingRequests> {
+        &self.inner.pending
+    }
+
+    /// Answers one request.
+    pub async fn handle_request(&self, request: &Request, exchange: &Exchange<'_>) -> Reply {
+        let id = &request.id;
+        let params = request.params.as_deref();
+        let outcome = match request.method.as_str() {
+            "tools/call" => return self.call_tool(id, params, exchange).await,
+            "tools/list" => return self.list_tools(id, params, exchange.user),
+            "initialize" => self.initialize(params, exchange.session),
+            "ping" => Ok(json!({})),
+            "resources/list" => self.list_resources(params),
+            "resources/templates/list" => Ok(self.list_templates()),
+            "resources/read" => return self.read_resource(id, params, exchange).await,
+            "resources/subscribe" | "resources/unsubscribe" => {
+                parse::<UriParams>(params, &request.method).map(|p| {
+                    if request.method == "resources/subscribe" {
+                        exchange.session.subscribe(&p.uri);
+                    } else {
+                        exchange.session.unsubscribe(&p.uri);
+                    }
+                    json!({})
+                })
+            }
+            "prompts/list" => self.list_prompts(params),
+            "prompts/get" => self.get_prompt(params).await,
+            "logging/setLevel" => parse::<LevelParams>(params, "logging/setLevel").and_then(|p| {
+                let rank = log_rank(&p.level).ok_or_else(|| {
+                    RpcError::invalid_params(format!("Unknown log level '{}'; use one of debug, info, notice, warning, error, critical, alert, emergency", p.level))
+                })?;
+                exchange.session.set_log_level(rank);
+                Ok(json!({}))
+            }),
+            "completion/complete" => self.complete(params),
+            other => Err(RpcError::new(code::METHOD_NOT_FOUND, format!("Method not found: {other}"))),
+        };
+        match outcome {
+            Ok(result) => Reply::ok(jsonrpc::result_bytes(id, &result)),
+            Err(error) => Reply::error(id, error),
+        }
+    }
+
+    /// Takes a notification: `notifications/cancelled` stops the named request; others need
+    /// no action.
+    pub fn handle_notification(&self, notification: &Notification, session: &Session) {
+        if notification.method == "notifications/cancelled" {
+            if let Ok(p) = parse::<CancelParams>(notification.params.as_deref(), &notification.method) {
+                let cancelled = session.cancel_request(&p.request_id);
+                tracing::debug!(request = %p.request_id, cancelled, "cancel requested");
+            }
+        }
+    }
+
+    /// Delivers a client's answer to a server-to-client request; false when nothing waits for
+    /// it from this session and user.
+    pub fn handle_response(&self, response: ClientResponse, session: &Session, user: &UserInfo) -> bool {
+        self.inner.pending.complete(&response.id, session.id(), user.user_id(), response.outcome)
+    }
+
+    /// Reads one message and answers it, with no client channel (requests to the client get
+    /// [`PeerError::Unsupported`](mirobody_core::PeerError)). `None` for messages that get no
+    /// response. For in-process use and benchmarks; the transports add streaming.
+    pub async fn handle_bytes(&self, bytes: &[u8], user: &UserInfo, session: &Arc<Session>) -> Option<Vec<u8>> {
+        match jsonrpc::Message::parse(bytes) {
+            Ok(jsonrpc::Message::Request(request)) => {
+                let exchange = Exchange { user, session, client: None };
+                Some(self.handle_request(&request, &exchange).await.body)
+            }
+            Ok(jsonrpc::Message::Notification(n)) => {
+                self.handle_notification(&n, session);
+                None
+            }
+            Ok(jsonrpc::Message::Response(r)) => {
+                self.handle_response(r, session, user);
+                None
+            }
+            Err(failure) => Some(jsonrpc::error_bytes(failure.id.as_ref(), &failure.error)),
+        }
+    }
+
+    fn initialize(&self, params: Option<&RawValue>, session: &Session) -> Result<Value, RpcError> {
+        let p: InitializeParams = parse(params, "initialize")?;
+        let version = if SUPPORTED_VERSIONS.contains(&p.protocol_version.as_str()) {
+            p.protocol_version.as_str()
+        } else {
+            LATEST_VERSION
+        };
+        if !session.initialize(version, p.capabilities) {
+            return Err(RpcError::new(code::INVALID_REQUEST, "Invalid request: the session is already initialized"));
+        }
+        let info = &self.inner.info;
+        let mut result = json!({
+            "protocolVersion": version,
+            "capabilities": {
+                "tools": {"listChanged": false},
+                "resources": {"subscribe": true, "listChanged": false},
+                "prompts": {"listChanged": false},
+                "logging": {},
+                "completions": {},
+            },
+            "serverInfo": {"name": info.name, "version": info.version},
+        });
+        if let Some(instructions) = &info.instructions {
+            result["instructions"] = json!(instructions);
+        }
+        Ok(result)
+    }
+
+    fn list_tools(&self, id: &Id, params: Option<&RawValue>, user: &UserInfo) -> Reply {
+        let cursor = match parse::<Option<CursorParams>>(params, "tools/list") {
+            Ok(p) => p.unwrap_or_default().cursor,
+            Err(e) => return Reply::error(id, e),
+        };
+        let registry = &self.inner.registry;
+        let include_auth = user.authed() || !self.inner.options.hide_auth_tools_from_anonymous;
+        let page_size = self.inner.options.page_size.max(1);
+        // The common case, one page of every tool, is served from the pre-rendered listing.
+        if cursor.is_none() && registry.len() <= page_size {
+            let tools = registry.mcp_tools_json(include_auth);
+            let mut result = String::with_capacity(tools.len() + 10);
+            result.push_str(r#"{"tools":"#);
+            result.push_str(tools);
+            result.push('}');
+            return Reply::ok(jsonrpc::raw_result_bytes(id, &result));
+        }
+        let start = match cursor.as_deref().map(decode_cursor) {
+            None => 0,
+            Some(Some(name)) => match registry.mcp_entries().position(|(t, _)| t.name() == name) {
+                Some(i) => i,
+                None => return Reply::error(id, RpcError::invalid_params("Invalid cursor")),
+            },
+            Some(None) => return Reply::error(id, RpcError::invalid_params("Invalid cursor")),
+        };
+        let visible: Vec<(&mirobody_core::Tool, &str)> = registry
+            .mcp_entries()
+            .skip(start)
+            .filter(|(t, _)| include_auth || !t.is_auth())
+            .take(page_size + 1)
+            .collect();
+        let mut result = String::from(r#"{"tools":["#);
+        for (i, (_, entry)) in visible.iter().take(page_size).enumerate() {
+            if i > 0 {
+                result.push(',');
+            }
+            result.push_str(entry);
+        }
+        result.push(']');
+        if let Some((next, _)) = visible.get(page_size) {
+            result.push_str(r#","nextCursor":"#);
+            result.push_str(&Value::from(encode_cursor(next.name())).to_string());
+        }
+        result.push('}');
+        Reply::ok(jsonrpc::raw_result_bytes(id, &result))
+    }
+
+    async fn call_tool(&self, id: &Id, params: Option<&RawValue>, exchange: &Exchange<'_>) -> Reply {
+        let p: CallParams = match parse(params, "tools/call") {
+            Ok(p) => p,
+            Err(e) => return Reply::error(id, e),
+        };
+        let ctx = self.inner.backends.context(exchange.client);
+        match self.inner.registry.call(&p.name, p.arguments, exchange.user, &ctx).await {
+            Ok(result) => Reply::ok(jsonrpc::result_bytes(id, &result)),
+            // Argument problems are results the model can read and correct (SEP-1303).
+            Err(e @ CallError::InvalidArguments { .. }) => Reply::ok(jsonrpc::result_bytes(id, &e.into_tool_result())),
+            Err(e @ CallError::UnknownTool { .. }) => Reply::error(id, RpcError::invalid_params(e.to_string())),
+            Err(e @ CallError::Unauthenticated { .. }) => Reply {
+                body: jsonrpc::error_bytes(Some(id), &RpcError::new(code::UNAUTHORIZED, e.to_string())),
+                status: Status::Unauthenticated,
+            },
+            Err(CallError::InsufficientScope { tool, missing }) => {
+                let message = format!("Insufficient scope for tool '{tool}': the token lacks {}", missing.join(", "));
+                Reply {
+                    body: jsonrpc::error_bytes(Some(id), &RpcError::new(code::UNAUTHORIZED, message)),
+                    status: Status::Forbidden(missing),
+                }
+            }
+            Err(other) => Reply::error(id, RpcError::new(code::INTERNAL_ERROR, other.to_string())),
+        }
+    }
+
+    fn list_resources(&self, params: Option<&RawValue>) -> Result<Value, RpcError> {
+        let _: Option<CursorParams> = parse(params, "resources/list")?;
+        let resources: Vec<Value> = self
+            .inner
+            .resources
+            .resources()
+            .iter()
+            .map(|r| serde_json::to_value(r.info()).unwrap_or_default())
+            .collect();
+        Ok(json!({"resources": resources}))
+    }
+
+    fn list_templates(&self) -> Value {
+        let templates: Vec<Value> = self.inner.resources.templates().iter().map(|t| t.to_json()).collect();
+        json!({"resourceTemplates": templates})
+    }
+
+    async fn read_resource(&self, id: &Id, params: Option<&RawValue>, exchange: &Exchange<'_>) -> Reply {
+        let p: UriParams = match parse(params, "resources/read") {
+            Ok(p) => p,
+            Err(e) => return Reply::error(id, e),
+        };
+        let ctx = self.inner.backends.context(exchange.client);
+        let resources = &self.inner.resources;
+        let read = if let Some(resource) = resources.get(&p.uri) {
+            resource.read(exchange.user, &ctx).await
+        } else if let Some(template) = resources.template_for(&p.uri) {
+            template.read(&p.uri, exchange.user, &ctx).await
+        } else {
+            Err(ResourceError::NotFound(p.uri.clone()))
+        };
+        match read {
+            Ok(contents) => Reply::ok(jsonrpc::result_bytes(id, &json!({"contents": contents}))),
+            Err(ResourceError::NotFound(uri)) => Reply::error(
+                id,
+                RpcError::new(code::RESOURCE_NOT_FOUND, format!("Resource not found: {uri}")).with_data(json!({"uri": uri})),
+            ),
+            Err(e @ ResourceError::Unauthenticated(_)) => Reply {
+                body: jsonrpc::error_bytes(Some(id), &RpcError::new(code::UNAUTHORIZED, e.to_string())),
+                status: Status::Unauthenticated,
+            },
+            Err(e) => Reply::error(id, RpcError::new(code::INTERNAL_ERROR, e.to_string())),
+        }
+    }
+
+    fn list_prompts(&self, params: Option<&RawValue>) -> Result<Value, RpcError> {
+        let _: Option<CursorParams> = parse(params, "prompts/list")?;
+        let prompts: Vec<Value> = self.inner.prompts.prompts().iter().map(|p| p.to_json()).collect();
+        Ok(json!({"prompts": prompts}))
+    }
+
+    async fn get_prompt(&self, params: Option<&RawValue>) -> Result<Value, RpcError> {
+        let p: PromptParams = parse(params, "prompts/get")?;
+        let prompt = self
+            .inner
+            .prompts
+            .get(&p.name)
+            .ok_or_else(|| RpcError::invalid_params(format!("Unknown prompt: '{}'", p.name)))?;
+        let messages = prompt.get(p.arguments).await.map_err(RpcError::invalid_params)?;
+        Ok(json!({"description": prompt.description(), "messages": messages}))
+    }
+
+    fn complete(&self, params: Option<&RawValue>) -> Result<Value, RpcError> {
+        #[derive(Deserialize)]
+        struct Ref {
+            #[serde(rename = "type")]
+            kind: String,
+            name: Option<String>,
+            uri: Option<String>,
+        }
+        #[derive(Deserialize)]
+        struct CompleteParams {
+            #[serde(rename = "ref")]
+            reference: Ref,
+        }
+        let p: CompleteParams = parse(params, "completion/complete")?;
+        let known = match p.reference.kind.as_str() {
+            "ref/prompt" => p.reference.name.as_deref().is_some_and(|n| self.inner.prompts.get(n).is_some()),
+            "ref/resource" => p.reference.uri.is_some(),
+            _ => false,
+        };
+        if !known {
+            return Err(RpcError::invalid_params("Unknown completion reference"));
+        }
+        // No completion sources are declared yet: an empty list is the honest answer.
+        Ok(json!({"completion": {"values": [], "total": 0, "hasMore": false}}))
+    }
+}
+
+fn encode_cursor(name: &str) -> String {
+    name.bytes().map(|b| format!("{b:02x}")).collect()
+}
+
+fn decode_cursor(cursor: &str) -> Option<String> {
+    if cursor.len() % 2 != 0 || cursor.len() > 256 {
+        return None;
+    }
+    let bytes: Option<Vec<u8>> =
+        (0..cursor.len()).step_by(2).map(|i| u8::from_str_radix(cursor.get(i..i + 2)?, 16).ok()).collect();
+    String::from_utf8(bytes?).ok()
+}

@@ -1,0 +1,321 @@
+//! Per-client state: the negotiated version, what the client can do, its log level, its
+//! subscriptions, the calls it has running, and the stream for unrelated server messages.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+use futures::future::AbortHandle;
+use serde_json::Value;
+use tokio::sync::mpsc;
+
+use crate::jsonrpc::Id;
+
+/// MCP log levels, lowest first (RFC 5424 severities).
+pub const LOG_LEVELS: [&str; 8] = ["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"];
+
+// Log level value meaning "the client did not ask for logs".
+const LOGS_OFF: u8 = u8::MAX;
+
+/// The rank of a level name in [`LOG_LEVELS`].
+pub fn log_rank(level: &str) -> Option<u8> {
+    LOG_LEVELS.iter().position(|l| *l == level).map(|i| i as u8)
+}
+
+/// One client's session.
+pub struct Session {
+    id: Option<String>,
+    protocol_version: OnceLock<String>,
+    client_capabilities: OnceLock<Value>,
+    log_level: AtomicU8,
+    subscriptions: Mutex<HashSet<String>>,
+    running: Mutex<HashMap<Id, AbortHandle>>,
+    stream: Mutex<Option<mpsc::Sender<Vec<u8>>>>,
+    last_seen_ms: AtomicU64,
+    born: Instant,
+}
+
+impl std::fmt::Debug for Session {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // The id is a bearer of the session: never printed.
+        f.debug_struct("Session").field("protocol_version", &self.protocol_version.get()).finish()
+    }
+}
+
+impl Session {
+    /// A session with an id (stateful HTTP), or without one (stdio, stateless HTTP).
+    pub fn new(id: Option<String>) -> Self {
+        Session {
+            id,
+            protocol_version: OnceLock::new(),
+            client_capabilities: OnceLock::new(),
+            log_level: AtomicU8::new(LOGS_OFF),
+            subscriptions: Mutex::new(HashSet::new()),
+            running: Mutex::new(HashMap::new()),
+            stream: Mutex::new(None),
+            last_seen_ms: AtomicU64::new(0),
+            born: Instant::now(),
+        }
+    }
+
+    /// The session id.
+    pub fn id(&self) -> Option<&str> {
+        self.id.as_deref()
+    }
+
+    /// Records what `initialize` settled; false if it was already settled.
+    pub fn initialize(&self, version: &str, capabilities: Value) -> bool {
+        let first = self.protocol_version.set(version.to_owned()).is_ok();
+        if first {
+            let _ = self.client_capabilities.set(capabilities);
+        }
+        first
+    }
+
+    /// Whether `initialize` has happened.
+    pub fn is_initialized(&self) -> bool {
+        self.protocol_version.get().is_some()
+    }
+
+    /// The negotiated protocol version.
+    pub fn protocol_version(&self) -> Option<&str> {
+        self.protocol_version.get().map(String::as_str)
+    }
+
+    /// Whether the client declared a capability.
+    pub fn client_supports(&self, capability: &str) -> bool {
+        self.client_capabilities.get().and_then(|c| c.get(capability)).is_some_and(|v| !v.is_null())
+    }
+
+    /// Sets the lowest level of log messages the client wants.
+    pub fn set_log_level(&self, rank: u8) {
+        self.log_level.store(rank, Ordering::Relaxed);
+    }
+
+    /// Whether a message at `level` should be sent.
+    pub fn wants_log(&self, level: &str) -> bool {
+        let min = self.log_level.load(Ordering::Relaxed);
+        min != LOGS_OFF && log_rank(level).is_some_and(|rank| rank >= min)
+    }
+
+    /// Subscribes to updates of a resource.
+    pub fn subscribe(&self, uri: &str) {
+        lock(&self.subscriptions).insert(uri.to_owned());
+    }
+
+    /// Unsubscribes.
+    pub fn unsubscribe(&self, uri: &str) {
+        lock(&self.subscriptions).remove(uri);
+    }
+
+    /// Whether the client subscribed to `uri`.
+    pub fn is_subscribed(&self, uri: &str) -> bool {
+        lock(&self.subscriptions).contains(uri)
+    }
+
+    /// Registers a running request so `notifications/cancelled` can stop it.
+    pub fn start_request(&self, id: Id, handle: AbortHandle) {
+        lock(&self.running).insert(id, handle);
+    }
+
+    /// Forgets a finished request.
+    pub fn finish_request(&self, id: &Id) {
+        lock(&self.running).remove(id);
+    }
+
+    /// Cancels a running request; whether it was running.
+    pub fn cancel_request(&self, id: &Id) -> bool {
+        match lock(&self.running).remove(id) {
+            Some(handle) => {
+                handle.abort();
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Opens the stream for server messages unrelated to a request; `None` if one is open.
+    pub fn open_stream(&self, capacity: usize) -> Option<mpsc::Receiver<Vec<u8>>> {
+        let mut stream = lock(&self.stream);
+        if stream.as_ref().is_some_and(|tx| !tx.is_closed()) {
+            return None;
+        }
+        let (tx, rx) = mpsc::channel(capacity);
+        *stream = Some(tx);
+        Some(rx)
+    }
+
+    /// Sends a message on the unrelated-messages stream, if open; whether it was sent.
+    pub fn send_unrelated(&self, message: Vec<u8>) -> bool {
+        lock(&self.stream).as_ref().is_some_and(|tx| tx.try_send(message).is_ok())
+    }
+
+    /// Notes activity now.
+    pub fn touch(&self) {
+        self.last_seen_ms.store(self.born.elapsed().as_millis() as u64, Ordering::Relaxed);
+    }
+
+    /// How long since the last activity.
+    pub fn idle_for(&self) -> Duration {
+        let now = self.born.elapsed().as_millis() as u64;
+        Duration::from_millis(now.saturating_sub(self.last_seen_ms.load(Ordering::Relaxed)))
+    }
+
+    /// Cancels everything running (the session is ending).
+    pub fn close(&self) {
+        for (_, handle) in lock(&self.running).drain() {
+            handle.abort();
+        }
+        lock(&self.stream).take();
+    }
+}
+
+// A poisoned lock only means another thread panicked while holding it; the data is still
+// consistent for these simple maps, so keep serving.
+pub(crate) fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// Sessions of stateful HTTP, bounded in number and evicted when idle.
+pub struct SessionStore {
+    sessions: Mutex<HashMap<String, Arc<Session>>>,
+    max_sessions: usize,
+    idle_timeout: Duration,
+}
+
+impl SessionStore {
+    /// A store of at most `max_sessions`, dropping sessions idle longer than `idle_timeout`.
+    pub fn new(max_sessions: usize, idle_timeout: Duration) -> Self {
+        SessionStore { sessions: Mutex::new(HashMap::new()), max_sessions: max_sessions.max(1), idle_timeout }
+    }
+
+    /// Creates a session with a fresh random id (128 bits, visible ASCII).
+    pub fn create(&self) -> Arc<Session> {
+        let id = random_token();
+        let session = Arc::new(Session::new(Some(id.clone())));
+        session.touch();
+        let mut sessions = lock(&self.sessions);
+        if sessions.len() >= self.max_sessions {
+            evict(&mut sessions, self.idle_timeout);
+        }
+        if sessions.len() >= self.max_sessions {
+            // Still full of live sessions: the longest idle one goes.
+            if let Some(oldest) = sessions.iter().max_by_key(|(_, s)| s.idle_for()).map(|(k, _)| k.clone()) {
+                if let Some(gone) = sessions.remove(&oldest) {
+                    gone.close();
+                }
+            }
+        }
+        sessions.insert(id, Arc::clone(&session));
+        session
+    }
+
+    /// The live session with this id.
+    pub fn get(&self, id: &str) -> Option<Arc<Session>> {
+        let mut sessions = lock(&self.sessions);
+        let session = sessions.get(id)?;
+        if session.idle_for() > self.idle_timeout {
+            if let Some(gone) = sessions.remove(id) {
+                gone.close();
+            }
+            return None;
+        }
+        session.touch();
+        Some(Arc::clone(session))
+    }
+
+    /// Ends a session; whether it existed.
+    pub fn remove(&self, id: &str) -> bool {
+        match lock(&self.sessions).remove(id) {
+            Some(session) => {
+                session.close();
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Drops every idle session; how many went.
+    pub fn sweep(&self) -> usize {
+        evict(&mut lock(&self.sessions), self.idle_timeout)
+    }
+
+    /// How many sessions are live.
+    pub fn len(&self) -> usize {
+        lock(&self.sessions).len()
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+fn evict(sessions: &mut HashMap<String, Arc<Session>>, idle_timeout: Duration) -> usize {
+    let before = sessions.len();
+    sessions.retain(|_, s| {
+        let keep = s.idle_for() <= idle_timeout;
+        if !keep {
+            s.close();
+        }
+        keep
+    });
+    before - sessions.len()
+}
+
+/// A random token of 128 bits as 32 hex digits, from the OS-seeded CSPRNG.
+pub fn random_token() -> String {
+    use rand::RngCore;
+    let mut bytes = [0u8; 16];
+    rand::rng().fill_bytes(&mut bytes);
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn store_is_bounded_and_evicts_the_longest_idle() {
+        let store = SessionStore::new(2, Duration::from_secs(3600));
+        let a = store.create();
+        std::thread::sleep(Duration::from_millis(5));
+        let b = store.create();
+        b.touch();
+        let c = store.create();
+        assert_eq!(store.len(), 2);
+        assert!(store.get(a.id().unwrap()).is_none(), "the idlest session was evicted");
+        assert!(store.get(b.id().unwrap()).is_some());
+        assert!(store.get(c.id().unwrap()).is_some());
+    }
+
+    #[test]
+    fn idle_sessions_expire() {
+        let store = SessionStore::new(10, Duration::from_millis(1));
+        let a = store.create();
+        std::thread::sleep(Duration::from_millis(10));
+        assert!(store.get(a.id().unwrap()).is_none());
+        store.create();
+        std::thread::sleep(Duration::from_millis(10));
+        assert_eq!(store.sweep(), 1);
+        assert!(store.is_empty());
+    }
+
+    #[test]
+    fn session_ids_are_visible_ascii_and_unique() {
+        let a = random_token();
+        assert_eq!(a.len(), 32);
+        assert!(a.bytes().all(|b| (0x21..=0x7e).contains(&b)));
+        assert_ne!(a, random_token());
+    }
+
+    #[test]
+    fn logs_are_off_until_the_client_sets_a_level() {
+        let s = Session::new(None);
+        assert!(!s.wants_log("error"));
+        s.set_log_level(log_rank("warning").unwrap());
+        assert!(s.wants_log("error"));
+        assert!(!s.wants_log("info"));
+    }
+}
