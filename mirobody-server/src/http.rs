@@ -18,7 +18,7 @@ use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use futures::future::{AbortHandle, Abortable};
-use futures::stream::{self, Stream};
+use futures::stream::{self, Stream, StreamExt};
 use http::{HeaderMap, HeaderValue, StatusCode, header};
 use http_body_util::{BodyExt, Limited};
 use mirobody_core::UserInfo;
@@ -371,43 +371,30 @@ fn sse_response(first: Vec<u8>, rx: mpsc::Receiver<Vec<u8>>, call: CallFuture, i
         id: Id,
     }
     let state = Streaming { first: Some(first), rx, call: Some(call), id: id.clone() };
-    let events = stream::unfold(state, |mut s| async move {
+    let batches = stream::unfold(state, |mut s| async move {
         if let Some(first) = s.first.take() {
-            return Some((event(first), s));
+            return Some((vec![event(first)], s));
         }
         let call = s.call.as_mut()?;
         tokio::select! {
             biased;
-            Some(message) = s.rx.recv() => Some((event(message), s)),
+            Some(message) = s.rx.recv() => Some((vec![event(message)], s)),
             reply = call => {
                 s.call = None;
                 // Messages sent in the call's last poll still precede its response.
                 let mut tail = Vec::new();
                 while let Ok(message) = s.rx.try_recv() {
-                    tail.push(message);
+                    tail.push(event(message));
                 }
-                tail.push(match reply {
+                tail.push(event(match reply {
                     Some(reply) => reply.body,
                     None => jsonrpc::error_bytes(Some(&s.id), &RpcError::new(code::INTERNAL_ERROR, "Request cancelled")),
-                });
-                Some((Ok(Event::default().event("message").data(join_events(tail))), s))
+                }));
+                Some((tail, s))
             }
         }
     });
-    sse(events, keep_alive)
-}
-
-// Several messages in one SSE write: each but the last becomes its own event.
-fn join_events(messages: Vec<Vec<u8>>) -> String {
-    let mut messages = messages.into_iter().map(|m| String::from_utf8_lossy(&m).into_owned());
-    let last = messages.next_back().unwrap_or_default();
-    let mut out = String::new();
-    for m in messages {
-        out.push_str(&m);
-        out.push_str("\n\nevent: message\ndata: ");
-    }
-    out.push_str(&last);
-    out
+    sse(batches.flat_map(stream::iter), keep_alive)
 }
 
 fn sse(events: impl Stream<Item = Result<Event, Infallible>> + Send + 'static, keep_alive: Duration) -> Response {
