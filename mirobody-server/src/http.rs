@@ -237,9 +237,6 @@ async fn handle_post(State(http): State<McpHttp>, request: Request) -> Response 
     if !accepts(headers, "application/json") && !accepts(headers, "text/event-stream") {
         return rpc_error(StatusCode::NOT_ACCEPTABLE, None, code::TRANSPORT, "Not Acceptable: Accept must include application/json and text/event-stream");
     }
-    if let Err(refusal) = check_version_header(headers) {
-        return refusal;
-    }
     let bytes = match Limited::new(body, inner.options.max_body_bytes).collect().await {
         Ok(collected) => collected.to_bytes(),
         Err(_) => {
@@ -252,6 +249,17 @@ async fn handle_post(State(http): State<McpHttp>, request: Request) -> Response 
         Ok(message) => message,
         Err(failure) => return json_response(StatusCode::BAD_REQUEST, jsonrpc::error_bytes(failure.id.as_ref(), &failure.error)),
     };
+    // A 2026-07-28 client probes with `server/discover` first; this revision does not serve it,
+    // and the JSON-RPC "method not found" tells the client to fall back to `initialize`.
+    if let Message::Request(request) = &message {
+        if request.method == "server/discover" {
+            let reply = jsonrpc::error_bytes(Some(&request.id), &RpcError::new(code::METHOD_NOT_FOUND, "Method not found: server/discover"));
+            return json_response(StatusCode::OK, reply);
+        }
+    }
+    if let Err(refusal) = check_version_header(headers) {
+        return refusal;
+    }
     match message {
         Message::Request(request) if request.method == "initialize" => initialize(&http, &request, &user, headers).await,
         Message::Request(request) => {

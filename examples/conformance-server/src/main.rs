@@ -1,5 +1,6 @@
 //! Run with `cargo run -p example-conformance-server -- 3001`, then point the official suite at
 //! it: `npx @modelcontextprotocol/conformance server --url http://127.0.0.1:3001/mcp`.
+//! With `--stdio` it speaks MCP over stdin/stdout instead (for the SDK clients' stdio tests).
 //!
 //! Every tool, resource and prompt the conformance scenarios call, with the names and
 //! behaviour they check (MCP 2025-11-25), written with the public API only.
@@ -151,6 +152,7 @@ fn json_schema_2020_12() -> Value {
 
 fn tools() -> Vec<Tool> {
     vec![
+        mirobody_tools::tools::echo::tool(),
         content_tool("test_simple_text", "Returns a simple text response.", || {
             vec![Content::text("This is a simple text response for testing.")]
         }),
@@ -252,13 +254,18 @@ fn prompts() -> PromptRegistry {
 
 #[tokio::main]
 async fn main() -> std::io::Result<()> {
-    let port: u16 = std::env::args().nth(1).or_else(|| std::env::var("PORT").ok()).and_then(|p| p.parse().ok()).unwrap_or(3001);
+    let arg = std::env::args().nth(1).or_else(|| std::env::var("PORT").ok());
     let mut builder = Registry::builder();
     for tool in tools() {
         builder = builder.tool(tool);
     }
     let registry = builder.build().expect("the fixture tools are valid");
     let service = McpService::builder(Arc::new(registry)).resources(resources()).prompts(prompts()).build();
+    if arg.as_deref() == Some("--stdio") {
+        let user = UserInfo::anonymous();
+        return mirobody_server::stdio::serve(service, user, tokio::io::stdin(), tokio::io::stdout(), 4 << 20).await;
+    }
+    let port: u16 = arg.and_then(|p| p.parse().ok()).unwrap_or(3001);
     let mcp = McpHttp::new(service, HttpOptions::default());
     let app = mirobody_server::axum::Router::new().nest("/mcp", mcp.router());
     let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await?;
