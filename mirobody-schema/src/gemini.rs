@@ -11,24 +11,39 @@ const MAX_REF_DEPTH: usize = 8;
 
 // The schema keys Gemini documents; anything else is dropped.
 const KEPT: &[&str] = &[
-    "type", "format", "title", "description", "nullable", "enum", "items", "properties",
-    "required", "anyOf", "minimum", "maximum", "minItems", "maxItems", "minLength", "maxLength",
-    "pattern", "default", "propertyOrdering", "example",
+    "type",
+    "format",
+    "title",
+    "description",
+    "nullable",
+    "enum",
+    "items",
+    "properties",
+    "required",
+    "anyOf",
+    "minimum",
+    "maximum",
+    "minItems",
+    "maxItems",
+    "minLength",
+    "maxLength",
+    "pattern",
+    "default",
+    "propertyOrdering",
+    "example",
 ];
 
 pub(crate) fn sanitize(schema: &Value) -> Value {
-    let defs = schema
-        .get("$defs")
-        .or_else(|| schema.get("definitions"))
-        .and_then(Value::as_object);
+    let defs = schema.get("$defs").or_else(|| schema.get("definitions")).and_then(Value::as_object);
     let mut root = sanitize_node(schema, defs, 0);
     // The root stays an object even without properties; the renderer then omits it.
-    if let Value::Object(obj) = &mut root {
-        if obj.get("type").and_then(Value::as_str) == Some("string") && schema.get("type") == Some(&Value::from("object")) {
-            obj.insert("type".into(), "object".into());
-            obj.insert("properties".into(), Value::Object(Map::new()));
-            obj.remove("description");
-        }
+    if let Value::Object(obj) = &mut root
+        && obj.get("type").and_then(Value::as_str) == Some("string")
+        && schema.get("type") == Some(&Value::from("object"))
+    {
+        obj.insert("type".into(), "object".into());
+        obj.insert("properties".into(), Value::Object(Map::new()));
+        obj.remove("description");
     }
     root
 }
@@ -53,15 +68,20 @@ fn sanitize_node(node: &Value, defs: Option<&Map<String, Value>>, depth: usize) 
                 merged
             }
             _ => {
+                // Too deep or unresolvable: asked for as encoded JSON, like a free-form object.
                 let mut fallback = Map::new();
                 fallback.insert("type".into(), "object".into());
-                fallback.insert("description".into(), "(recursive structure)".into());
+                if let Some(desc) = obj.get("description") {
+                    fallback.insert("description".into(), desc.clone());
+                }
+                free_form_object_as_string(&mut fallback);
                 Value::Object(fallback)
             }
         };
     }
 
     let mut out = Map::new();
+    let mut all_of = Vec::new();
     for (key, value) in obj {
         match key.as_str() {
             "properties" => {
@@ -81,13 +101,7 @@ fn sanitize_node(node: &Value, defs: Option<&Map<String, Value>>, depth: usize) 
                     .unwrap_or_default();
                 out.insert("anyOf".into(), Value::Array(options));
             }
-            "allOf" => {
-                for part in value.as_array().into_iter().flatten() {
-                    if let Value::Object(part) = sanitize_node(part, defs, depth) {
-                        merge_into(&mut out, part);
-                    }
-                }
-            }
+            "allOf" => all_of.extend(value.as_array().into_iter().flatten()),
             "const" => {
                 out.insert("enum".into(), Value::Array(vec![value.clone()]));
             }
@@ -109,6 +123,14 @@ fn sanitize_node(node: &Value, defs: Option<&Map<String, Value>>, depth: usize) 
                 out.insert(key.clone(), value.clone());
             }
             _ => {}
+        }
+    }
+
+    // Merged last, so the result does not depend on key order, and what the node says
+    // itself (its description, say) wins over what the parts say.
+    for part in all_of {
+        if let Value::Object(part) = sanitize_node(part, defs, depth) {
+            merge_into(&mut out, part);
         }
     }
 
@@ -145,6 +167,10 @@ fn free_form_object_as_string(out: &mut Map<String, Value>) {
     out.insert("type".into(), "string".into());
     out.remove("properties");
     out.remove("required");
+    if let Some(default) = out.get("default").filter(|d| !d.is_string()) {
+        let text = default.to_string();
+        out.insert("default".into(), text.into());
+    }
     append_description(out, "A JSON object, encoded as a string.");
 }
 
@@ -169,9 +195,10 @@ fn merge_into(out: &mut Map<String, Value>, part: Map<String, Value>) {
                     existing.extend(more);
                 }
             }
-            _ => {
+            (_, None) => {
                 out.insert(key, value);
             }
+            _ => {}
         }
     }
 }

@@ -97,20 +97,12 @@ impl Param {
     }
 
     /// A parameter the caller must send.
-    pub fn required(
-        name: impl Into<Cow<'static, str>>,
-        ty: Type,
-        description: impl Into<Cow<'static, str>>,
-    ) -> Self {
+    pub fn required(name: impl Into<Cow<'static, str>>, ty: Type, description: impl Into<Cow<'static, str>>) -> Self {
         Param::new(name, ty, true, description)
     }
 
     /// A parameter the caller may leave out.
-    pub fn optional(
-        name: impl Into<Cow<'static, str>>,
-        ty: Type,
-        description: impl Into<Cow<'static, str>>,
-    ) -> Self {
+    pub fn optional(name: impl Into<Cow<'static, str>>, ty: Type, description: impl Into<Cow<'static, str>>) -> Self {
         Param::new(name, ty, false, description)
     }
 

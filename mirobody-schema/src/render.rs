@@ -30,8 +30,7 @@ pub enum Format {
 
 impl Format {
     /// Every format, in a fixed order.
-    pub const ALL: [Format; 5] =
-        [Format::Mcp, Format::OpenAi, Format::Responses, Format::Gemini, Format::Anthropic];
+    pub const ALL: [Format; 5] = [Format::Mcp, Format::OpenAi, Format::Responses, Format::Gemini, Format::Anthropic];
 
     /// The format's name, as [`FromStr`] reads it.
     pub const fn as_str(self) -> &'static str {

@@ -43,11 +43,7 @@ pub struct Annotations {
 impl Annotations {
     /// A tool that only reads the server's own data.
     pub fn read_only() -> Self {
-        Annotations {
-            read_only_hint: Some(true),
-            open_world_hint: Some(false),
-            ..Annotations::default()
-        }
+        Annotations { read_only_hint: Some(true), open_world_hint: Some(false), ..Annotations::default() }
     }
 
     /// A tool that adds data without destroying any.
@@ -116,14 +112,10 @@ impl Annotations {
 #[non_exhaustive]
 pub enum SpecError {
     /// The tool name is empty, too long, or has characters some model provider rejects.
-    #[error(
-        "invalid tool name '{0}': use 1 to {MAX_NAME_LEN} of A-Z a-z 0-9 _ -, starting with a letter or _"
-    )]
+    #[error("invalid tool name '{0}': use 1 to {MAX_NAME_LEN} of A-Z a-z 0-9 _ -, starting with a letter or _")]
     InvalidToolName(String),
     /// A parameter name is empty, too long, or has characters some provider rejects.
-    #[error(
-        "tool '{tool}': invalid parameter name '{param}': use 1 to {MAX_NAME_LEN} of A-Z a-z 0-9 _ . -"
-    )]
+    #[error("tool '{tool}': invalid parameter name '{param}': use 1 to {MAX_NAME_LEN} of A-Z a-z 0-9 _ . -")]
     InvalidParamName {
         /// The tool.
         tool: String,
@@ -355,13 +347,13 @@ impl ToolSpec {
                 problem,
             })?;
         }
-        if let Some(schema) = &self.output_schema {
-            if schema.get("type") != Some(&json!("object")) {
-                return Err(SpecError::InvalidOutputSchema {
-                    tool: tool(),
-                    problem: "the root must be {\"type\": \"object\", ...}".into(),
-                });
-            }
+        if let Some(schema) = &self.output_schema
+            && schema.get("type") != Some(&json!("object"))
+        {
+            return Err(SpecError::InvalidOutputSchema {
+                tool: tool(),
+                problem: "the root must be {\"type\": \"object\", ...}".into(),
+            });
         }
         match &self.raw_input_schema {
             None => Ok(Validator::from_params(&self.params)),
@@ -378,10 +370,10 @@ impl ToolSpec {
                         problem: "the root must be {\"type\": \"object\", ...}".into(),
                     });
                 }
-                if let Some(props) = schema.get("properties").and_then(Value::as_object) {
-                    if props.contains_key("user_id") {
-                        return Err(SpecError::ReservedUserId { tool: tool() });
-                    }
+                if let Some(props) = schema.get("properties").and_then(Value::as_object)
+                    && props.contains_key("user_id")
+                {
+                    return Err(SpecError::ReservedUserId { tool: tool() });
                 }
                 Validator::from_schema(schema)
                     .map_err(|problem| SpecError::InvalidInputSchema { tool: tool(), problem })
@@ -422,7 +414,7 @@ fn check_param_values(param: &Param) -> Result<(), String> {
                 Value::Array(items) if param.ty() == Type::Array => items.iter().collect(),
                 other => vec![other],
             };
-            if let Some(bad) = elements.iter().find(|v| !allowed.contains(v)) {
+            if let Some(bad) = elements.iter().find(|v| !allowed.iter().any(|a| crate::validate::same_value(a, v))) {
                 return Err(format!("default {bad} is not one of the allowed values"));
             }
         }

@@ -17,14 +17,14 @@ pub struct Validator {
 enum Kind {
     Params(Vec<Param>),
     // Boxed: a compiled schema is large and rare next to parameter tables.
-    Schema(Box<jsonschema::Validator>),
+    Schema { compiled: Box<jsonschema::Validator>, raw: Box<Value> },
 }
 
 impl fmt::Debug for Validator {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &self.kind {
             Kind::Params(params) => f.debug_tuple("Validator::Params").field(&params.len()).finish(),
-            Kind::Schema(_) => f.write_str("Validator::Schema"),
+            Kind::Schema { .. } => f.write_str("Validator::Schema"),
         }
     }
 }
@@ -170,7 +170,7 @@ impl Validator {
 
     pub(crate) fn from_schema(schema: &Value) -> Result<Self, String> {
         let compiled = jsonschema::validator_for(schema).map_err(|e| e.to_string())?;
-        Ok(Validator { kind: Kind::Schema(Box::new(compiled)) })
+        Ok(Validator { kind: Kind::Schema { compiled: Box::new(compiled), raw: Box::new(schema.clone()) } })
     }
 
     /// Validates `args` in place: applies declared defaults to absent arguments, turns a
@@ -181,14 +181,12 @@ impl Validator {
     pub fn validate(&self, args: &mut Map<String, Value>) -> Result<(), InvalidArguments> {
         let problems = match &self.kind {
             Kind::Params(params) => validate_params(params, args),
-            Kind::Schema(schema) => {
+            Kind::Schema { compiled: schema, raw } => {
+                decode_encoded_objects(raw, args);
                 let instance = Value::Object(std::mem::take(args));
                 let problems = schema
                     .iter_errors(&instance)
-                    .map(|e| ArgProblem::Schema {
-                        path: e.instance_path().to_string(),
-                        message: e.to_string(),
-                    })
+                    .map(|e| ArgProblem::Schema { path: e.instance_path().to_string(), message: e.to_string() })
                     .collect();
                 if let Value::Object(map) = instance {
                     *args = map;
@@ -244,11 +242,7 @@ fn check_value(param: &Param, value: &mut Value, problems: &mut Vec<ArgProblem>)
     let name = param.name();
     coerce(param.ty(), value);
     if !has_type(value, param.ty()) {
-        problems.push(ArgProblem::WrongType {
-            name: name.to_owned(),
-            expected: param.ty(),
-            got: Type::name_of(value),
-        });
+        problems.push(ArgProblem::WrongType { name: name.to_owned(), expected: param.ty(), got: Type::name_of(value) });
         return;
     }
     if let Value::Array(items) = value {
@@ -261,16 +255,16 @@ fn check_value(param: &Param, value: &mut Value, problems: &mut Vec<ArgProblem>)
                     expected: param.item_type(),
                     got: Type::name_of(item),
                 });
-            } else if let Some(allowed) = param.allowed_values() {
-                if !allowed.contains(item) {
-                    problems.push(not_allowed(param, item.clone(), allowed));
-                }
+            } else if let Some(allowed) = param.allowed_values()
+                && !allowed.iter().any(|a| same_value(a, item))
+            {
+                problems.push(not_allowed(param, item.clone(), allowed));
             }
         }
-    } else if let Some(allowed) = param.allowed_values() {
-        if !allowed.iter().any(|a| same_value(a, value)) {
-            problems.push(not_allowed(param, value.clone(), allowed));
-        }
+    } else if let Some(allowed) = param.allowed_values()
+        && !allowed.iter().any(|a| same_value(a, value))
+    {
+        problems.push(not_allowed(param, value.clone(), allowed));
     }
 }
 
@@ -278,8 +272,8 @@ fn not_allowed(param: &Param, value: Value, allowed: &[Value]) -> ArgProblem {
     ArgProblem::NotAllowed { name: param.name().to_owned(), value, allowed: allowed.to_vec() }
 }
 
-// Numbers compare by value: 5 and 5.0 are the same JSON Schema value.
-fn same_value(a: &Value, b: &Value) -> bool {
+/// Numbers compare by value: 5 and 5.0 are the same JSON Schema value.
+pub(crate) fn same_value(a: &Value, b: &Value) -> bool {
     match (a, b) {
         (Value::Number(x), Value::Number(y)) => x.as_f64() == y.as_f64(),
         _ => a == b,
@@ -290,11 +284,12 @@ fn same_value(a: &Value, b: &Value) -> bool {
 fn coerce(ty: Type, value: &mut Value) {
     match (ty, &*value) {
         (Type::Integer, Value::Number(n)) if !n.is_i64() && !n.is_u64() => {
-            if let Some(f) = n.as_f64() {
-                if f.fract() == 0.0 && f.abs() < 9.007_199_254_740_992e15 {
-                    // Exact: the float is a whole number well inside i64.
-                    *value = Value::from(f as i64);
-                }
+            if let Some(f) = n.as_f64()
+                && f.fract() == 0.0
+                && f.abs() < 9.007_199_254_740_992e15
+            {
+                // Exact: the float is a whole number well inside i64.
+                *value = Value::from(f as i64);
             }
         }
         (Type::Object, Value::String(s)) if s.trim_start().starts_with('{') => {
@@ -303,6 +298,21 @@ fn coerce(ty: Type, value: &mut Value) {
             }
         }
         _ => {}
+    }
+}
+
+// Gemini is asked for every free-form object as a JSON-encoded string (see `gemini.rs`);
+// decode such strings wherever the schema's `properties` declare an object.
+fn decode_encoded_objects(schema: &Value, args: &mut Map<String, Value>) {
+    let Some(properties) = schema.get("properties").and_then(Value::as_object) else { return };
+    for (name, property) in properties {
+        let Some(value) = args.get_mut(name) else { continue };
+        if property.get("type").and_then(Value::as_str) == Some("object") {
+            coerce(Type::Object, value);
+            if let Value::Object(inner) = value {
+                decode_encoded_objects(property, inner);
+            }
+        }
     }
 }
 

@@ -70,7 +70,11 @@ pub enum ToolsCommand {
 }
 
 /// Runs a `tools` subcommand, writing to `out`; the process exit code.
-pub async fn run_tools(registry: &Registry, action: ToolsCommand, out: &mut impl std::io::Write) -> std::io::Result<i32> {
+pub async fn run_tools(
+    registry: &Registry,
+    action: ToolsCommand,
+    out: &mut impl std::io::Write,
+) -> std::io::Result<i32> {
     match action {
         ToolsCommand::List => {
             for tool in registry.tools() {

@@ -149,10 +149,10 @@ impl Config {
         if self.max_sessions == 0 {
             return Err("max_sessions must be at least 1".into());
         }
-        if let Some(url) = &self.public_base_url {
-            if !(url.starts_with("http://") || url.starts_with("https://")) {
-                return Err(format!("public_base_url must start with http:// or https://, not '{url}'"));
-            }
+        if let Some(url) = &self.public_base_url
+            && !(url.starts_with("http://") || url.starts_with("https://"))
+        {
+            return Err(format!("public_base_url must start with http:// or https://, not '{url}'"));
         }
         if !self.uri_prefix.is_empty() && !self.uri_prefix.starts_with('/') {
             return Err(format!("uri_prefix must start with '/', not '{}'", self.uri_prefix));
@@ -242,8 +242,14 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("mirobody-config-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("config.yaml");
-        std::fs::write(&path, "bind: 0.0.0.0:9000\npage_size: 5\nuri_prefix: /api/\npublic_base_url: https://mcp.example.com/\n").unwrap();
-        let config = Config::load(Some(&path), env(&[("MIROBODY_PAGE_SIZE", "7"), ("MIROBODY_ALLOWED_ORIGINS", "[a, b]")])).unwrap();
+        std::fs::write(
+            &path,
+            "bind: 0.0.0.0:9000\npage_size: 5\nuri_prefix: /api/\npublic_base_url: https://mcp.example.com/\n",
+        )
+        .unwrap();
+        let config =
+            Config::load(Some(&path), env(&[("MIROBODY_PAGE_SIZE", "7"), ("MIROBODY_ALLOWED_ORIGINS", "[a, b]")]))
+                .unwrap();
         assert_eq!(config.bind.to_string(), "0.0.0.0:9000");
         assert_eq!(config.page_size, 7);
         assert_eq!(config.allowed_origins, ["a", "b"]);

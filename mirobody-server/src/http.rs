@@ -102,9 +102,7 @@ impl McpHttp {
     /// as is. Callers are read from a [`UserInfo`] request extension (set by an auth layer);
     /// without one they are anonymous.
     pub fn router(&self) -> Router {
-        Router::new()
-            .route("/", post(handle_post).get(handle_get).delete(handle_delete))
-            .with_state(self.clone())
+        Router::new().route("/", post(handle_post).get(handle_get).delete(handle_delete)).with_state(self.clone())
     }
 
     /// Starts a task that drops idle sessions every minute; it ends with the runtime.
@@ -135,7 +133,7 @@ fn rpc_error(status: StatusCode, id: Option<&Id>, code: i64, message: impl Into<
     json_response(status, jsonrpc::error_bytes(id, &RpcError::new(code, message)))
 }
 
-fn header_str<'a>(headers: &'a HeaderMap, name: impl header::AsHeaderName) -> Option<&'a str> {
+fn header_str(headers: &HeaderMap, name: impl header::AsHeaderName) -> Option<&str> {
     headers.get(name).and_then(|v| v.to_str().ok())
 }
 
@@ -179,7 +177,10 @@ fn check_version_header(headers: &HeaderMap) -> Result<(), Response> {
             StatusCode::BAD_REQUEST,
             None,
             code::TRANSPORT,
-            format!("Bad Request: unsupported MCP-Protocol-Version '{v}'; supported: {}", mcp::SUPPORTED_VERSIONS.join(", ")),
+            format!(
+                "Bad Request: unsupported MCP-Protocol-Version '{v}'; supported: {}",
+                mcp::SUPPORTED_VERSIONS.join(", ")
+            ),
         )),
         _ => Ok(()),
     }
@@ -191,7 +192,12 @@ impl HttpInner {
             return Ok(Arc::new(Session::new(None)));
         }
         let Some(id) = header_str(headers, SESSION_HEADER) else {
-            return Err(rpc_error(StatusCode::BAD_REQUEST, None, code::TRANSPORT, "Bad Request: Mcp-Session-Id header is required"));
+            return Err(rpc_error(
+                StatusCode::BAD_REQUEST,
+                None,
+                code::TRANSPORT,
+                "Bad Request: Mcp-Session-Id header is required",
+            ));
         };
         self.sessions
             .get(id)
@@ -210,7 +216,11 @@ impl HttpInner {
             Status::Unauthenticated => (StatusCode::UNAUTHORIZED, format!("Bearer{metadata}")),
             Status::Forbidden(scopes) => (
                 StatusCode::FORBIDDEN,
-                format!(r#"Bearer error="insufficient_scope", scope="{}"{}"#, scopes.join(" "), metadata.replacen(' ', ", ", 1)),
+                format!(
+                    r#"Bearer error="insufficient_scope", scope="{}"{}"#,
+                    scopes.join(" "),
+                    metadata.replacen(' ', ", ", 1)
+                ),
             ),
         };
         *response.status_mut() = code;
@@ -232,36 +242,58 @@ async fn handle_post(State(http): State<McpHttp>, request: Request) -> Response 
         .and_then(|ct| ct.split(';').next())
         .is_some_and(|media| media.trim().eq_ignore_ascii_case("application/json"));
     if !is_json {
-        return rpc_error(StatusCode::UNSUPPORTED_MEDIA_TYPE, None, code::TRANSPORT, "Unsupported Media Type: Content-Type must be application/json");
+        return rpc_error(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            None,
+            code::TRANSPORT,
+            "Unsupported Media Type: Content-Type must be application/json",
+        );
     }
     if !accepts(headers, "application/json") && !accepts(headers, "text/event-stream") {
-        return rpc_error(StatusCode::NOT_ACCEPTABLE, None, code::TRANSPORT, "Not Acceptable: Accept must include application/json and text/event-stream");
+        return rpc_error(
+            StatusCode::NOT_ACCEPTABLE,
+            None,
+            code::TRANSPORT,
+            "Not Acceptable: Accept must include application/json and text/event-stream",
+        );
     }
     let bytes = match Limited::new(body, inner.options.max_body_bytes).collect().await {
         Ok(collected) => collected.to_bytes(),
         Err(_) => {
             let limit = inner.options.max_body_bytes;
-            return rpc_error(StatusCode::PAYLOAD_TOO_LARGE, None, code::INVALID_REQUEST, format!("Payload Too Large: the limit is {limit} bytes"));
+            return rpc_error(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                None,
+                code::INVALID_REQUEST,
+                format!("Payload Too Large: the limit is {limit} bytes"),
+            );
         }
     };
     let user = parts.extensions.get::<UserInfo>().cloned().unwrap_or_default();
     let message = match Message::parse(&bytes) {
         Ok(message) => message,
-        Err(failure) => return json_response(StatusCode::BAD_REQUEST, jsonrpc::error_bytes(failure.id.as_ref(), &failure.error)),
+        Err(failure) => {
+            return json_response(StatusCode::BAD_REQUEST, jsonrpc::error_bytes(failure.id.as_ref(), &failure.error));
+        }
     };
     // A 2026-07-28 client probes with `server/discover` first; this revision does not serve it,
     // and the JSON-RPC "method not found" tells the client to fall back to `initialize`.
-    if let Message::Request(request) = &message {
-        if request.method == "server/discover" {
-            let reply = jsonrpc::error_bytes(Some(&request.id), &RpcError::new(code::METHOD_NOT_FOUND, "Method not found: server/discover"));
-            return json_response(StatusCode::OK, reply);
-        }
+    if let Message::Request(request) = &message
+        && request.method == "server/discover"
+    {
+        let reply = jsonrpc::error_bytes(
+            Some(&request.id),
+            &RpcError::new(code::METHOD_NOT_FOUND, "Method not found: server/discover"),
+        );
+        return json_response(StatusCode::OK, reply);
     }
     if let Err(refusal) = check_version_header(headers) {
         return refusal;
     }
     match message {
-        Message::Request(request) if request.method == "initialize" => initialize(&http, &request, &user, headers).await,
+        Message::Request(request) if request.method == "initialize" => {
+            initialize(&http, &request, &user, headers).await
+        }
         Message::Request(request) => {
             let session = match inner.session_for(headers) {
                 Ok(session) => session,
@@ -283,7 +315,12 @@ async fn handle_post(State(http): State<McpHttp>, request: Request) -> Response 
                 if inner.service.handle_response(response, &session, &user) {
                     accepted()
                 } else {
-                    rpc_error(StatusCode::BAD_REQUEST, Some(&id), code::INVALID_REQUEST, "No request is waiting for this response")
+                    rpc_error(
+                        StatusCode::BAD_REQUEST,
+                        Some(&id),
+                        code::INVALID_REQUEST,
+                        "No request is waiting for this response",
+                    )
                 }
             }
             Err(refusal) => refusal,
@@ -297,12 +334,12 @@ fn accepted() -> Response {
 
 async fn initialize(http: &McpHttp, request: &jsonrpc::Request, user: &UserInfo, headers: &HeaderMap) -> Response {
     let inner = &http.inner;
-    if !inner.options.stateless {
-        if let Some(existing) = header_str(headers, SESSION_HEADER).and_then(|id| inner.sessions.get(id)) {
-            let exchange = Exchange { user, session: &existing, client: None };
-            let reply = inner.service.handle_request(request, &exchange).await;
-            return json_response(StatusCode::BAD_REQUEST, reply.body);
-        }
+    if !inner.options.stateless
+        && let Some(existing) = header_str(headers, SESSION_HEADER).and_then(|id| inner.sessions.get(id))
+    {
+        let exchange = Exchange { user, session: &existing, client: None };
+        let reply = inner.service.handle_request(request, &exchange).await;
+        return json_response(StatusCode::BAD_REQUEST, reply.body);
     }
     let session = if inner.options.stateless { Arc::new(Session::new(None)) } else { inner.sessions.create() };
     let exchange = Exchange { user, session: &session, client: None };
@@ -323,7 +360,13 @@ async fn initialize(http: &McpHttp, request: &jsonrpc::Request, user: &UserInfo,
     response
 }
 
-async fn request_response(http: &McpHttp, request: jsonrpc::Request, user: UserInfo, session: Arc<Session>, streamable: bool) -> Response {
+async fn request_response(
+    http: &McpHttp,
+    request: jsonrpc::Request,
+    user: UserInfo,
+    session: Arc<Session>,
+    streamable: bool,
+) -> Response {
     let inner = &http.inner;
     if request.method != "tools/call" || !streamable {
         let exchange = Exchange { user: &user, session: &session, client: None };
@@ -344,7 +387,8 @@ async fn request_response(http: &McpHttp, request: jsonrpc::Request, user: UserI
         let timeout = service.options().answer_timeout;
         let token = mcp::progress_token(&request);
         Box::pin(async move {
-            let peer = ChannelPeer::new(tx, Arc::clone(&session), pending, user.user_id().map(str::to_owned), token, timeout);
+            let peer =
+                ChannelPeer::new(tx, Arc::clone(&session), pending, user.user_id().map(str::to_owned), token, timeout);
             let exchange = Exchange { user: &user, session: &session, client: Some(&peer) };
             let reply = Abortable::new(service.handle_request(&request, &exchange), registration).await;
             session.finish_request(&request.id);
@@ -371,7 +415,13 @@ fn event(bytes: Vec<u8>) -> Result<Event, Infallible> {
     Ok(Event::default().event("message").data(String::from_utf8_lossy(&bytes)))
 }
 
-fn sse_response(first: Vec<u8>, rx: mpsc::Receiver<Vec<u8>>, call: CallFuture, id: &Id, keep_alive: Duration) -> Response {
+fn sse_response(
+    first: Vec<u8>,
+    rx: mpsc::Receiver<Vec<u8>>,
+    call: CallFuture,
+    id: &Id,
+    keep_alive: Duration,
+) -> Response {
     struct Streaming {
         first: Option<Vec<u8>>,
         rx: mpsc::Receiver<Vec<u8>>,
@@ -420,14 +470,24 @@ async fn handle_get(State(http): State<McpHttp>, headers: HeaderMap) -> Response
         return method_not_allowed();
     }
     if !accepts(&headers, "text/event-stream") {
-        return rpc_error(StatusCode::NOT_ACCEPTABLE, None, code::TRANSPORT, "Not Acceptable: Accept must include text/event-stream");
+        return rpc_error(
+            StatusCode::NOT_ACCEPTABLE,
+            None,
+            code::TRANSPORT,
+            "Not Acceptable: Accept must include text/event-stream",
+        );
     }
     let session = match inner.session_for(&headers) {
         Ok(session) => session,
         Err(refusal) => return refusal,
     };
     let Some(rx) = session.open_stream(64) else {
-        return rpc_error(StatusCode::CONFLICT, None, code::TRANSPORT, "Conflict: a stream is already open for this session");
+        return rpc_error(
+            StatusCode::CONFLICT,
+            None,
+            code::TRANSPORT,
+            "Conflict: a stream is already open for this session",
+        );
     };
     let events = stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|m| (event(m), rx)) });
     sse(events, inner.options.keep_alive)
@@ -442,7 +502,12 @@ async fn handle_delete(State(http): State<McpHttp>, headers: HeaderMap) -> Respo
         return method_not_allowed();
     }
     let Some(id) = header_str(&headers, SESSION_HEADER) else {
-        return rpc_error(StatusCode::BAD_REQUEST, None, code::TRANSPORT, "Bad Request: Mcp-Session-Id header is required");
+        return rpc_error(
+            StatusCode::BAD_REQUEST,
+            None,
+            code::TRANSPORT,
+            "Bad Request: Mcp-Session-Id header is required",
+        );
     };
     if inner.sessions.remove(id) {
         StatusCode::NO_CONTENT.into_response()

@@ -329,11 +329,11 @@ impl McpService {
     /// Takes a notification: `notifications/cancelled` stops the named request; others need
     /// no action.
     pub fn handle_notification(&self, notification: &Notification, session: &Session) {
-        if notification.method == "notifications/cancelled" {
-            if let Ok(p) = parse::<CancelParams>(notification.params.as_deref(), &notification.method) {
-                let cancelled = session.cancel_request(&p.request_id);
-                tracing::debug!(request = %p.request_id, cancelled, "cancel requested");
-            }
+        if notification.method == "notifications/cancelled"
+            && let Ok(p) = parse::<CancelParams>(notification.params.as_deref(), &notification.method)
+        {
+            let cancelled = session.cancel_request(&p.request_id);
+            tracing::debug!(request = %p.request_id, cancelled, "cancel requested");
         }
     }
 
@@ -500,7 +500,8 @@ impl McpService {
             Ok(contents) => Reply::ok(jsonrpc::result_bytes(id, &json!({"contents": contents}))),
             Err(ResourceError::NotFound(uri)) => Reply::error(
                 id,
-                RpcError::new(code::RESOURCE_NOT_FOUND, format!("Resource not found: {uri}")).with_data(json!({"uri": uri})),
+                RpcError::new(code::RESOURCE_NOT_FOUND, format!("Resource not found: {uri}"))
+                    .with_data(json!({"uri": uri})),
             ),
             Err(e @ ResourceError::Unauthenticated(_)) => Reply {
                 body: jsonrpc::error_bytes(Some(id), &RpcError::new(code::UNAUTHORIZED, e.to_string())),
@@ -559,7 +560,7 @@ fn encode_cursor(name: &str) -> String {
 }
 
 fn decode_cursor(cursor: &str) -> Option<String> {
-    if cursor.len() % 2 != 0 || cursor.len() > 256 {
+    if !cursor.len().is_multiple_of(2) || cursor.len() > 256 {
         return None;
     }
     let bytes: Option<Vec<u8>> =

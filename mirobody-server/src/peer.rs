@@ -32,10 +32,8 @@ impl PendingRequests {
     fn register(&self, session: Option<&str>, user: Option<&str>) -> (String, oneshot::Receiver<Result<Value, Value>>) {
         let id = random_token();
         let (answer, rx) = oneshot::channel();
-        lock(&self.waiting).insert(
-            id.clone(),
-            Pending { answer, session: session.map(str::to_owned), user: user.map(str::to_owned) },
-        );
+        lock(&self.waiting)
+            .insert(id.clone(), Pending { answer, session: session.map(str::to_owned), user: user.map(str::to_owned) });
         (id, rx)
     }
 
@@ -48,9 +46,7 @@ impl PendingRequests {
     pub fn complete(&self, id: &Id, session: Option<&str>, user: Option<&str>, outcome: Result<Value, Value>) -> bool {
         let Id::String(key) = id else { return false };
         let mut waiting = lock(&self.waiting);
-        let matches = waiting
-            .get(key)
-            .is_some_and(|p| p.session.as_deref() == session && p.user.as_deref() == user);
+        let matches = waiting.get(key).is_some_and(|p| p.session.as_deref() == session && p.user.as_deref() == user);
         if !matches {
             return false;
         }

@@ -201,10 +201,10 @@ impl SessionStore {
         }
         if sessions.len() >= self.max_sessions {
             // Still full of live sessions: the longest idle one goes.
-            if let Some(oldest) = sessions.iter().max_by_key(|(_, s)| s.idle_for()).map(|(k, _)| k.clone()) {
-                if let Some(gone) = sessions.remove(&oldest) {
-                    gone.close();
-                }
+            if let Some(oldest) = sessions.iter().max_by_key(|(_, s)| s.idle_for()).map(|(k, _)| k.clone())
+                && let Some(gone) = sessions.remove(&oldest)
+            {
+                gone.close();
             }
         }
         sessions.insert(id, Arc::clone(&session));

@@ -15,7 +15,13 @@ use crate::session::Session;
 
 /// Serves one client over a reader and a writer (stdin and stdout in the binary) until the
 /// reader ends. `user` is the identity the launching process vouches for.
-pub async fn serve<R, W>(service: McpService, user: UserInfo, reader: R, writer: W, max_message_bytes: usize) -> std::io::Result<()>
+pub async fn serve<R, W>(
+    service: McpService,
+    user: UserInfo,
+    reader: R,
+    writer: W,
+    max_message_bytes: usize,
+) -> std::io::Result<()>
 where
     R: AsyncRead + Unpin,
     W: AsyncWrite + Unpin + Send + 'static,
@@ -45,7 +51,10 @@ where
             // Skip the rest of the oversized line, then say why.
             let mut rest = Vec::new();
             reader.read_until(b'\n', &mut rest).await?;
-            let error = RpcError::new(code::INVALID_REQUEST, format!("Message too large: the limit is {max_message_bytes} bytes"));
+            let error = RpcError::new(
+                code::INVALID_REQUEST,
+                format!("Message too large: the limit is {max_message_bytes} bytes"),
+            );
             let _ = out_tx.send(jsonrpc::error_bytes(None, &error)).await;
             continue;
         }

@@ -41,8 +41,9 @@ mod tests {
 
     #[test]
     fn echoes_text_as_structured_content_and_text() {
-        let result = block_on(registry().call("echo", json!({"text": "héllo"}), &UserInfo::anonymous(), &ToolContext::new()))
-            .unwrap();
+        let result =
+            block_on(registry().call("echo", json!({"text": "héllo"}), &UserInfo::anonymous(), &ToolContext::new()))
+                .unwrap();
         assert!(!result.is_error());
         assert_eq!(result.structured_content().unwrap()["echo"], "héllo");
         assert_eq!(result.first_text(), Some(r#"{"echo":"héllo"}"#));
@@ -51,7 +52,8 @@ mod tests {
     #[test]
     fn missing_text_is_an_error_the_model_can_fix() {
         // Upstream answered {"echo":""} with success; the registry now refuses the call.
-        let err = block_on(registry().call("echo", json!({}), &UserInfo::anonymous(), &ToolContext::new())).unwrap_err();
+        let err =
+            block_on(registry().call("echo", json!({}), &UserInfo::anonymous(), &ToolContext::new())).unwrap_err();
         assert!(err.to_string().contains("missing required argument 'text'"), "{err}");
     }
 
