@@ -101,8 +101,7 @@ impl Args {
 
     /// Reads the arguments into a struct; an error names what did not fit.
     pub fn parse<T: DeserializeOwned>(&self) -> Result<T, ToolError> {
-        T::deserialize(&Value::Object(self.0.clone()))
-            .map_err(|e| ToolError::new(format!("Invalid arguments: {e}")))
+        T::deserialize(&Value::Object(self.0.clone())).map_err(|e| ToolError::new(format!("Invalid arguments: {e}")))
     }
 }
 

@@ -39,7 +39,10 @@ pub struct ResourceRegistry {
 impl ResourceRegistry {
     /// Every resource and template registered with `register_resource!` /
     /// `register_resource_template!` in the program, plus `extra`.
-    pub fn from_registered(extra: Vec<Resource>, extra_templates: Vec<ResourceTemplate>) -> Result<Self, DuplicateEntry> {
+    pub fn from_registered(
+        extra: Vec<Resource>,
+        extra_templates: Vec<ResourceTemplate>,
+    ) -> Result<Self, DuplicateEntry> {
         let mut resources = extra;
         let mut templates = extra_templates;
         for registration in inventory::iter::<CatalogRegistration> {

@@ -62,6 +62,11 @@ pub use result::{Content, EmbeddedResource, IntoToolResult, Json, ToolError, Too
 pub use tool::{AsyncHandlerFn, Handler, Tool};
 pub use user::UserInfo;
 
+/// `#[tool]` on a function, `#[tool_service]` on an impl block and `#[derive(ToolEnum)]`:
+/// a tool's declaration and handler from a plain function (see `mirobody-macros`).
+#[cfg(feature = "macros")]
+pub use mirobody_macros::{ToolEnum, tool, tool_service};
+
 /// Registers a tool from any crate linked into the program: name a `fn() -> Tool` at file
 /// scope, and [`Registry::from_registered`] (or [`RegistryBuilder::registered`]) finds it.
 ///
@@ -86,5 +91,8 @@ macro_rules! register_tool {
 pub mod __private {
     pub use crate::catalog::{CatalogItem, CatalogRegistration};
     pub use crate::registry::Registration;
+    pub use crate::{Annotations, Args, IntoToolResult, Json, Param, Tool, ToolContext, ToolResult, Type, UserInfo};
     pub use inventory;
+    pub use serde;
+    pub use serde_json;
 }

@@ -389,7 +389,10 @@ impl Registry {
             Value::Null => serde_json::Map::new(),
             other => {
                 let problems = vec![ArgProblem::NotAnObject { got: mirobody_schema::Type::name_of(&other) }];
-                return Err(CallError::InvalidArguments { tool: name.to_owned(), error: InvalidArguments { problems } });
+                return Err(CallError::InvalidArguments {
+                    tool: name.to_owned(),
+                    error: InvalidArguments { problems },
+                });
             }
         };
         entry
@@ -406,7 +409,13 @@ impl Registry {
     }
 }
 
-async fn run_handler(name: &str, handler: &dyn Handler, args: Args, user: &UserInfo, ctx: &ToolContext<'_>) -> ToolResult {
+async fn run_handler(
+    name: &str,
+    handler: &dyn Handler,
+    args: Args,
+    user: &UserInfo,
+    ctx: &ToolContext<'_>,
+) -> ToolResult {
     // A synchronous handler runs inside `call`, so a panic can come from either step.
     let future = match std::panic::catch_unwind(AssertUnwindSafe(|| handler.call(args, user, ctx))) {
         Ok(future) => future,

@@ -31,7 +31,11 @@ pub enum ResourceError {
 
 /// Reads a resource.
 pub type ReadFn = Arc<
-    dyn for<'a> Fn(&'a str, &'a UserInfo, &'a ToolContext<'a>) -> BoxFuture<'a, Result<Vec<ResourceContents>, ResourceError>>
+    dyn for<'a> Fn(
+            &'a str,
+            &'a UserInfo,
+            &'a ToolContext<'a>,
+        ) -> BoxFuture<'a, Result<Vec<ResourceContents>, ResourceError>>
         + Send
         + Sync,
 >;
@@ -172,7 +176,11 @@ pub struct ResourceTemplate {
 
 impl ResourceTemplate {
     /// A template read by `read`.
-    pub fn new(uri_template: impl Into<Cow<'static, str>>, name: impl Into<Cow<'static, str>>, read: TemplateReadFn) -> Self {
+    pub fn new(
+        uri_template: impl Into<Cow<'static, str>>,
+        name: impl Into<Cow<'static, str>>,
+        read: TemplateReadFn,
+    ) -> Self {
         ResourceTemplate {
             uri_template: uri_template.into(),
             name: name.into(),
@@ -226,7 +234,12 @@ impl ResourceTemplate {
     }
 
     /// Reads the resource at `uri`, which must match the template.
-    pub async fn read(&self, uri: &str, user: &UserInfo, ctx: &ToolContext<'_>) -> Result<Vec<ResourceContents>, ResourceError> {
+    pub async fn read(
+        &self,
+        uri: &str,
+        user: &UserInfo,
+        ctx: &ToolContext<'_>,
+    ) -> Result<Vec<ResourceContents>, ResourceError> {
         let vars = self.matches(uri).ok_or_else(|| ResourceError::NotFound(uri.to_owned()))?;
         if self.auth && !user.authed() {
             return Err(ResourceError::Unauthenticated(uri.to_owned()));
@@ -249,11 +262,7 @@ fn match_template(template: &str, uri: &str) -> Option<HashMap<String, String>> 
             tpl = &after_brace[close + 1..];
             let literal_end = tpl.find('{').unwrap_or(tpl.len());
             let next_literal = &tpl[..literal_end];
-            let value_end = if next_literal.is_empty() {
-                rest.len()
-            } else {
-                rest.find(next_literal)?
-            };
+            let value_end = if next_literal.is_empty() { rest.len() } else { rest.find(next_literal)? };
             let value = &rest[..value_end];
             if value.is_empty() || value.contains('/') {
                 return None;

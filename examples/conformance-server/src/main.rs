@@ -10,8 +10,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use mirobody_core::{
-    Args, Content, EmbeddedResource, Param, Prompt, PromptMessage, PromptRegistry, Registry, Resource, ResourceContents,
-    ResourceRegistry, ResourceTemplate, Tool, ToolContext, ToolResult, Type, UserInfo,
+    Args, Content, EmbeddedResource, Param, Prompt, PromptMessage, PromptRegistry, Registry, Resource,
+    ResourceContents, ResourceRegistry, ResourceTemplate, Tool, ToolContext, ToolResult, Type, UserInfo,
 };
 use mirobody_server::http::{HttpOptions, McpHttp};
 use mirobody_server::mcp::McpService;
@@ -25,7 +25,9 @@ fn content_tool(name: &'static str, description: &'static str, content: fn() -> 
 }
 
 async fn with_logging(_: Args, _: &UserInfo, ctx: &ToolContext<'_>) -> ToolResult {
-    for (i, message) in ["Tool execution started", "Tool processing data", "Tool execution completed"].iter().enumerate() {
+    for (i, message) in
+        ["Tool execution started", "Tool processing data", "Tool execution completed"].iter().enumerate()
+    {
         if i > 0 {
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
@@ -58,7 +60,9 @@ async fn sampling(args: Args, _: &UserInfo, ctx: &ToolContext<'_>) -> ToolResult
 }
 
 async fn elicit(ctx: &ToolContext<'_>, message: &str, schema: Value) -> Result<Value, String> {
-    ctx.request("elicitation/create", json!({"message": message, "requestedSchema": schema})).await.map_err(|e| e.to_string())
+    ctx.request("elicitation/create", json!({"message": message, "requestedSchema": schema}))
+        .await
+        .map_err(|e| e.to_string())
 }
 
 async fn elicitation(args: Args, _: &UserInfo, ctx: &ToolContext<'_>) -> ToolResult {
@@ -159,16 +163,26 @@ fn tools() -> Vec<Tool> {
         content_tool("test_image_content", "Returns an image.", || vec![Content::image(PNG, "image/png")]),
         content_tool("test_audio_content", "Returns audio.", || vec![Content::audio(WAV, "audio/wav")]),
         content_tool("test_embedded_resource", "Returns an embedded resource.", || {
-            vec![Content::embedded_text("test://embedded-resource", "text/plain", "This is an embedded resource content.")]
+            vec![Content::embedded_text(
+                "test://embedded-resource",
+                "text/plain",
+                "This is an embedded resource content.",
+            )]
         }),
         content_tool("test_multiple_content_types", "Returns text, an image and a resource.", || {
             vec![
                 Content::text("Multiple content types test:"),
                 Content::image(PNG, "image/png"),
-                Content::embedded_text("test://mixed-content-resource", "application/json", r#"{"test":"data","value":123}"#),
+                Content::embedded_text(
+                    "test://mixed-content-resource",
+                    "application/json",
+                    r#"{"test":"data","value":123}"#,
+                ),
             ]
         }),
-        Tool::new("test_tool_with_logging", "Sends three log messages while it runs.").read_only().handler(with_logging),
+        Tool::new("test_tool_with_logging", "Sends three log messages while it runs.")
+            .read_only()
+            .handler(with_logging),
         Tool::new("test_tool_with_progress", "Reports progress while it runs.").read_only().handler(with_progress),
         Tool::new("test_error_handling", "Always fails.")
             .read_only()
@@ -179,7 +193,8 @@ fn tools() -> Vec<Tool> {
         Tool::new("test_elicitation", "Asks the user for their name and email.")
             .param(Param::required("message", Type::String, "The message to show the user"))
             .handler(elicitation),
-        Tool::new("test_elicitation_sep1034_defaults", "Asks with defaults for every primitive type.").handler(sep1034_defaults),
+        Tool::new("test_elicitation_sep1034_defaults", "Asks with defaults for every primitive type.")
+            .handler(sep1034_defaults),
         Tool::new("test_elicitation_sep1330_enums", "Asks with every enum form.").handler(sep1330_enums),
         Tool::new("json_schema_2020_12_tool", "Takes arguments described by a JSON Schema 2020-12 document.")
             .raw_input_schema(json_schema_2020_12())
@@ -192,29 +207,45 @@ fn template_read() -> mirobody_core::TemplateReadFn {
     Arc::new(|uri, vars: HashMap<String, String>, _, _| {
         let id = vars.get("id").cloned().unwrap_or_default();
         let text = json!({"id": id, "templateTest": true, "data": format!("Data for ID: {id}")}).to_string();
-        let contents = ResourceContents { uri: uri.to_owned(), mime_type: Some("application/json".into()), text: Some(text), blob: None };
+        let contents = ResourceContents {
+            uri: uri.to_owned(),
+            mime_type: Some("application/json".into()),
+            text: Some(text),
+            blob: None,
+        };
         Box::pin(std::future::ready(Ok(vec![contents])))
     })
 }
 
 fn resources() -> ResourceRegistry {
     let binary: mirobody_core::ReadFn = Arc::new(|uri, _, _| {
-        let contents = EmbeddedResource { uri: uri.to_owned(), mime_type: Some("image/png".into()), text: None, blob: Some(PNG.into()) };
+        let contents = EmbeddedResource {
+            uri: uri.to_owned(),
+            mime_type: Some("image/png".into()),
+            text: None,
+            blob: Some(PNG.into()),
+        };
         Box::pin(std::future::ready(Ok(vec![contents])))
     });
     ResourceRegistry::new(
         vec![
-            Resource::text("test://static-text", "static-text", "text/plain", || "This is the content of the static text resource.".into())
-                .description("A static text resource for testing"),
+            Resource::text("test://static-text", "static-text", "text/plain", || {
+                "This is the content of the static text resource.".into()
+            })
+            .description("A static text resource for testing"),
             Resource::new("test://static-binary", "static-binary", binary)
                 .mime_type("image/png")
                 .description("A static binary resource (image) for testing"),
-            Resource::text("test://watched-resource", "watched-resource", "text/plain", || "Watched resource content".into())
-                .description("A resource that can be subscribed to"),
+            Resource::text("test://watched-resource", "watched-resource", "text/plain", || {
+                "Watched resource content".into()
+            })
+            .description("A resource that can be subscribed to"),
         ],
-        vec![ResourceTemplate::new("test://template/{id}/data", "template", template_read())
-            .mime_type("application/json")
-            .description("A resource template with an id parameter")],
+        vec![
+            ResourceTemplate::new("test://template/{id}/data", "template", template_read())
+                .mime_type("application/json")
+                .description("A resource template with an id parameter"),
+        ],
     )
     .expect("unique resources")
 }
@@ -237,7 +268,11 @@ fn prompts() -> PromptRegistry {
         Prompt::new("test_prompt_with_embedded_resource", "A prompt that embeds a resource", |args| {
             let uri = args.get("resourceUri").cloned().unwrap_or_default();
             Ok(vec![
-                PromptMessage::user(Content::embedded_text(uri, "text/plain", "Embedded resource content for testing.")),
+                PromptMessage::user(Content::embedded_text(
+                    uri,
+                    "text/plain",
+                    "Embedded resource content for testing.",
+                )),
                 PromptMessage::user(Content::text("Please process the embedded resource above.")),
             ])
         })

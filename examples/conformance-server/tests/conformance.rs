@@ -7,7 +7,9 @@ use std::process::Command;
 use std::time::Duration;
 
 fn run_suite(version: &str, extra: &[&str]) {
-    let (node, package) = match support::node22().and_then(|n| Ok((n, support::npm_package(&format!("@modelcontextprotocol/conformance@{version}"))?))) {
+    let (node, package) = match support::node22()
+        .and_then(|n| Ok((n, support::npm_package(&format!("@modelcontextprotocol/conformance@{version}"))?)))
+    {
         Ok(found) => found,
         Err(e) => return support::skip(&format!("conformance {version}: {e}")),
     };
@@ -25,7 +27,12 @@ fn run_suite(version: &str, extra: &[&str]) {
     let numbers: Vec<u32> = total.split(|c: char| !c.is_ascii_digit()).filter_map(|s| s.parse().ok()).collect();
     assert_eq!(numbers.len(), 2, "{total}");
     assert!(numbers[0] >= 30, "too few checks passed: {total}\n{stdout}");
-    assert_eq!(numbers[1], 0, "failures:\n{}", stdout.lines().filter(|l| l.contains('✗')).collect::<Vec<_>>().join("\n"));
+    assert_eq!(
+        numbers[1],
+        0,
+        "failures:\n{}",
+        stdout.lines().filter(|l| l.contains('✗')).collect::<Vec<_>>().join("\n")
+    );
     assert!(output.status.success(), "the suite exited with {}:\n{stdout}", output.status);
 }
 

@@ -52,7 +52,10 @@ pub fn npm_package(spec: &str) -> Result<PathBuf, String> {
     let marker = dir.join(".installed");
     if !marker.exists() {
         std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
-        run(Command::new("npm").args(["install", "--no-audit", "--no-fund", "--silent", "--prefix"]).arg(&dir).arg(spec))?;
+        run(Command::new("npm")
+            .args(["install", "--no-audit", "--no-fund", "--silent", "--prefix"])
+            .arg(&dir)
+            .arg(spec))?;
         std::fs::write(&marker, spec).map_err(|e| e.to_string())?;
     }
     Ok(dir)
@@ -81,7 +84,9 @@ pub fn python_venv(name: &str, requirements: &[&str]) -> Result<PathBuf, String>
     let wanted = requirements.join("\n");
     if std::fs::read_to_string(&marker).ok().as_deref() != Some(wanted.as_str()) {
         run(Command::new("python3").args(["-m", "venv"]).arg(&dir))?;
-        run(Command::new(&python).args(["-m", "pip", "install", "--quiet", "--disable-pip-version-check"]).args(requirements))?;
+        run(Command::new(&python)
+            .args(["-m", "pip", "install", "--quiet", "--disable-pip-version-check"])
+            .args(requirements))?;
         std::fs::write(&marker, &wanted).map_err(|e| e.to_string())?;
     }
     Ok(python)

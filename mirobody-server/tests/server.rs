@@ -1,0 +1,24 @@
+//! Integration tests of mirobody-server, one binary: the Streamable HTTP endpoint driven through
+//! its axum router without sockets (lifecycle and sessions, HTTP rules, every MCP method, auth
+//! challenges, SSE streaming with progress, logs, elicitation and cancellation, the GET stream),
+//! the stdio transport over in-memory pipes, the `tools` CLI and the binary, and configuration.
+
+#[path = "server/support.rs"]
+mod support;
+
+#[path = "server/auth.rs"]
+mod auth;
+#[path = "server/cli.rs"]
+mod cli;
+#[path = "server/get_stream.rs"]
+mod get_stream;
+#[path = "server/http_rules.rs"]
+mod http_rules;
+#[path = "server/lifecycle.rs"]
+mod lifecycle;
+#[path = "server/methods.rs"]
+mod methods;
+#[path = "server/stdio.rs"]
+mod stdio;
+#[path = "server/streaming.rs"]
+mod streaming;

@@ -1,0 +1,316 @@
+//! The MCP methods over HTTP: ping, tools (pagination, errors, panics), resources, prompts,
+//! logging, completion, and unknown methods.
+
+use http::StatusCode;
+use mirobody_server::McpOptions;
+use mirobody_server::http::HttpOptions;
+use serde_json::{Value, json};
+
+use crate::support::{TOOL_NAMES, TestServer};
+
+fn hex(name: &str) -> String {
+    name.bytes().map(|b| format!("{b:02x}")).collect()
+}
+
+#[tokio::test]
+async fn ping_answers_an_empty_object() {
+    let server = TestServer::new();
+    let client = server.initialized(json!({})).await;
+    let reply = client.call("ping", json!({})).await;
+    assert_eq!(reply.status, StatusCode::OK);
+    assert_eq!(reply.content_type(), "application/json");
+    assert_eq!(reply.body["jsonrpc"], "2.0");
+    assert_eq!(reply.result(), &json!({}));
+}
+
+#[tokio::test]
+async fn ids_are_echoed_verbatim() {
+    let server = TestServer::new();
+    let client = server.initialized(json!({})).await;
+    for id in [json!("a-string-id"), json!(0), json!(-5), json!(9_007_199_254_740_993_i64)] {
+        let reply = client.post_json(&json!({"jsonrpc": "2.0", "id": id, "method": "ping"})).await;
+        assert_eq!(reply.body["id"], id);
+    }
+}
+
+#[tokio::test]
+async fn tools_list_returns_every_tool_on_one_page_by_default() {
+    let server = TestServer::new();
+    let client = server.initialized(json!({})).await;
+    let reply = client.call("tools/list", json!({})).await;
+    let result = reply.result();
+    assert!(result.get("nextCursor").is_none(), "{result}");
+    let tools = result["tools"].as_array().unwrap();
+    let names: Vec<&str> = tools.iter().map(|t| t["name"].as_str().unwrap()).collect();
+    assert_eq!(names, TOOL_NAMES);
+    let echo = &tools[0];
+    assert_eq!(echo["inputSchema"]["type"], "object");
+    assert_eq!(echo["inputSchema"]["required"], json!(["text"]));
+    assert_eq!(echo["description"], "Echo back the provided text.");
+
+    let no_params = client.call("tools/list", Value::Null).await;
+    assert_eq!(no_params.result()["tools"].as_array().unwrap().len(), TOOL_NAMES.len());
+}
+
+#[tokio::test]
+async fn tools_list_paginates_through_every_tool_exactly_once() {
+    let server = TestServer::with(McpOptions { page_size: 2, ..McpOptions::default() }, HttpOptions::default());
+    let client = server.initialized(json!({})).await;
+
+    let mut seen = Vec::new();
+    let mut cursor: Option<String> = None;
+    let mut pages = 0;
+    loop {
+        let params = match &cursor {
+            Some(cursor) => json!({"cursor": cursor}),
+            None => json!({}),
+        };
+        let reply = client.call("tools/list", params).await;
+        let result = reply.result();
+        let tools = result["tools"].as_array().unwrap();
+        assert!(!tools.is_empty() && tools.len() <= 2, "a page of one or two tools: {result}");
+        seen.extend(tools.iter().map(|t| t["name"].as_str().unwrap().to_owned()));
+        pages += 1;
+        assert!(pages <= TOOL_NAMES.len(), "pagination does not end");
+        match result.get("nextCursor") {
+            Some(next) => cursor = Some(next.as_str().expect("the cursor is a string").to_owned()),
+            None => break,
+        }
+    }
+    assert_eq!(seen, TOOL_NAMES, "every tool once, in name order");
+    assert_eq!(pages, TOOL_NAMES.len().div_ceil(2));
+}
+
+#[tokio::test]
+async fn tools_list_refuses_an_invalid_cursor() {
+    let server = TestServer::with(McpOptions { page_size: 2, ..McpOptions::default() }, HttpOptions::default());
+    let client = server.initialized(json!({})).await;
+    let unknown = hex("no-such-tool");
+    let long = "a".repeat(300);
+    for cursor in ["zz", "abc", "not a cursor", unknown.as_str(), long.as_str()] {
+        let reply = client.call("tools/list", json!({"cursor": cursor})).await;
+        assert_eq!(reply.status, StatusCode::OK);
+        assert_eq!(reply.error_code(), -32602, "cursor {cursor:?}");
+    }
+    let wrong_type = client.call("tools/list", json!({"cursor": 5})).await;
+    assert_eq!(wrong_type.error_code(), -32602);
+}
+
+#[tokio::test]
+async fn calling_echo_returns_structured_content_and_text() {
+    let server = TestServer::new();
+    let client = server.initialized(json!({})).await;
+    let reply = client.call_tool("echo", json!({"text": "héllo"})).await;
+    assert_eq!(reply.status, StatusCode::OK);
+    let result = reply.result();
+    assert_eq!(result["isError"], false);
+    assert_eq!(result["structuredContent"], json!({"echo": "héllo"}));
+    assert_eq!(result["content"][0], json!({"type": "text", "text": r#"{"echo":"héllo"}"#}));
+}
+
+#[tokio::test]
+async fn calling_an_unknown_tool_is_a_json_rpc_error() {
+    let server = TestServer::new();
+    let client = server.initialized(json!({})).await;
+    let reply = client.call_tool("no_such_tool", json!({})).await;
+    assert_eq!(reply.status, StatusCode::OK);
+    assert_eq!(reply.error_code(), -32602);
+    assert!(reply.error_message().contains("no_such_tool"), "{}", reply.body);
+}
+
+#[tokio::test]
+async fn tools_call_with_bad_params_is_invalid_params() {
+    let server = TestServer::new();
+    let client = server.initialized(json!({})).await;
+    for params in [json!({}), Value::Null, json!({"name": 5}), json!("echo")] {
+        let reply = client.call("tools/call", params.clone()).await;
+        assert_eq!(reply.error_code(), -32602, "params {params}");
+    }
+}
+
+#[tokio::test]
+async fn invalid_arguments_are_an_error_result_naming_the_argument() {
+    let server = TestServer::new();
+    let client = server.initialized(json!({})).await;
+    for arguments in [json!({"text": 5}), json!({}), json!({"other": "x"})] {
+        let reply = client.call_tool("echo", arguments.clone()).await;
+        assert_eq!(reply.status, StatusCode::OK);
+        let result = reply.result();
+        assert_eq!(result["isError"], true, "arguments {arguments}");
+        let text = result["content"][0]["text"].as_str().unwrap();
+        assert!(text.contains("'text'"), "the message names the argument: {text}");
+    }
+    let not_an_object = client.call_tool("echo", json!(["hi"])).await;
+    assert_eq!(not_an_object.result()["isError"], true);
+}
+
+#[tokio::test]
+async fn a_panicking_tool_gives_an_error_result_and_the_server_keeps_serving() {
+    let server = TestServer::new();
+    let client = server.initialized(json!({})).await;
+    let reply = client.call_tool("panic", json!({})).await;
+    assert_eq!(reply.status, StatusCode::OK);
+    let result = reply.result();
+    assert_eq!(result["isError"], true);
+    let text = result["content"][0]["text"].as_str().unwrap();
+    assert!(text.contains("panic"), "the tool is named: {text}");
+    assert!(!text.contains("secret internal detail"), "the panic message is not leaked: {text}");
+
+    let echo = client.call_tool("echo", json!({"text": "still here"})).await;
+    assert_eq!(echo.result()["structuredContent"]["echo"], "still here");
+}
+
+#[tokio::test]
+async fn resources_are_listed_and_read() {
+    let server = TestServer::new();
+    let client = server.initialized(json!({})).await;
+
+    let list = client.call("resources/list", json!({})).await;
+    let resources = list.result()["resources"].as_array().unwrap();
+    let uris: Vec<&str> = resources.iter().map(|r| r["uri"].as_str().unwrap()).collect();
+    assert_eq!(uris, ["test://private", "test://static"]);
+    let fixed = &resources[1];
+    assert_eq!(fixed["name"], "static");
+    assert_eq!(fixed["mimeType"], "text/plain");
+    assert_eq!(fixed["description"], "A fixed text.");
+
+    let templates = client.call("resources/templates/list", json!({})).await;
+    assert_eq!(
+        templates.result()["resourceTemplates"],
+        json!([{"uriTemplate": "test://items/{id}", "name": "item", "mimeType": "application/json"}])
+    );
+
+    let read = client.call("resources/read", json!({"uri": "test://static"})).await;
+    assert_eq!(
+        read.result()["contents"],
+        json!([{"uri": "test://static", "mimeType": "text/plain", "text": "static text"}])
+    );
+
+    let item = client.call("resources/read", json!({"uri": "test://items/42"})).await;
+    let contents = &item.result()["contents"][0];
+    assert_eq!(contents["uri"], "test://items/42");
+    assert_eq!(contents["mimeType"], "application/json");
+    let text: Value = serde_json::from_str(contents["text"].as_str().unwrap()).unwrap();
+    assert_eq!(text, json!({"id": "42"}));
+}
+
+#[tokio::test]
+async fn reading_an_unknown_resource_is_resource_not_found_with_the_uri() {
+    let server = TestServer::new();
+    let client = server.initialized(json!({})).await;
+    for uri in ["test://nothing", "test://items/1/2", "test://items/"] {
+        let reply = client.call("resources/read", json!({"uri": uri})).await;
+        assert_eq!(reply.status, StatusCode::OK);
+        assert_eq!(reply.error_code(), -32002, "{uri}");
+        assert_eq!(reply.body["error"]["data"]["uri"], uri);
+    }
+    let no_uri = client.call("resources/read", json!({})).await;
+    assert_eq!(no_uri.error_code(), -32602);
+}
+
+#[tokio::test]
+async fn resource_subscriptions_are_acknowledged_and_recorded() {
+    let server = TestServer::new();
+    let client = server.initialized(json!({})).await;
+    let session = server.http.sessions().get(client.session.as_deref().unwrap()).unwrap();
+
+    let subscribe = client.call("resources/subscribe", json!({"uri": "test://static"})).await;
+    assert_eq!(subscribe.result(), &json!({}));
+    assert!(session.is_subscribed("test://static"));
+
+    let unsubscribe = client.call("resources/unsubscribe", json!({"uri": "test://static"})).await;
+    assert_eq!(unsubscribe.result(), &json!({}));
+    assert!(!session.is_subscribed("test://static"));
+
+    let bad = client.call("resources/subscribe", json!({})).await;
+    assert_eq!(bad.error_code(), -32602);
+}
+
+#[tokio::test]
+async fn prompts_are_listed_and_rendered() {
+    let server = TestServer::new();
+    let client = server.initialized(json!({})).await;
+
+    let list = client.call("prompts/list", json!({})).await;
+    let prompts = list.result()["prompts"].as_array().unwrap();
+    assert_eq!(prompts.len(), 2);
+    assert_eq!(prompts[0]["name"], "greet");
+    assert_eq!(prompts[0]["description"], "Greets someone by name.");
+    assert_eq!(prompts[0]["arguments"], json!([{"name": "name", "description": "Who to greet.", "required": true}]));
+    assert_eq!(prompts[1]["name"], "simple");
+
+    let get = client.call("prompts/get", json!({"name": "greet", "arguments": {"name": "Ada"}})).await;
+    let result = get.result();
+    assert_eq!(result["description"], "Greets someone by name.");
+    assert_eq!(result["messages"], json!([{"role": "user", "content": {"type": "text", "text": "Say hello to Ada."}}]));
+
+    let simple = client.call("prompts/get", json!({"name": "simple"})).await;
+    assert_eq!(simple.result()["messages"][0]["content"]["text"], "Hello.");
+}
+
+#[tokio::test]
+async fn prompts_get_refuses_missing_arguments_and_unknown_prompts() {
+    let server = TestServer::new();
+    let client = server.initialized(json!({})).await;
+
+    let missing = client.call("prompts/get", json!({"name": "greet", "arguments": {}})).await;
+    assert_eq!(missing.error_code(), -32602);
+    assert!(missing.error_message().contains("name"), "{}", missing.body);
+
+    let unknown = client.call("prompts/get", json!({"name": "nope"})).await;
+    assert_eq!(unknown.error_code(), -32602);
+    assert!(unknown.error_message().contains("nope"), "{}", unknown.body);
+
+    let not_strings = client.call("prompts/get", json!({"name": "greet", "arguments": {"name": 5}})).await;
+    assert_eq!(not_strings.error_code(), -32602);
+}
+
+#[tokio::test]
+async fn logging_set_level_accepts_known_levels_only() {
+    let server = TestServer::new();
+    let client = server.initialized(json!({})).await;
+    for level in ["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"] {
+        let reply = client.call("logging/setLevel", json!({"level": level})).await;
+        assert_eq!(reply.result(), &json!({}), "{level}");
+    }
+    for params in [json!({"level": "verbose"}), json!({"level": "INFO"}), json!({})] {
+        let reply = client.call("logging/setLevel", params.clone()).await;
+        assert_eq!(reply.error_code(), -32602, "{params}");
+    }
+}
+
+#[tokio::test]
+async fn completion_answers_known_references_with_an_empty_list() {
+    let server = TestServer::new();
+    let client = server.initialized(json!({})).await;
+    let known = client
+        .call(
+            "completion/complete",
+            json!({"ref": {"type": "ref/prompt", "name": "greet"}, "argument": {"name": "name", "value": "A"}}),
+        )
+        .await;
+    let completion = &known.result()["completion"];
+    assert_eq!(completion["values"], json!([]));
+    assert_eq!(completion["hasMore"], false);
+
+    for reference in [
+        json!({"type": "ref/prompt", "name": "nope"}),
+        json!({"type": "ref/tool", "name": "echo"}),
+        json!({"type": "ref/prompt"}),
+    ] {
+        let unknown = client
+            .call("completion/complete", json!({"ref": reference, "argument": {"name": "name", "value": ""}}))
+            .await;
+        assert_eq!(unknown.error_code(), -32602, "{reference}");
+    }
+}
+
+#[tokio::test]
+async fn an_unknown_method_is_method_not_found() {
+    let server = TestServer::new();
+    let client = server.initialized(json!({})).await;
+    let reply = client.call("tools/frobnicate", json!({})).await;
+    assert_eq!(reply.status, StatusCode::OK);
+    assert_eq!(reply.error_code(), -32601);
+    assert!(reply.error_message().contains("tools/frobnicate"));
+}

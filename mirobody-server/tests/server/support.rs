@@ -1,0 +1,616 @@
+//! Shared fixtures: the test tools, resources and prompts, a server built from them, an HTTP
+//! client driving the router with `tower::ServiceExt::oneshot`, an SSE reader, and a stdio client.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+
+use axum::Router;
+use axum::body::{Body, Bytes};
+use http::{HeaderMap, HeaderValue, Method, Request, Response, StatusCode, header};
+use http_body_util::BodyExt;
+use mirobody_core::{
+    Args, Content, Param, PeerError, Prompt, PromptMessage, PromptRegistry, Registry, Resource, ResourceContents,
+    ResourceRegistry, ResourceTemplate, TemplateReadFn, Tool, ToolContext, ToolResult, Type, UserInfo,
+};
+use mirobody_server::http::{HttpOptions, McpHttp};
+use mirobody_server::{McpOptions, McpService};
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream, Lines};
+use tokio::sync::Notify;
+use tokio::task::JoinHandle;
+use tower::ServiceExt;
+
+/// How long any single wait in a test may take before the test fails.
+pub(crate) const TIMEOUT: Duration = Duration::from_secs(5);
+/// The Accept header a conforming client sends on POST.
+pub(crate) const ACCEPT_BOTH: &str = "application/json, text/event-stream";
+/// The latest protocol revision.
+pub(crate) const LATEST: &str = "2025-11-25";
+
+/// Awaits `future`, failing the test after [`TIMEOUT`].
+pub(crate) async fn within<F: Future>(what: &str, future: F) -> F::Output {
+    match tokio::time::timeout(TIMEOUT, future).await {
+        Ok(output) => output,
+        Err(_) => panic!("timed out after {TIMEOUT:?} waiting for {what}"),
+    }
+}
+
+// =============================================================================================
+// Signals between tools and tests (keyed by a `tag` argument so parallel tests stay apart)
+// =============================================================================================
+
+fn signals() -> &'static Mutex<HashMap<String, Arc<Notify>>> {
+    static SIGNALS: OnceLock<Mutex<HashMap<String, Arc<Notify>>>> = OnceLock::new();
+    SIGNALS.get_or_init(Mutex::default)
+}
+
+/// The signal a `slow` call with this tag fires when its handler starts.
+pub(crate) fn started(tag: &str) -> Arc<Notify> {
+    let mut map = signals().lock().unwrap_or_else(|p| p.into_inner());
+    Arc::clone(map.entry(tag.to_owned()).or_default())
+}
+
+/// The signal a `slow` call with this tag fires when its handler stops early (its future is
+/// dropped before the sleep ends: cancelled, or its caller went away).
+pub(crate) fn stopped(tag: &str) -> Arc<Notify> {
+    started(&format!("stopped:{tag}"))
+}
+
+struct StopSignal(Option<String>);
+
+impl Drop for StopSignal {
+    fn drop(&mut self) {
+        if let Some(tag) = self.0.take() {
+            stopped(&tag).notify_one();
+        }
+    }
+}
+
+fn runs() -> &'static Mutex<HashMap<String, usize>> {
+    static RUNS: OnceLock<Mutex<HashMap<String, usize>>> = OnceLock::new();
+    RUNS.get_or_init(Mutex::default)
+}
+
+/// How many times an auth tool's handler ran with this tag.
+pub(crate) fn handler_runs(tag: &str) -> usize {
+    runs().lock().unwrap_or_else(|p| p.into_inner()).get(tag).copied().unwrap_or(0)
+}
+
+fn count_run(args: &Args) {
+    let tag = args.str_or("tag", "").to_owned();
+    *runs().lock().unwrap_or_else(|p| p.into_inner()).entry(tag).or_default() += 1;
+}
+
+// =============================================================================================
+// Tools
+// =============================================================================================
+
+/// Three progress notifications (0, 50, 100 of 100), yielding after each like a tool doing I/O.
+async fn progress(_args: Args, _user: &UserInfo, ctx: &ToolContext<'_>) -> ToolResult {
+    for step in [0.0, 50.0, 100.0] {
+        ctx.progress(step, Some(100.0), Some("working")).await;
+        tokio::task::yield_now().await;
+    }
+    ToolResult::ok(json!({"done": true}))
+}
+
+/// Progress 0, then 50 and 100 in the same poll that returns the result.
+async fn progress_burst(_args: Args, _user: &UserInfo, ctx: &ToolContext<'_>) -> ToolResult {
+    ctx.progress(0.0, Some(100.0), None).await;
+    tokio::task::yield_now().await;
+    ctx.progress(50.0, Some(100.0), None).await;
+    ctx.progress(100.0, Some(100.0), None).await;
+    ToolResult::ok(json!({"done": true}))
+}
+
+/// Progress 0, 50 and 100 without ever yielding: the whole call completes in its first poll.
+async fn progress_sync(_args: Args, _user: &UserInfo, ctx: &ToolContext<'_>) -> ToolResult {
+    for step in [0.0, 50.0, 100.0] {
+        ctx.progress(step, Some(100.0), None).await;
+    }
+    ToolResult::ok(json!({"done": true}))
+}
+
+/// Two info log lines.
+async fn log(_args: Args, _user: &UserInfo, ctx: &ToolContext<'_>) -> ToolResult {
+    ctx.log("info", json!({"msg": "first"})).await;
+    tokio::task::yield_now().await;
+    ctx.log("info", json!({"msg": "second"})).await;
+    tokio::task::yield_now().await;
+    ToolResult::ok(json!({"logged": 2}))
+}
+
+/// Asks the client for a name and reports what came back (or why nothing did).
+async fn elicit(_args: Args, _user: &UserInfo, ctx: &ToolContext<'_>) -> ToolResult {
+    let params = json!({
+        "message": "What is your name?",
+        "requestedSchema": {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]},
+    });
+    match ctx.request("elicitation/create", params).await {
+        Ok(answer) => ToolResult::ok(json!({"answer": answer})),
+        Err(PeerError::Unsupported(method)) => ToolResult::ok(json!({"unsupported": method})),
+        Err(PeerError::NoAnswer) => ToolResult::ok(json!({"noAnswer": true})),
+        Err(PeerError::Client { code, message }) => {
+            ToolResult::ok(json!({"clientError": {"code": code, "message": message}}))
+        }
+        Err(other) => ToolResult::error(format!("unexpected peer error: {other}")),
+    }
+}
+
+/// Signals `started(tag)`, reports progress 0 (sent only when the call has a progress token),
+/// then sleeps `ms` milliseconds (default 30 s); signals `stopped(tag)` if dropped before that.
+async fn slow(args: Args, _user: &UserInfo, ctx: &ToolContext<'_>) -> ToolResult {
+    let tag = args.str_or("tag", "");
+    let mut stop = StopSignal(Some(tag.to_owned()));
+    started(tag).notify_one();
+    ctx.progress(0.0, None, Some("started")).await;
+    let ms = args.integer("ms", 30_000);
+    tokio::time::sleep(Duration::from_millis(u64::try_from(ms).unwrap_or(30_000))).await;
+    stop.0 = None;
+    ToolResult::ok(json!({"finished": true}))
+}
+
+/// Needs an authenticated caller; counts its runs per tag.
+async fn whoami(args: Args, user: &UserInfo, _ctx: &ToolContext<'_>) -> ToolResult {
+    count_run(&args);
+    ToolResult::ok(json!({"user": user.user_id()}))
+}
+
+/// Needs the `health:read` scope; counts its runs per tag.
+async fn scoped(args: Args, user: &UserInfo, _ctx: &ToolContext<'_>) -> ToolResult {
+    count_run(&args);
+    ToolResult::ok(json!({"user": user.user_id(), "scoped": true}))
+}
+
+async fn boom(_args: Args, _user: &UserInfo, _ctx: &ToolContext<'_>) -> ToolResult {
+    panic!("boom: secret internal detail")
+}
+
+fn tag_param() -> Param {
+    Param::optional("tag", Type::String, "A label the test uses to find this call.")
+}
+
+/// Every test tool, in name order.
+pub(crate) const TOOL_NAMES: [&str; 10] =
+    ["echo", "elicit", "log", "panic", "progress", "progress_burst", "progress_sync", "scoped", "slow", "whoami"];
+
+/// Tools that need an authenticated caller.
+pub(crate) const AUTH_TOOLS: [&str; 2] = ["scoped", "whoami"];
+
+/// The registry of test tools.
+pub(crate) fn registry() -> Registry {
+    Registry::builder()
+        .tool(mirobody_tools::tools::echo::tool())
+        .tool(Tool::new("progress", "Reports progress three times.").handler(progress))
+        .tool(Tool::new("progress_burst", "Reports progress, the last two with the result.").handler(progress_burst))
+        .tool(Tool::new("progress_sync", "Reports progress without yielding.").handler(progress_sync))
+        .tool(Tool::new("log", "Logs two info lines.").handler(log))
+        .tool(Tool::new("elicit", "Asks the user for their name.").handler(elicit))
+        .tool(
+            Tool::new("slow", "Sleeps.")
+                .param(tag_param())
+                .param(Param::optional("ms", Type::Integer, "How long to sleep, in milliseconds."))
+                .handler(slow),
+        )
+        .tool(Tool::new("whoami", "Says who is calling.").param(tag_param()).auth(true).handler(whoami))
+        .tool(
+            Tool::new("scoped", "Needs health:read.")
+                .param(tag_param())
+                .require_scopes(["health:read"])
+                .handler(scoped),
+        )
+        .tool(Tool::new("panic", "Always panics.").handler(boom))
+        .build()
+        .expect("the test registry is valid")
+}
+
+// =============================================================================================
+// Resources and prompts
+// =============================================================================================
+
+/// `test://static` (text), `test://private` (auth), and the template `test://items/{id}`.
+pub(crate) fn resources() -> ResourceRegistry {
+    let read: TemplateReadFn = Arc::new(|uri, vars, _user, _ctx| {
+        let contents = ResourceContents {
+            uri: uri.to_owned(),
+            mime_type: Some("application/json".into()),
+            text: Some(json!({"id": vars.get("id")}).to_string()),
+            blob: None,
+        };
+        Box::pin(std::future::ready(Ok(vec![contents])))
+    });
+    ResourceRegistry::new(
+        vec![
+            Resource::text("test://static", "static", "text/plain", || "static text".to_owned())
+                .description("A fixed text."),
+            Resource::text("test://private", "private", "text/plain", || "private text".to_owned()).auth(true),
+        ],
+        vec![ResourceTemplate::new("test://items/{id}", "item", read).mime_type("application/json")],
+    )
+    .expect("the test resources are valid")
+}
+
+/// `greet` (one required argument `name`) and `simple` (no arguments).
+pub(crate) fn prompts() -> PromptRegistry {
+    PromptRegistry::new(vec![
+        Prompt::new("greet", "Greets someone by name.", |args| {
+            let name = args.get("name").cloned().unwrap_or_default();
+            Ok(vec![PromptMessage::user(Content::text(format!("Say hello to {name}.")))])
+        })
+        .argument("name", "Who to greet.", true),
+        Prompt::new("simple", "A prompt without arguments.", |_| {
+            Ok(vec![PromptMessage::user(Content::text("Hello."))])
+        }),
+    ])
+    .expect("the test prompts are valid")
+}
+
+/// The MCP service over the test tools, resources and prompts.
+pub(crate) fn service(options: McpOptions) -> McpService {
+    McpService::builder(Arc::new(registry())).resources(resources()).prompts(prompts()).options(options).build()
+}
+
+// =============================================================================================
+// HTTP
+// =============================================================================================
+
+/// A server: the endpoint, whose router tests drive without sockets.
+pub(crate) struct TestServer {
+    pub(crate) http: McpHttp,
+    router: Router,
+}
+
+impl TestServer {
+    /// Default options.
+    pub(crate) fn new() -> Self {
+        TestServer::with(McpOptions::default(), HttpOptions::default())
+    }
+
+    /// Default MCP options with these HTTP options.
+    pub(crate) fn with_http(http: HttpOptions) -> Self {
+        TestServer::with(McpOptions::default(), http)
+    }
+
+    /// These options.
+    pub(crate) fn with(mcp: McpOptions, http: HttpOptions) -> Self {
+        let http = McpHttp::new(service(mcp), http);
+        let router = http.router();
+        TestServer { http, router }
+    }
+
+    /// A client with no session and no identity yet.
+    pub(crate) fn client(&self) -> Client {
+        Client { router: self.router.clone(), session: None, user: None, next_id: Arc::new(AtomicI64::new(1)) }
+    }
+
+    /// A client that has initialized (with these client capabilities) and sent
+    /// `notifications/initialized`.
+    pub(crate) async fn initialized(&self, capabilities: Value) -> Client {
+        let mut client = self.client();
+        client.initialize(capabilities).await;
+        client
+    }
+}
+
+/// A JSON reply.
+#[derive(Debug)]
+pub(crate) struct Reply {
+    pub(crate) status: StatusCode,
+    pub(crate) headers: HeaderMap,
+    pub(crate) body: Value,
+}
+
+impl Reply {
+    /// The `result`, failing the test on an error response.
+    pub(crate) fn result(&self) -> &Value {
+        assert!(self.body.get("error").is_none(), "expected a result, got {}", self.body);
+        &self.body["result"]
+    }
+
+    /// The error code, failing the test on a result.
+    pub(crate) fn error_code(&self) -> i64 {
+        self.body["error"]["code"].as_i64().unwrap_or_else(|| panic!("expected an error, got {}", self.body))
+    }
+
+    /// The error message.
+    pub(crate) fn error_message(&self) -> &str {
+        self.body["error"]["message"].as_str().unwrap_or_default()
+    }
+
+    /// The Content-Type header.
+    pub(crate) fn content_type(&self) -> &str {
+        header_str(&self.headers, header::CONTENT_TYPE.as_str())
+    }
+
+    /// A header, or "".
+    pub(crate) fn header(&self, name: &str) -> &str {
+        header_str(&self.headers, name)
+    }
+}
+
+/// A header as text, or "" when absent.
+pub(crate) fn header_str<'a>(headers: &'a HeaderMap, name: &str) -> &'a str {
+    headers.get(name).and_then(|v| v.to_str().ok()).unwrap_or_default()
+}
+
+/// The whole body of a response.
+pub(crate) async fn body_bytes(response: Response<Body>) -> Bytes {
+    within("a response body", response.into_body().collect()).await.expect("the body reads").to_bytes()
+}
+
+/// A JSON response, read whole.
+pub(crate) async fn json_reply(response: Response<Body>) -> Reply {
+    let status = response.status();
+    let headers = response.headers().clone();
+    let bytes = body_bytes(response).await;
+    let body = serde_json::from_slice(&bytes)
+        .unwrap_or_else(|e| panic!("the body is not JSON ({e}): {:?}", String::from_utf8_lossy(&bytes)));
+    Reply { status, headers, body }
+}
+
+/// A JSON-RPC request object.
+pub(crate) fn rpc(id: i64, method: &str, params: Value) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
+}
+
+/// A JSON-RPC notification object.
+pub(crate) fn notification(method: &str, params: Value) -> Value {
+    json!({"jsonrpc": "2.0", "method": method, "params": params})
+}
+
+/// `initialize` params.
+pub(crate) fn init_params(version: &str, capabilities: Value) -> Value {
+    json!({"protocolVersion": version, "capabilities": capabilities, "clientInfo": {"name": "tests", "version": "1"}})
+}
+
+/// Replaces (or adds) a header.
+pub(crate) fn set_header(mut request: Request<Body>, name: &'static str, value: &str) -> Request<Body> {
+    request.headers_mut().insert(name, HeaderValue::from_str(value).expect("a valid header value"));
+    request
+}
+
+/// Removes a header.
+pub(crate) fn remove_header(mut request: Request<Body>, name: &'static str) -> Request<Body> {
+    request.headers_mut().remove(name);
+    request
+}
+
+/// Drives one router as a client: its session id and identity go on every request.
+#[derive(Clone)]
+pub(crate) struct Client {
+    router: Router,
+    pub(crate) session: Option<String>,
+    pub(crate) user: Option<UserInfo>,
+    next_id: Arc<AtomicI64>,
+}
+
+impl Client {
+    /// The same client acting as `user` (a UserInfo extension, as the auth layer sets it).
+    pub(crate) fn as_user(&self, user: UserInfo) -> Client {
+        Client { user: Some(user), ..self.clone() }
+    }
+
+    /// The same router and identity, on another session id.
+    pub(crate) fn on_session(&self, session: Option<&str>) -> Client {
+        Client { session: session.map(str::to_owned), ..self.clone() }
+    }
+
+    /// A fresh request id.
+    pub(crate) fn id(&self) -> i64 {
+        self.next_id.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// A request with the headers a conforming client sends.
+    pub(crate) fn request(&self, method: Method, body: impl Into<Body>) -> Request<Body> {
+        let accept = if method == Method::GET { "text/event-stream" } else { ACCEPT_BOTH };
+        let mut builder = Request::builder().method(method.clone()).uri("/").header(header::HOST, "localhost");
+        builder = builder.header(header::ACCEPT, accept);
+        if method == Method::POST {
+            builder = builder.header(header::CONTENT_TYPE, "application/json");
+        }
+        if let Some(session) = &self.session {
+            builder = builder.header("mcp-session-id", session);
+        }
+        let mut request = builder.body(body.into()).expect("a valid request");
+        if let Some(user) = &self.user {
+            request.extensions_mut().insert(user.clone());
+        }
+        request
+    }
+
+    /// A POST of this JSON.
+    pub(crate) fn post_request(&self, message: &Value) -> Request<Body> {
+        self.request(Method::POST, message.to_string())
+    }
+
+    /// Sends a request through the router.
+    pub(crate) async fn send(&self, request: Request<Body>) -> Response<Body> {
+        let response = self.router.clone().oneshot(request);
+        within("a response", response).await.expect("the router is infallible")
+    }
+
+    /// POSTs a message and returns the response unread.
+    pub(crate) async fn post(&self, message: &Value) -> Response<Body> {
+        self.send(self.post_request(message)).await
+    }
+
+    /// POSTs a message and reads a JSON reply.
+    pub(crate) async fn post_json(&self, message: &Value) -> Reply {
+        json_reply(self.post(message).await).await
+    }
+
+    /// Calls a method with a fresh id and reads a JSON reply.
+    pub(crate) async fn call(&self, method: &str, params: Value) -> Reply {
+        self.post_json(&rpc(self.id(), method, params)).await
+    }
+
+    /// Calls a tool and reads a JSON reply.
+    pub(crate) async fn call_tool(&self, name: &str, arguments: Value) -> Reply {
+        self.call("tools/call", json!({"name": name, "arguments": arguments})).await
+    }
+
+    /// Initializes at the latest version, keeps the session id, and sends
+    /// `notifications/initialized`.
+    pub(crate) async fn initialize(&mut self, capabilities: Value) -> Reply {
+        let reply = self.call("initialize", init_params(LATEST, capabilities)).await;
+        assert_eq!(reply.status, StatusCode::OK, "initialize failed: {}", reply.body);
+        reply.result();
+        let session = reply.header("mcp-session-id");
+        self.session = (!session.is_empty()).then(|| session.to_owned());
+        let ack = self.post(&notification("notifications/initialized", json!({}))).await;
+        assert_eq!(ack.status(), StatusCode::ACCEPTED);
+        reply
+    }
+}
+
+// =============================================================================================
+// SSE
+// =============================================================================================
+
+/// One server-sent event.
+#[derive(Debug)]
+pub(crate) struct SseEvent {
+    pub(crate) event: Option<String>,
+    pub(crate) data: String,
+}
+
+/// Reads an SSE body frame by frame, so a test can act between events.
+pub(crate) struct Sse {
+    body: Body,
+    buffer: String,
+}
+
+impl Sse {
+    /// The reader of a response that must be an SSE stream.
+    pub(crate) fn new(response: Response<Body>) -> Self {
+        assert_eq!(response.status(), StatusCode::OK);
+        let content_type = header_str(response.headers(), "content-type");
+        assert!(content_type.starts_with("text/event-stream"), "not an SSE response: {content_type:?}");
+        Sse { body: response.into_body(), buffer: String::new() }
+    }
+
+    /// The next event with data (comments such as keep-alives are skipped); `None` when the
+    /// stream ends.
+    pub(crate) async fn next_event(&mut self) -> Option<SseEvent> {
+        within("the next SSE event", self.read_event()).await
+    }
+
+    async fn read_event(&mut self) -> Option<SseEvent> {
+        loop {
+            while let Some(end) = self.buffer.find("\n\n") {
+                let block: String = self.buffer.drain(..end + 2).collect();
+                let mut event = None;
+                let mut data: Option<String> = None;
+                for line in block.lines() {
+                    if let Some(value) = line.strip_prefix("data:") {
+                        let value = value.strip_prefix(' ').unwrap_or(value);
+                        match &mut data {
+                            Some(data) => {
+                                data.push('\n');
+                                data.push_str(value);
+                            }
+                            None => data = Some(value.to_owned()),
+                        }
+                    } else if let Some(value) = line.strip_prefix("event:") {
+                        event = Some(value.trim().to_owned());
+                    }
+                }
+                if let Some(data) = data {
+                    return Some(SseEvent { event, data });
+                }
+            }
+            let frame = self.body.frame().await?.expect("the SSE body reads");
+            if let Ok(data) = frame.into_data() {
+                self.buffer.push_str(std::str::from_utf8(&data).expect("SSE is UTF-8"));
+            }
+        }
+    }
+
+    /// The next event's data as a JSON-RPC message; fails if the stream ended or the data is
+    /// not JSON.
+    pub(crate) async fn next_message(&mut self) -> Value {
+        let event = self.next_event().await.expect("the stream ended early");
+        assert_eq!(event.event.as_deref(), Some("message"), "event type of {event:?}");
+        serde_json::from_str(&event.data)
+            .unwrap_or_else(|e| panic!("an SSE event's data is not one JSON message ({e}): {:?}", event.data))
+    }
+
+    /// Every remaining message, until the stream ends.
+    pub(crate) async fn rest(&mut self) -> Vec<Value> {
+        let mut messages = Vec::new();
+        while let Some(event) = self.next_event().await {
+            let message = serde_json::from_str(&event.data)
+                .unwrap_or_else(|e| panic!("an SSE event's data is not one JSON message ({e}): {:?}", event.data));
+            messages.push(message);
+        }
+        messages
+    }
+}
+
+// =============================================================================================
+// stdio
+// =============================================================================================
+
+/// A client of `stdio::serve` over in-memory pipes.
+pub(crate) struct Stdio {
+    to_server: DuplexStream,
+    from_server: Lines<BufReader<DuplexStream>>,
+    task: JoinHandle<std::io::Result<()>>,
+}
+
+impl Stdio {
+    /// Serves the test service to `user`, refusing lines over `max` bytes.
+    pub(crate) fn start(options: McpOptions, user: UserInfo, max: usize) -> Self {
+        let (to_server, server_in) = tokio::io::duplex(64 * 1024);
+        let (server_out, from_server) = tokio::io::duplex(64 * 1024);
+        let task = tokio::spawn(mirobody_server::stdio::serve(service(options), user, server_in, server_out, max));
+        Stdio { to_server, from_server: BufReader::new(from_server).lines(), task }
+    }
+
+    /// Writes one line (a newline is added).
+    pub(crate) async fn send_line(&mut self, line: &str) {
+        let mut bytes = line.as_bytes().to_vec();
+        bytes.push(b'\n');
+        within("writing to the server", self.to_server.write_all(&bytes)).await.expect("the server reads");
+    }
+
+    /// Writes one JSON message as a line.
+    pub(crate) async fn send(&mut self, message: &Value) {
+        self.send_line(&message.to_string()).await;
+    }
+
+    /// Reads the next line the server writes, as JSON.
+    pub(crate) async fn recv(&mut self) -> Value {
+        let line = within("a line from the server", self.from_server.next_line())
+            .await
+            .expect("the server's output reads")
+            .expect("the server's output ended early");
+        serde_json::from_str(&line)
+            .unwrap_or_else(|e| panic!("the server wrote a line that is not JSON ({e}): {line:?}"))
+    }
+
+    /// Closes the server's input, reads every line the server still writes until its output
+    /// ends, and waits for `serve` to return.
+    pub(crate) async fn close_and_drain(self) -> (std::io::Result<()>, Vec<Value>) {
+        let Stdio { to_server, mut from_server, task } = self;
+        drop(to_server);
+        let mut lines = Vec::new();
+        while let Some(line) = within("the server's output to end", from_server.next_line()).await.expect("reads") {
+            lines.push(serde_json::from_str(&line).unwrap_or_else(|e| panic!("not JSON ({e}): {line:?}")));
+        }
+        let result = within("serve to return after its input closed", task).await.expect("serve does not panic");
+        (result, lines)
+    }
+
+    /// Closes the server's input and waits for `serve` to return.
+    pub(crate) async fn close(self) -> std::io::Result<()> {
+        let Stdio { to_server, from_server, task } = self;
+        drop(to_server);
+        let result = within("serve to return after its input closed", task).await.expect("serve does not panic");
+        drop(from_server);
+        result
+    }
+}
