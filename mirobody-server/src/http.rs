@@ -11,14 +11,14 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::Router;
 use axum::body::Body;
 use axum::extract::{Request, State};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
+use axum::{Extension, Router};
 use futures::future::{AbortHandle, Abortable};
-use futures::stream::{self, Stream, StreamExt};
+use futures::stream::{self, Stream};
 use http::{HeaderMap, HeaderValue, StatusCode, header};
 use http_body_util::{BodyExt, Limited};
 use mirobody_core::UserInfo;
@@ -137,17 +137,20 @@ fn header_str(headers: &HeaderMap, name: impl header::AsHeaderName) -> Option<&s
     headers.get(name).and_then(|v| v.to_str().ok())
 }
 
-// DNS-rebinding protection: the Host must be one of ours, and so must any Origin.
+// DNS-rebinding protection: the Host must be one of ours, and a browser's Origin must be
+// listed, name an allowed host, or be the Host itself. A wildcard host list does not open
+// Origins: those need `allowed_origins`.
 fn check_host_and_origin(headers: &HeaderMap, options: &HttpOptions) -> Result<(), Response> {
-    let allowed = |host: &str| options.allowed_hosts.iter().any(|h| h == "*" || h.eq_ignore_ascii_case(host));
     let host = header_str(headers, header::HOST).map(strip_port).unwrap_or_default();
-    if !allowed(host) {
+    let any_host = options.allowed_hosts.iter().any(|h| h == "*");
+    let named = |name: &str| options.allowed_hosts.iter().any(|h| h.eq_ignore_ascii_case(name));
+    if !any_host && !named(host) {
         return Err(rpc_error(StatusCode::FORBIDDEN, None, code::TRANSPORT, "Forbidden: Host not allowed"));
     }
     if let Some(origin) = header_str(headers, header::ORIGIN) {
         let origin_host = origin.split_once("://").map(|(_, rest)| strip_port(rest)).unwrap_or(origin);
         let listed = options.allowed_origins.iter().any(|o| o == "*" || o.eq_ignore_ascii_case(origin));
-        if !listed && !allowed(origin_host) {
+        if !listed && !named(origin_host) && !origin_host.eq_ignore_ascii_case(host) {
             return Err(rpc_error(StatusCode::FORBIDDEN, None, code::TRANSPORT, "Forbidden: Origin not allowed"));
         }
     }
@@ -187,7 +190,9 @@ fn check_version_header(headers: &HeaderMap) -> Result<(), Response> {
 }
 
 impl HttpInner {
-    fn session_for(&self, headers: &HeaderMap) -> Result<Arc<Session>, Response> {
+    // The caller's session: it must exist, belong to the caller, and (if the request names a
+    // protocol version) have negotiated that version.
+    fn session_for(&self, headers: &HeaderMap, user_id: Option<&str>) -> Result<Arc<Session>, Response> {
         if self.options.stateless {
             return Ok(Arc::new(Session::new(None)));
         }
@@ -199,9 +204,21 @@ impl HttpInner {
                 "Bad Request: Mcp-Session-Id header is required",
             ));
         };
-        self.sessions
-            .get(id)
-            .ok_or_else(|| rpc_error(StatusCode::NOT_FOUND, None, code::UNAUTHORIZED, "Session not found"))
+        let session = self
+            .sessions
+            .get(id, user_id)
+            .ok_or_else(|| rpc_error(StatusCode::NOT_FOUND, None, code::UNAUTHORIZED, "Session not found"))?;
+        if let (Some(sent), Some(negotiated)) = (header_str(headers, VERSION_HEADER), session.protocol_version())
+            && sent != negotiated
+        {
+            return Err(rpc_error(
+                StatusCode::BAD_REQUEST,
+                None,
+                code::TRANSPORT,
+                format!("Bad Request: MCP-Protocol-Version is {sent}, but the session negotiated {negotiated}"),
+            ));
+        }
+        Ok(session)
     }
 
     fn challenge(&self, status: &Status, mut response: Response) -> Response {
@@ -295,21 +312,21 @@ async fn handle_post(State(http): State<McpHttp>, request: Request) -> Response 
             initialize(&http, &request, &user, headers).await
         }
         Message::Request(request) => {
-            let session = match inner.session_for(headers) {
+            let session = match inner.session_for(headers, user.user_id()) {
                 Ok(session) => session,
                 Err(refusal) => return refusal,
             };
             let streamable = accepts(headers, "text/event-stream");
             request_response(&http, request, user, session, streamable).await
         }
-        Message::Notification(notification) => match inner.session_for(headers) {
+        Message::Notification(notification) => match inner.session_for(headers, user.user_id()) {
             Ok(session) => {
                 inner.service.handle_notification(&notification, &session);
                 accepted()
             }
             Err(refusal) => refusal,
         },
-        Message::Response(response) => match inner.session_for(headers) {
+        Message::Response(response) => match inner.session_for(headers, user.user_id()) {
             Ok(session) => {
                 let id = response.id.clone();
                 if inner.service.handle_response(response, &session, &user) {
@@ -335,13 +352,28 @@ fn accepted() -> Response {
 async fn initialize(http: &McpHttp, request: &jsonrpc::Request, user: &UserInfo, headers: &HeaderMap) -> Response {
     let inner = &http.inner;
     if !inner.options.stateless
-        && let Some(existing) = header_str(headers, SESSION_HEADER).and_then(|id| inner.sessions.get(id))
+        && let Some(existing) =
+            header_str(headers, SESSION_HEADER).and_then(|id| inner.sessions.get(id, user.user_id()))
     {
         let exchange = Exchange { user, session: &existing, client: None };
         let reply = inner.service.handle_request(request, &exchange).await;
         return json_response(StatusCode::BAD_REQUEST, reply.body);
     }
-    let session = if inner.options.stateless { Arc::new(Session::new(None)) } else { inner.sessions.create() };
+    let session = if inner.options.stateless {
+        Arc::new(Session::new(None))
+    } else {
+        match inner.sessions.create(user.user_id()) {
+            Some(session) => session,
+            None => {
+                return rpc_error(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    Some(&request.id),
+                    code::TRANSPORT,
+                    "Service Unavailable: too many active sessions; try again later",
+                );
+            }
+        }
+    };
     let exchange = Exchange { user, session: &session, client: None };
     let reply = inner.service.handle_request(request, &exchange).await;
     let succeeded = session.is_initialized();
@@ -353,7 +385,7 @@ async fn initialize(http: &McpHttp, request: &jsonrpc::Request, user: &UserInfo,
             }
         }
         Some(id) => {
-            inner.sessions.remove(id);
+            inner.sessions.remove(id, user.user_id());
         }
         None => {}
     }
@@ -368,41 +400,49 @@ async fn request_response(
     streamable: bool,
 ) -> Response {
     let inner = &http.inner;
-    if request.method != "tools/call" || !streamable {
+    if request.method != "tools/call" {
         let exchange = Exchange { user: &user, session: &session, client: None };
         let reply = inner.service.handle_request(&request, &exchange).await;
         return inner.challenge(&reply.status, json_response(StatusCode::OK, reply.body));
     }
 
-    // A tool call may talk to the client while it runs: give it a channel, and answer with
-    // JSON if it finishes first, or switch to SSE at its first message.
+    // A tool call can be cancelled, and may talk to the client while it runs (when the client
+    // accepts SSE): give it a channel, and answer with JSON if it sends nothing, or switch to
+    // SSE at its first message.
     let (tx, mut rx) = mpsc::channel::<Vec<u8>>(64);
     let id = request.id.clone();
     let (abort, registration) = AbortHandle::new_pair();
-    session.start_request(id.clone(), abort);
-    let call: CallFuture = {
+    let running = session.start_request(id.clone(), abort);
+    let mut call: CallFuture = {
         let service = inner.service.clone();
         let pending = Arc::clone(service.pending());
         let session = Arc::clone(&session);
         let timeout = service.options().answer_timeout;
         let token = mcp::progress_token(&request);
         Box::pin(async move {
+            // Forgets the request however the call ends, even when its connection drops.
+            let _running = running;
             let peer =
                 ChannelPeer::new(tx, Arc::clone(&session), pending, user.user_id().map(str::to_owned), token, timeout);
-            let exchange = Exchange { user: &user, session: &session, client: Some(&peer) };
-            let reply = Abortable::new(service.handle_request(&request, &exchange), registration).await;
-            session.finish_request(&request.id);
-            reply.ok()
+            let client: Option<&dyn mirobody_core::ClientPeer> = if streamable { Some(&peer) } else { None };
+            let exchange = Exchange { user: &user, session: &session, client };
+            Abortable::new(service.handle_request(&request, &exchange), registration).await.ok()
         })
     };
-    let mut call = call;
     tokio::select! {
         biased;
-        reply = &mut call => match reply {
-            Some(reply) => inner.challenge(&reply.status, json_response(StatusCode::OK, reply.body)),
-            None => cancelled(&id),
+        reply = &mut call => {
+            // A call that finished in one poll may still have sent messages first.
+            let queued: Vec<Vec<u8>> = std::iter::from_fn(|| rx.try_recv().ok()).collect();
+            match reply {
+                Some(reply) if queued.is_empty() => {
+                    inner.challenge(&reply.status, json_response(StatusCode::OK, reply.body))
+                }
+                Some(reply) => sse_response(queued, rx, CallState::Done(Some(reply)), inner.options.keep_alive),
+                None => cancelled(&id),
+            }
         },
-        Some(first) = rx.recv() => sse_response(first, rx, call, &id, inner.options.keep_alive),
+        Some(first) = rx.recv() => sse_response(vec![first], rx, CallState::Running(call), inner.options.keep_alive),
     }
 }
 
@@ -415,44 +455,41 @@ fn event(bytes: Vec<u8>) -> Result<Event, Infallible> {
     Ok(Event::default().event("message").data(String::from_utf8_lossy(&bytes)))
 }
 
-fn sse_response(
-    first: Vec<u8>,
-    rx: mpsc::Receiver<Vec<u8>>,
-    call: CallFuture,
-    id: &Id,
-    keep_alive: Duration,
-) -> Response {
+enum CallState {
+    Running(CallFuture),
+    // The call's reply; `None` when it was cancelled (a cancelled request gets no response).
+    Done(Option<Reply>),
+}
+
+fn sse_response(queued: Vec<Vec<u8>>, rx: mpsc::Receiver<Vec<u8>>, call: CallState, keep_alive: Duration) -> Response {
     struct Streaming {
-        first: Option<Vec<u8>>,
+        queued: std::collections::VecDeque<Vec<u8>>,
         rx: mpsc::Receiver<Vec<u8>>,
-        call: Option<CallFuture>,
-        id: Id,
+        call: CallState,
     }
-    let state = Streaming { first: Some(first), rx, call: Some(call), id: id.clone() };
-    let batches = stream::unfold(state, |mut s| async move {
-        if let Some(first) = s.first.take() {
-            return Some((vec![event(first)], s));
-        }
-        let call = s.call.as_mut()?;
-        tokio::select! {
-            biased;
-            Some(message) = s.rx.recv() => Some((vec![event(message)], s)),
-            reply = call => {
-                s.call = None;
-                // Messages sent in the call's last poll still precede its response.
-                let mut tail = Vec::new();
-                while let Ok(message) = s.rx.try_recv() {
-                    tail.push(event(message));
-                }
-                tail.push(event(match reply {
-                    Some(reply) => reply.body,
-                    None => jsonrpc::error_bytes(Some(&s.id), &RpcError::new(code::INTERNAL_ERROR, "Request cancelled")),
-                }));
-                Some((tail, s))
+    let state = Streaming { queued: queued.into(), rx, call };
+    let events = stream::unfold(state, |mut s| async move {
+        loop {
+            if let Some(message) = s.queued.pop_front() {
+                return Some((event(message), s));
             }
+            let reply = match &mut s.call {
+                CallState::Done(reply) => reply.take()?.body,
+                CallState::Running(call) => tokio::select! {
+                    biased;
+                    Some(message) = s.rx.recv() => return Some((event(message), s)),
+                    reply = call => {
+                        // Messages sent in the call's last poll still precede its response.
+                        s.queued.extend(std::iter::from_fn(|| s.rx.try_recv().ok()));
+                        s.call = CallState::Done(reply);
+                        continue;
+                    }
+                },
+            };
+            return Some((event(reply), s));
         }
     });
-    sse(batches.flat_map(stream::iter), keep_alive)
+    sse(events, keep_alive)
 }
 
 fn sse(events: impl Stream<Item = Result<Event, Infallible>> + Send + 'static, keep_alive: Duration) -> Response {
@@ -461,7 +498,8 @@ fn sse(events: impl Stream<Item = Result<Event, Infallible>> + Send + 'static, k
     response
 }
 
-async fn handle_get(State(http): State<McpHttp>, headers: HeaderMap) -> Response {
+async fn handle_get(State(http): State<McpHttp>, user: Option<Extension<UserInfo>>, headers: HeaderMap) -> Response {
+    let user_id = user.as_ref().and_then(|u| u.user_id());
     let inner = &http.inner;
     if let Err(refusal) = check_host_and_origin(&headers, &inner.options) {
         return refusal;
@@ -477,7 +515,7 @@ async fn handle_get(State(http): State<McpHttp>, headers: HeaderMap) -> Response
             "Not Acceptable: Accept must include text/event-stream",
         );
     }
-    let session = match inner.session_for(&headers) {
+    let session = match inner.session_for(&headers, user_id) {
         Ok(session) => session,
         Err(refusal) => return refusal,
     };
@@ -493,7 +531,8 @@ async fn handle_get(State(http): State<McpHttp>, headers: HeaderMap) -> Response
     sse(events, inner.options.keep_alive)
 }
 
-async fn handle_delete(State(http): State<McpHttp>, headers: HeaderMap) -> Response {
+async fn handle_delete(State(http): State<McpHttp>, user: Option<Extension<UserInfo>>, headers: HeaderMap) -> Response {
+    let user_id = user.as_ref().and_then(|u| u.user_id());
     let inner = &http.inner;
     if let Err(refusal) = check_host_and_origin(&headers, &inner.options) {
         return refusal;
@@ -509,7 +548,7 @@ async fn handle_delete(State(http): State<McpHttp>, headers: HeaderMap) -> Respo
             "Bad Request: Mcp-Session-Id header is required",
         );
     };
-    if inner.sessions.remove(id) {
+    if inner.sessions.remove(id, user_id) {
         StatusCode::NO_CONTENT.into_response()
     } else {
         rpc_error(StatusCode::NOT_FOUND, None, code::UNAUTHORIZED, "Session not found")

@@ -113,6 +113,15 @@ pub struct ParseFailure {
 impl Message {
     /// Reads one message.
     pub fn parse(bytes: &[u8]) -> Result<Message, ParseFailure> {
+        // serde would read an array of the fields in order as the struct; only an object is a
+        // message (batches are gone since 2025-06-18).
+        if bytes.trim_ascii_start().first() == Some(&b'[') {
+            let error = RpcError::new(
+                code::INVALID_REQUEST,
+                "Invalid request: batches are not supported; send one message per request",
+            );
+            return Err(ParseFailure { id: None, error });
+        }
         let envelope: Envelope = serde_json::from_slice(bytes).map_err(|e| {
             let (code, what) = if e.is_data() {
                 (code::INVALID_REQUEST, "Invalid request")

@@ -296,7 +296,7 @@ impl McpService {
             "initialize" => self.initialize(params, exchange.session),
             "ping" => Ok(json!({})),
             "resources/list" => self.list_resources(params),
-            "resources/templates/list" => Ok(self.list_templates()),
+            "resources/templates/list" => single_page(params, "resources/templates/list").map(|()| self.list_templates()),
             "resources/read" => return self.read_resource(id, params, exchange).await,
             "resources/subscribe" | "resources/unsubscribe" => {
                 parse::<UriParams>(params, &request.method).map(|p| {
@@ -466,7 +466,7 @@ impl McpService {
     }
 
     fn list_resources(&self, params: Option<&RawValue>) -> Result<Value, RpcError> {
-        let _: Option<CursorParams> = parse(params, "resources/list")?;
+        single_page(params, "resources/list")?;
         let resources: Vec<Value> = self
             .inner
             .resources
@@ -512,7 +512,7 @@ impl McpService {
     }
 
     fn list_prompts(&self, params: Option<&RawValue>) -> Result<Value, RpcError> {
-        let _: Option<CursorParams> = parse(params, "prompts/list")?;
+        single_page(params, "prompts/list")?;
         let prompts: Vec<Value> = self.inner.prompts.prompts().iter().map(|p| p.to_json()).collect();
         Ok(json!({"prompts": prompts}))
     }
@@ -544,7 +544,10 @@ impl McpService {
         let p: CompleteParams = parse(params, "completion/complete")?;
         let known = match p.reference.kind.as_str() {
             "ref/prompt" => p.reference.name.as_deref().is_some_and(|n| self.inner.prompts.get(n).is_some()),
-            "ref/resource" => p.reference.uri.is_some(),
+            "ref/resource" => p.reference.uri.as_deref().is_some_and(|uri| {
+                self.inner.resources.get(uri).is_some()
+                    || self.inner.resources.templates().iter().any(|t| t.uri_template() == uri)
+            }),
             _ => false,
         };
         if !known {
@@ -552,6 +555,14 @@ impl McpService {
         }
         // No completion sources are declared yet: an empty list is the honest answer.
         Ok(json!({"completion": {"values": [], "total": 0, "hasMore": false}}))
+    }
+}
+
+// Resources and prompts are listed in one page, so no cursor is ever valid for them.
+fn single_page(params: Option<&RawValue>, method: &str) -> Result<(), RpcError> {
+    match parse::<Option<CursorParams>>(params, method)? {
+        Some(CursorParams { cursor: Some(_) }) => Err(RpcError::invalid_params("Invalid cursor")),
+        _ => Ok(()),
     }
 }
 

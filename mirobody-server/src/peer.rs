@@ -41,6 +41,12 @@ impl PendingRequests {
         lock(&self.waiting).remove(id);
     }
 
+    /// Gives up on every question sent to `session` (its client is gone): the tools waiting for
+    /// answers get [`PeerError::NoAnswer`] at once.
+    pub fn abandon(&self, session: Option<&str>) {
+        lock(&self.waiting).retain(|_, p| p.session.as_deref() != session);
+    }
+
     /// Delivers the client's answer; false when no request of this session and user waits
     /// under that id.
     pub fn complete(&self, id: &Id, session: Option<&str>, user: Option<&str>, outcome: Result<Value, Value>) -> bool {
@@ -113,6 +119,9 @@ impl ClientPeer for ChannelPeer {
         };
         if !capability.is_empty() && !self.session.client_supports(capability) {
             return Err(PeerError::Unsupported(method.to_owned()));
+        }
+        if self.session.is_closing() {
+            return Err(PeerError::NoAnswer);
         }
         let (key, answer) = self.pending.register(self.session.id(), self.user.as_deref());
         self.send(jsonrpc::request_bytes(&Id::String(key.clone()), method, &params)).await;

@@ -26,6 +26,8 @@ pub fn log_rank(level: &str) -> Option<u8> {
 /// One client's session.
 pub struct Session {
     id: Option<String>,
+    owner: Option<String>,
+    closing: std::sync::atomic::AtomicBool,
     protocol_version: OnceLock<String>,
     client_capabilities: OnceLock<Value>,
     log_level: AtomicU8,
@@ -48,6 +50,8 @@ impl Session {
     pub fn new(id: Option<String>) -> Self {
         Session {
             id,
+            owner: None,
+            closing: std::sync::atomic::AtomicBool::new(false),
             protocol_version: OnceLock::new(),
             client_capabilities: OnceLock::new(),
             log_level: AtomicU8::new(LOGS_OFF),
@@ -59,9 +63,20 @@ impl Session {
         }
     }
 
+    /// A session that belongs to one caller: requests from anyone else do not find it.
+    pub fn owned_by(mut self, owner: Option<&str>) -> Self {
+        self.owner = owner.map(str::to_owned);
+        self
+    }
+
     /// The session id.
     pub fn id(&self) -> Option<&str> {
         self.id.as_deref()
+    }
+
+    /// Whether `user_id` (None for anonymous) is the caller the session belongs to.
+    pub fn belongs_to(&self, user_id: Option<&str>) -> bool {
+        self.owner.as_deref() == user_id
     }
 
     /// Records what `initialize` settled; false if it was already settled.
@@ -114,14 +129,12 @@ impl Session {
         lock(&self.subscriptions).contains(uri)
     }
 
-    /// Registers a running request so `notifications/cancelled` can stop it.
-    pub fn start_request(&self, id: Id, handle: AbortHandle) {
-        lock(&self.running).insert(id, handle);
-    }
-
-    /// Forgets a finished request.
-    pub fn finish_request(&self, id: &Id) {
-        lock(&self.running).remove(id);
+    /// Registers a running request so `notifications/cancelled` can stop it; the request is
+    /// forgotten when the returned guard drops, however the call ends (done, cancelled, or its
+    /// connection dropped).
+    pub fn start_request(self: &Arc<Self>, id: Id, handle: AbortHandle) -> RunningRequest {
+        lock(&self.running).insert(id.clone(), handle);
+        RunningRequest { session: Arc::clone(self), id }
     }
 
     /// Cancels a running request; whether it was running.
@@ -162,12 +175,35 @@ impl Session {
         Duration::from_millis(now.saturating_sub(self.last_seen_ms.load(Ordering::Relaxed)))
     }
 
+    /// Marks the client as gone: questions to it fail at once from now on.
+    pub fn set_closing(&self) {
+        self.closing.store(true, Ordering::Relaxed);
+    }
+
+    /// Whether the client is gone.
+    pub fn is_closing(&self) -> bool {
+        self.closing.load(Ordering::Relaxed)
+    }
+
     /// Cancels everything running (the session is ending).
     pub fn close(&self) {
+        self.set_closing();
         for (_, handle) in lock(&self.running).drain() {
             handle.abort();
         }
         lock(&self.stream).take();
+    }
+}
+
+/// A request registered as running; dropping it forgets the request.
+pub struct RunningRequest {
+    session: Arc<Session>,
+    id: Id,
+}
+
+impl Drop for RunningRequest {
+    fn drop(&mut self) {
+        lock(&self.session.running).remove(&self.id);
     }
 }
 
@@ -176,6 +212,9 @@ impl Session {
 pub(crate) fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
+
+/// How long a session must have been unused before a new one may push it out of a full store.
+pub const MIN_IDLE_TO_EVICT: Duration = Duration::from_secs(60);
 
 /// Sessions of stateful HTTP, bounded in number and evicted when idle.
 pub struct SessionStore {
@@ -190,31 +229,36 @@ impl SessionStore {
         SessionStore { sessions: Mutex::new(HashMap::new()), max_sessions: max_sessions.max(1), idle_timeout }
     }
 
-    /// Creates a session with a fresh random id (128 bits, visible ASCII).
-    pub fn create(&self) -> Arc<Session> {
+    /// Creates a session for `owner` with a fresh random id (128 bits, visible ASCII); `None`
+    /// when the store is full of sessions active within the last [`MIN_IDLE_TO_EVICT`], so a
+    /// flood of new sessions cannot push out clients in use.
+    pub fn create(&self, owner: Option<&str>) -> Option<Arc<Session>> {
         let id = random_token();
-        let session = Arc::new(Session::new(Some(id.clone())));
+        let session = Arc::new(Session::new(Some(id.clone())).owned_by(owner));
         session.touch();
         let mut sessions = lock(&self.sessions);
         if sessions.len() >= self.max_sessions {
             evict(&mut sessions, self.idle_timeout);
         }
         if sessions.len() >= self.max_sessions {
-            // Still full of live sessions: the longest idle one goes.
-            if let Some(oldest) = sessions.iter().max_by_key(|(_, s)| s.idle_for()).map(|(k, _)| k.clone())
-                && let Some(gone) = sessions.remove(&oldest)
-            {
-                gone.close();
+            let oldest = sessions.iter().max_by_key(|(_, s)| s.idle_for()).map(|(k, s)| (k.clone(), s.idle_for()));
+            match oldest {
+                Some((key, idle)) if idle >= MIN_IDLE_TO_EVICT => {
+                    if let Some(gone) = sessions.remove(&key) {
+                        gone.close();
+                    }
+                }
+                _ => return None,
             }
         }
         sessions.insert(id, Arc::clone(&session));
-        session
+        Some(session)
     }
 
-    /// The live session with this id.
-    pub fn get(&self, id: &str) -> Option<Arc<Session>> {
+    /// The live session with this id, if it belongs to `user_id`.
+    pub fn get(&self, id: &str, user_id: Option<&str>) -> Option<Arc<Session>> {
         let mut sessions = lock(&self.sessions);
-        let session = sessions.get(id)?;
+        let session = sessions.get(id).filter(|s| s.belongs_to(user_id))?;
         if session.idle_for() > self.idle_timeout {
             if let Some(gone) = sessions.remove(id) {
                 gone.close();
@@ -225,15 +269,13 @@ impl SessionStore {
         Some(Arc::clone(session))
     }
 
-    /// Ends a session; whether it existed.
-    pub fn remove(&self, id: &str) -> bool {
-        match lock(&self.sessions).remove(id) {
-            Some(session) => {
-                session.close();
-                true
-            }
-            None => false,
+    /// Ends a session of `user_id`; whether it existed.
+    pub fn remove(&self, id: &str, user_id: Option<&str>) -> bool {
+        let mut sessions = lock(&self.sessions);
+        if !sessions.get(id).is_some_and(|s| s.belongs_to(user_id)) {
+            return false;
         }
+        sessions.remove(id).inspect(|s| s.close()).is_some()
     }
 
     /// Drops every idle session; how many went.
@@ -277,26 +319,35 @@ mod tests {
     use super::*;
 
     #[test]
-    fn store_is_bounded_and_evicts_the_longest_idle() {
+    fn a_full_store_refuses_new_sessions_rather_than_evict_active_ones() {
         let store = SessionStore::new(2, Duration::from_secs(3600));
-        let a = store.create();
-        std::thread::sleep(Duration::from_millis(5));
-        let b = store.create();
-        b.touch();
-        let c = store.create();
+        let a = store.create(None).unwrap();
+        let b = store.create(None).unwrap();
+        assert!(store.create(None).is_none(), "both sessions are in use");
         assert_eq!(store.len(), 2);
-        assert!(store.get(a.id().unwrap()).is_none(), "the idlest session was evicted");
-        assert!(store.get(b.id().unwrap()).is_some());
-        assert!(store.get(c.id().unwrap()).is_some());
+        assert!(store.get(a.id().unwrap(), None).is_some());
+        assert!(store.get(b.id().unwrap(), None).is_some());
+    }
+
+    #[test]
+    fn sessions_belong_to_their_caller() {
+        let store = SessionStore::new(10, Duration::from_secs(3600));
+        let mine = store.create(Some("u1")).unwrap();
+        let id = mine.id().unwrap();
+        assert!(store.get(id, Some("u2")).is_none());
+        assert!(store.get(id, None).is_none());
+        assert!(!store.remove(id, Some("u2")));
+        assert!(store.get(id, Some("u1")).is_some());
+        assert!(store.remove(id, Some("u1")));
     }
 
     #[test]
     fn idle_sessions_expire() {
         let store = SessionStore::new(10, Duration::from_millis(1));
-        let a = store.create();
+        let a = store.create(None).unwrap();
         std::thread::sleep(Duration::from_millis(10));
-        assert!(store.get(a.id().unwrap()).is_none());
-        store.create();
+        assert!(store.get(a.id().unwrap(), None).is_none());
+        store.create(None);
         std::thread::sleep(Duration::from_millis(10));
         assert_eq!(store.sweep(), 1);
         assert!(store.is_empty());

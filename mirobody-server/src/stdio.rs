@@ -7,11 +7,17 @@ use futures::future::{AbortHandle, Abortable};
 use mirobody_core::UserInfo;
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::sync::mpsc;
+use tokio::task::JoinSet;
 
 use crate::jsonrpc::{self, Message, RpcError, code};
 use crate::mcp::{self, Exchange, McpService};
 use crate::peer::ChannelPeer;
-use crate::session::Session;
+use crate::session::{Session, random_token};
+
+/// How long requests already read may run on once the input has closed: enough for ordinary
+/// calls to answer (`printf ... | mirobody-server stdio` works), short enough that a client
+/// shutting down is not kept waiting by a long tool.
+pub const DRAIN_ON_EOF: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// Serves one client over a reader and a writer (stdin and stdout in the binary) until the
 /// reader ends. `user` is the identity the launching process vouches for.
@@ -37,11 +43,15 @@ where
         }
     });
 
-    let session = Arc::new(Session::new(None));
+    // The id is internal (never sent): it keeps this client's pending questions apart.
+    let session = Arc::new(Session::new(Some(random_token())));
+    let mut running = JoinSet::new();
     let user = Arc::new(user);
     let mut reader = BufReader::new(reader);
     let mut line = Vec::new();
     loop {
+        // Reap finished requests so a long session does not accumulate them.
+        while running.try_join_next().is_some() {}
         line.clear();
         let read = (&mut reader).take(max_message_bytes as u64 + 1).read_until(b'\n', &mut line).await?;
         if read == 0 {
@@ -78,8 +88,9 @@ where
                 let user = Arc::clone(&user);
                 let out = out_tx.clone();
                 let (abort, registration) = AbortHandle::new_pair();
-                session.start_request(request.id.clone(), abort);
-                tokio::spawn(async move {
+                let guard = session.start_request(request.id.clone(), abort);
+                running.spawn(async move {
+                    let _running = guard;
                     let peer = ChannelPeer::new(
                         out.clone(),
                         Arc::clone(&session),
@@ -90,13 +101,22 @@ where
                     );
                     let exchange = Exchange { user: &user, session: &session, client: Some(&peer) };
                     let reply = Abortable::new(service.handle_request(&request, &exchange), registration).await;
-                    session.finish_request(&request.id);
                     if let Ok(reply) = reply {
                         let _ = out.send(reply.body).await;
                     }
                 });
             }
         }
+    }
+    // The input is closed: nobody can answer a question any more, but every request already
+    // read still gets its reply.
+    session.set_closing();
+    service.pending().abandon(session.id());
+    let drained = tokio::time::timeout(DRAIN_ON_EOF, async { while running.join_next().await.is_some() {} }).await;
+    if drained.is_err() {
+        // The client is gone and will not read these; stop them rather than keep the process.
+        running.abort_all();
+        while running.join_next().await.is_some() {}
     }
     drop(out_tx);
     session.close();

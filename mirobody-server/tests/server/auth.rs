@@ -57,7 +57,7 @@ async fn a_json_only_client_gets_the_same_401() {
 #[tokio::test]
 async fn an_authenticated_caller_runs_the_auth_tool() {
     let server = TestServer::new();
-    let client = server.initialized(json!({})).await.as_user(UserInfo::authenticated("u1"));
+    let client = server.initialized_as(UserInfo::authenticated("u1"), json!({})).await;
     let reply = client.call_tool("whoami", json!({"tag": "auth-ok"})).await;
     assert_eq!(reply.status, StatusCode::OK);
     assert_eq!(reply.header("www-authenticate"), "");
@@ -68,8 +68,7 @@ async fn an_authenticated_caller_runs_the_auth_tool() {
 #[tokio::test]
 async fn a_token_without_the_scope_gets_403_insufficient_scope() {
     let server = TestServer::with_http(with_metadata());
-    let client =
-        server.initialized(json!({})).await.as_user(UserInfo::authenticated("u1").with_scopes(["health:write"]));
+    let client = server.initialized_as(UserInfo::authenticated("u1").with_scopes(["health:write"]), json!({})).await;
     let reply = client.call_tool("scoped", json!({"tag": "scope-missing"})).await;
 
     assert_eq!(reply.status, StatusCode::FORBIDDEN);
@@ -86,7 +85,7 @@ async fn a_token_without_the_scope_gets_403_insufficient_scope() {
 #[tokio::test]
 async fn the_403_challenge_is_well_formed_without_metadata() {
     let server = TestServer::new();
-    let client = server.initialized(json!({})).await.as_user(UserInfo::authenticated("u1"));
+    let client = server.initialized_as(UserInfo::authenticated("u1"), json!({})).await;
     let reply = client.call_tool("scoped", json!({"tag": "scope-no-metadata"})).await;
     assert_eq!(reply.status, StatusCode::FORBIDDEN);
     assert_eq!(reply.header("www-authenticate"), r#"Bearer error="insufficient_scope", scope="health:read""#);
@@ -95,8 +94,7 @@ async fn the_403_challenge_is_well_formed_without_metadata() {
 #[tokio::test]
 async fn a_token_with_the_scope_runs_the_scoped_tool() {
     let server = TestServer::new();
-    let client =
-        server.initialized(json!({})).await.as_user(UserInfo::authenticated("u1").with_scopes(["health:read"]));
+    let client = server.initialized_as(UserInfo::authenticated("u1").with_scopes(["health:read"]), json!({})).await;
     let reply = client.call_tool("scoped", json!({"tag": "scope-ok"})).await;
     assert_eq!(reply.status, StatusCode::OK);
     assert_eq!(reply.result()["structuredContent"], json!({"user": "u1", "scoped": true}));
@@ -129,7 +127,7 @@ async fn hidden_auth_tools_are_left_out_of_anonymous_listings_only() {
         let options = McpOptions { page_size, hide_auth_tools_from_anonymous: true, ..McpOptions::default() };
         let server = TestServer::with(options, HttpOptions::default());
         let anonymous = server.initialized(json!({})).await;
-        let authenticated = anonymous.as_user(UserInfo::authenticated("u1"));
+        let authenticated = server.initialized_as(UserInfo::authenticated("u1"), json!({})).await;
 
         let public: Vec<&str> = TOOL_NAMES.iter().copied().filter(|n| !AUTH_TOOLS.contains(n)).collect();
         assert_eq!(list_all(&anonymous).await, public, "anonymous, page size {page_size}");
@@ -162,7 +160,7 @@ async fn an_auth_resource_needs_an_authenticated_reader() {
     assert!(anonymous.header("www-authenticate").contains("resource_metadata="));
     assert_eq!(anonymous.error_code(), -32001);
 
-    let reader = client.as_user(UserInfo::authenticated("u1"));
+    let reader = server.initialized_as(UserInfo::authenticated("u1"), json!({})).await;
     let read = reader.call("resources/read", json!({"uri": "test://private"})).await;
     assert_eq!(read.status, StatusCode::OK);
     assert_eq!(read.result()["contents"][0]["text"], "private text");

@@ -79,10 +79,14 @@ async fn an_unsupported_protocol_version_header_gets_400() {
     assert_eq!(reply.status, StatusCode::BAD_REQUEST);
     assert!(reply.error_message().contains("1999-01-01"), "{}", reply.body);
 
-    for version in ["2025-11-25", "2025-06-18"] {
-        let good = set_header(client.post_request(&ping), "mcp-protocol-version", version);
-        assert_eq!(client.send(good).await.status(), StatusCode::OK, "{version}");
-    }
+    let good = set_header(client.post_request(&ping), "mcp-protocol-version", "2025-11-25");
+    assert_eq!(client.send(good).await.status(), StatusCode::OK);
+
+    // A supported version that is not the one this session negotiated.
+    let other = set_header(client.post_request(&ping), "mcp-protocol-version", "2025-06-18");
+    let reply = json_reply(client.send(other).await).await;
+    assert_eq!(reply.status, StatusCode::BAD_REQUEST);
+    assert!(reply.error_message().contains("negotiated 2025-11-25"), "{}", reply.body);
 }
 
 #[tokio::test]
@@ -129,7 +133,7 @@ async fn a_batch_gets_400_invalid_request() {
 }
 
 #[tokio::test]
-#[ignore = "bug: jsonrpc::Message::parse accepts a JSON array laid out like the Envelope struct's fields"]
+
 async fn an_array_shaped_like_the_envelope_is_not_a_request() {
     // serde lets a struct be read from a sequence of its fields in order, so this array reads
     // as {"jsonrpc":"2.0","id":1,"method":"ping"}. JSON-RPC requires an object; a top-level
@@ -233,6 +237,48 @@ async fn a_wildcard_host_list_accepts_any_host() {
     let client = client.on_session(Some(reply.header("mcp-session-id")));
     let ping = set_header(client.post_request(&rpc(2, "ping", json!({}))), "host", "evil.example.com:443");
     assert_eq!(client.send(ping).await.status(), StatusCode::OK);
+
+    // Any host, but not any browser origin: only the host's own origin passes.
+    let same_origin = set_header(
+        set_header(client.post_request(&rpc(3, "ping", json!({}))), "host", "mcp.example.com"),
+        "origin",
+        "https://mcp.example.com",
+    );
+    assert_eq!(client.send(same_origin).await.status(), StatusCode::OK);
+    let cross_origin = set_header(
+        set_header(client.post_request(&rpc(4, "ping", json!({}))), "host", "mcp.example.com"),
+        "origin",
+        "https://evil.example.com",
+    );
+    assert_eq!(client.send(cross_origin).await.status(), StatusCode::FORBIDDEN);
+}
+
+#[tokio::test]
+async fn a_full_session_store_refuses_new_sessions_with_503() {
+    let server = TestServer::with_http(HttpOptions { max_sessions: 1, ..HttpOptions::default() });
+    let first = server.initialized(json!({})).await;
+    let client = server.client();
+    let reply = json_reply(
+        client
+            .send(client.post_request(&rpc(1, "initialize", crate::support::init_params("2025-11-25", json!({})))))
+            .await,
+    )
+    .await;
+    assert_eq!(reply.status, StatusCode::SERVICE_UNAVAILABLE);
+    assert!(reply.error_message().contains("too many active sessions"), "{}", reply.body);
+    assert_eq!(first.call("ping", json!({})).await.status, StatusCode::OK, "the session in use survives");
+}
+
+#[tokio::test]
+async fn a_session_belongs_to_the_caller_that_opened_it() {
+    let server = TestServer::new();
+    let mine = server.initialized_as(mirobody_core::UserInfo::authenticated("u1"), json!({})).await;
+    let stranger = mine.as_user(mirobody_core::UserInfo::authenticated("u2"));
+    assert_eq!(stranger.call("ping", json!({})).await.status, StatusCode::NOT_FOUND);
+    let anonymous = mine.as_user(mirobody_core::UserInfo::anonymous());
+    assert_eq!(anonymous.call("ping", json!({})).await.status, StatusCode::NOT_FOUND);
+    assert_eq!(stranger.send(stranger.request(http::Method::DELETE, "")).await.status(), StatusCode::NOT_FOUND);
+    assert_eq!(mine.call("ping", json!({})).await.status, StatusCode::OK);
 }
 
 #[tokio::test]

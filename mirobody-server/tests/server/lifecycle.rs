@@ -142,8 +142,8 @@ async fn the_session_store_grows_with_initialize_and_shrinks_with_delete() {
 
     assert_eq!(a.send(a.request(Method::DELETE, "")).await.status(), StatusCode::NO_CONTENT);
     assert_eq!(server.http.sessions().len(), 1);
-    assert!(server.http.sessions().get(a.session.as_deref().unwrap()).is_none());
-    assert!(server.http.sessions().get(b.session.as_deref().unwrap()).is_some());
+    assert!(server.http.sessions().get(a.session.as_deref().unwrap(), None).is_none());
+    assert!(server.http.sessions().get(b.session.as_deref().unwrap(), None).is_some());
     assert_eq!(b.send(b.request(Method::DELETE, "")).await.status(), StatusCode::NO_CONTENT);
     assert!(server.http.sessions().is_empty());
 }

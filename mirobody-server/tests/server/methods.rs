@@ -212,7 +212,7 @@ async fn reading_an_unknown_resource_is_resource_not_found_with_the_uri() {
 async fn resource_subscriptions_are_acknowledged_and_recorded() {
     let server = TestServer::new();
     let client = server.initialized(json!({})).await;
-    let session = server.http.sessions().get(client.session.as_deref().unwrap()).unwrap();
+    let session = server.http.sessions().get(client.session.as_deref().unwrap(), None).unwrap();
 
     let subscribe = client.call("resources/subscribe", json!({"uri": "test://static"})).await;
     assert_eq!(subscribe.result(), &json!({}));
@@ -293,7 +293,18 @@ async fn completion_answers_known_references_with_an_empty_list() {
     assert_eq!(completion["values"], json!([]));
     assert_eq!(completion["hasMore"], false);
 
+    for uri in ["test://static", "test://items/{id}"] {
+        let resource = client
+            .call(
+                "completion/complete",
+                json!({"ref": {"type": "ref/resource", "uri": uri}, "argument": {"name": "id", "value": ""}}),
+            )
+            .await;
+        assert_eq!(resource.result()["completion"]["values"], json!([]), "{uri}");
+    }
+
     for reference in [
+        json!({"type": "ref/resource", "uri": "test://nowhere"}),
         json!({"type": "ref/prompt", "name": "nope"}),
         json!({"type": "ref/tool", "name": "echo"}),
         json!({"type": "ref/prompt"}),
@@ -313,4 +324,16 @@ async fn an_unknown_method_is_method_not_found() {
     assert_eq!(reply.status, StatusCode::OK);
     assert_eq!(reply.error_code(), -32601);
     assert!(reply.error_message().contains("tools/frobnicate"));
+}
+
+#[tokio::test]
+async fn single_page_listings_refuse_any_cursor() {
+    let server = TestServer::new();
+    let client = server.initialized(json!({})).await;
+    for method in ["resources/list", "resources/templates/list", "prompts/list"] {
+        assert!(client.call(method, json!({})).await.body.get("result").is_some(), "{method}");
+        let reply = client.call(method, json!({"cursor": "abc"})).await;
+        assert_eq!(reply.error_code(), -32602, "{method}");
+        assert!(reply.error_message().contains("Invalid cursor"), "{method}");
+    }
 }

@@ -173,7 +173,7 @@ async fn cancelling_over_stdio_stops_the_call_without_a_reply() {
 }
 
 #[tokio::test]
-#[ignore = "bug: stdio::serve aborts requests still running when the input ends, so their replies are lost"]
+
 async fn requests_written_just_before_the_input_ends_are_answered() {
     // `printf '%s\n' "$initialize" "$call" | mirobody-server stdio` must print both replies.
     let mut stdio = Stdio::start(McpOptions::default(), UserInfo::anonymous(), MAX);

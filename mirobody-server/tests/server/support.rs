@@ -293,6 +293,14 @@ impl TestServer {
         client.initialize(capabilities).await;
         client
     }
+
+    /// Like [`TestServer::initialized`], as `user` from the first request on (a session belongs
+    /// to the caller that opened it).
+    pub(crate) async fn initialized_as(&self, user: UserInfo, capabilities: Value) -> Client {
+        let mut client = self.client().as_user(user);
+        client.initialize(capabilities).await;
+        client
+    }
 }
 
 /// A JSON reply.
