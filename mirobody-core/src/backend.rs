@@ -169,3 +169,52 @@ impl fmt::Display for MissingBackend {
         })
     }
 }
+
+/// Who a personal MCP secret belongs to.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SecretOwner {
+    /// The user the secret identifies.
+    pub user_id: String,
+    /// The agent the secret is bound to, for per-agent tool lists.
+    pub agent: Option<String>,
+}
+
+/// Personal MCP secrets, stored only as hashes: the server never keeps a secret it could leak.
+///
+/// Not for tools: the server's auth layer uses it. Every method takes the SHA-256 of the
+/// secret, never the secret.
+#[async_trait]
+pub trait SecretStore: Send + Sync {
+    /// The owner of the secret with this hash, if it exists and is not revoked.
+    async fn secret_owner(&self, secret_hash: &[u8; 32]) -> BackendResult<Option<SecretOwner>>;
+    /// Stores the hash of `user_id`'s new secret, replacing any earlier one (so the old secret
+    /// stops working).
+    async fn put_secret(&self, user_id: &str, secret_hash: &[u8; 32], agent: Option<&str>) -> BackendResult<()>;
+    /// Whether `user_id` has a live secret.
+    async fn has_secret(&self, user_id: &str) -> BackendResult<bool>;
+    /// Revokes `user_id`'s secret; whether there was one.
+    async fn revoke_secret(&self, user_id: &str) -> BackendResult<bool>;
+}
+
+/// What was accessed, for the access log.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum AccessKind {
+    /// A tool call.
+    Tool,
+    /// A resource read.
+    Resource,
+}
+
+/// The record of tool calls and resource reads: who, what, whether it worked, how long.
+#[async_trait]
+pub trait AccessLog: Send + Sync {
+    /// Records one access. Best effort: a failure here never fails the call.
+    async fn record(
+        &self,
+        user_id: &str,
+        kind: AccessKind,
+        name: &str,
+        success: bool,
+        duration_ms: u64,
+    ) -> BackendResult<()>;
+}

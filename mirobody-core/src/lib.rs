@@ -50,7 +50,9 @@ mod tool;
 mod user;
 
 pub use args::Args;
-pub use backend::{BackendError, Cache, Db, Memory, MissingBackend, Storage};
+pub use backend::{
+    AccessKind, AccessLog, BackendError, Cache, Db, Memory, MissingBackend, SecretOwner, SecretStore, Storage,
+};
 pub use catalog::{DuplicateEntry, PromptRegistry, ResourceRegistry};
 pub use context::{ClientPeer, PeerError, ToolContext};
 pub use mirobody_schema as schema;

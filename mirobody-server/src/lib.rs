@@ -20,4 +20,6 @@ pub mod stdio;
 
 /// The axum version the router is built on, for serving and mounting it.
 pub use axum;
-pub use mcp::{Backends, Exchange, McpOptions, McpService, McpServiceBuilder, Reply, ServerInfo, Status};
+pub use mcp::{
+    Backends, Exchange, McpOptions, McpService, McpServiceBuilder, Reply, ServerInfo, Status, ToolVisibility,
+};

@@ -3,11 +3,11 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use mirobody_core::{
-    Cache, CallError, ClientPeer, Db, Memory, PromptRegistry, Registry, ResourceError, ResourceRegistry, Storage,
-    ToolContext, UserInfo,
+    AccessKind, AccessLog, Cache, CallError, ClientPeer, Db, Memory, PromptRegistry, Registry, ResourceError,
+    ResourceRegistry, Storage, ToolContext, UserInfo,
 };
 use serde::Deserialize;
 use serde_json::value::RawValue;
@@ -139,7 +139,12 @@ pub struct McpService {
     inner: Arc<Inner>,
 }
 
+/// Decides whether a caller may see and call a tool (per-agent allow and deny lists, say).
+pub type ToolVisibility = Arc<dyn Fn(&UserInfo, &mirobody_core::Tool) -> bool + Send + Sync>;
+
 struct Inner {
+    visibility: Option<ToolVisibility>,
+    access_log: Option<Arc<dyn AccessLog>>,
     registry: Arc<Registry>,
     resources: ResourceRegistry,
     prompts: PromptRegistry,
@@ -176,6 +181,19 @@ impl McpServiceBuilder {
     /// Sets what the server says about itself.
     pub fn info(mut self, info: ServerInfo) -> Self {
         self.inner.info = info;
+        self
+    }
+
+    /// Hides tools from callers: a hidden tool is left out of `tools/list` and answered as
+    /// unknown by `tools/call`.
+    pub fn visibility(mut self, visibility: ToolVisibility) -> Self {
+        self.inner.visibility = Some(visibility);
+        self
+    }
+
+    /// Records every tool call and resource read of an authenticated caller.
+    pub fn access_log(mut self, log: Arc<dyn AccessLog>) -> Self {
+        self.inner.access_log = Some(log);
         self
     }
 
@@ -260,6 +278,8 @@ impl McpService {
     pub fn builder(registry: Arc<Registry>) -> McpServiceBuilder {
         McpServiceBuilder {
             inner: Inner {
+                visibility: None,
+                access_log: None,
                 registry,
                 resources: ResourceRegistry::default(),
                 prompts: PromptRegistry::default(),
@@ -401,7 +421,7 @@ impl McpService {
         let include_auth = user.authed() || !self.inner.options.hide_auth_tools_from_anonymous;
         let page_size = self.inner.options.page_size.max(1);
         // The common case, one page of every tool, is served from the pre-rendered listing.
-        if cursor.is_none() && registry.len() <= page_size {
+        if cursor.is_none() && registry.len() <= page_size && self.inner.visibility.is_none() {
             let tools = registry.mcp_tools_json(include_auth);
             let mut result = String::with_capacity(tools.len() + 10);
             result.push_str(r#"{"tools":"#);
@@ -420,7 +440,7 @@ impl McpService {
         let visible: Vec<(&mirobody_core::Tool, &str)> = registry
             .mcp_entries()
             .skip(start)
-            .filter(|(t, _)| include_auth || !t.is_auth())
+            .filter(|(t, _)| (include_auth || !t.is_auth()) && self.visible(user, t))
             .take(page_size + 1)
             .collect();
         let mut result = String::from(r#"{"tools":["#);
@@ -439,13 +459,42 @@ impl McpService {
         Reply::ok(jsonrpc::raw_result_bytes(id, &result))
     }
 
+    fn visible(&self, user: &UserInfo, tool: &mirobody_core::Tool) -> bool {
+        self.inner.visibility.as_ref().is_none_or(|visible| visible(user, tool))
+    }
+
+    // Best effort and off the reply's path: the log never delays or fails a call.
+    fn record_access(&self, user: &UserInfo, kind: AccessKind, name: &str, success: bool, started: Instant) {
+        let (Some(log), Some(user_id)) = (&self.inner.access_log, user.user_id()) else { return };
+        let (log, user_id) = (Arc::clone(log), user_id.to_owned());
+        // Names are capped so a caller cannot make the log store arbitrary text.
+        let name: String = name.chars().take(128).collect();
+        let duration_ms = started.elapsed().as_millis() as u64;
+        tokio::spawn(async move {
+            if let Err(e) = log.record(&user_id, kind, &name, success, duration_ms).await {
+                tracing::warn!(error = %e, "access log write failed");
+            }
+        });
+    }
+
     async fn call_tool(&self, id: &Id, params: Option<&RawValue>, exchange: &Exchange<'_>) -> Reply {
         let p: CallParams = match parse(params, "tools/call") {
             Ok(p) => p,
             Err(e) => return Reply::error(id, e),
         };
+        if let Some(tool) = self.inner.registry.get(&p.name)
+            && !self.visible(exchange.user, tool)
+        {
+            let unknown = CallError::UnknownTool { name: p.name };
+            return Reply::error(id, RpcError::invalid_params(unknown.to_string()));
+        }
+        let started = Instant::now();
         let ctx = self.inner.backends.context(exchange.client);
-        match self.inner.registry.call(&p.name, p.arguments, exchange.user, &ctx).await {
+        let outcome = self.inner.registry.call(&p.name, p.arguments, exchange.user, &ctx).await;
+        if let Ok(result) = &outcome {
+            self.record_access(exchange.user, AccessKind::Tool, &p.name, !result.is_error(), started);
+        }
+        match outcome {
             Ok(result) => Reply::ok(jsonrpc::result_bytes(id, &result)),
             // Argument problems are results the model can read and correct (SEP-1303).
             Err(e @ CallError::InvalidArguments { .. }) => Reply::ok(jsonrpc::result_bytes(id, &e.into_tool_result())),
@@ -487,6 +536,7 @@ impl McpService {
             Ok(p) => p,
             Err(e) => return Reply::error(id, e),
         };
+        let started = Instant::now();
         let ctx = self.inner.backends.context(exchange.client);
         let resources = &self.inner.resources;
         let read = if let Some(resource) = resources.get(&p.uri) {
@@ -496,6 +546,7 @@ impl McpService {
         } else {
             Err(ResourceError::NotFound(p.uri.clone()))
         };
+        self.record_access(exchange.user, AccessKind::Resource, &p.uri, read.is_ok(), started);
         match read {
             Ok(contents) => Reply::ok(jsonrpc::result_bytes(id, &json!({"contents": contents}))),
             Err(ResourceError::NotFound(uri)) => Reply::error(
