@@ -42,5 +42,5 @@ pub fn service(config: &Config, backends: Backends) -> Result<McpService, AppErr
 pub fn router(config: &Config, service: McpService) -> Router {
     let mcp = McpHttp::new(service, config.http_options());
     mcp.spawn_session_sweeper();
-    Router::new().nest(&config.mcp_path(), mcp.router()).route("/healthz", get(|| async { "ok" }))
+    mcp.router_at(&config.mcp_path()).route("/healthz", get(|| async { "ok" }))
 }

@@ -23,6 +23,7 @@ use http::{HeaderMap, HeaderValue, StatusCode, header};
 use http_body_util::{BodyExt, Limited};
 use mirobody_core::UserInfo;
 use tokio::sync::mpsc;
+use tracing::Instrument;
 
 use crate::jsonrpc::{self, Id, Message, RpcError, code};
 use crate::mcp::{self, Exchange, McpService, Reply, Status};
@@ -102,7 +103,13 @@ impl McpHttp {
     /// as is. Callers are read from a [`UserInfo`] request extension (set by an auth layer);
     /// without one they are anonymous.
     pub fn router(&self) -> Router {
-        Router::new().route("/", post(handle_post).get(handle_get).delete(handle_delete)).with_state(self.clone())
+        self.router_at("/")
+    }
+
+    /// A router that serves MCP at `path` (such as `/mcp`), to merge into an application's
+    /// router. Cheaper per request than nesting [`McpHttp::router`], which rewrites every URI.
+    pub fn router_at(&self, path: &str) -> Router {
+        Router::new().route(path, post(handle_post).get(handle_get).delete(handle_delete)).with_state(self.clone())
     }
 
     /// Starts a task that drops idle sessions every minute; it ends with the runtime.
@@ -307,17 +314,27 @@ async fn handle_post(State(http): State<McpHttp>, request: Request) -> Response 
     if let Err(refusal) = check_version_header(headers) {
         return refusal;
     }
+    // One span per request. It names the method and id, never the session id, which lets
+    // anyone holding it act as the session.
+    let span = match &message {
+        Message::Request(r) => tracing::info_span!("mcp", method = %r.method, id = %r.id),
+        Message::Notification(n) => tracing::info_span!("mcp", method = %n.method),
+        Message::Response(r) => tracing::info_span!("mcp", response_to = %r.id),
+    };
+    dispatch(&http, message, user, &parts.headers).instrument(span).await
+}
+
+async fn dispatch(http: &McpHttp, message: Message, user: UserInfo, headers: &HeaderMap) -> Response {
+    let inner = &http.inner;
     match message {
-        Message::Request(request) if request.method == "initialize" => {
-            initialize(&http, &request, &user, headers).await
-        }
+        Message::Request(request) if request.method == "initialize" => initialize(http, &request, &user, headers).await,
         Message::Request(request) => {
             let session = match inner.session_for(headers, user.user_id()) {
                 Ok(session) => session,
                 Err(refusal) => return refusal,
             };
             let streamable = accepts(headers, "text/event-stream");
-            request_response(&http, request, user, session, streamable).await
+            request_response(http, request, user, session, streamable).await
         }
         Message::Notification(notification) => match inner.session_for(headers, user.user_id()) {
             Ok(session) => {

@@ -22,3 +22,5 @@ mod methods;
 mod stdio;
 #[path = "server/streaming.rs"]
 mod streaming;
+#[path = "server/tracing_spans.rs"]
+mod tracing_spans;

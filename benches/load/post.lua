@@ -1,0 +1,10 @@
+-- wrk script: POST a tools/call of echo on the session in MCP_SESSION (if set).
+wrk.method = "POST"
+wrk.body = '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hello, mirobody"}}}'
+wrk.headers["Content-Type"] = "application/json"
+wrk.headers["Accept"] = "application/json, text/event-stream"
+wrk.headers["Host"] = "localhost"
+local session = os.getenv("MCP_SESSION")
+if session and session ~= "" then
+  wrk.headers["Mcp-Session-Id"] = session
+end

@@ -1,0 +1,47 @@
+//! One `tracing` span per request, naming the method and id, and never the session id.
+
+use std::io::Write;
+use std::sync::{Arc, Mutex};
+
+use serde_json::json;
+
+use crate::support::TestServer;
+
+#[derive(Clone, Default)]
+struct Captured(Arc<Mutex<Vec<u8>>>);
+
+impl Write for Captured {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(bytes);
+        Ok(bytes.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+#[tokio::test]
+async fn each_request_gets_a_span_with_its_method_and_no_session_id() {
+    let captured = Captured::default();
+    let writer = captured.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_max_level(tracing::Level::TRACE)
+        .with_span_events(tracing_subscriber::fmt::format::FmtSpan::CLOSE)
+        .with_writer(move || writer.clone())
+        .with_ansi(false)
+        .finish();
+    let _guard = tracing::subscriber::set_default(subscriber);
+
+    let server = TestServer::new();
+    let client = server.initialized(json!({})).await;
+    let session = client.session.clone().expect("a session id");
+    let reply = client.call_tool("echo", json!({"text": "hi"})).await;
+    assert_eq!(reply.result()["structuredContent"]["echo"], "hi");
+
+    let logs = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();
+    let closed: Vec<&str> = logs.lines().filter(|l| l.contains("close")).collect();
+    assert!(closed.iter().any(|l| l.contains("mcp{method=initialize")), "{logs}");
+    assert!(closed.iter().any(|l| l.contains("mcp{method=notifications/initialized")), "{logs}");
+    assert!(closed.iter().any(|l| l.contains("mcp{method=tools/call id=")), "{logs}");
+    assert!(!logs.contains(&session), "the session id reached the logs:\n{logs}");
+}
