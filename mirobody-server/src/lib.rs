@@ -23,3 +23,36 @@ pub use axum;
 pub use mcp::{
     Backends, Exchange, McpOptions, McpService, McpServiceBuilder, Reply, ServerInfo, Status, ToolVisibility,
 };
+
+/// Serves `router` on `listener` until SIGINT or SIGTERM, then stops accepting connections and
+/// lets the requests already in flight finish. Sets `TCP_NODELAY` on every connection.
+pub async fn serve(listener: tokio::net::TcpListener, router: axum::Router) -> std::io::Result<()> {
+    use axum::serve::ListenerExt;
+    let listener = listener.tap_io(|tcp| {
+        // Without it, small JSON replies wait on Nagle's algorithm.
+        let _ = tcp.set_nodelay(true);
+    });
+    axum::serve(listener, router).with_graceful_shutdown(shutdown_signal()).await
+}
+
+async fn shutdown_signal() {
+    let interrupt = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut signal) => {
+                signal.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    tokio::select! {
+        () = interrupt => {},
+        () = terminate => {},
+    }
+    tracing::info!("shutting down: finishing in-flight requests");
+}

@@ -49,11 +49,7 @@ async fn run(command: Command, config: Config) -> Result<u8, Box<dyn std::error:
             let router = app::router(&config, service);
             let listener = tokio::net::TcpListener::bind(config.bind).await?;
             tracing::info!(address = %listener.local_addr()?, path = %config.mcp_path(), "serving MCP");
-            use axum::serve::ListenerExt;
-            let listener = listener.tap_io(|tcp| {
-                let _ = tcp.set_nodelay(true);
-            });
-            axum::serve(listener, router).with_graceful_shutdown(shutdown_signal()).await?;
+            mirobody_server::serve(listener, router).await?;
             tracing::info!("stopped");
             Ok(0)
         }
@@ -69,26 +65,4 @@ async fn run(command: Command, config: Config) -> Result<u8, Box<dyn std::error:
             Ok(u8::try_from(code).unwrap_or(1))
         }
     }
-}
-
-async fn shutdown_signal() {
-    let ctrl_c = async {
-        let _ = tokio::signal::ctrl_c().await;
-    };
-    #[cfg(unix)]
-    let terminate = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut signal) => {
-                signal.recv().await;
-            }
-            Err(_) => std::future::pending::<()>().await,
-        }
-    };
-    #[cfg(not(unix))]
-    let terminate = std::future::pending::<()>();
-    tokio::select! {
-        () = ctrl_c => {},
-        () = terminate => {},
-    }
-    tracing::info!("shutting down: finishing in-flight requests");
 }

@@ -302,8 +302,8 @@ async fn main() -> std::io::Result<()> {
     }
     let port: u16 = arg.and_then(|p| p.parse().ok()).unwrap_or(3001);
     let mcp = McpHttp::new(service, HttpOptions::default());
-    let app = mirobody_server::axum::Router::new().nest("/mcp", mcp.router());
+    let app = mcp.router_at("/mcp");
     let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await?;
     eprintln!("conformance fixture on http://127.0.0.1:{port}/mcp");
-    mirobody_server::axum::serve(listener, app).await
+    mirobody_server::serve(listener, app).await
 }

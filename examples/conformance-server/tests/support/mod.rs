@@ -123,6 +123,26 @@ impl Fixture {
     }
 }
 
+impl Fixture {
+    /// The server's process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Waits for the server to exit by itself; its status, or `None` if it is still running
+    /// after `limit`.
+    pub fn wait_for_exit(&mut self, limit: Duration) -> Option<std::process::ExitStatus> {
+        let deadline = Instant::now() + limit;
+        while Instant::now() < deadline {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                return Some(status);
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        None
+    }
+}
+
 impl Drop for Fixture {
     fn drop(&mut self) {
         let _ = self.child.kill();
