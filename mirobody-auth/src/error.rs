@@ -1,0 +1,136 @@
+//! Errors: a configuration that cannot be used, and a request that is refused.
+
+use http::{HeaderValue, Response, StatusCode, header};
+use serde_json::json;
+
+use crate::jwt::TokenError;
+
+/// A configuration the auth layer cannot use. The message names the key at fault.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum AuthConfigError {
+    /// A key (or key file) is wrong.
+    #[error("auth.{name}: {message}")]
+    Key {
+        /// The configuration key, such as `rs256` or `previous_keys[1]`.
+        name: String,
+        /// What is wrong.
+        message: String,
+    },
+    /// Another setting is wrong.
+    #[error("auth.{0}")]
+    Invalid(String),
+}
+
+impl AuthConfigError {
+    pub(crate) fn key(name: &str, message: impl Into<String>) -> Self {
+        AuthConfigError::Key { name: name.to_owned(), message: message.into() }
+    }
+}
+
+/// Why a request was refused before it reached the service. Each variant knows its HTTP
+/// status and `WWW-Authenticate` challenge; no message carries a token or a secret.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum AuthError {
+    /// A bearer token was sent and is not valid (401, `error="invalid_token"`).
+    #[error("Invalid bearer token: {0}.")]
+    InvalidToken(TokenError),
+    /// A personal MCP secret was sent and names no live secret (401, `error="invalid_token"`).
+    #[error("Invalid personal MCP secret: it is unknown, revoked or rotated.")]
+    InvalidSecret,
+    /// Personal MCP secrets are not enabled on this server (401, `error="invalid_token"`).
+    #[error("Personal MCP secrets are not enabled on this server.")]
+    SecretsDisabled,
+    /// A bearer token and a personal secret, or two secrets, name different users (401).
+    #[error("The request carries credentials for different users; send one credential.")]
+    ConflictingCredentials,
+    /// The `Authorization` header is not `Bearer <token>` (401, no error code: RFC 6750 §3.1).
+    #[error("Unsupported authorization scheme: send 'Authorization: Bearer <token>'.")]
+    UnsupportedScheme,
+    /// No credentials where they are required (401, no error code).
+    #[error("Authentication required: send 'Authorization: Bearer <token>'.")]
+    Missing,
+    /// A credential in the query string (400): it would end up in logs and browser history.
+    #[error(
+        "Credentials in the query string are refused ('{0}'): send the token in the Authorization header, or \
+         the personal secret in the URL path or the X-MCP-Secret header."
+    )]
+    CredentialInQuery(String),
+    /// The same credential header appears twice, or is not valid text (400).
+    #[error("Malformed request: the {0} header must appear once, as text.")]
+    MalformedHeader(&'static str),
+    /// The secret store failed, so the caller cannot be identified now (503).
+    #[error("The credential store is unavailable; try again later.")]
+    StoreUnavailable,
+}
+
+impl AuthError {
+    /// The HTTP status of the refusal.
+    pub fn status(&self) -> StatusCode {
+        match self {
+            AuthError::CredentialInQuery(_) | AuthError::MalformedHeader(_) => StatusCode::BAD_REQUEST,
+            AuthError::StoreUnavailable => StatusCode::SERVICE_UNAVAILABLE,
+            _ => StatusCode::UNAUTHORIZED,
+        }
+    }
+
+    /// The `WWW-Authenticate` value for a 401, given the protected resource metadata URL and
+    /// the scopes to name (none for an empty slice).
+    pub fn challenge(&self, resource_metadata_url: &str, scopes: &[String]) -> Option<String> {
+        if self.status() != StatusCode::UNAUTHORIZED {
+            return None;
+        }
+        let mut value = format!("Bearer resource_metadata=\"{}\"", quoted(resource_metadata_url));
+        if !scopes.is_empty() {
+            value.push_str(&format!(", scope=\"{}\"", quoted(&scopes.join(" "))));
+        }
+        if !matches!(self, AuthError::UnsupportedScheme | AuthError::Missing) {
+            let description = match self {
+                AuthError::InvalidToken(reason) => reason.to_string(),
+                other => other.to_string(),
+            };
+            value.push_str(&format!(
+                ", error=\"invalid_token\", error_description=\"{}\"",
+                quoted(description.trim_end_matches('.'))
+            ));
+        }
+        Some(value)
+    }
+
+    /// The JSON-RPC error code of the body: -32001 (unauthorized) for a 401, -32600 (invalid
+    /// request) for a 400, -32603 (internal error) for a 503.
+    pub fn rpc_code(&self) -> i64 {
+        match self.status() {
+            StatusCode::UNAUTHORIZED => -32001,
+            StatusCode::BAD_REQUEST => -32600,
+            _ => -32603,
+        }
+    }
+
+    /// The whole refusal: status, `WWW-Authenticate` for a 401, `Cache-Control: no-store`,
+    /// and a JSON-RPC error body `{"jsonrpc":"2.0","id":null,"error":{"code","message"}}`.
+    pub fn into_response<B: From<String>>(&self, resource_metadata_url: &str, scopes: &[String]) -> Response<B> {
+        let body = json!({
+            "jsonrpc": "2.0",
+            "id": null,
+            "error": {"code": self.rpc_code(), "message": self.to_string()},
+        });
+        let mut response = Response::new(B::from(body.to_string()));
+        *response.status_mut() = self.status();
+        let headers = response.headers_mut();
+        headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+        if let Some(challenge) = self.challenge(resource_metadata_url, scopes)
+            && let Ok(value) = HeaderValue::from_str(&challenge)
+        {
+            headers.insert(header::WWW_AUTHENTICATE, value);
+        }
+        response
+    }
+}
+
+// A quoted-string value: no quotes or backslashes inside, no control characters.
+fn quoted(text: &str) -> String {
+    text.chars().filter(|c| *c != '"' && *c != '\\' && !c.is_control()).collect()
+}
