@@ -95,14 +95,20 @@ pub trait Db: Send + Sync {
     async fn health_sharers(&self, user_id: &str) -> BackendResult<Vec<CircleMember>>;
     /// Whether `reader` may read `subject`'s health data (true when they are the same user).
     async fn can_read_health(&self, reader: &str, subject: &str) -> BackendResult<bool>;
-    /// The newest `limit` observations of `subject`.
-    async fn observations(&self, subject: &str, limit: u32) -> BackendResult<ObservationPage>;
+    /// The newest `limit` observations of `subject`, read on behalf of `reader`.
+    ///
+    /// The access check is part of the read: `None` when `reader` may not read `subject`'s
+    /// health data (they are not the same user and `subject` does not share with `reader`), so
+    /// a share revoked between a check and the read is still honoured.
+    async fn observations(&self, reader: &str, subject: &str, limit: u32) -> BackendResult<Option<ObservationPage>>;
     /// The files `owner` uploaded, newest first.
     async fn files(&self, owner: &str) -> BackendResult<Vec<FileRecord>>;
     /// One of `owner`'s files; `None` when it does not exist or belongs to someone else.
     async fn file(&self, owner: &str, file_key: &str) -> BackendResult<Option<FileRecord>>;
-    /// Sets the summary of `owner`'s conversation `session_id`; false when there is none.
-    async fn set_conversation_summary(&self, owner: &str, session_id: &str, summary: &str) -> BackendResult<bool>;
+    /// Sets the summary (the title) of `owner`'s conversation `session_id`, recording the
+    /// conversation if it is new. Conversations are keyed by owner and session, so one user's
+    /// session id never reaches another user's conversation.
+    async fn set_conversation_summary(&self, owner: &str, session_id: &str, summary: &str) -> BackendResult<()>;
 }
 
 /// A memory to store.

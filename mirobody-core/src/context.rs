@@ -11,6 +11,17 @@ use crate::backend::{BackendKind, Cache, Db, Memory, MissingBackend, Storage};
 ///
 /// A transport implements it per call (over SSE on MCP 2025-11-25; as multi-round-trip
 /// results on 2026-07-28); tools use it through [`ToolContext`].
+///
+/// # Asking the client on MCP 2026-07-28
+///
+/// The 2026-07-28 revision has no server-to-client requests: a call that needs an answer ends
+/// with an `input_required` result listing its questions, and the client calls again with the
+/// answers. The server then runs the handler again *from the start*, and each question the
+/// handler asks returns the answer the client gave to it. So a handler that asks must ask
+/// deterministically: the same questions, in the same order, for the same arguments, and it
+/// should ask before it changes anything (or make its changes idempotent), because the code
+/// before a question runs once per round. Questions asked concurrently (with `join!`) travel
+/// to the client together in one round.
 #[async_trait]
 pub trait ClientPeer: Send + Sync {
     /// Reports progress (ignored when the client did not ask for progress).
@@ -21,6 +32,13 @@ pub trait ClientPeer: Send + Sync {
     /// Sends a request to the client (`elicitation/create`, `sampling/createMessage`,
     /// `roots/list`) and waits for its answer.
     async fn request(&self, method: &str, params: Value) -> Result<Value, PeerError>;
+    /// Like [`ClientPeer::request`], naming the question `key`: on 2026-07-28 the key of the
+    /// question in the `inputRequests` the client receives (unique within one call). Transports
+    /// that have no use for a key ignore it, which the default does.
+    async fn request_keyed(&self, key: &str, method: &str, params: Value) -> Result<Value, PeerError> {
+        let _ = key;
+        self.request(method, params).await
+    }
     /// Whether the client declared a capability (`elicitation`, `sampling`, `roots`).
     fn supports(&self, capability: &str) -> bool;
 }
@@ -153,10 +171,39 @@ impl<'a> ToolContext<'a> {
 
     /// Asks the client something (an MCP request such as `elicitation/create`) and waits for
     /// the answer.
+    ///
+    /// One API for both protocol revisions: on 2025-11-25 the question travels as a request on
+    /// the call's SSE stream; on 2026-07-28 as an `input_required` result, after which the
+    /// handler runs again with the answer (see [`ClientPeer`] for what that asks of a handler).
     pub async fn request(&self, method: &str, params: Value) -> Result<Value, PeerError> {
         match self.client {
             Some(client) => client.request(method, params).await,
             None => Err(PeerError::Unsupported(method.to_owned())),
         }
+    }
+
+    /// Like [`ToolContext::request`], naming the question `key` (its key in a 2026-07-28
+    /// `inputRequests` map; unique within one call). Unnamed questions are numbered in the
+    /// order they are asked.
+    ///
+    /// ```
+    /// use mirobody_core::{PeerError, ToolContext};
+    /// use serde_json::json;
+    ///
+    /// let ctx = ToolContext::new();
+    /// let answer = futures::executor::block_on(ctx.request_keyed("user_name", "elicitation/create", json!({})));
+    /// assert_eq!(answer, Err(PeerError::Unsupported("elicitation/create".into())));
+    /// ```
+    pub async fn request_keyed(&self, key: &str, method: &str, params: Value) -> Result<Value, PeerError> {
+        match self.client {
+            Some(client) => client.request_keyed(key, method, params).await,
+            None => Err(PeerError::Unsupported(method.to_owned())),
+        }
+    }
+
+    /// Whether the call's client declared a capability (`elicitation`, `sampling`, `roots`);
+    /// false when there is no client.
+    pub fn client_supports(&self, capability: &str) -> bool {
+        self.client.is_some_and(|client| client.supports(capability))
     }
 }

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use futures::future::BoxFuture;
 use serde::Serialize;
 
+use crate::context::ToolContext;
 use crate::result::Content;
 
 /// One argument a prompt takes.
@@ -46,6 +47,20 @@ impl PromptMessage {
 pub type PromptFn =
     Arc<dyn Fn(HashMap<String, String>) -> BoxFuture<'static, Result<Vec<PromptMessage>, String>> + Send + Sync>;
 
+/// Renders a prompt from its arguments and the call's context: for a prompt that asks the
+/// client something (through [`ToolContext::request`]) or reads a backend.
+pub type ContextPromptFn = Arc<
+    dyn for<'a> Fn(HashMap<String, String>, &'a ToolContext<'a>) -> BoxFuture<'a, Result<Vec<PromptMessage>, String>>
+        + Send
+        + Sync,
+>;
+
+#[derive(Clone)]
+enum Render {
+    Plain(PromptFn),
+    WithContext(ContextPromptFn),
+}
+
 /// A prompt template.
 ///
 /// ```
@@ -64,7 +79,7 @@ pub struct Prompt {
     title: Option<Cow<'static, str>>,
     description: Cow<'static, str>,
     arguments: Vec<PromptArgument>,
-    render: PromptFn,
+    render: Render,
 }
 
 impl Prompt {
@@ -80,7 +95,44 @@ impl Prompt {
             title: None,
             description: description.into(),
             arguments: Vec::new(),
-            render: Arc::new(move |args| Box::pin(std::future::ready(render(args)))),
+            render: Render::Plain(Arc::new(move |args| Box::pin(std::future::ready(render(args))))),
+        }
+    }
+
+    /// A prompt rendered by an async function that also gets the call's [`ToolContext`], so it
+    /// can ask the client (an elicitation, say) the way a tool does: on MCP 2026-07-28 the
+    /// question becomes an `input_required` result of `prompts/get`, and the function runs
+    /// again with the answer, so it must ask deterministically.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use mirobody_core::{Content, ContextPromptFn, Prompt, PromptMessage, ToolContext};
+    /// use serde_json::json;
+    ///
+    /// let render: ContextPromptFn = Arc::new(|_args, ctx| {
+    ///     Box::pin(async move {
+    ///         let topic = match ctx.request("elicitation/create", json!({"message": "Topic?"})).await {
+    ///             Ok(answer) => answer["content"]["topic"].as_str().unwrap_or("anything").to_owned(),
+    ///             Err(_) => "anything".to_owned(),
+    ///         };
+    ///         Ok(vec![PromptMessage::user(Content::text(format!("Tell me about {topic}.")))])
+    ///     })
+    /// });
+    /// let prompt = Prompt::with_context("chat", "Asks for a topic first.", render);
+    /// let messages = futures::executor::block_on(prompt.get_with(Default::default(), &ToolContext::new())).unwrap();
+    /// assert_eq!(messages[0].content, Content::text("Tell me about anything."));
+    /// ```
+    pub fn with_context(
+        name: impl Into<Cow<'static, str>>,
+        description: impl Into<Cow<'static, str>>,
+        render: ContextPromptFn,
+    ) -> Self {
+        Prompt {
+            name: name.into(),
+            title: None,
+            description: description.into(),
+            arguments: Vec::new(),
+            render: Render::WithContext(render),
         }
     }
 
@@ -128,11 +180,31 @@ impl Prompt {
         serde_json::Value::Object(entry)
     }
 
-    /// Renders the prompt; a missing required argument is an error naming it.
+    /// Renders the prompt; a missing required argument is an error naming it. A prompt made
+    /// with [`Prompt::with_context`] gets a context with no backends and no client.
     pub async fn get(&self, args: HashMap<String, String>) -> Result<Vec<PromptMessage>, String> {
+        self.get_with(args, &ToolContext::new()).await
+    }
+
+    /// Renders the prompt with the call's context (used by prompts made with
+    /// [`Prompt::with_context`]; others ignore it); a missing required argument is an error
+    /// naming it.
+    pub async fn get_with(
+        &self,
+        args: HashMap<String, String>,
+        ctx: &ToolContext<'_>,
+    ) -> Result<Vec<PromptMessage>, String> {
         if let Some(missing) = self.arguments.iter().find(|a| a.required && !args.contains_key(a.name.as_ref())) {
             return Err(format!("Missing required argument '{}' for prompt '{}'", missing.name, self.name));
         }
-        (self.render)(args).await
+        match &self.render {
+            Render::Plain(render) => render(args).await,
+            Render::WithContext(render) => {
+                // The context's lifetime parameter is shortened to the borrow's, which the
+                // function's higher-ranked signature accepts.
+                let ctx: &ToolContext<'_> = ctx;
+                render(args, ctx).await
+            }
+        }
     }
 }

@@ -208,6 +208,11 @@ impl ToolResult {
         self.structured.as_ref()
     }
 
+    /// The `_meta` set with [`ToolResult::with_meta`], if any.
+    pub fn meta(&self) -> Option<&Map<String, Value>> {
+        self.meta.as_ref()
+    }
+
     /// The text of the first text block, if any: what an in-process agent loop feeds back to
     /// the model.
     pub fn first_text(&self) -> Option<&str> {

@@ -96,6 +96,7 @@ pub struct Tool {
     spec: ToolSpec,
     auth: bool,
     scopes: Vec<Cow<'static, str>>,
+    client_capabilities: Vec<Cow<'static, str>>,
     handler: Option<Arc<dyn Handler>>,
     enabled: Option<fn() -> bool>,
 }
@@ -106,6 +107,7 @@ impl std::fmt::Debug for Tool {
             .field("spec", &self.spec)
             .field("auth", &self.auth)
             .field("scopes", &self.scopes)
+            .field("client_capabilities", &self.client_capabilities)
             .field("handler", &self.handler.is_some())
             .finish()
     }
@@ -119,7 +121,7 @@ impl Tool {
 
     /// A tool from a complete declaration.
     pub fn from_spec(spec: ToolSpec) -> Self {
-        Tool { spec, auth: false, scopes: Vec::new(), handler: None, enabled: None }
+        Tool { spec, auth: false, scopes: Vec::new(), client_capabilities: Vec::new(), handler: None, enabled: None }
     }
 
     fn map_spec(mut self, f: impl FnOnce(ToolSpec) -> ToolSpec) -> Self {
@@ -191,6 +193,28 @@ impl Tool {
         self
     }
 
+    /// Declares that the tool cannot work without a capability of the client (`sampling`,
+    /// `elicitation`, `roots`): on MCP 2026-07-28 a call from a client that did not declare it
+    /// is refused before the handler runs, with a `MissingRequiredClientCapability` error
+    /// (-32021) naming it. On 2025-11-25 the handler runs and its question fails with
+    /// [`PeerError::Unsupported`](crate::PeerError::Unsupported).
+    ///
+    /// ```
+    /// use mirobody_core::{Tool, ToolResult};
+    ///
+    /// let tool = Tool::new("summarize", "Summarizes with the client's model.")
+    ///     .requires_client_capability("sampling")
+    ///     .sync_handler(|_, _, _| ToolResult::text("..."));
+    /// assert_eq!(tool.required_client_capabilities(), ["sampling"]);
+    /// ```
+    pub fn requires_client_capability(mut self, capability: impl Into<Cow<'static, str>>) -> Self {
+        let capability = capability.into();
+        if !self.client_capabilities.contains(&capability) {
+            self.client_capabilities.push(capability);
+        }
+        self
+    }
+
     /// A predicate checked when the registry is built: false (or a panic) skips the tool.
     pub fn enabled_if(mut self, enabled: fn() -> bool) -> Self {
         self.enabled = Some(enabled);
@@ -241,6 +265,12 @@ impl Tool {
     /// The scopes required.
     pub fn scopes(&self) -> &[Cow<'static, str>] {
         &self.scopes
+    }
+
+    /// The client capabilities the tool requires
+    /// ([`Tool::requires_client_capability`]), in declaration order.
+    pub fn required_client_capabilities(&self) -> &[Cow<'static, str>] {
+        &self.client_capabilities
     }
 
     pub(crate) fn handler_ref(&self) -> Option<&Arc<dyn Handler>> {

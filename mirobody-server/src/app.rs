@@ -1,10 +1,18 @@
-//! Wiring: the registry, the MCP service and the HTTP routes, from a [`Config`].
+//! Wiring: backends, auth, the registry, the MCP service and every HTTP route, from a
+//! [`Config`].
 
+use std::path::Path;
 use std::sync::Arc;
 
 use axum::Router;
+use axum::body::Body;
+use axum::extract::{Path as UrlPath, RawQuery, State};
+use axum::response::{IntoResponse, Response};
 use axum::routing::get;
+use http::{HeaderValue, StatusCode, header};
+use mirobody_auth::{Authenticator, McpEndpoint, SecretString};
 use mirobody_core::{PromptRegistry, Registry, ResourceRegistry};
+use mirobody_tools::backends::{self, OpenedBackends};
 
 use crate::config::Config;
 use crate::http::McpHttp;
@@ -19,6 +27,31 @@ pub enum AppError {
     /// A resource or prompt was registered twice.
     #[error(transparent)]
     Catalog(#[from] mirobody_core::DuplicateEntry),
+    /// A backend could not be opened.
+    #[error("backends.{0}")]
+    Backends(#[from] backends::OpenError),
+    /// The auth configuration is not usable.
+    #[error("auth: {0}")]
+    Auth(#[from] mirobody_auth::AuthConfigError),
+    /// The generated signing key for tokens could not be kept.
+    #[error("auth.hs256_secret: {0}")]
+    TokenKey(String),
+}
+
+/// Everything the server runs: the routes, and the parts the CLI commands use.
+pub struct Server {
+    /// Every route, behind the auth layer.
+    pub router: Router,
+    /// The MCP engine.
+    pub service: McpService,
+    /// The opened backends.
+    pub backends: Arc<OpenedBackends>,
+    /// The authenticator.
+    pub auth: Authenticator,
+    /// Where the MCP endpoint is.
+    pub endpoint: McpEndpoint,
+    /// The handles tools get.
+    pub tool_backends: Backends,
 }
 
 /// The built-in and self-registered tools.
@@ -26,21 +59,121 @@ pub fn registry() -> Result<Registry, AppError> {
     Ok(mirobody_tools::builtin_registry()?)
 }
 
-/// The MCP service for a configuration, with every self-registered tool, resource and prompt.
-pub fn service(config: &Config, backends: Backends) -> Result<McpService, AppError> {
-    let registry = Arc::new(registry()?);
-    Ok(McpService::builder(registry)
-        .resources(ResourceRegistry::from_registered(Vec::new(), Vec::new())?)
-        .prompts(PromptRegistry::from_registered(Vec::new())?)
-        .backends(backends)
-        .info(config.server_info())
-        .options(config.mcp_options())
-        .build())
+/// The configuration with what the embedded defaults derive filled in: the signed-URL base
+/// from the public URL, and a token key generated once under the data folder when no key of
+/// any kind is configured.
+pub fn resolved(config: &Config) -> Result<Config, AppError> {
+    let mut config = config.clone();
+    if config.backends.signed_url_base == backends::BackendConfig::default().signed_url_base {
+        config.backends.signed_url_base = format!("{}{}/files", config.base_url(), config.uri_prefix);
+    }
+    let auth = &config.auth;
+    let has_key = auth.hs256_secret.is_some() || auth.rs256.is_some() || auth.es256.is_some() || auth.jwks.is_some();
+    if !has_key {
+        let key = embedded_token_key(&config.backends.data_dir).map_err(AppError::TokenKey)?;
+        config.auth.hs256_secret = Some(SecretString::new(key));
+    }
+    Ok(config)
 }
 
-/// Every route: the MCP endpoint at `<uri_prefix>/mcp` and `/healthz`.
-pub fn router(config: &Config, service: McpService) -> Router {
-    let mcp = McpHttp::new(service, config.http_options());
+// A random HS256 key kept in `<data_dir>/token.key` (owner-only), so tokens minted by
+// `mirobody-server demo` or `token` stay valid across restarts with no set-up.
+fn embedded_token_key(data_dir: &Path) -> Result<String, String> {
+    let path = data_dir.join("token.key");
+    if let Ok(existing) = std::fs::read_to_string(&path) {
+        let key = existing.trim().to_owned();
+        return if key.len() >= 32 { Ok(key) } else { Err(format!("{} holds a key shorter than 32 characters", path.display())) };
+    }
+    std::fs::create_dir_all(data_dir).map_err(|e| format!("cannot create {}: {e}", data_dir.display()))?;
+    let key = mirobody_auth::generate_secret().map_err(|e| e.to_string())?.expose().to_owned();
+    write_private(&path, &key).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    Ok(key)
+}
+
+fn write_private(path: &Path, contents: &str) -> std::io::Result<()> {
+    use std::io::Write;
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    options.open(path)?.write_all(contents.as_bytes())
+}
+
+/// The MCP endpoint of a configuration.
+pub fn endpoint(config: &Config) -> McpEndpoint {
+    McpEndpoint::new(config.base_url(), config.uri_prefix.clone())
+}
+
+/// Opens the backends and assembles the server. `config` should come from [`resolved`].
+pub async fn build(config: &Config) -> Result<Server, AppError> {
+    let opened = Arc::new(backends::open(&config.backends).await?);
+    let endpoint = endpoint(config);
+    let auth = Authenticator::new(&config.auth, endpoint.clone(), Some(opened.secrets())).await?;
+    let registry = Arc::new(registry()?);
+    if let Some(filter) = Some(mirobody_auth::ToolFilter::from_config(&config.auth)).filter(|f| !f.is_empty()) {
+        let unknown = filter.unknown_tools(registry.names());
+        if !unknown.is_empty() {
+            tracing::warn!(tools = ?unknown, "per-agent tool lists name tools that do not exist");
+        }
+    }
+    let tool_backends = Backends {
+        cache: Some(opened.cache()),
+        storage: opened.storage(),
+        db: Some(opened.db()),
+        memory: opened.memory(),
+    };
+    let mut builder = McpService::builder(Arc::clone(&registry))
+        .resources(ResourceRegistry::from_registered(Vec::new(), Vec::new())?)
+        .prompts(PromptRegistry::from_registered(Vec::new())?)
+        .backends(tool_backends.clone())
+        .info(config.server_info())
+        .options(config.mcp_options())
+        .access_log(opened.access_log());
+    if let Some(visibility) = mirobody_auth::visibility(&config.auth) {
+        builder = builder.visibility(visibility);
+    }
+    let service = builder.build();
+
+    let mut http_options = config.http_options();
+    http_options.resource_metadata_url = Some(auth.resource_metadata_url().to_owned());
+    let mcp = McpHttp::new(service.clone(), http_options);
     mcp.spawn_session_sweeper();
-    mcp.router_at(&config.mcp_path()).route("/healthz", get(|| async { "ok" }))
+    let files_path = format!("{}/files/{{*key}}", config.uri_prefix);
+    let routes = mcp
+        .router_at(&config.mcp_path())
+        .route("/healthz", get(|| async { "ok" }))
+        .route(&files_path, get(serve_signed_file).with_state(Arc::clone(&opened)))
+        .merge(mirobody_auth::protected_resource_metadata(&auth))
+        .merge(mirobody_auth::personal_router(&auth));
+    // The layer goes around every route: it rewrites `/mcp/<secret>` to `/mcp` before routing,
+    // and nothing inside it ever sees the secret.
+    let router = Router::new().fallback_service(auth.wrap(routes));
+    Ok(Server { router, service, backends: opened, auth, endpoint, tool_backends })
+}
+
+// Serves a stored file through a signed, expiring URL (the local store's stand-in for a
+// bucket's pre-signed URLs). Uploads are never trusted to render in the server's origin.
+async fn serve_signed_file(
+    State(backends): State<Arc<OpenedBackends>>,
+    UrlPath(key): UrlPath<String>,
+    RawQuery(query): RawQuery,
+) -> Response {
+    let key = match backends.verify_signed_url(&key, query.as_deref().unwrap_or_default()) {
+        Ok(key) => key,
+        Err(e) => return (StatusCode::FORBIDDEN, e.to_string()).into_response(),
+    };
+    let Some(storage) = backends.storage() else {
+        return (StatusCode::NOT_FOUND, "Object storage is not configured.").into_response();
+    };
+    match storage.get(&key).await {
+        Ok(bytes) => {
+            let mut response = Response::new(Body::from(bytes));
+            let headers = response.headers_mut();
+            headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/octet-stream"));
+            headers.insert(header::CONTENT_DISPOSITION, HeaderValue::from_static("attachment"));
+            headers.insert("x-content-type-options", HeaderValue::from_static("nosniff"));
+            response
+        }
+        Err(_) => (StatusCode::NOT_FOUND, "File not found.").into_response(),
+    }
 }

@@ -39,6 +39,42 @@ pub enum Command {
         #[command(subcommand)]
         action: ToolsCommand,
     },
+    /// Load a demo user (care circle, observations, files, memories) into the database and
+    /// print a token and a personal MCP URL to try every tool with.
+    Demo,
+    /// Mint an access token for a user, signed with the configured HS256 key (the embedded
+    /// default generates one). For trying the server; production tokens come from your
+    /// authorization server.
+    Token {
+        /// The user id (the token's subject).
+        #[arg(long)]
+        user: String,
+        /// Seconds until it expires.
+        #[arg(long, default_value_t = 3600)]
+        ttl: u64,
+    },
+    /// Manage a user's personal MCP URL (the secret in it is shown once and stored as a hash).
+    Secret {
+        /// create, rotate or revoke.
+        action: SecretAction,
+        /// The user.
+        #[arg(long)]
+        user: String,
+        /// Bind the URL to an agent, for per-agent tool lists.
+        #[arg(long)]
+        agent: Option<String>,
+    },
+}
+
+/// What to do with a personal MCP URL.
+#[derive(Clone, Copy, Debug, clap::ValueEnum)]
+pub enum SecretAction {
+    /// Make one (fails if the user has one: rotate instead).
+    Create,
+    /// Replace it: the old URL stops working.
+    Rotate,
+    /// Delete it.
+    Revoke,
 }
 
 /// A `tools` subcommand.
@@ -69,9 +105,19 @@ pub enum ToolsCommand {
     },
 }
 
-/// Runs a `tools` subcommand, writing to `out`; the process exit code.
+/// Runs a `tools` subcommand with no backends, writing to `out`; the process exit code.
 pub async fn run_tools(
     registry: &Registry,
+    action: ToolsCommand,
+    out: &mut impl std::io::Write,
+) -> std::io::Result<i32> {
+    run_tools_with(registry, &ToolContext::new(), action, out).await
+}
+
+/// Runs a `tools` subcommand, calling tools with `ctx`'s backends; the process exit code.
+pub async fn run_tools_with(
+    registry: &Registry,
+    ctx: &ToolContext<'_>,
     action: ToolsCommand,
     out: &mut impl std::io::Write,
 ) -> std::io::Result<i32> {
@@ -125,13 +171,77 @@ pub async fn run_tools(
                 }
             };
             let user = user.map(UserInfo::authenticated).unwrap_or_default();
-            let result = registry.run(&name, arguments, &user, &ToolContext::new()).await;
+            let result = registry.run(&name, arguments, &user, ctx).await;
             writeln!(out, "{}", pretty(&serde_json::to_value(&result).unwrap_or_default()))?;
             Ok(i32::from(result.is_error()))
         }
     }
 }
 
+/// Mints an HS256 access token for `user_id`, for the endpoint's audience.
+pub fn mint_token(
+    auth: &mirobody_auth::AuthConfig,
+    endpoint: &mirobody_auth::McpEndpoint,
+    user_id: &str,
+    ttl_secs: u64,
+) -> Result<String, String> {
+    let key = auth.hs256_secret.as_ref().ok_or("no auth.hs256_secret is configured, so this server cannot mint tokens")?;
+    let now = jsonwebtoken::get_current_timestamp();
+    let mut claims = serde_json::json!({
+        "sub": user_id,
+        "aud": endpoint.mcp_url(),
+        "iat": now,
+        "exp": now + ttl_secs.max(1),
+        "token_type": "access_token",
+    });
+    if let Some(issuer) = &auth.issuer {
+        claims["iss"] = serde_json::json!(issuer);
+    }
+    let key = jsonwebtoken::EncodingKey::from_secret(key.expose().as_bytes()).map_err(|e| e.to_string())?;
+    jsonwebtoken::encode(&jsonwebtoken::Header::default(), &claims, &key).map_err(|e| e.to_string())
+}
+
 fn pretty(value: &serde_json::Value) -> String {
     serde_json::to_string_pretty(value).unwrap_or_default()
+}
+
+/// What `mirobody-server demo` prints: the demo data, a token and a personal URL, and the
+/// commands that call each tool with them.
+pub fn demo_instructions(info: &mirobody_tools::demo::DemoInfo, token: &str, personal_url: &str, mcp_url: &str) -> String {
+    let mut out = String::new();
+    let state = if info.already_loaded { "already loaded" } else { "loaded" };
+    out.push_str(&format!("Demo user '{}' {state}:\n", info.user_id));
+    for (id, nickname, shares) in &info.members {
+        let sharing = if *shares { "shares health data" } else { "does not share" };
+        out.push_str(&format!("  care circle: {nickname} ({id}), {sharing}\n"));
+    }
+    out.push_str(&format!(
+        "  {} observations, {} files, {} memories\n\n",
+        info.observations,
+        info.files.len(),
+        info.memories
+    ));
+    out.push_str(&format!("Access token (24 hours):\n  {token}\n\n"));
+    out.push_str(&format!("Personal MCP URL (no header needed; shown once, stored only as a hash):\n  {personal_url}\n\n"));
+    out.push_str("Try it (start the server first: cargo run --release -p mirobody-server):\n");
+    out.push_str(&format!("  export TOKEN={token} SID=\n"));
+    out.push_str(&format!(
+        "  mcp() {{ curl -s -D /tmp/mcp-headers -H 'content-type: application/json' -H 'accept: application/json, text/event-stream' -H \"authorization: Bearer $TOKEN\" -H \"mcp-session-id: $SID\" {mcp_url} -d \"$1\"; echo; }}\n"
+    ));
+    out.push_str("  mcp '{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{\"protocolVersion\":\"2025-11-25\",\"capabilities\":{},\"clientInfo\":{\"name\":\"curl\",\"version\":\"1\"}}}'\n");
+    out.push_str("  export SID=$(awk 'tolower($1)==\"mcp-session-id:\"{print $2}' /tmp/mcp-headers | tr -d '\\r')\n");
+    for (tool, args) in [
+        ("whoami", "{}"),
+        ("family_health", "{\"count\":5}"),
+        ("family_health", "{\"member\":\"Mom\",\"count\":3}"),
+        ("list_files", "{}"),
+        ("recall_memory", "{\"query\":\"sleep\"}"),
+        ("remember", "{\"text\":\"Prefers morning walks\",\"kind\":\"preference\"}"),
+    ] {
+        out.push_str(&format!(
+            "  mcp '{{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\",\"params\":{{\"name\":\"{tool}\",\"arguments\":{args}}}}}'\n"
+        ));
+    }
+    out.push_str("Or point an MCP client (Claude, Cursor, the MCP Inspector) at the personal URL above.\n");
+    out
 }

@@ -8,6 +8,9 @@ use std::time::Duration;
 use serde::Deserialize;
 use serde_yaml_ng::{Mapping, Value};
 
+use mirobody_auth::AuthConfig;
+use mirobody_tools::backends::BackendConfig;
+
 use crate::http::HttpOptions;
 use crate::mcp::{McpOptions, ServerInfo};
 
@@ -15,7 +18,7 @@ use crate::mcp::{McpOptions, ServerInfo};
 pub const ENV_PREFIX: &str = "MIROBODY_";
 
 /// Every setting, with its default.
-#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct Config {
     /// Where to listen.
@@ -50,6 +53,11 @@ pub struct Config {
     pub instructions: Option<String>,
     /// The log filter (`info`, `debug`, `mirobody_server=debug,info`, ...). `RUST_LOG` wins.
     pub log: String,
+    /// Who callers are: JWT keys, issuer and audience, personal-secret scopes, per-agent tool
+    /// lists (also as flat `ALLOWED_TOOLS_<AGENT>` / `DISALLOWED_TOOLS_<AGENT>` keys).
+    pub auth: AuthConfig,
+    /// Where data lives: the database, object storage, the cache, long-term memory.
+    pub backends: BackendConfig,
 }
 
 impl Default for Config {
@@ -72,6 +80,8 @@ impl Default for Config {
             server_name: ServerInfo::default().name,
             instructions: None,
             log: "info".into(),
+            auth: AuthConfig::default(),
+            backends: BackendConfig::default(),
         }
     }
 }
@@ -115,6 +125,19 @@ impl Config {
             }
             None => Mapping::new(),
         };
+        // Per-agent tool lists are flat keys (upstream's spelling); they are taken out before
+        // the rest is read, so they do not count as unknown keys.
+        let mut tool_lists: Vec<(String, Value)> = Vec::new();
+        let flat: Vec<Value> = map
+            .keys()
+            .filter(|k| k.as_str().and_then(mirobody_auth::flat_tool_list_key).is_some())
+            .cloned()
+            .collect();
+        for key in flat {
+            if let Some(value) = map.remove(&key) {
+                tool_lists.push((key.as_str().unwrap_or_default().to_owned(), value));
+            }
+        }
         let mut from_env = Vec::new();
         for (key, value) in env {
             let Some(name) = key.strip_prefix(ENV_PREFIX) else { continue };
@@ -122,13 +145,21 @@ impl Config {
                 continue;
             }
             let parsed: Value = serde_yaml_ng::from_str(&value).unwrap_or(Value::String(value));
-            map.insert(Value::String(name.to_ascii_lowercase()), parsed);
+            if mirobody_auth::flat_tool_list_key(name).is_some() {
+                tool_lists.push((name.to_owned(), parsed));
+            } else {
+                // `MIROBODY_BACKENDS__REDIS_URL` sets `backends.redis_url`.
+                insert_path(&mut map, &name.to_ascii_lowercase(), parsed).map_err(|e| invalid(&key, e))?;
+            }
             from_env.push(key);
         }
-        if !from_env.is_empty() {
-            origin = format!("{origin} with environment {}", from_env.join(", "));
-        }
         let mut config: Config = serde_yaml_ng::from_value(Value::Mapping(map)).map_err(|e| invalid(&origin, e))?;
+        for (key, value) in tool_lists {
+            let Some((kind, agent)) = mirobody_auth::flat_tool_list_key(&key) else { continue };
+            let list: mirobody_auth::ToolList =
+                serde_yaml_ng::from_value(value).map_err(|e| invalid(&origin, format!("{key}: {e}")))?;
+            config.auth.set_tool_list(kind, &agent, list);
+        }
         config.validate().map_err(|e| invalid(&origin, e))?;
         if let Some(url) = &mut config.public_base_url {
             while url.ends_with('/') {
@@ -202,6 +233,23 @@ impl Config {
     }
 }
 
+// Sets `a__b__c` in nested mappings, creating them as needed.
+fn insert_path(map: &mut Mapping, path: &str, value: Value) -> Result<(), String> {
+    match path.split_once("__") {
+        None => {
+            map.insert(Value::String(path.to_owned()), value);
+            Ok(())
+        }
+        Some((head, rest)) => {
+            let entry = map.entry(Value::String(head.to_owned())).or_insert_with(|| Value::Mapping(Mapping::new()));
+            match entry {
+                Value::Mapping(inner) => insert_path(inner, rest, value),
+                _ => Err(format!("'{head}' is not a section")),
+            }
+        }
+    }
+}
+
 fn invalid(origin: &str, message: impl std::fmt::Display) -> ConfigError {
     ConfigError::Invalid { origin: origin.to_owned(), message: message.to_string() }
 }
@@ -256,6 +304,37 @@ mod tests {
         assert_eq!(config.mcp_path(), "/api/mcp");
         assert_eq!(config.base_url(), "https://mcp.example.com");
         assert!(config.http_options().allowed_hosts.contains(&"mcp.example.com".to_owned()));
+    }
+
+    #[test]
+    fn sections_from_nested_environment_keys_and_flat_tool_lists() {
+        let config = Config::load(
+            None,
+            env(&[
+                ("MIROBODY_BACKENDS__REDIS_URL", "redis://127.0.0.1:6379"),
+                ("MIROBODY_AUTH__ISSUER", "https://auth.example.com"),
+                ("MIROBODY_ALLOWED_TOOLS_BASELINE", "echo, whoami"),
+                ("MIROBODY_DISALLOWED_TOOLS_BASELINE", "[whoami]"),
+            ]),
+        )
+        .unwrap();
+        assert_eq!(config.backends.redis_url.as_deref(), Some("redis://127.0.0.1:6379"));
+        assert_eq!(config.auth.issuer.as_deref(), Some("https://auth.example.com"));
+        assert_eq!(config.auth.allowed_tools["BASELINE"].0, ["echo", "whoami"]);
+        assert_eq!(config.auth.disallowed_tools["BASELINE"].0, ["whoami"]);
+        let err = Config::load(None, env(&[("MIROBODY_BACKENDS__REDIS_ULR", "x")])).unwrap_err().to_string();
+        assert!(err.contains("redis_ulr"), "{err}");
+    }
+
+    #[test]
+    fn flat_tool_lists_in_the_file_are_not_unknown_keys() {
+        let dir = std::env::temp_dir().join(format!("mirobody-config-lists-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("config.yaml");
+        std::fs::write(&path, "ALLOWED_TOOLS_DEEP: [echo]\nDISALLOWED_TOOLS_DEEP: ~\n").unwrap();
+        let config = Config::load(Some(&path), env(&[])).unwrap();
+        assert_eq!(config.auth.allowed_tools["DEEP"].0, ["echo"]);
+        assert!(config.auth.disallowed_tools["DEEP"].0.is_empty());
     }
 
     #[test]

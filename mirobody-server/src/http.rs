@@ -1,4 +1,6 @@
-//! Streamable HTTP (MCP 2025-11-25): one endpoint for POST, GET and DELETE.
+//! Streamable HTTP: one endpoint for POST, GET and DELETE, serving MCP 2025-11-25 (and the
+//! earlier handshake revisions) with sessions, and 2026-07-28 statelessly, chosen per request
+//! (see [`crate::modern_http`]).
 //!
 //! Replies are plain JSON unless a tool call sends something to the client while it runs
 //! (progress, a log line, a question); that call's reply then becomes an SSE stream carrying
@@ -27,6 +29,7 @@ use tracing::Instrument;
 
 use crate::jsonrpc::{self, Id, Message, RpcError, code};
 use crate::mcp::{self, Exchange, McpService, Reply, Status};
+use crate::modern_http;
 use crate::peer::ChannelPeer;
 use crate::session::{Session, SessionStore};
 
@@ -56,6 +59,8 @@ pub struct HttpOptions {
     pub keep_alive: Duration,
     /// The `resource_metadata` URL for `WWW-Authenticate` challenges, if auth is configured.
     pub resource_metadata_url: Option<String>,
+    /// The most `subscriptions/listen` streams (MCP 2026-07-28) open at once.
+    pub max_subscriptions: usize,
 }
 
 impl Default for HttpOptions {
@@ -69,6 +74,7 @@ impl Default for HttpOptions {
             session_idle_timeout: Duration::from_secs(30 * 60),
             keep_alive: Duration::from_secs(15),
             resource_metadata_url: None,
+            max_subscriptions: 1024,
         }
     }
 }
@@ -85,7 +91,20 @@ struct HttpInner {
     options: HttpOptions,
 }
 
-type CallFuture = Pin<Box<dyn Future<Output = Option<Reply>> + Send>>;
+/// A call in progress; `None` when it was cancelled.
+pub(crate) type CallFuture<R> = Pin<Box<dyn Future<Output = Option<R>> + Send>>;
+
+/// A reply that ends a call's stream.
+pub(crate) trait ReplyBody: Send + 'static {
+    /// The JSON-RPC response.
+    fn into_body(self) -> Vec<u8>;
+}
+
+impl ReplyBody for Reply {
+    fn into_body(self) -> Vec<u8> {
+        self.body
+    }
+}
 
 impl McpHttp {
     /// The endpoint for `service`.
@@ -97,6 +116,21 @@ impl McpHttp {
     /// The live sessions.
     pub fn sessions(&self) -> &SessionStore {
         &self.inner.sessions
+    }
+
+    /// The protocol engine.
+    pub fn service(&self) -> &McpService {
+        &self.inner.service
+    }
+
+    /// The transport options.
+    pub fn options(&self) -> &HttpOptions {
+        &self.inner.options
+    }
+
+    /// `response` with the HTTP treatment `status` calls for (401 or 403 with a challenge).
+    pub(crate) fn challenge(&self, status: &Status, response: Response) -> Response {
+        self.inner.challenge(status, response)
     }
 
     /// A router that serves MCP at `/`: mount it with `Router::nest("/mcp", ...)` or serve it
@@ -129,18 +163,18 @@ impl McpHttp {
     }
 }
 
-fn json_response(status: StatusCode, body: Vec<u8>) -> Response {
+pub(crate) fn json_response(status: StatusCode, body: Vec<u8>) -> Response {
     let mut response = Response::new(Body::from(body));
     *response.status_mut() = status;
     response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
     response
 }
 
-fn rpc_error(status: StatusCode, id: Option<&Id>, code: i64, message: impl Into<String>) -> Response {
+pub(crate) fn rpc_error(status: StatusCode, id: Option<&Id>, code: i64, message: impl Into<String>) -> Response {
     json_response(status, jsonrpc::error_bytes(id, &RpcError::new(code, message)))
 }
 
-fn header_str(headers: &HeaderMap, name: impl header::AsHeaderName) -> Option<&str> {
+pub(crate) fn header_str(headers: &HeaderMap, name: impl header::AsHeaderName) -> Option<&str> {
     headers.get(name).and_then(|v| v.to_str().ok())
 }
 
@@ -171,7 +205,7 @@ fn strip_port(host: &str) -> &str {
     host.rsplit_once(':').map_or(host, |(h, _)| h)
 }
 
-fn accepts(headers: &HeaderMap, mime: &str) -> bool {
+pub(crate) fn accepts(headers: &HeaderMap, mime: &str) -> bool {
     match header_str(headers, header::ACCEPT) {
         None => true,
         Some(accept) => accept.split(',').any(|part| {
@@ -300,20 +334,6 @@ async fn handle_post(State(http): State<McpHttp>, request: Request) -> Response 
             return json_response(StatusCode::BAD_REQUEST, jsonrpc::error_bytes(failure.id.as_ref(), &failure.error));
         }
     };
-    // A 2026-07-28 client probes with `server/discover` first; this revision does not serve it,
-    // and the JSON-RPC "method not found" tells the client to fall back to `initialize`.
-    if let Message::Request(request) = &message
-        && request.method == "server/discover"
-    {
-        let reply = jsonrpc::error_bytes(
-            Some(&request.id),
-            &RpcError::new(code::METHOD_NOT_FOUND, "Method not found: server/discover"),
-        );
-        return json_response(StatusCode::OK, reply);
-    }
-    if let Err(refusal) = check_version_header(headers) {
-        return refusal;
-    }
     // One span per request. It names the method and id, never the session id, which lets
     // anyone holding it act as the session.
     let span = match &message {
@@ -321,7 +341,20 @@ async fn handle_post(State(http): State<McpHttp>, request: Request) -> Response 
         Message::Notification(n) => tracing::info_span!("mcp", method = %n.method),
         Message::Response(r) => tracing::info_span!("mcp", response_to = %r.id),
     };
-    dispatch(&http, message, user, &parts.headers).instrument(span).await
+    // The revision is chosen per request: 2026-07-28 requests are served statelessly, the rest
+    // on the session path below, unchanged.
+    match message {
+        Message::Request(request) if modern_http::is_modern(headers, &request) => {
+            modern_http::handle(&http, request, user, headers).instrument(span).await
+        }
+        other if modern_http::names_modern_version(headers) => modern_http::not_a_request(&other),
+        message => {
+            if let Err(refusal) = check_version_header(headers) {
+                return refusal;
+            }
+            dispatch(&http, message, user, &parts.headers).instrument(span).await
+        }
+    }
 }
 
 async fn dispatch(http: &McpHttp, message: Message, user: UserInfo, headers: &HeaderMap) -> Response {
@@ -430,7 +463,7 @@ async fn request_response(
     let id = request.id.clone();
     let (abort, registration) = AbortHandle::new_pair();
     let running = session.start_request(id.clone(), abort);
-    let mut call: CallFuture = {
+    let mut call: CallFuture<Reply> = {
         let service = inner.service.clone();
         let pending = Arc::clone(service.pending());
         let session = Arc::clone(&session);
@@ -467,22 +500,31 @@ fn cancelled(id: &Id) -> Response {
     rpc_error(StatusCode::OK, Some(id), code::INTERNAL_ERROR, "Request cancelled")
 }
 
-fn event(bytes: Vec<u8>) -> Result<Event, Infallible> {
+pub(crate) fn event(bytes: Vec<u8>) -> Result<Event, Infallible> {
     // Our messages are serde_json output, so always UTF-8.
     Ok(Event::default().event("message").data(String::from_utf8_lossy(&bytes)))
 }
 
-enum CallState {
-    Running(CallFuture),
-    // The call's reply; `None` when it was cancelled (a cancelled request gets no response).
-    Done(Option<Reply>),
+/// Where a call whose reply is an SSE stream stands.
+pub(crate) enum CallState<R> {
+    /// Still running.
+    Running(CallFuture<R>),
+    /// The call's reply; `None` when it was cancelled (a cancelled request gets no response).
+    Done(Option<R>),
 }
 
-fn sse_response(queued: Vec<Vec<u8>>, rx: mpsc::Receiver<Vec<u8>>, call: CallState, keep_alive: Duration) -> Response {
-    struct Streaming {
+/// An SSE response carrying `queued`, then what the call sends on `rx`, then its reply.
+/// Dropping the response (the client closed the stream) drops the call.
+pub(crate) fn sse_response<R: ReplyBody>(
+    queued: Vec<Vec<u8>>,
+    rx: mpsc::Receiver<Vec<u8>>,
+    call: CallState<R>,
+    keep_alive: Duration,
+) -> Response {
+    struct Streaming<R> {
         queued: std::collections::VecDeque<Vec<u8>>,
         rx: mpsc::Receiver<Vec<u8>>,
-        call: CallState,
+        call: CallState<R>,
     }
     let state = Streaming { queued: queued.into(), rx, call };
     let events = stream::unfold(state, |mut s| async move {
@@ -491,7 +533,7 @@ fn sse_response(queued: Vec<Vec<u8>>, rx: mpsc::Receiver<Vec<u8>>, call: CallSta
                 return Some((event(message), s));
             }
             let reply = match &mut s.call {
-                CallState::Done(reply) => reply.take()?.body,
+                CallState::Done(reply) => reply.take()?.into_body(),
                 CallState::Running(call) => tokio::select! {
                     biased;
                     Some(message) = s.rx.recv() => return Some((event(message), s)),
@@ -509,7 +551,11 @@ fn sse_response(queued: Vec<Vec<u8>>, rx: mpsc::Receiver<Vec<u8>>, call: CallSta
     sse(events, keep_alive)
 }
 
-fn sse(events: impl Stream<Item = Result<Event, Infallible>> + Send + 'static, keep_alive: Duration) -> Response {
+/// An SSE response of `events`, with keep-alive comments every `keep_alive` of silence.
+pub(crate) fn sse(
+    events: impl Stream<Item = Result<Event, Infallible>> + Send + 'static,
+    keep_alive: Duration,
+) -> Response {
     let mut response = Sse::new(events).keep_alive(KeepAlive::new().interval(keep_alive)).into_response();
     response.headers_mut().insert("x-accel-buffering", HeaderValue::from_static("no"));
     response
@@ -521,7 +567,8 @@ async fn handle_get(State(http): State<McpHttp>, user: Option<Extension<UserInfo
     if let Err(refusal) = check_host_and_origin(&headers, &inner.options) {
         return refusal;
     }
-    if inner.options.stateless {
+    // 2026-07-28 has no GET stream: a client wanting notifications sends subscriptions/listen.
+    if inner.options.stateless || modern_http::names_modern_version(&headers) {
         return method_not_allowed();
     }
     if !accepts(&headers, "text/event-stream") {
@@ -554,7 +601,7 @@ async fn handle_delete(State(http): State<McpHttp>, user: Option<Extension<UserI
     if let Err(refusal) = check_host_and_origin(&headers, &inner.options) {
         return refusal;
     }
-    if inner.options.stateless {
+    if inner.options.stateless || modern_http::names_modern_version(&headers) {
         return method_not_allowed();
     }
     let Some(id) = header_str(&headers, SESSION_HEADER) else {
@@ -572,7 +619,7 @@ async fn handle_delete(State(http): State<McpHttp>, user: Option<Extension<UserI
     }
 }
 
-fn method_not_allowed() -> Response {
+pub(crate) fn method_not_allowed() -> Response {
     let mut response = rpc_error(StatusCode::METHOD_NOT_ALLOWED, None, code::TRANSPORT, "Method Not Allowed");
     response.headers_mut().insert(header::ALLOW, HeaderValue::from_static("POST"));
     response

@@ -9,11 +9,15 @@
 #![allow(clippy::result_large_err)]
 
 pub mod app;
+pub mod changes;
 pub mod cli;
 pub mod config;
 pub mod http;
 pub mod jsonrpc;
 pub mod mcp;
+pub mod modern;
+pub mod modern_http;
+pub mod mrtr;
 pub mod peer;
 pub mod session;
 pub mod stdio;

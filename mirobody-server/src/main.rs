@@ -4,9 +4,8 @@ use std::process::ExitCode;
 
 use clap::Parser;
 use mirobody_core::UserInfo;
-use mirobody_server::cli::{Cli, Command};
+use mirobody_server::cli::{Cli, Command, SecretAction};
 use mirobody_server::config::Config;
-use mirobody_server::mcp::Backends;
 use mirobody_server::{app, cli, stdio};
 use tracing_subscriber::EnvFilter;
 
@@ -43,26 +42,69 @@ fn main() -> ExitCode {
 }
 
 async fn run(command: Command, config: Config) -> Result<u8, Box<dyn std::error::Error>> {
+    let config = app::resolved(&config)?;
     match command {
         Command::Serve => {
-            let service = app::service(&config, Backends::default())?;
-            let router = app::router(&config, service);
+            let server = app::build(&config).await?;
             let listener = tokio::net::TcpListener::bind(config.bind).await?;
-            tracing::info!(address = %listener.local_addr()?, path = %config.mcp_path(), "serving MCP");
-            mirobody_server::serve(listener, router).await?;
+            tracing::info!(
+                address = %listener.local_addr()?,
+                path = %config.mcp_path(),
+                database = %config.backends.database_url(),
+                "serving MCP"
+            );
+            mirobody_server::serve(listener, server.router).await?;
+            server.backends.close().await;
             tracing::info!("stopped");
             Ok(0)
         }
         Command::Stdio { user } => {
-            let service = app::service(&config, Backends::default())?;
+            let server = app::build(&config).await?;
             let user = user.map(UserInfo::authenticated).unwrap_or_default();
-            stdio::serve(service, user, tokio::io::stdin(), tokio::io::stdout(), config.max_body_bytes).await?;
+            stdio::serve(server.service, user, tokio::io::stdin(), tokio::io::stdout(), config.max_body_bytes).await?;
+            server.backends.close().await;
             Ok(0)
         }
         Command::Tools { action } => {
-            let registry = app::registry()?;
-            let code = cli::run_tools(&registry, action, &mut std::io::stdout()).await?;
+            let server = app::build(&config).await?;
+            let ctx = server.tool_backends.context(None);
+            let code = cli::run_tools_with(server.service.registry(), &ctx, action, &mut std::io::stdout()).await?;
+            server.backends.close().await;
             Ok(u8::try_from(code).unwrap_or(1))
+        }
+        Command::Token { user, ttl } => {
+            println!("{}", cli::mint_token(&config.auth, &app::endpoint(&config), &user, ttl)?);
+            Ok(0)
+        }
+        Command::Secret { action, user, agent } => {
+            let server = app::build(&config).await?;
+            let store = server.backends.secrets();
+            let endpoint = &server.endpoint;
+            let agent = agent.as_deref();
+            match action {
+                SecretAction::Create => {
+                    println!("{}", mirobody_auth::create_secret(store.as_ref(), endpoint, &user, agent).await?.expose());
+                }
+                SecretAction::Rotate => {
+                    println!("{}", mirobody_auth::rotate_secret(store.as_ref(), endpoint, &user, agent).await?.expose());
+                }
+                SecretAction::Revoke => {
+                    let revoked = mirobody_auth::revoke_secret(store.as_ref(), &user).await?;
+                    println!("{}", if revoked { "revoked" } else { "no personal MCP URL to revoke" });
+                }
+            }
+            server.backends.close().await;
+            Ok(0)
+        }
+        Command::Demo => {
+            let server = app::build(&config).await?;
+            let info = mirobody_tools::demo::load_demo(&server.backends).await?;
+            let token = cli::mint_token(&config.auth, &server.endpoint, &info.user_id, 24 * 3600)?;
+            let store = server.backends.secrets();
+            let url = mirobody_auth::rotate_secret(store.as_ref(), &server.endpoint, &info.user_id, None).await?;
+            print!("{}", cli::demo_instructions(&info, &token, url.expose(), &server.endpoint.mcp_url()));
+            server.backends.close().await;
+            Ok(0)
         }
     }
 }

@@ -6,21 +6,24 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use mirobody_core::{
-    AccessKind, AccessLog, Cache, CallError, ClientPeer, Db, Memory, PromptRegistry, Registry, ResourceError,
-    ResourceRegistry, Storage, ToolContext, UserInfo,
+    AccessKind, AccessLog, Cache, CallError, ClientPeer, Db, Memory, PromptMessage, PromptRegistry, Registry,
+    ResourceContents, ResourceError, ResourceRegistry, Storage, ToolContext, ToolResult, UserInfo,
 };
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::{Value, json};
 
+use crate::changes::ChangeNotifier;
 use crate::jsonrpc::{self, ClientResponse, Id, Notification, Request, RpcError, code};
+use crate::modern::ModernState;
+use crate::mrtr::StateKey;
 use crate::peer::PendingRequests;
 use crate::session::{Session, log_rank};
 
-/// The protocol revisions served, newest first.
+/// The protocol revisions served with the `initialize` handshake and sessions, newest first.
 pub const SUPPORTED_VERSIONS: [&str; 4] = ["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"];
 
-/// The newest revision served.
+/// The newest revision served with the `initialize` handshake.
 pub const LATEST_VERSION: &str = SUPPORTED_VERSIONS[0];
 
 /// The backends tools may use; each optional.
@@ -142,21 +145,26 @@ pub struct McpService {
 /// Decides whether a caller may see and call a tool (per-agent allow and deny lists, say).
 pub type ToolVisibility = Arc<dyn Fn(&UserInfo, &mirobody_core::Tool) -> bool + Send + Sync>;
 
-struct Inner {
-    visibility: Option<ToolVisibility>,
-    access_log: Option<Arc<dyn AccessLog>>,
-    registry: Arc<Registry>,
-    resources: ResourceRegistry,
-    prompts: PromptRegistry,
-    backends: Backends,
-    info: ServerInfo,
-    options: McpOptions,
-    pending: Arc<PendingRequests>,
+pub(crate) struct Inner {
+    pub(crate) visibility: Option<ToolVisibility>,
+    pub(crate) access_log: Option<Arc<dyn AccessLog>>,
+    pub(crate) registry: Arc<Registry>,
+    pub(crate) resources: ResourceRegistry,
+    pub(crate) prompts: PromptRegistry,
+    pub(crate) backends: Backends,
+    pub(crate) info: ServerInfo,
+    pub(crate) options: McpOptions,
+    pub(crate) pending: Arc<PendingRequests>,
+    pub(crate) changes: ChangeNotifier,
+    pub(crate) modern: ModernState,
 }
 
 /// Builds an [`McpService`].
 pub struct McpServiceBuilder {
     inner: Inner,
+    state_key: Option<StateKey>,
+    state_ttl: Duration,
+    list_ttl: Duration,
 }
 
 impl McpServiceBuilder {
@@ -203,17 +211,50 @@ impl McpServiceBuilder {
         self
     }
 
+    /// The key that signs the `requestState` of multi-round-trip calls (MCP 2026-07-28), at
+    /// least 32 random bytes. Every instance behind one load balancer needs the same key, since
+    /// a client's retry may reach any of them; without one, a random key is made at start, so
+    /// a state survives neither a restart nor a hop to another instance.
+    pub fn request_state_key(mut self, key: StateKey) -> Self {
+        self.state_key = Some(key);
+        self
+    }
+
+    /// How long a `requestState` stays valid (default 10 minutes): the time a client has to
+    /// answer a question and call again.
+    pub fn request_state_ttl(mut self, ttl: Duration) -> Self {
+        self.state_ttl = ttl;
+        self
+    }
+
+    /// The caching hint (`ttlMs`, MCP 2026-07-28) on `server/discover` and the tool, prompt,
+    /// resource and template listings (default 60 seconds; a registry does not change while it
+    /// serves). Resource reads always say 0: their contents may change at any time.
+    pub fn list_ttl(mut self, ttl: Duration) -> Self {
+        self.list_ttl = ttl;
+        self
+    }
+
+    /// Announces list changes through this notifier (to `subscriptions/listen` streams, MCP
+    /// 2026-07-28): keep a clone to call [`ChangeNotifier::tools_changed`] and the like.
+    pub fn change_notifier(mut self, changes: ChangeNotifier) -> Self {
+        self.inner.changes = changes;
+        self
+    }
+
     /// The service.
     pub fn build(self) -> McpService {
-        McpService { inner: Arc::new(self.inner) }
+        let McpServiceBuilder { mut inner, state_key, state_ttl, list_ttl } = self;
+        inner.modern = ModernState::new(&inner, state_key.unwrap_or_else(StateKey::random), state_ttl, list_ttl);
+        McpService { inner: Arc::new(inner) }
     }
 }
 
 #[derive(Deserialize)]
-struct CallParams {
-    name: String,
+pub(crate) struct CallParams {
+    pub(crate) name: String,
     #[serde(default)]
-    arguments: Value,
+    pub(crate) arguments: Value,
 }
 
 #[derive(Deserialize)]
@@ -230,15 +271,15 @@ struct CursorParams {
 }
 
 #[derive(Deserialize)]
-struct UriParams {
-    uri: String,
+pub(crate) struct UriParams {
+    pub(crate) uri: String,
 }
 
 #[derive(Deserialize)]
-struct PromptParams {
-    name: String,
+pub(crate) struct PromptParams {
+    pub(crate) name: String,
     #[serde(default)]
-    arguments: HashMap<String, String>,
+    pub(crate) arguments: HashMap<String, String>,
 }
 
 #[derive(Deserialize)]
@@ -252,7 +293,7 @@ struct CancelParams {
     request_id: Id,
 }
 
-fn parse<'de, T: Deserialize<'de>>(params: Option<&'de RawValue>, method: &str) -> Result<T, RpcError> {
+pub(crate) fn parse<'de, T: Deserialize<'de>>(params: Option<&'de RawValue>, method: &str) -> Result<T, RpcError> {
     let raw = params.map(RawValue::get).unwrap_or("{}");
     serde_json::from_str(raw).map_err(|e| RpcError::invalid_params(format!("Invalid params for {method}: {e}")))
 }
@@ -287,8 +328,23 @@ impl McpService {
                 info: ServerInfo::default(),
                 options: McpOptions::default(),
                 pending: Arc::default(),
+                changes: ChangeNotifier::new(),
+                modern: ModernState::placeholder(),
             },
+            state_key: None,
+            state_ttl: Duration::from_secs(600),
+            list_ttl: Duration::from_secs(60),
         }
+    }
+
+    pub(crate) fn inner(&self) -> &Inner {
+        &self.inner
+    }
+
+    /// Where list changes are announced: call [`ChangeNotifier::tools_changed`] (and the like)
+    /// to tell every open `subscriptions/listen` stream.
+    pub fn changes(&self) -> &ChangeNotifier {
+        &self.inner.changes
     }
 
     /// The tool registry.
@@ -413,10 +469,16 @@ impl McpService {
     }
 
     fn list_tools(&self, id: &Id, params: Option<&RawValue>, user: &UserInfo) -> Reply {
-        let cursor = match parse::<Option<CursorParams>>(params, "tools/list") {
-            Ok(p) => p.unwrap_or_default().cursor,
-            Err(e) => return Reply::error(id, e),
-        };
+        match self.tools_page(params, user) {
+            Ok(result) => Reply::ok(jsonrpc::raw_result_bytes(id, &result)),
+            Err(e) => Reply::error(id, e),
+        }
+    }
+
+    /// One page of `tools/list` as the JSON text of its result object (`{"tools":[...]}`, with
+    /// `nextCursor` when more follow): the same for both protocol eras.
+    pub(crate) fn tools_page(&self, params: Option<&RawValue>, user: &UserInfo) -> Result<String, RpcError> {
+        let cursor = parse::<Option<CursorParams>>(params, "tools/list")?.unwrap_or_default().cursor;
         let registry = &self.inner.registry;
         let include_auth = user.authed() || !self.inner.options.hide_auth_tools_from_anonymous;
         let page_size = self.inner.options.page_size.max(1);
@@ -427,15 +489,15 @@ impl McpService {
             result.push_str(r#"{"tools":"#);
             result.push_str(tools);
             result.push('}');
-            return Reply::ok(jsonrpc::raw_result_bytes(id, &result));
+            return Ok(result);
         }
         let start = match cursor.as_deref().map(decode_cursor) {
             None => 0,
             Some(Some(name)) => match registry.mcp_entries().position(|(t, _)| t.name() == name) {
                 Some(i) => i,
-                None => return Reply::error(id, RpcError::invalid_params("Invalid cursor")),
+                None => return Err(RpcError::invalid_params("Invalid cursor")),
             },
-            Some(None) => return Reply::error(id, RpcError::invalid_params("Invalid cursor")),
+            Some(None) => return Err(RpcError::invalid_params("Invalid cursor")),
         };
         let visible: Vec<(&mirobody_core::Tool, &str)> = registry
             .mcp_entries()
@@ -456,15 +518,22 @@ impl McpService {
             result.push_str(&Value::from(encode_cursor(next.name())).to_string());
         }
         result.push('}');
-        Reply::ok(jsonrpc::raw_result_bytes(id, &result))
+        Ok(result)
     }
 
-    fn visible(&self, user: &UserInfo, tool: &mirobody_core::Tool) -> bool {
+    /// Whether the tools/list answer depends on who asks (a visibility hook, or auth tools hidden
+    /// from anonymous callers).
+    pub(crate) fn tools_listing_is_per_caller(&self) -> bool {
+        self.inner.visibility.is_some()
+            || (self.inner.options.hide_auth_tools_from_anonymous && self.inner.registry.tools().any(|t| t.is_auth()))
+    }
+
+    pub(crate) fn visible(&self, user: &UserInfo, tool: &mirobody_core::Tool) -> bool {
         self.inner.visibility.as_ref().is_none_or(|visible| visible(user, tool))
     }
 
     // Best effort and off the reply's path: the log never delays or fails a call.
-    fn record_access(&self, user: &UserInfo, kind: AccessKind, name: &str, success: bool, started: Instant) {
+    pub(crate) fn record_access(&self, user: &UserInfo, kind: AccessKind, name: &str, success: bool, started: Instant) {
         let (Some(log), Some(user_id)) = (&self.inner.access_log, user.user_id()) else { return };
         let (log, user_id) = (Arc::clone(log), user_id.to_owned());
         // Names are capped so a caller cannot make the log store arbitrary text.
@@ -494,27 +563,13 @@ impl McpService {
         if let Ok(result) = &outcome {
             self.record_access(exchange.user, AccessKind::Tool, &p.name, !result.is_error(), started);
         }
-        match outcome {
-            Ok(result) => Reply::ok(jsonrpc::result_bytes(id, &result)),
-            // Argument problems are results the model can read and correct (SEP-1303).
-            Err(e @ CallError::InvalidArguments { .. }) => Reply::ok(jsonrpc::result_bytes(id, &e.into_tool_result())),
-            Err(e @ CallError::UnknownTool { .. }) => Reply::error(id, RpcError::invalid_params(e.to_string())),
-            Err(e @ CallError::Unauthenticated { .. }) => Reply {
-                body: jsonrpc::error_bytes(Some(id), &RpcError::new(code::UNAUTHORIZED, e.to_string())),
-                status: Status::Unauthenticated,
-            },
-            Err(CallError::InsufficientScope { tool, missing }) => {
-                let message = format!("Insufficient scope for tool '{tool}': the token lacks {}", missing.join(", "));
-                Reply {
-                    body: jsonrpc::error_bytes(Some(id), &RpcError::new(code::UNAUTHORIZED, message)),
-                    status: Status::Forbidden(missing),
-                }
-            }
-            Err(other) => Reply::error(id, RpcError::new(code::INTERNAL_ERROR, other.to_string())),
+        match outcome.map_err(call_failure) {
+            Ok(result) | Err(CallFailure::Result(result)) => Reply::ok(jsonrpc::result_bytes(id, &result)),
+            Err(CallFailure::Error(error, status)) => Reply { body: jsonrpc::error_bytes(Some(id), &error), status },
         }
     }
 
-    fn list_resources(&self, params: Option<&RawValue>) -> Result<Value, RpcError> {
+    pub(crate) fn list_resources(&self, params: Option<&RawValue>) -> Result<Value, RpcError> {
         single_page(params, "resources/list")?;
         let resources: Vec<Value> = self
             .inner
@@ -526,7 +581,7 @@ impl McpService {
         Ok(json!({"resources": resources}))
     }
 
-    fn list_templates(&self) -> Value {
+    pub(crate) fn list_templates(&self) -> Value {
         let templates: Vec<Value> = self.inner.resources.templates().iter().map(|t| t.to_json()).collect();
         json!({"resourceTemplates": templates})
     }
@@ -538,14 +593,7 @@ impl McpService {
         };
         let started = Instant::now();
         let ctx = self.inner.backends.context(exchange.client);
-        let resources = &self.inner.resources;
-        let read = if let Some(resource) = resources.get(&p.uri) {
-            resource.read(exchange.user, &ctx).await
-        } else if let Some(template) = resources.template_for(&p.uri) {
-            template.read(&p.uri, exchange.user, &ctx).await
-        } else {
-            Err(ResourceError::NotFound(p.uri.clone()))
-        };
+        let read = self.read_contents(&p.uri, exchange.user, &ctx).await;
         self.record_access(exchange.user, AccessKind::Resource, &p.uri, read.is_ok(), started);
         match read {
             Ok(contents) => Reply::ok(jsonrpc::result_bytes(id, &json!({"contents": contents}))),
@@ -562,7 +610,24 @@ impl McpService {
         }
     }
 
-    fn list_prompts(&self, params: Option<&RawValue>) -> Result<Value, RpcError> {
+    /// Reads a resource or templated resource by URI (not logged: the caller records it).
+    pub(crate) async fn read_contents(
+        &self,
+        uri: &str,
+        user: &UserInfo,
+        ctx: &ToolContext<'_>,
+    ) -> Result<Vec<ResourceContents>, ResourceError> {
+        let resources = &self.inner.resources;
+        if let Some(resource) = resources.get(uri) {
+            resource.read(user, ctx).await
+        } else if let Some(template) = resources.template_for(uri) {
+            template.read(uri, user, ctx).await
+        } else {
+            Err(ResourceError::NotFound(uri.to_owned()))
+        }
+    }
+
+    pub(crate) fn list_prompts(&self, params: Option<&RawValue>) -> Result<Value, RpcError> {
         single_page(params, "prompts/list")?;
         let prompts: Vec<Value> = self.inner.prompts.prompts().iter().map(|p| p.to_json()).collect();
         Ok(json!({"prompts": prompts}))
@@ -570,16 +635,30 @@ impl McpService {
 
     async fn get_prompt(&self, params: Option<&RawValue>) -> Result<Value, RpcError> {
         let p: PromptParams = parse(params, "prompts/get")?;
-        let prompt = self
-            .inner
-            .prompts
-            .get(&p.name)
-            .ok_or_else(|| RpcError::invalid_params(format!("Unknown prompt: '{}'", p.name)))?;
-        let messages = prompt.get(p.arguments).await.map_err(RpcError::invalid_params)?;
-        Ok(json!({"description": prompt.description(), "messages": messages}))
+        let ctx = self.inner.backends.context(None);
+        let messages = self.render_prompt(&p.name, p.arguments, &ctx).await?;
+        Ok(self.prompt_result(&p.name, messages))
     }
 
-    fn complete(&self, params: Option<&RawValue>) -> Result<Value, RpcError> {
+    /// Renders a prompt with the call's context.
+    pub(crate) async fn render_prompt(
+        &self,
+        name: &str,
+        arguments: HashMap<String, String>,
+        ctx: &ToolContext<'_>,
+    ) -> Result<Vec<PromptMessage>, RpcError> {
+        let prompt =
+            self.inner.prompts.get(name).ok_or_else(|| RpcError::invalid_params(format!("Unknown prompt: '{name}'")))?;
+        prompt.get_with(arguments, ctx).await.map_err(RpcError::invalid_params)
+    }
+
+    /// The `prompts/get` result for rendered messages.
+    pub(crate) fn prompt_result(&self, name: &str, messages: Vec<PromptMessage>) -> Value {
+        let description = self.inner.prompts.get(name).map(|p| p.description()).unwrap_or_default();
+        json!({"description": description, "messages": messages})
+    }
+
+    pub(crate) fn complete(&self, params: Option<&RawValue>) -> Result<Value, RpcError> {
         #[derive(Deserialize)]
         struct Ref {
             #[serde(rename = "type")]
@@ -609,8 +688,32 @@ impl McpService {
     }
 }
 
+/// How a [`CallError`] is answered: argument problems are results the model can read and correct
+/// (SEP-1303); the rest are protocol errors, with the HTTP treatment they need.
+pub(crate) enum CallFailure {
+    /// An error result.
+    Result(ToolResult),
+    /// A JSON-RPC error.
+    Error(RpcError, Status),
+}
+
+pub(crate) fn call_failure(error: CallError) -> CallFailure {
+    match error {
+        e @ CallError::InvalidArguments { .. } => CallFailure::Result(e.into_tool_result()),
+        e @ CallError::UnknownTool { .. } => CallFailure::Error(RpcError::invalid_params(e.to_string()), Status::Ok),
+        e @ CallError::Unauthenticated { .. } => {
+            CallFailure::Error(RpcError::new(code::UNAUTHORIZED, e.to_string()), Status::Unauthenticated)
+        }
+        CallError::InsufficientScope { tool, missing } => {
+            let message = format!("Insufficient scope for tool '{tool}': the token lacks {}", missing.join(", "));
+            CallFailure::Error(RpcError::new(code::UNAUTHORIZED, message), Status::Forbidden(missing))
+        }
+        other => CallFailure::Error(RpcError::new(code::INTERNAL_ERROR, other.to_string()), Status::Ok),
+    }
+}
+
 // Resources and prompts are listed in one page, so no cursor is ever valid for them.
-fn single_page(params: Option<&RawValue>, method: &str) -> Result<(), RpcError> {
+pub(crate) fn single_page(params: Option<&RawValue>, method: &str) -> Result<(), RpcError> {
     match parse::<Option<CursorParams>>(params, method)? {
         Some(CursorParams { cursor: Some(_) }) => Err(RpcError::invalid_params("Invalid cursor")),
         _ => Ok(()),

@@ -60,6 +60,34 @@ impl PendingRequests {
     }
 }
 
+/// The client capability a server-to-client method needs (`elicitation`, `sampling`, `roots`);
+/// `None` for methods a server does not send.
+pub fn capability_for(method: &str) -> Option<&'static str> {
+    match method {
+        "elicitation/create" => Some("elicitation"),
+        "sampling/createMessage" => Some("sampling"),
+        "roots/list" => Some("roots"),
+        _ => None,
+    }
+}
+
+/// A `notifications/progress` message for `token`.
+pub(crate) fn progress_bytes(token: &Value, progress: f64, total: Option<f64>, message: Option<&str>) -> Vec<u8> {
+    let mut params = json!({"progressToken": token, "progress": progress});
+    if let Some(total) = total {
+        params["total"] = json!(total);
+    }
+    if let Some(message) = message {
+        params["message"] = json!(message);
+    }
+    jsonrpc::notification_bytes("notifications/progress", &params)
+}
+
+/// A `notifications/message` log message.
+pub(crate) fn log_bytes(level: &str, data: Value) -> Vec<u8> {
+    jsonrpc::notification_bytes("notifications/message", &json!({"level": level, "data": data}))
+}
+
 /// A [`ClientPeer`] that writes to the stream of one call.
 pub struct ChannelPeer {
     out: mpsc::Sender<Vec<u8>>,
@@ -93,31 +121,19 @@ impl ChannelPeer {
 impl ClientPeer for ChannelPeer {
     async fn progress(&self, progress: f64, total: Option<f64>, message: Option<&str>) {
         let Some(token) = &self.progress_token else { return };
-        let mut params = json!({"progressToken": token, "progress": progress});
-        if let Some(total) = total {
-            params["total"] = json!(total);
-        }
-        if let Some(message) = message {
-            params["message"] = json!(message);
-        }
-        self.send(jsonrpc::notification_bytes("notifications/progress", &params)).await;
+        self.send(progress_bytes(token, progress, total, message)).await;
     }
 
     async fn log(&self, level: &str, data: Value) {
         if self.session.wants_log(level) {
-            let params = json!({"level": level, "data": data});
-            self.send(jsonrpc::notification_bytes("notifications/message", &params)).await;
+            self.send(log_bytes(level, data)).await;
         }
     }
 
     async fn request(&self, method: &str, params: Value) -> Result<Value, PeerError> {
-        let capability = match method {
-            "elicitation/create" => "elicitation",
-            "sampling/createMessage" => "sampling",
-            "roots/list" => "roots",
-            _ => "",
-        };
-        if !capability.is_empty() && !self.session.client_supports(capability) {
+        if let Some(capability) = capability_for(method)
+            && !self.session.client_supports(capability)
+        {
             return Err(PeerError::Unsupported(method.to_owned()));
         }
         if self.session.is_closing() {

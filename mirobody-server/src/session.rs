@@ -16,7 +16,7 @@ use crate::jsonrpc::Id;
 pub const LOG_LEVELS: [&str; 8] = ["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"];
 
 // Log level value meaning "the client did not ask for logs".
-const LOGS_OFF: u8 = u8::MAX;
+pub(crate) const LOGS_OFF: u8 = u8::MAX;
 
 /// The rank of a level name in [`LOG_LEVELS`].
 pub fn log_rank(level: &str) -> Option<u8> {

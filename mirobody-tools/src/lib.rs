@@ -1,12 +1,22 @@
-//! The built-in tools of mirobody.
+//! The built-in tools of mirobody and the backends they use.
 //!
-//! Each tool is one file under `src/tools/`: its declaration, its handler and its tests together,
-//! registered with one [`register_tool!`](mirobody_core::register_tool) line. Linking this crate
-//! is enough for [`Registry::from_registered`](mirobody_core::Registry::from_registered) to find
-//! them; [`builtin_registry`] also names the crate so the linker keeps it.
-//!
-//! To add a tool, copy [`tools::echo`] (`src/tools/echo.rs`): it is written to be copied.
+//! - [`tools`]: the ten built-in tools, one file each: its declaration, its handler and its
+//!   tests together, registered with one [`register_tool!`](mirobody_core::register_tool) line.
+//!   Linking this crate is enough for
+//!   [`Registry::from_registered`](mirobody_core::Registry::from_registered) to find them;
+//!   [`builtin_registry`] also names the crate so the linker keeps it. To add a tool, copy
+//!   [`tools::echo`] (`src/tools/echo.rs`): it is written to be copied.
+//! - [`resources`]: `info://server` and the caller's uploads as `file://{file_key}`.
+//! - [`backends`]: the implementations of core's backend traits: SQLite (default) or
+//!   PostgreSQL through sqlx, object storage (local or S3), an in-process cache or Redis;
+//!   [`backends::open`] sets them up from a [`backends::BackendConfig`].
+//! - [`demo`]: a demo user with a care circle, observations, files and memories.
 
+pub mod backends;
+mod chart;
+pub mod demo;
+pub mod resources;
+mod text;
 pub mod tools;
 
 use mirobody_core::{Registry, RegistryError};
@@ -16,6 +26,7 @@ use mirobody_core::{Registry, RegistryError};
 /// ```
 /// let registry = mirobody_tools::builtin_registry().unwrap();
 /// assert!(registry.get("echo").is_some());
+/// assert!(registry.get("family_health").is_some());
 /// ```
 pub fn builtin_registry() -> Result<Registry, RegistryError> {
     Registry::from_registered()

@@ -3,16 +3,22 @@
 //! With `--stdio` it speaks MCP over stdin/stdout instead (for the SDK clients' stdio tests).
 //!
 //! Every tool, resource and prompt the conformance scenarios call, with the names and
-//! behaviour they check (MCP 2025-11-25), written with the public API only.
+//! behaviour they check (MCP 2025-11-25 and 2026-07-28), written with the public API only.
+//! Tools that ask the client something use one API (`ToolContext::request`) on both
+//! revisions: on 2025-11-25 the question is a request on the call's SSE stream, on 2026-07-28
+//! an `input_required` result, after which the handler runs again with the answer. The
+//! fixtures of the tasks extension (`tasks-*` scenarios, not part of either revision) are left
+//! out.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
 use mirobody_core::{
-    Args, Content, EmbeddedResource, Param, Prompt, PromptMessage, PromptRegistry, Registry, Resource,
-    ResourceContents, ResourceRegistry, ResourceTemplate, Tool, ToolContext, ToolResult, Type, UserInfo,
+    Args, Content, ContextPromptFn, EmbeddedResource, Param, Prompt, PromptMessage, PromptRegistry, Registry,
+    Resource, ResourceContents, ResourceRegistry, ResourceTemplate, Tool, ToolContext, ToolResult, Type, UserInfo,
 };
+use mirobody_server::changes::ChangeNotifier;
 use mirobody_server::http::{HttpOptions, McpHttp};
 use mirobody_server::mcp::McpService;
 use serde_json::{Value, json};
@@ -128,13 +134,15 @@ async fn sep1330_enums(_: Args, _: &UserInfo, ctx: &ToolContext<'_>) -> ToolResu
     }
 }
 
+// The document the json-schema-2020-12 scenario expects back verbatim: `$defs` with an
+// `$anchor`, a `$ref`, `allOf`/`anyOf`, `if`/`then`/`else`, no additional properties.
 fn json_schema_2020_12() -> Value {
     json!({
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "type": "object",
         "$defs": {
             "address": {
-                "$anchor": "address",
+                "$anchor": "addressDef",
                 "type": "object",
                 "properties": {"street": {"type": "string"}, "city": {"type": "string"}},
             },
@@ -142,19 +150,215 @@ fn json_schema_2020_12() -> Value {
         "properties": {
             "name": {"type": "string"},
             "address": {"$ref": "#/$defs/address"},
-            "contact": {"anyOf": [{"type": "string", "format": "email"}, {"type": "string", "pattern": "^\\+[0-9]+$"}]},
-            "kind": {"allOf": [{"type": "string"}, {"enum": ["home", "work"]}]},
-            "country": {"type": "string"},
-            "postal": {"type": "string"},
+            "contactMethod": {"type": "string", "enum": ["phone", "email"]},
+            "phone": {"type": "string"},
+            "email": {"type": "string"},
         },
-        "if": {"properties": {"country": {"const": "US"}}},
-        "then": {"properties": {"postal": {"pattern": "^[0-9]{5}$"}}},
-        "else": {"properties": {"postal": {"type": "string"}}},
+        "allOf": [{"anyOf": [{"required": ["phone"]}, {"required": ["email"]}]}],
+        "if": {"properties": {"contactMethod": {"const": "phone"}}, "required": ["contactMethod"]},
+        "then": {"required": ["phone"]},
+        "else": {"required": ["email"]},
         "additionalProperties": false,
     })
 }
 
-fn tools() -> Vec<Tool> {
+fn form(message: &str, field: &str, kind: &str) -> Value {
+    json!({
+        "message": message,
+        "requestedSchema": {"type": "object", "properties": {field: {"type": kind}}, "required": [field]},
+    })
+}
+
+fn sampling_params(text: &str, max_tokens: u32) -> Value {
+    json!({"messages": [{"role": "user", "content": {"type": "text", "text": text}}], "maxTokens": max_tokens})
+}
+
+fn sampled_text(answer: &Value) -> &str {
+    answer.pointer("/content/text").and_then(Value::as_str).unwrap_or_default()
+}
+
+fn content_field<'a>(answer: &'a Value, field: &str) -> &'a Value {
+    answer.pointer(&format!("/content/{field}")).unwrap_or(&Value::Null)
+}
+
+async fn mrtr_elicitation(_: Args, _: &UserInfo, ctx: &ToolContext<'_>) -> ToolResult {
+    match ctx.request_keyed("user_name", "elicitation/create", form("What is your name?", "name", "string")).await {
+        Ok(answer) => ToolResult::text(format!("Hello, {}!", content_field(&answer, "name").as_str().unwrap_or("?"))),
+        Err(e) => ToolResult::error(format!("Elicitation failed: {e}")),
+    }
+}
+
+async fn mrtr_sampling(_: Args, _: &UserInfo, ctx: &ToolContext<'_>) -> ToolResult {
+    let params = sampling_params("What is the capital of France?", 100);
+    match ctx.request_keyed("capital_question", "sampling/createMessage", params).await {
+        Ok(answer) => ToolResult::text(format!("LLM response: {}", sampled_text(&answer))),
+        Err(e) => ToolResult::error(format!("Sampling failed: {e}")),
+    }
+}
+
+async fn mrtr_list_roots(_: Args, _: &UserInfo, ctx: &ToolContext<'_>) -> ToolResult {
+    match ctx.request_keyed("client_roots", "roots/list", json!({})).await {
+        Ok(answer) => {
+            let uris: Vec<&str> = answer["roots"]
+                .as_array()
+                .map(|roots| roots.iter().filter_map(|r| r["uri"].as_str()).collect())
+                .unwrap_or_default();
+            ToolResult::text(format!("Client roots: {}", uris.join(", ")))
+        }
+        Err(e) => ToolResult::error(format!("Listing roots failed: {e}")),
+    }
+}
+
+// The answer arrives only through a requestState the server verified, hence "state-ok".
+async fn mrtr_confirm(_: Args, _: &UserInfo, ctx: &ToolContext<'_>) -> ToolResult {
+    match ctx.request_keyed("confirm", "elicitation/create", form("Please confirm", "ok", "boolean")).await {
+        Ok(answer) => ToolResult::text(format!("state-ok: confirmed={}", content_field(&answer, "ok"))),
+        Err(e) => ToolResult::error(format!("Confirmation failed: {e}")),
+    }
+}
+
+async fn mrtr_multiple_inputs(_: Args, _: &UserInfo, ctx: &ToolContext<'_>) -> ToolResult {
+    // Asked together, so all three reach the client in one round.
+    let (name, greeting, roots) = tokio::join!(
+        ctx.request_keyed("user_name", "elicitation/create", form("What is your name?", "name", "string")),
+        ctx.request_keyed("greeting", "sampling/createMessage", sampling_params("Generate a greeting", 50)),
+        ctx.request_keyed("client_roots", "roots/list", json!({})),
+    );
+    match (name, greeting, roots) {
+        (Ok(name), Ok(greeting), Ok(roots)) => ToolResult::text(format!(
+            "{} {}! You have {} root(s).",
+            sampled_text(&greeting),
+            content_field(&name, "name").as_str().unwrap_or("?"),
+            roots["roots"].as_array().map_or(0, Vec::len)
+        )),
+        (name, greeting, roots) => {
+            let failed = [name.err(), greeting.err(), roots.err()].into_iter().flatten().next();
+            ToolResult::error(format!("An input failed: {}", failed.map(|e| e.to_string()).unwrap_or_default()))
+        }
+    }
+}
+
+async fn mrtr_multi_round(_: Args, _: &UserInfo, ctx: &ToolContext<'_>) -> ToolResult {
+    let step1 = ctx.request_keyed("step1", "elicitation/create", form("Step 1: What is your name?", "name", "string"));
+    let name = match step1.await {
+        Ok(answer) => content_field(&answer, "name").as_str().unwrap_or("?").to_owned(),
+        Err(e) => return ToolResult::error(format!("Step 1 failed: {e}")),
+    };
+    let step2 =
+        ctx.request_keyed("step2", "elicitation/create", form("Step 2: What is your favorite color?", "color", "string"));
+    match step2.await {
+        Ok(answer) => ToolResult::text(format!(
+            "{name} likes {}",
+            content_field(&answer, "color").as_str().unwrap_or("?")
+        )),
+        Err(e) => ToolResult::error(format!("Step 2 failed: {e}")),
+    }
+}
+
+// Asks only what the client declared it can answer.
+async fn mrtr_capabilities(_: Args, _: &UserInfo, ctx: &ToolContext<'_>) -> ToolResult {
+    let sampling = async {
+        if ctx.client_supports("sampling") {
+            Some(ctx.request("sampling/createMessage", sampling_params("Say hello", 20)).await)
+        } else {
+            None
+        }
+    };
+    let elicitation = async {
+        if ctx.client_supports("elicitation") {
+            Some(ctx.request("elicitation/create", form("What is your name?", "name", "string")).await)
+        } else {
+            None
+        }
+    };
+    let (sampled, elicited) = tokio::join!(sampling, elicitation);
+    ToolResult::text(format!("sampling answered: {}, elicitation answered: {}", sampled.is_some(), elicited.is_some()))
+}
+
+async fn logging_tool(_: Args, _: &UserInfo, ctx: &ToolContext<'_>) -> ToolResult {
+    for message in ["Tool execution started", "Tool processing data", "Tool execution completed"] {
+        ctx.log("info", json!(message)).await;
+    }
+    ToolResult::text("Logged three messages")
+}
+
+fn header_param_schema() -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "region": {"type": "string", "description": "The region to run in", "x-mcp-header": "Region"},
+            "query": {"type": "string", "description": "What to run"},
+        },
+        "required": ["region"],
+    })
+}
+
+fn tools_2026(changes: &ChangeNotifier) -> Vec<Tool> {
+    let tool_changes = changes.clone();
+    let prompt_changes = changes.clone();
+    vec![
+        Tool::new("test_input_required_result_elicitation", "Asks the user's name (key user_name).")
+            .handler(mrtr_elicitation),
+        Tool::new("test_input_required_result_sampling", "Asks the client's model a question.").handler(mrtr_sampling),
+        Tool::new("test_input_required_result_list_roots", "Asks for the client's roots.").handler(mrtr_list_roots),
+        Tool::new("test_input_required_result_request_state", "Asks for a confirmation; answers state-ok.")
+            .handler(mrtr_confirm),
+        Tool::new("test_input_required_result_multiple_inputs", "Asks three things at once.")
+            .handler(mrtr_multiple_inputs),
+        Tool::new("test_input_required_result_multi_round", "Asks two things, one after the other.")
+            .handler(mrtr_multi_round),
+        Tool::new("test_input_required_result_tampered_state", "Asks for a confirmation under a signed state.")
+            .handler(mrtr_confirm),
+        Tool::new("test_input_required_result_capabilities", "Asks only what the client can answer.")
+            .handler(mrtr_capabilities),
+        Tool::new("test_missing_capability", "Needs the client's model (sampling).")
+            .requires_client_capability("sampling")
+            .handler(sampling_no_args),
+        Tool::new("test_streaming_elicitation", "Asks the user a question while it runs.").handler(streaming_elicitation),
+        Tool::new("test_logging_tool", "Logs three messages (sent only when the request asks for logs).")
+            .read_only()
+            .handler(logging_tool),
+        Tool::new("test_trigger_tool_change", "Announces a tool list change to listening clients.").sync_handler(
+            move |_, _, _| {
+                tool_changes.tools_changed();
+                ToolResult::text("Announced a tool list change")
+            },
+        ),
+        Tool::new("test_trigger_prompt_change", "Announces a prompt list change to listening clients.").sync_handler(
+            move |_, _, _| {
+                prompt_changes.prompts_changed();
+                ToolResult::text("Announced a prompt list change")
+            },
+        ),
+        Tool::new("test_header_param", "Runs a query in a region; the region travels in the Mcp-Param-Region header.")
+            .raw_input_schema(header_param_schema())
+            .read_only()
+            .sync_handler(|args, _, _| ToolResult::ok(json!({"region": args.str("region"), "query": args.str("query")}))),
+    ]
+}
+
+async fn sampling_no_args(_: Args, _: &UserInfo, ctx: &ToolContext<'_>) -> ToolResult {
+    match ctx.request("sampling/createMessage", sampling_params("Say hello", 20)).await {
+        Ok(answer) => ToolResult::text(format!("LLM response: {}", sampled_text(&answer))),
+        Err(e) => ToolResult::error(format!("Sampling failed: {e}")),
+    }
+}
+
+async fn streaming_elicitation(_: Args, _: &UserInfo, ctx: &ToolContext<'_>) -> ToolResult {
+    ctx.progress(0.0, Some(1.0), Some("asking")).await;
+    match ctx.request("elicitation/create", form("What is your name?", "name", "string")).await {
+        Ok(answer) => ToolResult::text(format!("User response: {answer}")),
+        Err(e) => ToolResult::error(format!("Elicitation failed: {e}")),
+    }
+}
+
+fn tools(changes: &ChangeNotifier) -> Vec<Tool> {
+    let mut tools = tools_2025();
+    tools.extend(tools_2026(changes));
+    tools
+}
+
+fn tools_2025() -> Vec<Tool> {
     vec![
         mirobody_tools::tools::echo::tool(),
         content_tool("test_simple_text", "Returns a simple text response.", || {
@@ -250,8 +454,24 @@ fn resources() -> ResourceRegistry {
     .expect("unique resources")
 }
 
+fn context_prompt() -> Prompt {
+    let render: ContextPromptFn = Arc::new(|_, ctx| {
+        Box::pin(async move {
+            let question = form("What context should the prompt use?", "context", "string");
+            let context = match ctx.request_keyed("user_context", "elicitation/create", question).await {
+                Ok(answer) => content_field(&answer, "context").as_str().unwrap_or("none").to_owned(),
+                // Without a client to ask (2025-11-25 prompts/get), the prompt does without.
+                Err(_) => "none".to_owned(),
+            };
+            Ok(vec![PromptMessage::user(Content::text(format!("Answer with this context in mind: {context}")))])
+        })
+    });
+    Prompt::with_context("test_input_required_result_prompt", "A prompt that asks the user for context first", render)
+}
+
 fn prompts() -> PromptRegistry {
     PromptRegistry::new(vec![
+        context_prompt(),
         Prompt::new("test_simple_prompt", "A simple prompt without arguments", |_| {
             Ok(vec![PromptMessage::user(Content::text("This is a simple prompt for testing."))])
         }),
@@ -290,12 +510,17 @@ fn prompts() -> PromptRegistry {
 #[tokio::main]
 async fn main() -> std::io::Result<()> {
     let arg = std::env::args().nth(1).or_else(|| std::env::var("PORT").ok());
+    let changes = ChangeNotifier::new();
     let mut builder = Registry::builder();
-    for tool in tools() {
+    for tool in tools(&changes) {
         builder = builder.tool(tool);
     }
     let registry = builder.build().expect("the fixture tools are valid");
-    let service = McpService::builder(Arc::new(registry)).resources(resources()).prompts(prompts()).build();
+    let service = McpService::builder(Arc::new(registry))
+        .resources(resources())
+        .prompts(prompts())
+        .change_notifier(changes)
+        .build();
     if arg.as_deref() == Some("--stdio") {
         let user = UserInfo::anonymous();
         return mirobody_server::stdio::serve(service, user, tokio::io::stdin(), tokio::io::stdout(), 4 << 20).await;

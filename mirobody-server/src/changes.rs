@@ -1,0 +1,243 @@
+//! Change announcements: what `subscriptions/listen` streams (MCP 2026-07-28) carry. A
+//! [`ChangeNotifier`] fans each change out to every open stream; a stream forwards only the
+//! kinds its client asked for, tagged with its subscription id.
+
+use std::collections::HashSet;
+
+use serde_json::{Map, Value, json};
+use tokio::sync::broadcast;
+
+use crate::jsonrpc::{self, Id, RpcError};
+
+/// How many changes a stream may fall behind before it is ended (its client listens again and
+/// refetches: streams have no replay).
+const BACKLOG: usize = 256;
+
+/// A change a listening client may be told about.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Change {
+    /// The tool list changed (`notifications/tools/list_changed`).
+    ToolsListChanged,
+    /// The prompt list changed (`notifications/prompts/list_changed`).
+    PromptsListChanged,
+    /// The resource list changed (`notifications/resources/list_changed`).
+    ResourcesListChanged,
+    /// A resource's contents changed (`notifications/resources/updated`).
+    ResourceUpdated(String),
+}
+
+/// Announces changes to every open `subscriptions/listen` stream. Cheap to clone; clones
+/// announce to the same streams.
+///
+/// ```
+/// use mirobody_server::changes::{Change, ChangeNotifier};
+///
+/// let changes = ChangeNotifier::new();
+/// let mut stream = changes.subscribe();
+/// changes.tools_changed();
+/// assert_eq!(stream.try_recv().unwrap(), Change::ToolsListChanged);
+/// ```
+#[derive(Clone)]
+pub struct ChangeNotifier {
+    tx: broadcast::Sender<Change>,
+}
+
+impl Default for ChangeNotifier {
+    fn default() -> Self {
+        ChangeNotifier::new()
+    }
+}
+
+impl std::fmt::Debug for ChangeNotifier {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ChangeNotifier").field("listeners", &self.listeners()).finish()
+    }
+}
+
+impl ChangeNotifier {
+    /// A notifier nobody listens to yet.
+    pub fn new() -> Self {
+        ChangeNotifier { tx: broadcast::channel(BACKLOG).0 }
+    }
+
+    /// Announces a change; streams that did not ask for its kind ignore it.
+    pub fn notify(&self, change: Change) {
+        // An error only means no stream is open: nobody to tell.
+        let _ = self.tx.send(change);
+    }
+
+    /// Announces that the tool list changed.
+    pub fn tools_changed(&self) {
+        self.notify(Change::ToolsListChanged);
+    }
+
+    /// Announces that the prompt list changed.
+    pub fn prompts_changed(&self) {
+        self.notify(Change::PromptsListChanged);
+    }
+
+    /// Announces that the resource list changed.
+    pub fn resources_changed(&self) {
+        self.notify(Change::ResourcesListChanged);
+    }
+
+    /// Announces that the contents of the resource at `uri` changed.
+    pub fn resource_updated(&self, uri: impl Into<String>) {
+        self.notify(Change::ResourceUpdated(uri.into()));
+    }
+
+    /// Every change announced from now on.
+    pub fn subscribe(&self) -> broadcast::Receiver<Change> {
+        self.tx.subscribe()
+    }
+
+    /// How many streams are listening.
+    pub fn listeners(&self) -> usize {
+        self.tx.receiver_count()
+    }
+}
+
+/// What one `subscriptions/listen` request asked for (its `notifications` filter). Every kind is
+/// opt-in: a stream never carries a kind its client did not ask for.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SubscriptionFilter {
+    tools: bool,
+    prompts: bool,
+    resources: bool,
+    uris: HashSet<String>,
+    // The requested URIs in request order, for the acknowledgement.
+    uri_list: Vec<String>,
+}
+
+impl SubscriptionFilter {
+    /// Reads the `notifications` member of `subscriptions/listen` params.
+    pub fn parse(notifications: Option<&Value>) -> Result<SubscriptionFilter, RpcError> {
+        let Some(Value::Object(map)) = notifications else {
+            return Err(RpcError::invalid_params(
+                "Invalid params for subscriptions/listen: \"notifications\" must be an object",
+            ));
+        };
+        let flag = |key: &str| match map.get(key) {
+            None | Some(Value::Null) => Ok(false),
+            Some(Value::Bool(b)) => Ok(*b),
+            Some(_) => Err(RpcError::invalid_params(format!(
+                "Invalid params for subscriptions/listen: \"notifications.{key}\" must be a boolean"
+            ))),
+        };
+        let mut filter = SubscriptionFilter {
+            tools: flag("toolsListChanged")?,
+            prompts: flag("promptsListChanged")?,
+            resources: flag("resourcesListChanged")?,
+            ..SubscriptionFilter::default()
+        };
+        match map.get("resourceSubscriptions") {
+            None | Some(Value::Null) => {}
+            Some(Value::Array(uris)) => {
+                for uri in uris {
+                    let Some(uri) = uri.as_str() else {
+                        return Err(RpcError::invalid_params(
+                            "Invalid params for subscriptions/listen: \"notifications.resourceSubscriptions\" must \
+                             be an array of URIs",
+                        ));
+                    };
+                    if filter.uris.insert(uri.to_owned()) {
+                        filter.uri_list.push(uri.to_owned());
+                    }
+                }
+            }
+            Some(_) => {
+                return Err(RpcError::invalid_params(
+                    "Invalid params for subscriptions/listen: \"notifications.resourceSubscriptions\" must be an array",
+                ));
+            }
+        }
+        Ok(filter)
+    }
+
+    /// Whether a stream with this filter carries `change`.
+    pub fn wants(&self, change: &Change) -> bool {
+        match change {
+            Change::ToolsListChanged => self.tools,
+            Change::PromptsListChanged => self.prompts,
+            Change::ResourcesListChanged => self.resources,
+            Change::ResourceUpdated(uri) => self.uris.contains(uri),
+        }
+    }
+
+    /// The kinds honoured, as the acknowledgement states them (false flags and an empty URI
+    /// list are left out).
+    pub fn honored(&self) -> Value {
+        let mut honored = Map::new();
+        for (key, on) in
+            [("toolsListChanged", self.tools), ("promptsListChanged", self.prompts), ("resourcesListChanged", self.resources)]
+        {
+            if on {
+                honored.insert(key.into(), Value::Bool(true));
+            }
+        }
+        if !self.uri_list.is_empty() {
+            honored.insert("resourceSubscriptions".into(), json!(self.uri_list));
+        }
+        Value::Object(honored)
+    }
+}
+
+/// The `_meta` key that tags a listen stream's notifications with the stream's request id.
+pub const SUBSCRIPTION_ID_KEY: &str = "io.modelcontextprotocol/subscriptionId";
+
+/// The first message of a listen stream: `notifications/subscriptions/acknowledged`.
+pub fn acknowledgement(filter: &SubscriptionFilter, subscription: &Id) -> Vec<u8> {
+    let params = json!({"notifications": filter.honored(), "_meta": {SUBSCRIPTION_ID_KEY: subscription}});
+    jsonrpc::notification_bytes("notifications/subscriptions/acknowledged", &params)
+}
+
+/// The notification telling a listen stream about `change`.
+pub fn change_notification(change: &Change, subscription: &Id) -> Vec<u8> {
+    let meta = json!({SUBSCRIPTION_ID_KEY: subscription});
+    let (method, params) = match change {
+        Change::ToolsListChanged => ("notifications/tools/list_changed", json!({"_meta": meta})),
+        Change::PromptsListChanged => ("notifications/prompts/list_changed", json!({"_meta": meta})),
+        Change::ResourcesListChanged => ("notifications/resources/list_changed", json!({"_meta": meta})),
+        Change::ResourceUpdated(uri) => ("notifications/resources/updated", json!({"uri": uri, "_meta": meta})),
+    };
+    jsonrpc::notification_bytes(method, &params)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_filter_carries_only_what_was_asked_for() {
+        let filter = SubscriptionFilter::parse(Some(&json!({"promptsListChanged": true, "resourceSubscriptions": ["a://x"]})))
+            .unwrap();
+        assert!(filter.wants(&Change::PromptsListChanged));
+        assert!(!filter.wants(&Change::ToolsListChanged));
+        assert!(filter.wants(&Change::ResourceUpdated("a://x".into())));
+        assert!(!filter.wants(&Change::ResourceUpdated("a://y".into())));
+        assert_eq!(filter.honored(), json!({"promptsListChanged": true, "resourceSubscriptions": ["a://x"]}));
+    }
+
+    #[test]
+    fn a_filter_must_be_an_object_of_the_right_types() {
+        assert!(SubscriptionFilter::parse(None).is_err());
+        assert!(SubscriptionFilter::parse(Some(&json!([]))).is_err());
+        assert!(SubscriptionFilter::parse(Some(&json!({"toolsListChanged": "yes"}))).is_err());
+        assert!(SubscriptionFilter::parse(Some(&json!({"resourceSubscriptions": [1]}))).is_err());
+        assert_eq!(SubscriptionFilter::parse(Some(&json!({}))).unwrap().honored(), json!({}));
+    }
+
+    #[test]
+    fn notifications_are_tagged_with_the_subscription() {
+        let id = Id::Number(7.into());
+        let message: Value = serde_json::from_slice(&change_notification(&Change::ToolsListChanged, &id)).unwrap();
+        assert_eq!(message["method"], "notifications/tools/list_changed");
+        assert_eq!(message["params"]["_meta"][SUBSCRIPTION_ID_KEY], 7);
+        let filter = SubscriptionFilter::parse(Some(&json!({"toolsListChanged": true}))).unwrap();
+        let ack: Value = serde_json::from_slice(&acknowledgement(&filter, &id)).unwrap();
+        assert_eq!(ack["method"], "notifications/subscriptions/acknowledged");
+        assert_eq!(ack["params"]["notifications"], json!({"toolsListChanged": true}));
+        assert_eq!(ack["params"]["_meta"][SUBSCRIPTION_ID_KEY], 7);
+    }
+}

@@ -1,0 +1,698 @@
+//! MCP 2026-07-28, the stateless revision, independent of transport: per-request `_meta`
+//! validated, `server/discover`, results with `resultType` (and caching hints on the listings
+//! and reads), multi-round-trip requests ([`crate::mrtr`]) in place of server-to-client
+//! requests, -32021 for a client capability a tool needs. The transports choose the revision
+//! per request; [`crate::modern_http`] is the Streamable HTTP side.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use mirobody_core::{AccessKind, CallError, ResourceError, ToolResult, UserInfo};
+use serde::Deserialize;
+use serde_json::value::RawValue;
+use serde_json::{Map, Value, json};
+use tokio::sync::mpsc;
+
+use crate::jsonrpc::{self, Id, Request, RpcError, code};
+use crate::mcp::{
+    self, CallFailure, Inner, McpService, PromptParams, ServerInfo, Status, UriParams, call_failure, parse, single_page,
+};
+use crate::mrtr::{Binding, MrtrPeer, Notifications, RetryParams, Round, Sealer, StateKey, run_round};
+use crate::session::{LOGS_OFF, log_rank};
+
+/// The revisions served statelessly, with per-request `_meta`, newest first.
+pub const MODERN_VERSIONS: [&str; 1] = ["2026-07-28"];
+
+/// The newest revision.
+pub const LATEST_MODERN_VERSION: &str = MODERN_VERSIONS[0];
+
+/// `_meta` key: the request's protocol version (required).
+pub const META_PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
+/// `_meta` key: the client's capabilities for this request (required).
+pub const META_CLIENT_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";
+/// `_meta` key: the client's name and version (optional).
+pub const META_CLIENT_INFO: &str = "io.modelcontextprotocol/clientInfo";
+/// `_meta` key: the lowest log level the request wants; no logs without it.
+pub const META_LOG_LEVEL: &str = "io.modelcontextprotocol/logLevel";
+/// Result `_meta` key: the server's name and version.
+pub const META_SERVER_INFO: &str = "io.modelcontextprotocol/serverInfo";
+
+/// The error codes 2026-07-28 defines.
+pub mod codes {
+    /// The HTTP headers disagree with the body, or a required header is missing or malformed.
+    pub const HEADER_MISMATCH: i64 = -32020;
+    /// The request needs a client capability the client did not declare.
+    pub const MISSING_REQUIRED_CLIENT_CAPABILITY: i64 = -32021;
+    /// The request's protocol version is not served.
+    pub const UNSUPPORTED_PROTOCOL_VERSION: i64 = -32022;
+}
+
+/// Every revision this server speaks, for `server/discover` and -32022 errors: the stateless
+/// ones first, then those served with the `initialize` handshake.
+pub fn supported_versions() -> Vec<&'static str> {
+    MODERN_VERSIONS.iter().chain(mcp::SUPPORTED_VERSIONS.iter()).copied().collect()
+}
+
+/// The per-request `_meta` of a 2026-07-28 request.
+#[derive(Debug)]
+pub struct RequestMeta {
+    protocol_version: Value,
+    client_capabilities: Value,
+    client_info: Option<Value>,
+    log_level: Option<Value>,
+    progress_token: Option<Value>,
+}
+
+#[derive(Deserialize)]
+struct MetaEnvelope<'a> {
+    #[serde(rename = "_meta", borrow)]
+    meta: Option<&'a RawValue>,
+}
+
+#[derive(Deserialize)]
+struct MetaFields {
+    #[serde(rename = "io.modelcontextprotocol/protocolVersion")]
+    protocol_version: Option<Value>,
+    #[serde(rename = "io.modelcontextprotocol/clientCapabilities")]
+    client_capabilities: Option<Value>,
+    #[serde(rename = "io.modelcontextprotocol/clientInfo")]
+    client_info: Option<Value>,
+    #[serde(rename = "io.modelcontextprotocol/logLevel")]
+    log_level: Option<Value>,
+    #[serde(rename = "progressToken")]
+    progress_token: Option<Value>,
+}
+
+fn bad_meta(detail: &str) -> RpcError {
+    RpcError::invalid_params(format!(
+        "Invalid params: {detail}; every 2026-07-28 request carries params._meta with \
+         \"{META_PROTOCOL_VERSION}\" and \"{META_CLIENT_CAPABILITIES}\""
+    ))
+}
+
+impl RequestMeta {
+    /// Reads `params._meta`: -32602 when it is missing, not an object, or lacks the protocol
+    /// version or the client capabilities.
+    pub fn read(params: Option<&RawValue>) -> Result<RequestMeta, RpcError> {
+        let raw = params.map(RawValue::get).unwrap_or("{}");
+        let envelope: MetaEnvelope<'_> =
+            serde_json::from_str(raw).map_err(|_| bad_meta("params must be an object"))?;
+        let meta = envelope.meta.ok_or_else(|| bad_meta("params._meta is missing"))?;
+        let fields: MetaFields =
+            serde_json::from_str(meta.get()).map_err(|_| bad_meta("params._meta must be an object"))?;
+        let protocol_version = fields
+            .protocol_version
+            .ok_or_else(|| bad_meta(&format!("params._meta lacks \"{META_PROTOCOL_VERSION}\"")))?;
+        let client_capabilities = match fields.client_capabilities {
+            Some(caps @ Value::Object(_)) => caps,
+            Some(_) => return Err(bad_meta(&format!("\"{META_CLIENT_CAPABILITIES}\" must be an object"))),
+            None => return Err(bad_meta(&format!("params._meta lacks \"{META_CLIENT_CAPABILITIES}\""))),
+        };
+        Ok(RequestMeta {
+            protocol_version,
+            client_capabilities,
+            client_info: fields.client_info,
+            log_level: fields.log_level,
+            progress_token: fields.progress_token,
+        })
+    }
+
+    /// Whether the params carry a `_meta` protocol version: the mark of a 2026-07-28 request.
+    pub fn present(params: Option<&RawValue>) -> bool {
+        let Some(raw) = params.map(RawValue::get) else { return false };
+        // A quick look first, so requests of the earlier revisions are not parsed again.
+        if !raw.contains(META_PROTOCOL_VERSION) {
+            return false;
+        }
+        serde_json::from_str::<MetaEnvelope<'_>>(raw)
+            .ok()
+            .and_then(|e| e.meta)
+            .and_then(|meta| serde_json::from_str::<MetaFields>(meta.get()).ok())
+            .is_some_and(|fields| fields.protocol_version.is_some())
+    }
+
+    /// The protocol version, when it is a string.
+    pub fn protocol_version(&self) -> Option<&str> {
+        self.protocol_version.as_str()
+    }
+
+    /// The client's capabilities for this request.
+    pub fn client_capabilities(&self) -> &Value {
+        &self.client_capabilities
+    }
+
+    /// The client's name and version, if given.
+    pub fn client_info(&self) -> Option<&Value> {
+        self.client_info.as_ref()
+    }
+
+    /// Whether the client declared `capability`.
+    pub fn client_supports(&self, capability: &str) -> bool {
+        self.client_capabilities.get(capability).is_some_and(|v| !v.is_null())
+    }
+
+    /// Checks the version and the log level: -32602 for a version that is not a string or an
+    /// unknown log level, -32022 (with `supported` and `requested`) for a version not served.
+    pub fn check(&self) -> Result<(), RpcError> {
+        let Some(version) = self.protocol_version.as_str() else {
+            return Err(bad_meta(&format!("\"{META_PROTOCOL_VERSION}\" must be a string")));
+        };
+        if !MODERN_VERSIONS.contains(&version) {
+            return Err(RpcError::new(codes::UNSUPPORTED_PROTOCOL_VERSION, "Unsupported protocol version")
+                .with_data(json!({"supported": supported_versions(), "requested": version})));
+        }
+        self.log_rank().map(|_| ())
+    }
+
+    // The lowest log level wanted, or LOGS_OFF when the request did not ask for logs.
+    fn log_rank(&self) -> Result<u8, RpcError> {
+        match &self.log_level {
+            None | Some(Value::Null) => Ok(LOGS_OFF),
+            Some(level) => level.as_str().and_then(log_rank).ok_or_else(|| {
+                RpcError::invalid_params(format!(
+                    "Invalid params: \"{META_LOG_LEVEL}\" must be one of debug, info, notice, warning, error, \
+                     critical, alert, emergency"
+                ))
+            }),
+        }
+    }
+}
+
+/// The surroundings of one 2026-07-28 request, supplied by the transport.
+pub struct ModernExchange<'a> {
+    /// The verified caller.
+    pub user: &'a UserInfo,
+    /// The request's `_meta`, already [checked](RequestMeta::check).
+    pub meta: &'a RequestMeta,
+    /// Where request-scoped notifications (progress, logs) go, when the transport can carry
+    /// them before the response.
+    pub notifications: Option<mpsc::Sender<Vec<u8>>>,
+}
+
+/// The response to one 2026-07-28 request.
+#[derive(Debug)]
+pub struct ModernReply {
+    /// The JSON-RPC response.
+    pub body: Vec<u8>,
+    /// How it should travel (authentication challenges).
+    pub status: Status,
+    /// The JSON-RPC error code, when the response is an error (transports map it to a status).
+    pub error_code: Option<i64>,
+}
+
+impl ModernReply {
+    fn ok(body: Vec<u8>) -> Self {
+        ModernReply { body, status: Status::Ok, error_code: None }
+    }
+
+    /// An error response to `id`.
+    pub fn error(id: &Id, error: &RpcError) -> Self {
+        ModernReply { body: jsonrpc::error_bytes(Some(id), error), status: Status::Ok, error_code: Some(error.code) }
+    }
+
+    fn error_with(id: &Id, error: &RpcError, status: Status) -> Self {
+        ModernReply { status, ..ModernReply::error(id, error) }
+    }
+}
+
+/// A tool argument mirrored into an `Mcp-Param-*` header (`x-mcp-header` in its schema).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct HeaderParam {
+    /// The header's name, lowercase (`mcp-param-region`).
+    pub(crate) header: String,
+    /// The header's name as declared (`Mcp-Param-Region`).
+    pub(crate) display: String,
+    /// The chain of `properties` keys to the argument.
+    pub(crate) path: Vec<String>,
+    /// The argument's JSON Schema type: `string`, `integer` or `boolean`.
+    pub(crate) kind: String,
+}
+
+/// What the 2026-07-28 side derives once per service.
+pub(crate) struct ModernState {
+    server_info: Arc<str>,
+    sealer: Sealer,
+    header_params: HashMap<String, Vec<HeaderParam>>,
+    list_ttl_ms: u64,
+}
+
+impl ModernState {
+    pub(crate) fn placeholder() -> Self {
+        ModernState {
+            server_info: Arc::from(""),
+            sealer: Sealer::new(StateKey::random(), Duration::ZERO),
+            header_params: HashMap::new(),
+            list_ttl_ms: 0,
+        }
+    }
+
+    pub(crate) fn new(inner: &Inner, key: StateKey, state_ttl: Duration, list_ttl: Duration) -> Self {
+        let ServerInfo { name, version, .. } = &inner.info;
+        let server_info = format!(r#""_meta":{{"{META_SERVER_INFO}":{}}}"#, json!({"name": name, "version": version}));
+        let mut header_params = HashMap::new();
+        for (tool, entry) in inner.registry.mcp_entries() {
+            if !entry.contains("x-mcp-header") {
+                continue;
+            }
+            let Ok(entry) = serde_json::from_str::<Value>(entry) else { continue };
+            match header_params_of(&entry["inputSchema"]) {
+                Some(params) if !params.is_empty() => {
+                    header_params.insert(tool.name().to_owned(), params);
+                }
+                Some(_) => {}
+                None => tracing::warn!(
+                    tool = tool.name(),
+                    "invalid x-mcp-header annotation: its Mcp-Param headers are not checked, and clients drop the tool"
+                ),
+            }
+        }
+        ModernState {
+            server_info: Arc::from(server_info),
+            sealer: Sealer::new(key, state_ttl),
+            header_params,
+            list_ttl_ms: list_ttl.as_millis() as u64,
+        }
+    }
+
+    /// The `Mcp-Param-*` headers a call of `tool` must carry, if it declares any.
+    pub(crate) fn header_params(&self, tool: &str) -> Option<&[HeaderParam]> {
+        self.header_params.get(tool).map(Vec::as_slice)
+    }
+}
+
+// The JSON Schema keywords whose values are subschemas, by shape; `properties` alone keeps a
+// property reachable for `x-mcp-header`.
+const SUBSCHEMA: [&str; 11] = [
+    "items",
+    "contains",
+    "unevaluatedItems",
+    "additionalProperties",
+    "propertyNames",
+    "unevaluatedProperties",
+    "not",
+    "if",
+    "then",
+    "else",
+    "contentSchema",
+];
+const SUBSCHEMA_LISTS: [&str; 4] = ["allOf", "anyOf", "oneOf", "prefixItems"];
+const SUBSCHEMA_MAPS: [&str; 4] = ["patternProperties", "dependentSchemas", "$defs", "definitions"];
+
+fn is_token(name: &str) -> bool {
+    !name.is_empty() && name.bytes().all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
+}
+
+/// The `x-mcp-header` arguments of an input schema; `None` when an annotation is invalid (not
+/// on a property reached by `properties` alone, not a token, not on a string, integer or
+/// boolean, or a duplicate), in which case clients drop the tool and nothing is checked.
+pub(crate) fn header_params_of(schema: &Value) -> Option<Vec<HeaderParam>> {
+    let mut found = Vec::new();
+    let mut seen = HashSet::new();
+    let mut stack: Vec<(Option<Vec<String>>, &Value)> = vec![(Some(Vec::new()), schema)];
+    while let Some((path, node)) = stack.pop() {
+        let Some(object) = node.as_object() else { continue };
+        if let Some(token) = object.get("x-mcp-header") {
+            let path = path.clone().filter(|p| !p.is_empty())?;
+            let token = token.as_str().filter(|t| is_token(t))?;
+            let kind = object.get("type").and_then(Value::as_str).filter(|t| {
+                matches!(*t, "string" | "integer" | "boolean")
+            })?;
+            let display = format!("Mcp-Param-{token}");
+            let header = display.to_ascii_lowercase();
+            if !seen.insert(header.clone()) {
+                return None;
+            }
+            found.push(HeaderParam { header, display, path, kind: kind.to_owned() });
+        }
+        for (keyword, value) in object {
+            if keyword == "properties" {
+                if let Some(properties) = value.as_object() {
+                    for (name, sub) in properties {
+                        let sub_path = path.as_ref().map(|p| {
+                            let mut p = p.clone();
+                            p.push(name.clone());
+                            p
+                        });
+                        stack.push((sub_path, sub));
+                    }
+                }
+            } else if SUBSCHEMA.contains(&keyword.as_str()) {
+                stack.push((None, value));
+            } else if SUBSCHEMA_LISTS.contains(&keyword.as_str()) {
+                stack.extend(value.as_array().into_iter().flatten().map(|sub| (None, sub)));
+            } else if SUBSCHEMA_MAPS.contains(&keyword.as_str()) {
+                stack.extend(value.as_object().into_iter().flat_map(|m| m.values()).map(|sub| (None, sub)));
+            }
+        }
+    }
+    found.sort_by(|a, b| a.header.cmp(&b.header));
+    Some(found)
+}
+
+/// Caching hints of a result: time to live and scope.
+#[derive(Clone, Copy)]
+struct Cache {
+    ttl_ms: u64,
+    private: bool,
+}
+
+#[derive(Deserialize)]
+struct ModernCallParams {
+    name: String,
+    #[serde(default)]
+    arguments: Value,
+    #[serde(rename = "inputResponses", default, deserialize_with = "crate::mrtr::present")]
+    input_responses: Option<Value>,
+    #[serde(rename = "requestState", default, deserialize_with = "crate::mrtr::present")]
+    request_state: Option<Value>,
+}
+
+#[derive(Deserialize)]
+struct ListenParams {
+    notifications: Option<Value>,
+}
+
+/// The `notifications` filter of `subscriptions/listen` params.
+pub fn listen_filter(params: Option<&RawValue>) -> Result<crate::changes::SubscriptionFilter, RpcError> {
+    let p: ListenParams = parse(params, "subscriptions/listen")?;
+    crate::changes::SubscriptionFilter::parse(p.notifications.as_ref())
+}
+
+impl McpService {
+    /// Answers one 2026-07-28 request whose `_meta` is [checked](RequestMeta::check). Methods
+    /// the revision removed (`initialize`, `ping`, `logging/setLevel`, `resources/subscribe`,
+    /// `resources/unsubscribe`) and unknown ones get -32601; `subscriptions/listen` is the
+    /// transport's (it answers with a stream), and gets -32601 here.
+    pub async fn handle_modern(&self, request: &Request, exchange: &ModernExchange<'_>) -> ModernReply {
+        let id = &request.id;
+        let params = request.params.as_deref();
+        let list_ttl = self.modern().list_ttl_ms;
+        let public = Cache { ttl_ms: list_ttl, private: false };
+        let outcome = match request.method.as_str() {
+            "tools/call" => return self.modern_call_tool(id, params, exchange).await,
+            "tools/list" => self.tools_page(params, exchange.user).map(|raw| {
+                let cache = Cache { ttl_ms: list_ttl, private: self.tools_listing_is_per_caller() };
+                self.finish(id, &raw, Some(cache))
+            }),
+            "server/discover" => Ok(self.finish(id, &self.discover_json(), Some(public))),
+            "resources/list" => self.list_resources(params).map(|v| self.finish_value(id, &v, Some(public))),
+            "resources/templates/list" => single_page(params, "resources/templates/list")
+                .map(|()| self.finish_value(id, &self.list_templates(), Some(public))),
+            "resources/read" => return self.modern_read_resource(id, params, exchange).await,
+            "prompts/list" => self.list_prompts(params).map(|v| self.finish_value(id, &v, Some(public))),
+            "prompts/get" => return self.modern_get_prompt(id, params, exchange).await,
+            "completion/complete" => self.complete(params).map(|v| self.finish_value(id, &v, None)),
+            other => Err(RpcError::new(code::METHOD_NOT_FOUND, format!("Method not found: {other}"))),
+        };
+        match outcome {
+            Ok(body) => ModernReply::ok(body),
+            Err(error) => ModernReply::error(id, &error),
+        }
+    }
+
+    fn modern(&self) -> &ModernState {
+        &self.inner().modern
+    }
+
+    /// The `Mcp-Param-*` headers a call of `tool` must carry (`x-mcp-header` arguments).
+    pub(crate) fn header_params(&self, tool: &str) -> Option<&[HeaderParam]> {
+        self.modern().header_params(tool)
+    }
+
+    fn discover_json(&self) -> String {
+        let mut result = json!({
+            "supportedVersions": supported_versions(),
+            "capabilities": {
+                "tools": {"listChanged": true},
+                "resources": {"subscribe": true, "listChanged": true},
+                "prompts": {"listChanged": true},
+                "logging": {},
+                "completions": {},
+            },
+        });
+        if let Some(instructions) = &self.inner().info.instructions {
+            result["instructions"] = json!(instructions);
+        }
+        result.to_string()
+    }
+
+    // A complete result: `raw` (the JSON text of a result object) with `resultType`, the
+    // caching hints and the server's identity added.
+    fn finish(&self, id: &Id, raw: &str, cache: Option<Cache>) -> Vec<u8> {
+        let mut fields = String::with_capacity(160);
+        fields.push_str(r#""resultType":"complete","#);
+        if let Some(cache) = cache {
+            fields.push_str(r#""ttlMs":"#);
+            fields.push_str(&cache.ttl_ms.to_string());
+            fields.push_str(if cache.private { r#","cacheScope":"private","# } else { r#","cacheScope":"public","# });
+        }
+        fields.push_str(&self.modern().server_info);
+        jsonrpc::raw_result_bytes(id, &splice(raw, &fields))
+    }
+
+    fn finish_value(&self, id: &Id, value: &Value, cache: Option<Cache>) -> Vec<u8> {
+        self.finish(id, &value.to_string(), cache)
+    }
+
+    fn tool_result(&self, id: &Id, result: &ToolResult) -> Vec<u8> {
+        if result.meta().is_none() {
+            // Serializing a result cannot fail.
+            let raw = serde_json::to_string(result).unwrap_or_default();
+            return self.finish(id, &raw, None);
+        }
+        // The tool set its own `_meta`: the server's identity joins it.
+        let mut value = serde_json::to_value(result).unwrap_or_default();
+        if let Some(meta) = value.get_mut("_meta").and_then(Value::as_object_mut) {
+            let ServerInfo { name, version, .. } = &self.inner().info;
+            meta.insert(META_SERVER_INFO.into(), json!({"name": name, "version": version}));
+        }
+        value["resultType"] = json!("complete");
+        jsonrpc::result_bytes(id, &value)
+    }
+
+    fn input_required(&self, id: &Id, requests: Vec<(String, Value)>, state: String) -> Vec<u8> {
+        let requests: Map<String, Value> = requests.into_iter().collect();
+        let raw = json!({"resultType": "input_required", "inputRequests": requests, "requestState": state}).to_string();
+        let meta = &self.modern().server_info;
+        jsonrpc::raw_result_bytes(id, &splice(&raw, meta))
+    }
+
+    fn mrtr_peer<'a>(&self, exchange: &'a ModernExchange<'_>, answers: Map<String, Value>) -> MrtrPeer<'a> {
+        let notifications = exchange.notifications.clone().map(|out| Notifications {
+            out,
+            progress_token: exchange.meta.progress_token.clone(),
+            log_level: exchange.meta.log_rank().unwrap_or(LOGS_OFF),
+        });
+        MrtrPeer::new(answers, &exchange.meta.client_capabilities, notifications)
+    }
+
+    async fn modern_call_tool(&self, id: &Id, params: Option<&RawValue>, exchange: &ModernExchange<'_>) -> ModernReply {
+        let p: ModernCallParams = match parse(params, "tools/call") {
+            Ok(p) => p,
+            Err(e) => return ModernReply::error(id, &e),
+        };
+        let registry = &self.inner().registry;
+        if let Some(tool) = registry.get(&p.name) {
+            if !self.visible(exchange.user, tool) {
+                let unknown = CallError::UnknownTool { name: p.name };
+                return ModernReply::error(id, &RpcError::invalid_params(unknown.to_string()));
+            }
+            let missing: Vec<&str> = tool
+                .required_client_capabilities()
+                .iter()
+                .map(|c| c.as_ref())
+                .filter(|c| !exchange.meta.client_supports(c))
+                .collect();
+            if !missing.is_empty() {
+                let required: Map<String, Value> = missing.iter().map(|c| ((*c).to_owned(), json!({}))).collect();
+                let error = RpcError::new(
+                    codes::MISSING_REQUIRED_CLIENT_CAPABILITY,
+                    format!("Tool '{}' needs the client capability {}", p.name, missing.join(", ")),
+                )
+                .with_data(json!({"requiredCapabilities": required}));
+                return ModernReply::error(id, &error);
+            }
+        }
+        let binding =
+            Binding { method: "tools/call", target: &p.name, arguments: &p.arguments, user: exchange.user.user_id() };
+        let retry = RetryParams { input_responses: p.input_responses, request_state: p.request_state };
+        let answers = match retry.answers(&self.modern().sealer, &binding) {
+            Ok(answers) => answers,
+            Err(e) => return ModernReply::error(id, &e),
+        };
+        let peer = self.mrtr_peer(exchange, answers);
+        let ctx = self.inner().backends.context(Some(&peer));
+        let started = Instant::now();
+        let call = registry.call(&p.name, p.arguments.clone(), exchange.user, &ctx);
+        match run_round(&peer, call).await {
+            Round::Done(outcome) => {
+                if let Ok(result) = &outcome {
+                    self.record_access(exchange.user, AccessKind::Tool, &p.name, !result.is_error(), started);
+                }
+                match outcome.map_err(call_failure) {
+                    Ok(result) | Err(CallFailure::Result(result)) => ModernReply::ok(self.tool_result(id, &result)),
+                    Err(CallFailure::Error(error, status)) => ModernReply::error_with(id, &error, status),
+                }
+            }
+            Round::InputRequired { requests, answers } => {
+                let state = self.modern().sealer.seal(&binding, answers);
+                ModernReply::ok(self.input_required(id, requests, state))
+            }
+            Round::Invalid(error) => ModernReply::error(id, &error),
+        }
+    }
+
+    async fn modern_get_prompt(&self, id: &Id, params: Option<&RawValue>, exchange: &ModernExchange<'_>) -> ModernReply {
+        let parsed = parse::<PromptParams>(params, "prompts/get")
+            .and_then(|p| parse::<RetryParams>(params, "prompts/get").map(|r| (p, r)));
+        let (p, retry) = match parsed {
+            Ok(parsed) => parsed,
+            Err(e) => return ModernReply::error(id, &e),
+        };
+        let arguments = json!(p.arguments);
+        let binding =
+            Binding { method: "prompts/get", target: &p.name, arguments: &arguments, user: exchange.user.user_id() };
+        let answers = match retry.answers(&self.modern().sealer, &binding) {
+            Ok(answers) => answers,
+            Err(e) => return ModernReply::error(id, &e),
+        };
+        let peer = self.mrtr_peer(exchange, answers);
+        let ctx = self.inner().backends.context(Some(&peer));
+        match run_round(&peer, self.render_prompt(&p.name, p.arguments, &ctx)).await {
+            Round::Done(Ok(messages)) => {
+                ModernReply::ok(self.finish_value(id, &self.prompt_result(&p.name, messages), None))
+            }
+            Round::Done(Err(error)) | Round::Invalid(error) => ModernReply::error(id, &error),
+            Round::InputRequired { requests, answers } => {
+                let state = self.modern().sealer.seal(&binding, answers);
+                ModernReply::ok(self.input_required(id, requests, state))
+            }
+        }
+    }
+
+    async fn modern_read_resource(
+        &self,
+        id: &Id,
+        params: Option<&RawValue>,
+        exchange: &ModernExchange<'_>,
+    ) -> ModernReply {
+        let parsed = parse::<UriParams>(params, "resources/read")
+            .and_then(|p| parse::<RetryParams>(params, "resources/read").map(|r| (p, r)));
+        let (p, retry) = match parsed {
+            Ok(parsed) => parsed,
+            Err(e) => return ModernReply::error(id, &e),
+        };
+        let binding =
+            Binding { method: "resources/read", target: &p.uri, arguments: &Value::Null, user: exchange.user.user_id() };
+        let answers = match retry.answers(&self.modern().sealer, &binding) {
+            Ok(answers) => answers,
+            Err(e) => return ModernReply::error(id, &e),
+        };
+        let peer = self.mrtr_peer(exchange, answers);
+        let ctx = self.inner().backends.context(Some(&peer));
+        let started = Instant::now();
+        let read = match run_round(&peer, self.read_contents(&p.uri, exchange.user, &ctx)).await {
+            Round::Done(read) => read,
+            Round::InputRequired { requests, answers } => {
+                let state = self.modern().sealer.seal(&binding, answers);
+                return ModernReply::ok(self.input_required(id, requests, state));
+            }
+            Round::Invalid(error) => return ModernReply::error(id, &error),
+        };
+        self.record_access(exchange.user, AccessKind::Resource, &p.uri, read.is_ok(), started);
+        match read {
+            Ok(contents) => {
+                // A read may depend on who reads: only an anonymous read of a public resource
+                // may be shared.
+                let auth = self.inner().resources.get(&p.uri).is_some_and(|r| r.is_auth());
+                let cache = Cache { ttl_ms: 0, private: exchange.user.authed() || auth };
+                ModernReply::ok(self.finish_value(id, &json!({"contents": contents}), Some(cache)))
+            }
+            // 2026-07-28 reports an unknown resource as invalid params, naming the URI.
+            Err(ResourceError::NotFound(uri)) => ModernReply::error(
+                id,
+                &RpcError::invalid_params(format!("Resource not found: {uri}")).with_data(json!({"uri": uri})),
+            ),
+            Err(e @ ResourceError::Unauthenticated(_)) => {
+                ModernReply::error_with(id, &RpcError::new(code::UNAUTHORIZED, e.to_string()), Status::Unauthenticated)
+            }
+            Err(e) => ModernReply::error(id, &RpcError::new(code::INTERNAL_ERROR, e.to_string())),
+        }
+    }
+}
+
+// Adds `fields` (JSON object members, without braces) to the JSON text of an object.
+fn splice(raw: &str, fields: &str) -> String {
+    let body = raw.trim_end();
+    let body = body.strip_suffix('}').unwrap_or(body).trim_end();
+    let mut out = String::with_capacity(body.len() + fields.len() + 2);
+    out.push_str(body);
+    if !body.ends_with('{') {
+        out.push(',');
+    }
+    out.push_str(fields);
+    out.push('}');
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fields_splice_into_any_object() {
+        assert_eq!(splice(r#"{"a":1}"#, r#""b":2"#), r#"{"a":1,"b":2}"#);
+        assert_eq!(splice("{}", r#""b":2"#), r#"{"b":2}"#);
+        assert_eq!(splice("{ }", r#""b":2"#), r#"{"b":2}"#);
+    }
+
+    #[test]
+    fn meta_needs_version_and_capabilities() {
+        let read = |s: &str| RequestMeta::read(Some(&RawValue::from_string(s.to_owned()).unwrap()));
+        assert!(read("{}").is_err());
+        assert!(read(r#"{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}"#).is_err());
+        assert!(read(r#"{"_meta":{"io.modelcontextprotocol/clientCapabilities":{}}}"#).is_err());
+        assert!(read(r#"{"_meta":[]}"#).is_err());
+        let ok = read(r#"{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"sampling":{}}}}"#).unwrap();
+        assert!(ok.check().is_ok());
+        assert!(ok.client_supports("sampling") && !ok.client_supports("elicitation"));
+        let old = read(r#"{"_meta":{"io.modelcontextprotocol/protocolVersion":"v9","io.modelcontextprotocol/clientCapabilities":{}}}"#).unwrap();
+        let error = old.check().unwrap_err();
+        assert_eq!(error.code, codes::UNSUPPORTED_PROTOCOL_VERSION);
+        assert_eq!(error.data.unwrap()["requested"], "v9");
+        let bad_level = read(r#"{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/logLevel":"loud"}}"#).unwrap();
+        assert_eq!(bad_level.check().unwrap_err().code, -32602);
+    }
+
+    #[test]
+    fn only_meta_with_a_version_marks_a_modern_request() {
+        let present = |s: &str| RequestMeta::present(Some(&RawValue::from_string(s.to_owned()).unwrap()));
+        assert!(present(r#"{"_meta":{"io.modelcontextprotocol/protocolVersion":"x"}}"#));
+        assert!(!present(r#"{"arguments":{"text":"io.modelcontextprotocol/protocolVersion"}}"#));
+        assert!(!present(r#"{"name":"echo"}"#));
+    }
+
+    #[test]
+    fn header_params_follow_properties_only() {
+        let schema = json!({
+            "type": "object",
+            "properties": {
+                "region": {"type": "string", "x-mcp-header": "Region"},
+                "nested": {"type": "object", "properties": {"n": {"type": "integer", "x-mcp-header": "N"}}},
+                "query": {"type": "string"},
+            },
+        });
+        let params = header_params_of(&schema).unwrap();
+        let names: Vec<&str> = params.iter().map(|p| p.display.as_str()).collect();
+        assert_eq!(names, ["Mcp-Param-N", "Mcp-Param-Region"]);
+        assert_eq!(params[0].path, ["nested", "n"]);
+        let under_items = json!({"properties": {"a": {"type": "array", "items": {"type": "string", "x-mcp-header": "A"}}}});
+        assert_eq!(header_params_of(&under_items), None);
+        let number = json!({"properties": {"a": {"type": "number", "x-mcp-header": "A"}}});
+        assert_eq!(header_params_of(&number), None);
+        let duplicate = json!({"properties": {"a": {"type": "string", "x-mcp-header": "A"}, "b": {"type": "string", "x-mcp-header": "a"}}});
+        assert_eq!(header_params_of(&duplicate), None);
+        assert_eq!(header_params_of(&json!({"type": "object"})), Some(vec![]));
+    }
+}

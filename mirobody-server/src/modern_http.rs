@@ -1,0 +1,406 @@
+//! Streamable HTTP for MCP 2026-07-28, beside the session path of [`crate::http`] on the same
+//! endpoint.
+//!
+//! A POST is served statelessly when it is a 2026-07-28 request: its `MCP-Protocol-Version`
+//! header names that revision, or (with no header, or one naming no revision served with a
+//! handshake) its `params._meta` carries a protocol version, or it is `server/discover`.
+//! Everything else takes the 2025-11-25 path unchanged. A stateless request never touches a
+//! session: `Mcp-Session-Id` is ignored and none is minted.
+//!
+//! Before the method runs, the request passes a ladder, the first failure answering:
+//! `params._meta` with the protocol version and client capabilities (400, -32602); the
+//! `MCP-Protocol-Version`, `Mcp-Method` and `Mcp-Name` headers matching the body, each given
+//! once (400, -32020); the version served (400, -32022, naming the versions served); the log
+//! level known (400, -32602); the `Mcp-Param-*` headers of a tool's `x-mcp-header` arguments
+//! matching them (400, -32020). Method errors then map to statuses the same way (-32601 is 404).
+//!
+//! A reply is JSON unless the call sends progress or logs first, or stays silent past the
+//! keep-alive interval: it then becomes an SSE stream with keep-alive comments. Closing the
+//! stream (or the connection, before any reply) drops the call, which cancels the handler.
+//! `subscriptions/listen` answers with a stream that acknowledges first and then carries the
+//! change notifications the client asked for.
+
+use std::borrow::Cow;
+
+use axum::response::{IntoResponse, Response};
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD;
+use futures::stream;
+use http::{HeaderMap, StatusCode};
+use mirobody_core::UserInfo;
+use serde::Deserialize;
+use serde_json::Value;
+use tokio::sync::{broadcast, mpsc};
+
+use crate::changes::{self, SUBSCRIPTION_ID_KEY};
+use crate::http::{
+    CallFuture, CallState, McpHttp, ReplyBody, VERSION_HEADER, accepts, event, header_str, json_response, rpc_error,
+    sse, sse_response,
+};
+use crate::jsonrpc::{self, Id, Message, Request, RpcError, code};
+use crate::mcp;
+use crate::modern::{self, HeaderParam, MODERN_VERSIONS, ModernExchange, ModernReply, RequestMeta, codes};
+
+/// The header that mirrors the request's method.
+pub const METHOD_HEADER: &str = "mcp-method";
+/// The header that mirrors the tool or prompt name, or the resource URI.
+pub const NAME_HEADER: &str = "mcp-name";
+
+impl ReplyBody for ModernReply {
+    fn into_body(self) -> Vec<u8> {
+        self.body
+    }
+}
+
+/// Whether the `MCP-Protocol-Version` header names a stateless revision.
+pub(crate) fn names_modern_version(headers: &HeaderMap) -> bool {
+    header_str(headers, VERSION_HEADER).is_some_and(|v| MODERN_VERSIONS.contains(&v.trim()))
+}
+
+/// Whether a request is served statelessly, as 2026-07-28.
+pub(crate) fn is_modern(headers: &HeaderMap, request: &Request) -> bool {
+    match header_str(headers, VERSION_HEADER).map(str::trim) {
+        Some(v) if mcp::SUPPORTED_VERSIONS.contains(&v) => false,
+        Some(v) if MODERN_VERSIONS.contains(&v) => true,
+        _ => request.method == "server/discover" || RequestMeta::present(request.params.as_deref()),
+    }
+}
+
+/// A notification or response POSTed at a stateless revision: a notification is accepted and
+/// dropped (cancellation is closing the stream; no other is defined), a response refused
+/// (servers send no requests on 2026-07-28).
+pub(crate) fn not_a_request(message: &Message) -> Response {
+    match message {
+        Message::Notification(_) => StatusCode::ACCEPTED.into_response(),
+        Message::Response(_) | Message::Request(_) => rpc_error(
+            StatusCode::BAD_REQUEST,
+            None,
+            code::INVALID_REQUEST,
+            "Invalid request: 2026-07-28 clients send requests and notifications only; answers to a server's \
+             questions travel as inputResponses in a retried request",
+        ),
+    }
+}
+
+/// The HTTP status of a 2026-07-28 reply with this JSON-RPC error code.
+pub fn status_for(error_code: Option<i64>) -> StatusCode {
+    match error_code {
+        Some(
+            code::PARSE_ERROR
+            | code::INVALID_REQUEST
+            | code::INVALID_PARAMS
+            | codes::HEADER_MISMATCH
+            | codes::MISSING_REQUIRED_CLIENT_CAPABILITY
+            | codes::UNSUPPORTED_PROTOCOL_VERSION,
+        ) => StatusCode::BAD_REQUEST,
+        Some(code::METHOD_NOT_FOUND) => StatusCode::NOT_FOUND,
+        _ => StatusCode::OK,
+    }
+}
+
+fn refusal(id: &Id, error: &RpcError) -> Response {
+    json_response(status_for(Some(error.code)), jsonrpc::error_bytes(Some(id), error))
+}
+
+fn mismatch(message: impl Into<String>) -> RpcError {
+    RpcError::new(codes::HEADER_MISMATCH, format!("Header mismatch: {}", message.into()))
+}
+
+// The one value of a header, without surrounding whitespace; a header given twice, or with
+// bytes that are not visible ASCII, is a mismatch.
+fn single<'a>(headers: &'a HeaderMap, name: &str) -> Result<Option<&'a str>, RpcError> {
+    let mut values = headers.get_all(name).iter();
+    let Some(first) = values.next() else { return Ok(None) };
+    if values.next().is_some() {
+        return Err(mismatch(format!("the {name} header appears more than once")));
+    }
+    let value = first.to_str().map_err(|_| mismatch(format!("the {name} header has invalid characters")))?;
+    Ok(Some(value.trim_matches([' ', '\t'])))
+}
+
+/// A header value as sent: verbatim, or decoded from the `=?base64?...?=` form. `None` for a
+/// malformed encoded value (bad or non-canonical base64, or not UTF-8).
+pub fn decode_header_value(value: &str) -> Option<Cow<'_, str>> {
+    let Some(encoded) = value.strip_prefix("=?base64?").and_then(|rest| rest.strip_suffix("?=")) else {
+        return Some(Cow::Borrowed(value));
+    };
+    let bytes = STANDARD.decode(encoded).ok()?;
+    String::from_utf8(bytes).ok().map(Cow::Owned)
+}
+
+#[derive(Deserialize, Default)]
+struct Names<'a> {
+    #[serde(borrow)]
+    name: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    uri: Option<Cow<'a, str>>,
+}
+
+#[derive(Deserialize, Default)]
+struct Arguments {
+    #[serde(default)]
+    arguments: Value,
+}
+
+// The standard headers against the body: the version, the method, and the name of the tool or
+// prompt or the resource URI.
+fn check_headers(http: &McpHttp, headers: &HeaderMap, request: &Request, meta: &RequestMeta) -> Result<(), RpcError> {
+    match (single(headers, VERSION_HEADER)?, meta.protocol_version()) {
+        (Some(header), Some(body)) if header == body => {}
+        (None, _) => return Err(mismatch("the MCP-Protocol-Version header is required")),
+        (Some(header), _) => {
+            return Err(mismatch(format!(
+                "the MCP-Protocol-Version header ('{header}') does not match the request's _meta protocol version"
+            )));
+        }
+    }
+    match single(headers, METHOD_HEADER)? {
+        Some(method) if method == request.method => {}
+        Some(method) => {
+            return Err(mismatch(format!(
+                "the Mcp-Method header ('{method}') does not match the method '{}'",
+                request.method
+            )));
+        }
+        None => return Err(mismatch("the Mcp-Method header is required")),
+    }
+    let key = match request.method.as_str() {
+        "tools/call" | "prompts/get" => "name",
+        "resources/read" => "uri",
+        _ => return Ok(()),
+    };
+    let raw = request.params.as_deref().map(|p| p.get()).unwrap_or("{}");
+    // Malformed params are the method's to report.
+    let names: Names<'_> = serde_json::from_str(raw).unwrap_or_default();
+    let Some(body) = (if key == "name" { names.name } else { names.uri }) else { return Ok(()) };
+    let header = single(headers, NAME_HEADER)?.ok_or_else(|| mismatch("the Mcp-Name header is required"))?;
+    match decode_header_value(header) {
+        Some(decoded) if decoded == body => {}
+        Some(_) => return Err(mismatch(format!("the Mcp-Name header does not match the request's {key}"))),
+        None => return Err(mismatch("the Mcp-Name header has a malformed base64 value")),
+    }
+    if request.method == "tools/call"
+        && let Some(params) = http.service().header_params(&body)
+    {
+        let arguments: Arguments = serde_json::from_str(raw).unwrap_or_default();
+        for param in params {
+            check_param(param, &arguments.arguments, headers)?;
+        }
+    }
+    Ok(())
+}
+
+fn value_at<'a>(arguments: &'a Value, path: &[String]) -> Option<&'a Value> {
+    let mut node = arguments;
+    for key in path {
+        node = node.as_object()?.get(key)?;
+    }
+    (!node.is_null()).then_some(node)
+}
+
+// How a client renders an argument into its header; `None` when it cannot.
+fn rendered(value: &Value) -> Option<Cow<'_, str>> {
+    match value {
+        Value::String(s) => Some(Cow::Borrowed(s)),
+        Value::Bool(b) => Some(Cow::Borrowed(if *b { "true" } else { "false" })),
+        Value::Number(n) => Some(Cow::Owned(n.to_string())),
+        _ => None,
+    }
+}
+
+// An integer argument matches its header numerically when the header is a plain decimal
+// (`42` matches `42.0`).
+fn same_integer(value: &Value, header: &str) -> Option<bool> {
+    let number = value.as_i64().map(i128::from).or_else(|| value.as_u64().map(i128::from)).or_else(|| {
+        let f = value.as_f64()?;
+        (f.fract() == 0.0 && f.abs() < 9.0e15).then_some(f as i128)
+    })?;
+    let (whole, fraction) = header.split_once('.').unwrap_or((header, ""));
+    let digits = whole.strip_prefix('-').unwrap_or(whole);
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) || !fraction.bytes().all(|b| b == b'0') {
+        return None;
+    }
+    if header.ends_with('.') {
+        return None;
+    }
+    Some(whole.parse::<i128>().ok()? == number)
+}
+
+fn check_param(param: &HeaderParam, arguments: &Value, headers: &HeaderMap) -> Result<(), RpcError> {
+    let header = single(headers, &param.header)?;
+    let name = &param.display;
+    let argument = param.path.join(".");
+    let Some(value) = value_at(arguments, &param.path) else {
+        return match header {
+            Some(_) => Err(mismatch(format!("{name} is sent but the argument '{argument}' is absent"))),
+            None => Ok(()),
+        };
+    };
+    let Some(expected) = rendered(value) else {
+        // A value no header can carry: a conforming client omits the header.
+        return match header {
+            Some(_) => Err(mismatch(format!("{name} does not match the argument '{argument}'"))),
+            None => Ok(()),
+        };
+    };
+    let header = header.ok_or_else(|| mismatch(format!("{name} is required: the argument '{argument}' is present")))?;
+    let decoded = decode_header_value(header).ok_or_else(|| mismatch(format!("{name} has a malformed base64 value")))?;
+    let matches = match (param.kind.as_str(), same_integer(value, &decoded)) {
+        ("integer", Some(same)) => same,
+        _ => decoded == expected,
+    };
+    if matches { Ok(()) } else { Err(mismatch(format!("{name} does not match the argument '{argument}'"))) }
+}
+
+/// Serves one 2026-07-28 request.
+pub(crate) async fn handle(http: &McpHttp, request: Request, user: UserInfo, headers: &HeaderMap) -> Response {
+    let meta = match RequestMeta::read(request.params.as_deref()) {
+        Ok(meta) => meta,
+        Err(error) => return refusal(&request.id, &error),
+    };
+    if let Err(error) = check_headers(http, headers, &request, &meta).and_then(|()| meta.check()) {
+        return refusal(&request.id, &error);
+    }
+    if request.method == "subscriptions/listen" {
+        return listen(http, &request, headers);
+    }
+
+    // The call may send progress and logs before its reply, when the client reads SSE.
+    let streamable = accepts(headers, "text/event-stream");
+    let (tx, mut rx) = mpsc::channel::<Vec<u8>>(64);
+    let mut call: CallFuture<ModernReply> = {
+        let service = http.service().clone();
+        let notifications = streamable.then_some(tx);
+        Box::pin(async move {
+            let exchange = ModernExchange { user: &user, meta: &meta, notifications };
+            Some(service.handle_modern(&request, &exchange).await)
+        })
+    };
+    let keep_alive = http.options().keep_alive;
+    tokio::select! {
+        biased;
+        reply = &mut call => {
+            // A call that finished in one poll may still have sent messages first.
+            let queued: Vec<Vec<u8>> = std::iter::from_fn(|| rx.try_recv().ok()).collect();
+            match reply {
+                Some(reply) if queued.is_empty() => {
+                    let response = json_response(status_for(reply.error_code), reply.body);
+                    http.challenge(&reply.status, response)
+                }
+                reply => sse_response(queued, rx, CallState::Done(reply), keep_alive),
+            }
+        },
+        Some(first) = rx.recv() => sse_response(vec![first], rx, CallState::Running(call), keep_alive),
+        // A silent call switches to SSE so keep-alive comments hold the connection open.
+        () = tokio::time::sleep(keep_alive), if streamable => {
+            sse_response(Vec::new(), rx, CallState::Running(call), keep_alive)
+        },
+    }
+}
+
+fn listen(http: &McpHttp, request: &Request, headers: &HeaderMap) -> Response {
+    let id = request.id.clone();
+    if !accepts(headers, "text/event-stream") {
+        return rpc_error(
+            StatusCode::NOT_ACCEPTABLE,
+            Some(&id),
+            code::INVALID_REQUEST,
+            "Not Acceptable: subscriptions/listen answers with an SSE stream; Accept must include text/event-stream",
+        );
+    }
+    let filter = match modern::listen_filter(request.params.as_deref()) {
+        Ok(filter) => filter,
+        Err(error) => return refusal(&id, &error),
+    };
+    let changes = http.service().changes();
+    if changes.listeners() >= http.options().max_subscriptions {
+        return rpc_error(
+            StatusCode::SERVICE_UNAVAILABLE,
+            Some(&id),
+            code::INTERNAL_ERROR,
+            "Service Unavailable: too many open subscriptions; try again later",
+        );
+    }
+    // Subscribed before the acknowledgement goes out, so no change after it is missed.
+    let rx = changes.subscribe();
+    let ack = changes::acknowledgement(&filter, &id);
+    struct Listening {
+        first: Option<Vec<u8>>,
+        rx: broadcast::Receiver<changes::Change>,
+        filter: changes::SubscriptionFilter,
+        id: Id,
+        ended: bool,
+    }
+    let state = Listening { first: Some(ack), rx, filter, id, ended: false };
+    let events = stream::unfold(state, |mut s| async move {
+        if let Some(ack) = s.first.take() {
+            return Some((event(ack), s));
+        }
+        if s.ended {
+            return None;
+        }
+        loop {
+            match s.rx.recv().await {
+                Ok(change) if s.filter.wants(&change) => {
+                    let message = changes::change_notification(&change, &s.id);
+                    return Some((event(message), s));
+                }
+                Ok(_) => {}
+                // Fell too far behind: the stream ends, and the client listens again.
+                Err(broadcast::error::RecvError::Lagged(_)) => return None,
+                // The server is going away: the subscription ends gracefully.
+                Err(broadcast::error::RecvError::Closed) => {
+                    s.ended = true;
+                    let result = serde_json::json!({"resultType": "complete", "_meta": {SUBSCRIPTION_ID_KEY: &s.id}});
+                    return Some((event(jsonrpc::result_bytes(&s.id, &result)), s));
+                }
+            }
+        }
+    });
+    sse(events, http.options().keep_alive)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use http::HeaderValue;
+
+    #[test]
+    fn encoded_header_values_decode_strictly() {
+        assert_eq!(decode_header_value("us-west1").as_deref(), Some("us-west1"));
+        assert_eq!(decode_header_value("=?base64?SGVsbG8=?=").as_deref(), Some("Hello"));
+        assert_eq!(decode_header_value("=?base64?SGVsbG8?="), None, "padding is required");
+        assert_eq!(decode_header_value("=?base64?SGVs!!!bG8=?="), None);
+        assert_eq!(decode_header_value("=?base64?SGVsbG8="), Some(Cow::Borrowed("=?base64?SGVsbG8=")));
+        assert_eq!(decode_header_value("=?base64?5LiW55WM?=").as_deref(), Some("世界"));
+    }
+
+    #[test]
+    fn integers_compare_numerically() {
+        assert_eq!(same_integer(&serde_json::json!(42), "42.0"), Some(true));
+        assert_eq!(same_integer(&serde_json::json!(42), "42"), Some(true));
+        assert_eq!(same_integer(&serde_json::json!(-7), "-7"), Some(true));
+        assert_eq!(same_integer(&serde_json::json!(42), "43"), Some(false));
+        assert_eq!(same_integer(&serde_json::json!(42), "42.5"), None);
+        assert_eq!(same_integer(&serde_json::json!(42), "4e1"), None);
+    }
+
+    #[test]
+    fn a_header_given_twice_is_a_mismatch() {
+        let mut headers = HeaderMap::new();
+        headers.append(METHOD_HEADER, HeaderValue::from_static("tools/list"));
+        assert_eq!(single(&headers, METHOD_HEADER).unwrap(), Some("tools/list"));
+        headers.append(METHOD_HEADER, HeaderValue::from_static("tools/list"));
+        assert_eq!(single(&headers, METHOD_HEADER).unwrap_err().code, codes::HEADER_MISMATCH);
+    }
+
+    #[test]
+    fn statuses_follow_the_error_code() {
+        assert_eq!(status_for(None), StatusCode::OK);
+        assert_eq!(status_for(Some(-32601)), StatusCode::NOT_FOUND);
+        for code in [-32602, -32020, -32021, -32022, -32600, -32700] {
+            assert_eq!(status_for(Some(code)), StatusCode::BAD_REQUEST);
+        }
+        assert_eq!(status_for(Some(-32603)), StatusCode::OK);
+    }
+}

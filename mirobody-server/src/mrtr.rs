@@ -1,0 +1,540 @@
+//! Multi-round-trip requests (MRTR, MCP 2026-07-28): a handler's questions to the client become
+//! an `input_required` result, and the client's retry brings the answers back.
+//!
+//! A handler asks with the one context API it uses on every revision
+//! ([`ToolContext::request`](mirobody_core::ToolContext::request)). On 2026-07-28 its client is
+//! an [`MrtrPeer`]: a question whose answer the retry carries returns that answer at once; a
+//! question without one is recorded and never resolves. [`run_round`] polls the handler and, as
+//! soon as it is stuck with a question recorded, drops it and reports every question recorded
+//! in that poll (so questions asked together with `join!` travel together). The retry runs the
+//! handler again from the start, with the answers so far. Handlers must therefore ask
+//! deterministically (the same questions, in the same order, for the same arguments).
+//!
+//! The answers of earlier rounds travel in the `requestState`, sealed with HMAC-SHA256 under a
+//! server key: it binds them to the method, the tool (or prompt, or resource), a digest of the
+//! arguments, the caller and an expiry. A state that fails any of these is refused with -32602.
+//! The state holds only the client's own answers and the expiry; the key, the caller's identity
+//! and the binding are never in it.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::future::Future;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::task::Poll;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use async_trait::async_trait;
+use base64::Engine;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use hmac::{Hmac, KeyInit, Mac};
+use mirobody_core::{ClientPeer, PeerError};
+use serde::Deserialize;
+use serde_json::{Map, Value, json};
+use sha2::{Digest, Sha256};
+use tokio::sync::mpsc;
+
+use crate::jsonrpc::RpcError;
+use crate::peer::{capability_for, log_bytes, progress_bytes};
+use crate::session::{LOGS_OFF, lock, log_rank};
+
+type HmacSha256 = Hmac<Sha256>;
+
+/// The secret that seals `requestState`s. Never printed.
+#[derive(Clone)]
+pub struct StateKey(Arc<[u8]>);
+
+impl fmt::Debug for StateKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("StateKey(<redacted>)")
+    }
+}
+
+/// A key too short to seal request states with.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("the request state key must be at least {min} bytes, not {len}", min = StateKey::MIN_LEN)]
+pub struct ShortKey {
+    /// The length given.
+    pub len: usize,
+}
+
+impl StateKey {
+    /// The shortest key accepted, in bytes.
+    pub const MIN_LEN: usize = 32;
+
+    /// A key from secret bytes (at least [`StateKey::MIN_LEN`]): share one key across every
+    /// instance behind a load balancer.
+    ///
+    /// ```
+    /// use mirobody_server::mrtr::StateKey;
+    ///
+    /// assert!(StateKey::new(vec![7u8; 32]).is_ok());
+    /// assert!(StateKey::new(b"short".to_vec()).is_err());
+    /// ```
+    pub fn new(bytes: impl Into<Vec<u8>>) -> Result<StateKey, ShortKey> {
+        let bytes = bytes.into();
+        if bytes.len() < Self::MIN_LEN {
+            return Err(ShortKey { len: bytes.len() });
+        }
+        Ok(StateKey(bytes.into()))
+    }
+
+    /// A random key of 32 bytes from the OS-seeded CSPRNG, for one process.
+    pub fn random() -> StateKey {
+        use rand::RngCore;
+        let mut bytes = [0u8; 32];
+        rand::rng().fill_bytes(&mut bytes);
+        StateKey(Arc::from(bytes.as_slice()))
+    }
+}
+
+/// What a request state is bound to: it is accepted only on a retry of the same request by the
+/// same caller.
+pub(crate) struct Binding<'a> {
+    /// The method (`tools/call`, `prompts/get`, `resources/read`).
+    pub(crate) method: &'a str,
+    /// The tool or prompt name, or the resource URI.
+    pub(crate) target: &'a str,
+    /// The request's arguments.
+    pub(crate) arguments: &'a Value,
+    /// The verified caller.
+    pub(crate) user: Option<&'a str>,
+}
+
+/// Why a `requestState` was refused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum StateError {
+    /// Not a state this server wrote, or altered, or made for another request or caller.
+    Invalid,
+    /// Its time has passed.
+    Expired,
+}
+
+impl StateError {
+    pub(crate) fn into_rpc(self) -> RpcError {
+        match self {
+            StateError::Invalid => RpcError::invalid_params(
+                "Invalid requestState: it was altered, or belongs to another request; call again without it",
+            ),
+            StateError::Expired => RpcError::invalid_params("Expired requestState: call again without it"),
+        }
+    }
+}
+
+/// Seals and opens request states.
+pub(crate) struct Sealer {
+    key: StateKey,
+    ttl: Duration,
+}
+
+#[derive(serde::Serialize, Deserialize)]
+struct Payload {
+    exp: u64,
+    answers: Map<String, Value>,
+}
+
+fn unix_ms() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0)
+}
+
+impl Sealer {
+    pub(crate) fn new(key: StateKey, ttl: Duration) -> Self {
+        Sealer { key, ttl }
+    }
+
+    fn mac(&self, binding: &Binding<'_>, payload: &[u8]) -> HmacSha256 {
+        let mut mac = HmacSha256::new_from_slice(&self.key.0).expect("HMAC takes keys of any length");
+        mac.update(b"mirobody-mrtr-state-v1");
+        // Length-prefixed fields, so no two bindings hash alike.
+        let mut field = |bytes: &[u8]| {
+            mac.update(&(bytes.len() as u64).to_be_bytes());
+            mac.update(bytes);
+        };
+        field(binding.method.as_bytes());
+        field(binding.target.as_bytes());
+        field(&arguments_digest(binding.arguments));
+        match binding.user {
+            Some(user) => field(format!("user:{user}").as_bytes()),
+            None => field(b"anonymous"),
+        }
+        field(payload);
+        mac
+    }
+
+    /// A state carrying `answers`, valid for this binding until the time to live passes.
+    pub(crate) fn seal(&self, binding: &Binding<'_>, answers: Map<String, Value>) -> String {
+        let exp = unix_ms().saturating_add(self.ttl.as_millis() as u64);
+        // Serializing a map of values cannot fail.
+        let payload = serde_json::to_vec(&Payload { exp, answers }).unwrap_or_default();
+        let tag = self.mac(binding, &payload).finalize().into_bytes();
+        format!("{}.{}", URL_SAFE_NO_PAD.encode(&payload), URL_SAFE_NO_PAD.encode(tag))
+    }
+
+    /// The answers a state carries, if it is one this server sealed for this binding and has
+    /// not expired.
+    pub(crate) fn open(&self, binding: &Binding<'_>, state: &str) -> Result<Map<String, Value>, StateError> {
+        let (payload, tag) = state.split_once('.').ok_or(StateError::Invalid)?;
+        let payload = URL_SAFE_NO_PAD.decode(payload).map_err(|_| StateError::Invalid)?;
+        let tag = URL_SAFE_NO_PAD.decode(tag).map_err(|_| StateError::Invalid)?;
+        // Constant-time comparison.
+        self.mac(binding, &payload).verify_slice(&tag).map_err(|_| StateError::Invalid)?;
+        let payload: Payload = serde_json::from_slice(&payload).map_err(|_| StateError::Invalid)?;
+        if unix_ms() >= payload.exp {
+            return Err(StateError::Expired);
+        }
+        Ok(payload.answers)
+    }
+}
+
+/// SHA-256 of the arguments in a canonical form (object keys sorted), so a retry that sends the
+/// same arguments in another key order still matches.
+fn arguments_digest(arguments: &Value) -> [u8; 32] {
+    let mut canonical = Vec::with_capacity(64);
+    write_canonical(arguments, &mut canonical);
+    Sha256::digest(&canonical).into()
+}
+
+fn write_canonical(value: &Value, out: &mut Vec<u8>) {
+    match value {
+        Value::Array(items) => {
+            out.push(b'[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                write_canonical(item, out);
+            }
+            out.push(b']');
+        }
+        Value::Object(map) => {
+            let sorted: BTreeMap<&String, &Value> = map.iter().collect();
+            out.push(b'{');
+            for (i, (key, item)) in sorted.into_iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                let _ = serde_json::to_writer(&mut *out, key);
+                out.push(b':');
+                write_canonical(item, out);
+            }
+            out.push(b'}');
+        }
+        scalar => {
+            let _ = serde_json::to_writer(&mut *out, scalar);
+        }
+    }
+}
+
+/// The retry members of a request's params: `inputResponses` and `requestState`.
+#[derive(Deserialize, Default)]
+pub(crate) struct RetryParams {
+    #[serde(rename = "inputResponses", default, deserialize_with = "present")]
+    pub(crate) input_responses: Option<Value>,
+    #[serde(rename = "requestState", default, deserialize_with = "present")]
+    pub(crate) request_state: Option<Value>,
+}
+
+/// Tells a member given as `null` (`Some(Null)`) from one left out (`None`).
+pub(crate) fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Value>, D::Error> {
+    Value::deserialize(d).map(Some)
+}
+
+impl RetryParams {
+    /// The answers a retry brings: those sealed in its `requestState` (checked against
+    /// `binding`), then its `inputResponses`. Malformed members and refused states are -32602.
+    pub(crate) fn answers(self, sealer: &Sealer, binding: &Binding<'_>) -> Result<Map<String, Value>, RpcError> {
+        let mut answers = match self.request_state {
+            None => Map::new(),
+            Some(Value::String(state)) => sealer.open(binding, &state).map_err(StateError::into_rpc)?,
+            Some(_) => return Err(RpcError::invalid_params("Invalid params: \"requestState\" must be a string")),
+        };
+        match self.input_responses {
+            None => {}
+            Some(Value::Object(responses)) => {
+                for (key, response) in responses {
+                    if !response.is_object() {
+                        return Err(RpcError::invalid_params(format!(
+                            "Invalid params: inputResponses[\"{key}\"] must be a result object"
+                        )));
+                    }
+                    // An answer sealed in an earlier round stands.
+                    answers.entry(key).or_insert(response);
+                }
+            }
+            Some(_) => {
+                return Err(RpcError::invalid_params("Invalid params: \"inputResponses\" must be an object"));
+            }
+        }
+        Ok(answers)
+    }
+}
+
+/// Whether `answer` has the shape of a result of `method`.
+fn check_answer(method: &str, answer: &Value) -> Result<(), &'static str> {
+    let ok = match method {
+        "elicitation/create" => {
+            matches!(answer.get("action").and_then(Value::as_str), Some("accept" | "decline" | "cancel"))
+        }
+        "sampling/createMessage" => answer.get("content").is_some_and(|c| c.is_object() || c.is_array()),
+        "roots/list" => answer.get("roots").is_some_and(Value::is_array),
+        _ => true,
+    };
+    if ok { Ok(()) } else { Err("is not a valid result for its request") }
+}
+
+/// Where a call's request-scoped notifications (progress, logs) go, and which it wants.
+pub(crate) struct Notifications {
+    /// The call's stream.
+    pub(crate) out: mpsc::Sender<Vec<u8>>,
+    /// The `_meta.progressToken`, if the client asked for progress.
+    pub(crate) progress_token: Option<Value>,
+    /// The lowest log level wanted (`LOGS_OFF` for none: logs need a `logLevel` in `_meta`).
+    pub(crate) log_level: u8,
+}
+
+#[derive(Default)]
+struct RoundState {
+    asked: Vec<(String, Value)>,
+    used: Map<String, Value>,
+    invalid: Option<RpcError>,
+}
+
+/// The client of one 2026-07-28 call, as its handler sees it: answers from the retry, questions
+/// recorded for the `input_required` result, progress and logs on the call's stream.
+pub(crate) struct MrtrPeer<'a> {
+    answers: Map<String, Value>,
+    capabilities: &'a Value,
+    notifications: Option<Notifications>,
+    round: Mutex<RoundState>,
+    unnamed: AtomicUsize,
+}
+
+impl<'a> MrtrPeer<'a> {
+    pub(crate) fn new(
+        answers: Map<String, Value>,
+        capabilities: &'a Value,
+        notifications: Option<Notifications>,
+    ) -> Self {
+        MrtrPeer { answers, capabilities, notifications, round: Mutex::default(), unnamed: AtomicUsize::new(0) }
+    }
+
+    async fn ask(&self, key: String, method: &str, params: Value) -> Result<Value, PeerError> {
+        if let Some(answer) = self.answers.get(&key) {
+            let mut round = lock(&self.round);
+            match check_answer(method, answer) {
+                Ok(()) => {
+                    round.used.insert(key, answer.clone());
+                    return Ok(answer.clone());
+                }
+                Err(why) => {
+                    round.invalid.get_or_insert_with(|| {
+                        RpcError::invalid_params(format!("Invalid params: inputResponses[\"{key}\"] {why} ({method})"))
+                    });
+                }
+            }
+        } else {
+            let mut round = lock(&self.round);
+            if !round.asked.iter().any(|(k, _)| *k == key) {
+                let params = if params.is_null() { json!({}) } else { params };
+                round.asked.push((key, json!({"method": method, "params": params})));
+            }
+        }
+        // Unanswered (or answered wrongly): this round ends here; see `run_round`.
+        std::future::pending().await
+    }
+}
+
+#[async_trait]
+impl ClientPeer for MrtrPeer<'_> {
+    async fn progress(&self, progress: f64, total: Option<f64>, message: Option<&str>) {
+        if let Some(n) = &self.notifications
+            && let Some(token) = &n.progress_token
+        {
+            // The receiver is gone only when the call's stream is closed.
+            let _ = n.out.send(progress_bytes(token, progress, total, message)).await;
+        }
+    }
+
+    async fn log(&self, level: &str, data: Value) {
+        if let Some(n) = &self.notifications
+            && n.log_level != LOGS_OFF
+            && log_rank(level).is_some_and(|rank| rank >= n.log_level)
+        {
+            let _ = n.out.send(log_bytes(level, data)).await;
+        }
+    }
+
+    async fn request(&self, method: &str, params: Value) -> Result<Value, PeerError> {
+        let capability = self.allowed(method)?;
+        let n = self.unnamed.fetch_add(1, Ordering::Relaxed) + 1;
+        self.ask(format!("{capability}-{n}"), method, params).await
+    }
+
+    async fn request_keyed(&self, key: &str, method: &str, params: Value) -> Result<Value, PeerError> {
+        self.allowed(method)?;
+        self.ask(key.to_owned(), method, params).await
+    }
+
+    fn supports(&self, capability: &str) -> bool {
+        self.capabilities.get(capability).is_some_and(|v| !v.is_null())
+    }
+}
+
+impl MrtrPeer<'_> {
+    // Only sampling, elicitation and roots travel as input requests, and only to a client that
+    // declared the capability (a server must not send others).
+    fn allowed(&self, method: &str) -> Result<&'static str, PeerError> {
+        match capability_for(method) {
+            Some(capability) if self.supports(capability) => Ok(capability),
+            _ => Err(PeerError::Unsupported(method.to_owned())),
+        }
+    }
+}
+
+/// How one round of a multi-round-trip call ended.
+pub(crate) enum Round<T> {
+    /// The handler finished.
+    Done(T),
+    /// The handler needs answers: the questions (key and request object, in the order asked)
+    /// and the answers it used, to seal into the next state.
+    InputRequired { requests: Vec<(String, Value)>, answers: Map<String, Value> },
+    /// An answer did not fit its question.
+    Invalid(RpcError),
+}
+
+/// Runs `future` (a handler using `peer` as its client) until it finishes, or is stuck with a
+/// question the client has not answered.
+pub(crate) async fn run_round<T>(peer: &MrtrPeer<'_>, future: impl Future<Output = T>) -> Round<T> {
+    let mut future = std::pin::pin!(future);
+    std::future::poll_fn(|cx| {
+        if let Poll::Ready(value) = future.as_mut().poll(cx) {
+            return Poll::Ready(Round::Done(value));
+        }
+        let mut round = lock(&peer.round);
+        if let Some(error) = round.invalid.take() {
+            return Poll::Ready(Round::Invalid(error));
+        }
+        if !round.asked.is_empty() {
+            let requests = std::mem::take(&mut round.asked);
+            let answers = std::mem::take(&mut round.used);
+            return Poll::Ready(Round::InputRequired { requests, answers });
+        }
+        Poll::Pending
+    })
+    .await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sealer() -> Sealer {
+        Sealer::new(StateKey::new(vec![1u8; 32]).unwrap(), Duration::from_secs(60))
+    }
+
+    fn binding<'a>(arguments: &'a Value, user: Option<&'a str>) -> Binding<'a> {
+        Binding { method: "tools/call", target: "t", arguments, user }
+    }
+
+    #[test]
+    fn a_state_opens_only_for_its_own_request_and_caller() {
+        let args = json!({"a": 1, "b": [true, null]});
+        let answers: Map<String, Value> = serde_json::from_value(json!({"q": {"action": "accept"}})).unwrap();
+        let state = sealer().seal(&binding(&args, Some("u1")), answers.clone());
+        assert_eq!(sealer().open(&binding(&args, Some("u1")), &state), Ok(answers));
+        // The same arguments in another key order.
+        let reordered: Value = serde_json::from_str(r#"{"b":[true,null],"a":1}"#).unwrap();
+        assert!(sealer().open(&binding(&reordered, Some("u1")), &state).is_ok());
+        assert_eq!(sealer().open(&binding(&args, Some("u2")), &state), Err(StateError::Invalid));
+        assert_eq!(sealer().open(&binding(&args, None), &state), Err(StateError::Invalid));
+        assert_eq!(sealer().open(&binding(&json!({"a": 2}), Some("u1")), &state), Err(StateError::Invalid));
+        let other_tool = Binding { target: "u", ..binding(&args, Some("u1")) };
+        assert_eq!(sealer().open(&other_tool, &state), Err(StateError::Invalid));
+        let other_key = Sealer::new(StateKey::new(vec![2u8; 32]).unwrap(), Duration::from_secs(60));
+        assert_eq!(other_key.open(&binding(&args, Some("u1")), &state), Err(StateError::Invalid));
+    }
+
+    #[test]
+    fn a_tampered_or_expired_state_is_refused() {
+        let args = json!({});
+        let state = sealer().seal(&binding(&args, None), Map::new());
+        let (payload, tag) = state.split_once('.').unwrap();
+        let forged = URL_SAFE_NO_PAD.encode(br#"{"exp":99999999999999,"answers":{"q":{"action":"accept"}}}"#);
+        assert_eq!(sealer().open(&binding(&args, None), &format!("{forged}.{tag}")), Err(StateError::Invalid));
+        assert_eq!(sealer().open(&binding(&args, None), &format!("{state}-TAMPERED")), Err(StateError::Invalid));
+        assert_eq!(sealer().open(&binding(&args, None), payload), Err(StateError::Invalid));
+        let expired = Sealer::new(StateKey::new(vec![1u8; 32]).unwrap(), Duration::ZERO);
+        let state = expired.seal(&binding(&args, None), Map::new());
+        assert_eq!(expired.open(&binding(&args, None), &state), Err(StateError::Expired));
+    }
+
+    #[test]
+    fn the_state_carries_no_secret() {
+        let args = json!({"password": "hunter2"});
+        let state = sealer().seal(&binding(&args, Some("user-secret-id")), Map::new());
+        let payload = String::from_utf8(URL_SAFE_NO_PAD.decode(state.split_once('.').unwrap().0).unwrap()).unwrap();
+        assert!(!payload.contains("user-secret-id") && !payload.contains("hunter2"), "{payload}");
+        assert!(!format!("{:?}", StateKey::new(vec![b'k'; 32]).unwrap()).contains("kkkk"));
+    }
+
+    #[tokio::test]
+    async fn questions_asked_together_end_the_round_together() {
+        let caps = json!({"elicitation": {}, "sampling": {}});
+        let peer = MrtrPeer::new(Map::new(), &caps, None);
+        let round = run_round(&peer, async {
+            let (a, b) = futures::join!(
+                peer.request_keyed("name", "elicitation/create", json!({"message": "?"})),
+                peer.request("sampling/createMessage", json!({"maxTokens": 1})),
+            );
+            (a, b)
+        })
+        .await;
+        let Round::InputRequired { requests, answers } = round else { panic!("expected questions") };
+        let keys: Vec<&str> = requests.iter().map(|(k, _)| k.as_str()).collect();
+        assert_eq!(keys, ["name", "sampling-1"]);
+        assert_eq!(requests[0].1["method"], "elicitation/create");
+        assert!(answers.is_empty());
+    }
+
+    #[tokio::test]
+    async fn answers_resume_the_handler_and_undeclared_capabilities_are_refused() {
+        let caps = json!({"elicitation": {}});
+        let answers: Map<String, Value> =
+            serde_json::from_value(json!({"name": {"action": "accept", "content": {"n": "Ada"}}, "extra": {}}))
+                .unwrap();
+        let peer = MrtrPeer::new(answers, &caps, None);
+        let round = run_round(&peer, async {
+            let sampling = peer.request("sampling/createMessage", json!({})).await;
+            assert_eq!(sampling, Err(PeerError::Unsupported("sampling/createMessage".into())));
+            peer.request_keyed("name", "elicitation/create", json!({})).await
+        })
+        .await;
+        let Round::Done(Ok(answer)) = round else { panic!("expected the answer") };
+        assert_eq!(answer["content"]["n"], "Ada");
+    }
+
+    #[tokio::test]
+    async fn an_answer_of_the_wrong_shape_is_invalid() {
+        let caps = json!({"elicitation": {}});
+        let answers: Map<String, Value> = serde_json::from_value(json!({"name": {"nope": 1}})).unwrap();
+        let peer = MrtrPeer::new(answers, &caps, None);
+        let round = run_round(&peer, peer.request_keyed("name", "elicitation/create", json!({}))).await;
+        let Round::Invalid(error) = round else { panic!("expected an error") };
+        assert_eq!(error.code, -32602);
+    }
+
+    #[test]
+    fn retry_params_are_checked() {
+        let s = sealer();
+        let args = json!({});
+        let b = binding(&args, None);
+        let parse = |v: Value| serde_json::from_value::<RetryParams>(v).unwrap();
+        assert!(parse(json!({"inputResponses": null})).answers(&s, &b).is_err());
+        assert!(parse(json!({"inputResponses": {"k": 12345}})).answers(&s, &b).is_err());
+        assert!(parse(json!({"requestState": 5})).answers(&s, &b).is_err());
+        assert!(parse(json!({"requestState": "x.y"})).answers(&s, &b).is_err());
+        let ok = parse(json!({"inputResponses": {"k": {"action": "accept"}}})).answers(&s, &b).unwrap();
+        assert_eq!(ok["k"]["action"], "accept");
+        assert!(parse(json!({})).answers(&s, &b).unwrap().is_empty());
+    }
+}

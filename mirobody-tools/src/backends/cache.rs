@@ -1,0 +1,151 @@
+//! The cache: in-process with per-entry expiry by default (moka), Redis when configured.
+//! Nothing durable lives only here.
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use async_trait::async_trait;
+use mirobody_core::Cache;
+use mirobody_core::backend::{BackendError, BackendResult};
+use moka::Expiry;
+use redis::aio::{ConnectionManager, ConnectionManagerConfig};
+
+#[derive(Clone)]
+struct Entry {
+    bytes: Arc<[u8]>,
+    ttl: Option<Duration>,
+}
+
+// Each entry lives for its own TTL from its last write; reads do not extend it.
+struct PerEntryTtl;
+
+impl Expiry<String, Entry> for PerEntryTtl {
+    fn expire_after_create(&self, _key: &String, value: &Entry, _created_at: Instant) -> Option<Duration> {
+        value.ttl
+    }
+
+    fn expire_after_update(
+        &self,
+        _key: &String,
+        value: &Entry,
+        _updated_at: Instant,
+        _duration_until_expiry: Option<Duration>,
+    ) -> Option<Duration> {
+        value.ttl
+    }
+}
+
+/// An in-process cache, bounded by total bytes, each entry with its own expiry.
+#[derive(Clone)]
+pub struct MemoryCache {
+    inner: moka::future::Cache<String, Entry>,
+}
+
+impl fmt::Debug for MemoryCache {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("MemoryCache").field("entries", &self.inner.entry_count()).finish()
+    }
+}
+
+impl MemoryCache {
+    /// A cache holding at most `max_bytes` of keys and values; the least useful entries go
+    /// first when it is full.
+    pub fn new(max_bytes: u64) -> Self {
+        let inner = moka::future::Cache::builder()
+            .max_capacity(max_bytes)
+            .weigher(|key: &String, value: &Entry| {
+                u32::try_from(key.len() + value.bytes.len() + 64).unwrap_or(u32::MAX)
+            })
+            .expire_after(PerEntryTtl)
+            .build();
+        MemoryCache { inner }
+    }
+}
+
+#[async_trait]
+impl Cache for MemoryCache {
+    async fn get(&self, key: &str) -> BackendResult<Option<Vec<u8>>> {
+        Ok(self.inner.get(key).await.map(|e| e.bytes.to_vec()))
+    }
+
+    async fn set(&self, key: &str, value: &[u8], ttl: Option<Duration>) -> BackendResult<()> {
+        if ttl == Some(Duration::ZERO) {
+            self.inner.invalidate(key).await;
+            return Ok(());
+        }
+        self.inner.insert(key.to_owned(), Entry { bytes: value.into(), ttl }).await;
+        Ok(())
+    }
+
+    async fn delete(&self, key: &str) -> BackendResult<bool> {
+        Ok(self.inner.remove(key).await.is_some())
+    }
+}
+
+/// A Redis cache through a reconnecting connection manager; every key gets a prefix so one
+/// Redis can serve several deployments.
+#[derive(Clone)]
+pub struct RedisCache {
+    conn: ConnectionManager,
+    prefix: String,
+}
+
+impl fmt::Debug for RedisCache {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RedisCache").field("prefix", &self.prefix).finish()
+    }
+}
+
+fn redis_error(e: redis::RedisError) -> BackendError {
+    tracing::warn!(error = %e, "redis error");
+    BackendError::new("The cache could not be reached; try again later.")
+}
+
+impl RedisCache {
+    /// Connects to `url` (`redis://host:port/db`), prefixing every key with `prefix`.
+    pub async fn connect(url: &str, prefix: &str) -> Result<Self, String> {
+        let client = redis::Client::open(url).map_err(|e| format!("invalid redis_url: {e}"))?;
+        let config = ConnectionManagerConfig::new()
+            .set_connection_timeout(Some(Duration::from_secs(5)))
+            .set_response_timeout(Some(Duration::from_secs(5)))
+            .set_number_of_retries(3);
+        let conn = ConnectionManager::new_with_config(client, config)
+            .await
+            .map_err(|e| format!("cannot connect to Redis: {e}"))?;
+        Ok(RedisCache { conn, prefix: prefix.to_owned() })
+    }
+
+    fn key(&self, key: &str) -> String {
+        format!("{}{key}", self.prefix)
+    }
+}
+
+#[async_trait]
+impl Cache for RedisCache {
+    async fn get(&self, key: &str) -> BackendResult<Option<Vec<u8>>> {
+        let mut conn = self.conn.clone();
+        redis::cmd("GET").arg(self.key(key)).query_async(&mut conn).await.map_err(redis_error)
+    }
+
+    async fn set(&self, key: &str, value: &[u8], ttl: Option<Duration>) -> BackendResult<()> {
+        let mut conn = self.conn.clone();
+        let mut cmd = redis::cmd("SET");
+        cmd.arg(self.key(key)).arg(value);
+        match ttl {
+            Some(ttl) if ttl.is_zero() => return self.delete(key).await.map(|_| ()),
+            // PX needs at least 1 ms.
+            Some(ttl) => {
+                cmd.arg("PX").arg(u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX).max(1));
+            }
+            None => {}
+        }
+        cmd.query_async::<()>(&mut conn).await.map_err(redis_error)
+    }
+
+    async fn delete(&self, key: &str) -> BackendResult<bool> {
+        let mut conn = self.conn.clone();
+        let removed: i64 = redis::cmd("DEL").arg(self.key(key)).query_async(&mut conn).await.map_err(redis_error)?;
+        Ok(removed > 0)
+    }
+}

@@ -1,0 +1,405 @@
+//! The backends the built-in tools use, implementing the traits `mirobody-core` defines.
+//!
+//! - [`SqlStore`]: [`Db`], [`Memory`], [`SecretStore`] and [`AccessLog`] on sqlx; one SQLite
+//!   file (WAL) by default, PostgreSQL when the database URL says so, migrated on start.
+//! - [`ObjectStorage`]: [`Storage`] on `object_store`; a local folder by default, any
+//!   S3-compatible store when configured; optional AES-256-GCM encryption at rest
+//!   ([`FileCipher`]); signed read URLs ([`UrlSigner`] for those the server serves).
+//! - [`MemoryCache`] and [`RedisCache`]: [`Cache`].
+//!
+//! A server reads a [`BackendConfig`], calls [`open`], and hands the handles of the
+//! [`OpenedBackends`] to its tools:
+//!
+//! ```no_run
+//! # async fn run() -> Result<(), mirobody_tools::backends::OpenError> {
+//! use mirobody_tools::backends::{BackendConfig, open};
+//!
+//! let backends = open(&BackendConfig::default()).await?; // ./.mirobody/mirobody.db, ./.mirobody/files
+//! let db = backends.db(); // Arc<dyn Db>
+//! let memory = backends.memory(); // Option<Arc<dyn Memory>>
+//! # Ok(()) }
+//! ```
+
+mod cache;
+mod cipher;
+mod signing;
+mod sql;
+mod storage;
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use mirobody_core::{AccessLog, Cache, Db, Memory, SecretStore, Storage};
+use serde::Deserialize;
+
+pub use cache::{MemoryCache, RedisCache};
+pub use cipher::FileCipher;
+pub use signing::{SignedUrlError, UrlSigner};
+pub use sql::{Dialect, SqlStore};
+pub use storage::{ObjectStorage, valid_key};
+
+/// Where uploaded files live.
+#[derive(Clone, Deserialize, PartialEq, Eq)]
+#[serde(tag = "kind", rename_all = "lowercase", deny_unknown_fields)]
+pub enum StorageConfig {
+    /// A folder on this machine (default `<data_dir>/files`).
+    Local {
+        /// The folder.
+        #[serde(default)]
+        dir: Option<PathBuf>,
+    },
+    /// An S3-compatible bucket. Credentials left out are read from the usual `AWS_*`
+    /// environment variables.
+    S3 {
+        /// The bucket.
+        bucket: String,
+        /// The endpoint, for S3-compatible stores (MinIO, R2, ...): `https://host:port`.
+        #[serde(default)]
+        endpoint: Option<String>,
+        /// The region.
+        #[serde(default)]
+        region: Option<String>,
+        /// The access key id.
+        #[serde(default)]
+        access_key_id: Option<String>,
+        /// The secret access key.
+        #[serde(default)]
+        secret_access_key: Option<String>,
+        /// Allow a plain `http://` endpoint (local MinIO).
+        #[serde(default)]
+        allow_http: bool,
+    },
+    /// No object storage: file tools answer that it is not configured.
+    None,
+}
+
+impl Default for StorageConfig {
+    fn default() -> Self {
+        StorageConfig::Local { dir: None }
+    }
+}
+
+impl fmt::Debug for StorageConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            StorageConfig::Local { dir } => f.debug_struct("Local").field("dir", dir).finish(),
+            StorageConfig::S3 { bucket, endpoint, region, access_key_id, secret_access_key, allow_http } => f
+                .debug_struct("S3")
+                .field("bucket", bucket)
+                .field("endpoint", endpoint)
+                .field("region", region)
+                .field("access_key_id", &access_key_id.as_ref().map(|_| "<set>"))
+                .field("secret_access_key", &secret_access_key.as_ref().map(|_| "<redacted>"))
+                .field("allow_http", allow_http)
+                .finish(),
+            StorageConfig::None => f.write_str("None"),
+        }
+    }
+}
+
+/// How the backends are set up. Every key has a default: an empty configuration gives the
+/// embedded set-up (SQLite file, local files, in-process cache) under `./.mirobody`.
+///
+/// ```
+/// let config: mirobody_tools::backends::BackendConfig = serde_json::from_value(serde_json::json!({
+///     "database_url": "postgres://app@db/mirobody",
+///     "storage": {"kind": "s3", "bucket": "uploads", "region": "eu-west-1"},
+///     "redis_url": "redis://cache:6379",
+/// })).unwrap();
+/// assert!(config.redis_url.is_some());
+/// let typo = serde_json::from_value::<mirobody_tools::backends::BackendConfig>(serde_json::json!({"databse_url": "x"}));
+/// assert!(typo.unwrap_err().to_string().contains("databse_url"));
+/// ```
+#[derive(Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct BackendConfig {
+    /// The folder for the embedded database, local files and the generated signing key.
+    pub data_dir: PathBuf,
+    /// `sqlite://<file>` or `postgres://...`; default `sqlite://<data_dir>/mirobody.db`.
+    pub database_url: Option<String>,
+    /// PostgreSQL only: a schema to create if missing and keep every table in.
+    pub database_schema: Option<String>,
+    /// The most database connections to keep open.
+    pub database_max_connections: u32,
+    /// Where uploaded files live.
+    pub storage: StorageConfig,
+    /// A 32-byte key (base64 or 64 hex digits) to encrypt stored files with (AES-256-GCM).
+    pub file_encryption_key: Option<String>,
+    /// `redis://...` to use Redis as the cache; the in-process cache otherwise.
+    pub redis_url: Option<String>,
+    /// Prepended to every Redis key.
+    pub redis_key_prefix: String,
+    /// The in-process cache's size limit, in bytes.
+    pub cache_max_bytes: u64,
+    /// Whether long-term memory (`remember`, `recall_memory`) is on.
+    pub memory: bool,
+    /// The key (at least 32 characters) that signs the URLs the server serves for stored files;
+    /// generated once and kept in `<data_dir>/signing.key` when not set. Instances behind one
+    /// load balancer need the same key.
+    pub signing_key: Option<String>,
+    /// Where the server serves signed file URLs: `<public base URL><uri prefix>/files`.
+    pub signed_url_base: String,
+}
+
+impl Default for BackendConfig {
+    fn default() -> Self {
+        BackendConfig {
+            data_dir: PathBuf::from("./.mirobody"),
+            database_url: None,
+            database_schema: None,
+            database_max_connections: 8,
+            storage: StorageConfig::default(),
+            file_encryption_key: None,
+            redis_url: None,
+            redis_key_prefix: "mirobody:".into(),
+            cache_max_bytes: 64 * 1024 * 1024,
+            memory: true,
+            signing_key: None,
+            signed_url_base: "http://127.0.0.1:8080/files".into(),
+        }
+    }
+}
+
+/// A URL with any password replaced, for logs and `Debug`.
+pub fn redact_url(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else { return "<unparsed URL>".into() };
+    match rest.rsplit_once('@') {
+        Some((userinfo, host)) => {
+            let user = userinfo.split(':').next().unwrap_or_default();
+            format!("{scheme}://{user}:<redacted>@{host}")
+        }
+        None => url.to_owned(),
+    }
+}
+
+impl fmt::Debug for BackendConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("BackendConfig")
+            .field("data_dir", &self.data_dir)
+            .field("database_url", &self.database_url())
+            .field("database_schema", &self.database_schema)
+            .field("database_max_connections", &self.database_max_connections)
+            .field("storage", &self.storage)
+            .field("file_encryption_key", &self.file_encryption_key.as_ref().map(|_| "<redacted>"))
+            .field("redis_url", &self.redis_url.as_deref().map(redact_url))
+            .field("redis_key_prefix", &self.redis_key_prefix)
+            .field("cache_max_bytes", &self.cache_max_bytes)
+            .field("memory", &self.memory)
+            .field("signing_key", &self.signing_key.as_ref().map(|_| "<redacted>"))
+            .field("signed_url_base", &self.signed_url_base)
+            .finish()
+    }
+}
+
+impl BackendConfig {
+    /// The embedded set-up under `data_dir`.
+    pub fn embedded(data_dir: impl Into<PathBuf>) -> Self {
+        BackendConfig { data_dir: data_dir.into(), ..BackendConfig::default() }
+    }
+
+    /// The database URL in force, with any password redacted.
+    pub fn database_url(&self) -> String {
+        redact_url(&self.resolved_database_url())
+    }
+
+    fn resolved_database_url(&self) -> String {
+        self.database_url.clone().unwrap_or_else(|| format!("sqlite://{}", self.data_dir.join("mirobody.db").display()))
+    }
+}
+
+/// Why the backends could not be opened; each names the configuration key to fix.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum OpenError {
+    /// The database could not be opened or migrated.
+    #[error("database ({url}): {message}")]
+    Database {
+        /// The URL, password redacted.
+        url: String,
+        /// What went wrong.
+        message: String,
+    },
+    /// Object storage could not be set up.
+    #[error("storage: {0}")]
+    Storage(String),
+    /// The encryption key is not usable.
+    #[error("file_encryption_key: {0}")]
+    EncryptionKey(String),
+    /// The signing key is not usable or could not be kept.
+    #[error("signing_key: {0}")]
+    SigningKey(String),
+    /// Redis could not be reached.
+    #[error("redis_url: {0}")]
+    Redis(String),
+}
+
+/// The opened backends: concrete types for set-up and the demo, and the trait handles tools
+/// and the auth layer use.
+pub struct OpenedBackends {
+    sql: Arc<SqlStore>,
+    storage: Option<Arc<ObjectStorage>>,
+    cache: Arc<dyn Cache>,
+    memory: bool,
+    signer: UrlSigner,
+}
+
+impl fmt::Debug for OpenedBackends {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("OpenedBackends")
+            .field("sql", &self.sql)
+            .field("storage", &self.storage)
+            .field("memory", &self.memory)
+            .finish()
+    }
+}
+
+impl OpenedBackends {
+    /// Backends over an already opened store (tests, embedding applications).
+    pub fn new(
+        sql: Arc<SqlStore>,
+        storage: Option<Arc<ObjectStorage>>,
+        cache: Arc<dyn Cache>,
+        memory: bool,
+        signer: UrlSigner,
+    ) -> Self {
+        OpenedBackends { sql, storage, cache, memory, signer }
+    }
+
+    /// The relational store for tools.
+    pub fn db(&self) -> Arc<dyn Db> {
+        self.sql.clone()
+    }
+
+    /// Long-term memory, unless turned off.
+    pub fn memory(&self) -> Option<Arc<dyn Memory>> {
+        self.memory.then(|| self.sql.clone() as Arc<dyn Memory>)
+    }
+
+    /// Object storage, unless configured off.
+    pub fn storage(&self) -> Option<Arc<dyn Storage>> {
+        self.storage.clone().map(|s| s as Arc<dyn Storage>)
+    }
+
+    /// The cache.
+    pub fn cache(&self) -> Arc<dyn Cache> {
+        Arc::clone(&self.cache)
+    }
+
+    /// Personal-secret hashes, for the auth layer.
+    pub fn secrets(&self) -> Arc<dyn SecretStore> {
+        self.sql.clone()
+    }
+
+    /// The access log, for `McpServiceBuilder::access_log`.
+    pub fn access_log(&self) -> Arc<dyn AccessLog> {
+        self.sql.clone()
+    }
+
+    /// The SQL store itself: users, sharing, observations, files (writes the traits leave out).
+    pub fn sql(&self) -> &Arc<SqlStore> {
+        &self.sql
+    }
+
+    /// The object storage itself.
+    pub fn object_storage(&self) -> Option<&Arc<ObjectStorage>> {
+        self.storage.as_ref()
+    }
+
+    /// Checks a signed file URL the server received at `<signed_url_base>/<path>?<query>`:
+    /// the object key to serve (read it with `storage().get(key)`, which decrypts), or why not.
+    /// Serve it as `application/octet-stream` with `Content-Disposition: attachment` and
+    /// `X-Content-Type-Options: nosniff`: uploads are not trusted to run in the server's origin.
+    pub fn verify_signed_url(&self, path: &str, query: &str) -> Result<String, SignedUrlError> {
+        self.signer.verify(path, query)
+    }
+
+    /// Closes the database connections.
+    pub async fn close(&self) {
+        self.sql.close().await;
+    }
+}
+
+fn signing_key(config: &BackendConfig) -> Result<Vec<u8>, OpenError> {
+    if let Some(key) = &config.signing_key {
+        if key.len() < 32 {
+            return Err(OpenError::SigningKey("must be at least 32 characters".into()));
+        }
+        return Ok(key.as_bytes().to_vec());
+    }
+    let path = config.data_dir.join("signing.key");
+    match std::fs::read_to_string(&path) {
+        Ok(text) if text.trim().len() >= 64 => return Ok(text.trim().as_bytes().to_vec()),
+        Ok(_) => {
+            return Err(OpenError::SigningKey(format!("{} is too short; delete it to make a new one", path.display())));
+        }
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+            return Err(OpenError::SigningKey(format!("cannot read {}: {e}", path.display())));
+        }
+        Err(_) => {}
+    }
+    let mut bytes = [0u8; 32];
+    rand::RngCore::fill_bytes(&mut rand::rng(), &mut bytes);
+    let key = crate::text::hex(&bytes);
+    write_private(&path, &key).map_err(|e| OpenError::SigningKey(format!("cannot write {}: {e}", path.display())))?;
+    Ok(key.into_bytes())
+}
+
+// Creates the file readable by its owner only, failing if it appeared meanwhile.
+fn write_private(path: &Path, text: &str) -> std::io::Result<()> {
+    use std::io::Write;
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    options.open(path)?.write_all(text.as_bytes())
+}
+
+/// Opens every configured backend: connects to (and migrates) the database, sets up object
+/// storage and the cache. Nothing needs setting up beforehand for the embedded defaults.
+pub async fn open(config: &BackendConfig) -> Result<OpenedBackends, OpenError> {
+    let url = config.resolved_database_url();
+    let sql = SqlStore::connect(&url, config.database_schema.as_deref(), config.database_max_connections)
+        .await
+        .map_err(|e| OpenError::Database { url: redact_url(&url), message: e.to_string() })?;
+    let cipher = config
+        .file_encryption_key
+        .as_deref()
+        .map(FileCipher::from_config)
+        .transpose()
+        .map_err(OpenError::EncryptionKey)?;
+    let signer = UrlSigner::new(signing_key(config)?, config.signed_url_base.clone()).map_err(OpenError::SigningKey)?;
+    let storage = match &config.storage {
+        StorageConfig::None => None,
+        StorageConfig::Local { dir } => {
+            let dir = dir.clone().unwrap_or_else(|| config.data_dir.join("files"));
+            Some(ObjectStorage::local(&dir, signer.clone(), cipher).map_err(OpenError::Storage)?)
+        }
+        StorageConfig::S3 { bucket, endpoint, region, access_key_id, secret_access_key, allow_http } => {
+            let mut builder = object_store::aws::AmazonS3Builder::from_env().with_bucket_name(bucket);
+            if let Some(endpoint) = endpoint {
+                builder = builder.with_endpoint(endpoint);
+            }
+            if let Some(region) = region {
+                builder = builder.with_region(region);
+            }
+            if let Some(id) = access_key_id {
+                builder = builder.with_access_key_id(id);
+            }
+            if let Some(secret) = secret_access_key {
+                builder = builder.with_secret_access_key(secret);
+            }
+            let s3 = builder.with_allow_http(*allow_http).build().map_err(|e| OpenError::Storage(e.to_string()))?;
+            Some(ObjectStorage::s3(s3, signer.clone(), cipher))
+        }
+    };
+    let cache: Arc<dyn Cache> = match &config.redis_url {
+        Some(url) => Arc::new(RedisCache::connect(url, &config.redis_key_prefix).await.map_err(OpenError::Redis)?),
+        None => Arc::new(MemoryCache::new(config.cache_max_bytes)),
+    };
+    tracing::info!(database = %redact_url(&url), storage = ?config.storage, memory = config.memory, "backends open");
+    Ok(OpenedBackends::new(Arc::new(sql), storage.map(Arc::new), cache, config.memory, signer))
+}

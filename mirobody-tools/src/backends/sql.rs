@@ -1,0 +1,794 @@
+//! The relational store on sqlx: one embedded SQLite file (WAL) by default, PostgreSQL when the
+//! database URL says so. One type, [`SqlStore`], implements [`Db`], [`Memory`],
+//! [`SecretStore`] and [`AccessLog`] over either.
+//!
+//! Both databases run the same SQL wherever they agree (SQLite reads `$1` placeholders as
+//! PostgreSQL does); the schema and full-text search are written once per database. Queries
+//! are runtime-checked `sqlx::query` calls with binds: no user input is ever formatted into SQL.
+//! Every method that touches user data takes the owner's id and scopes its query to it.
+
+use std::fmt;
+use std::str::FromStr;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use mirobody_core::backend::{
+    BackendError, BackendResult, CircleMember, FileRecord, MemoryRecord, NewMemory, ObservationPage,
+};
+use mirobody_core::{AccessKind, AccessLog, Db, Memory, SecretOwner, SecretStore};
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
+use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous};
+use sqlx::{ConnectOptions, Connection, Row};
+
+use crate::text::{now_ms, parse_time_ms, rfc3339};
+
+/// The migrations, in order: (version, name, SQLite script, PostgreSQL script). A released
+/// migration is never edited; a schema change is a new entry.
+const MIGRATIONS: &[(i64, &str, &str, &str)] = &[(
+    1,
+    "init",
+    include_str!("../../migrations/sqlite/0001_init.sql"),
+    include_str!("../../migrations/postgres/0001_init.sql"),
+)];
+
+/// Which database a [`SqlStore`] runs on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Dialect {
+    /// Embedded SQLite.
+    Sqlite,
+    /// PostgreSQL.
+    Postgres,
+}
+
+#[derive(Clone)]
+enum Pool {
+    Sqlite(SqlitePool),
+    Postgres(PgPool),
+}
+
+/// Runs the same code against whichever pool the store has: the body is compiled once per
+/// database, so each gets its own types while the SQL and the logic stay written once.
+macro_rules! on_pool {
+    ($store:expr, |$pool:ident| $body:expr) => {
+        match &$store.pool {
+            Pool::Sqlite($pool) => $body,
+            Pool::Postgres($pool) => $body,
+        }
+    };
+}
+
+/// The SQL store: users, care-circle sharing, FHIR Observations, the file index,
+/// conversations, memories, personal-secret hashes and the access log.
+///
+/// Cheap to clone (a pool handle).
+#[derive(Clone)]
+pub struct SqlStore {
+    pool: Pool,
+}
+
+impl fmt::Debug for SqlStore {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SqlStore").field("dialect", &self.dialect()).finish()
+    }
+}
+
+/// A message safe to show for a database error; the details go to the log only.
+fn db_error(e: sqlx::Error) -> BackendError {
+    tracing::warn!(error = %e, "database error");
+    let what = match &e {
+        sqlx::Error::PoolTimedOut | sqlx::Error::PoolClosed => "the database is busy or closed",
+        sqlx::Error::Io(_) | sqlx::Error::Tls(_) => "the database could not be reached",
+        sqlx::Error::Database(d) if d.is_unique_violation() => "the record already exists",
+        _ => "the database could not complete the request",
+    };
+    BackendError::new(format!("Database error: {what}; try again later."))
+}
+
+/// A digits-only token standing for `owner` in the full-text index. Digits pass every FTS5
+/// tokenizer unchanged (no stemming), so the token matches only itself; collisions (one in
+/// 2^64) are harmless because every search also filters on the owner column.
+fn owner_tag(owner: &str) -> String {
+    let digest = Sha256::digest(owner.as_bytes());
+    let mut first = [0u8; 8];
+    first.copy_from_slice(&digest[..8]);
+    format!("{:020}", u64::from_be_bytes(first))
+}
+
+/// Common English words dropped from a recall query when other words remain: they match
+/// nearly every memory and only slow the search.
+const STOP_WORDS: &[&str] = &[
+    "a", "about", "an", "and", "are", "as", "at", "be", "did", "do", "does", "for", "from", "i", "in", "is", "it",
+    "me", "my", "of", "on", "or", "that", "the", "this", "to", "was", "what", "when", "where", "which", "who", "with",
+    "you", "your",
+];
+
+/// The searchable words of a query: runs of letters and digits, lower-cased, de-duplicated,
+/// at most 32, stop words left out unless nothing else remains.
+pub(crate) fn query_terms(query: &str) -> Vec<String> {
+    let mut terms: Vec<String> = Vec::new();
+    for word in query.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()) {
+        let word = word.to_lowercase();
+        if !terms.contains(&word) {
+            terms.push(word);
+        }
+    }
+    let content: Vec<String> = terms.iter().filter(|t| !STOP_WORDS.contains(&t.as_str())).cloned().collect();
+    let mut chosen = if content.is_empty() { terms } else { content };
+    chosen.truncate(32);
+    chosen
+}
+
+/// The code an Observation is indexed under: `code.coding[0].code`, else `code.text`.
+fn observation_code(resource: &Value) -> String {
+    let code = &resource["code"];
+    code["coding"][0]["code"].as_str().or_else(|| code["text"].as_str()).unwrap_or("unknown").to_owned()
+}
+
+/// When an Observation happened: `effectiveDateTime`, `effectiveInstant`,
+/// `effectivePeriod.start` or `issued`.
+fn observation_time_ms(resource: &Value) -> Option<i64> {
+    ["effectiveDateTime", "effectiveInstant", "issued"]
+        .iter()
+        .filter_map(|k| resource[*k].as_str())
+        .chain(resource["effectivePeriod"]["start"].as_str())
+        .find_map(parse_time_ms)
+}
+
+fn valid_schema_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 63
+        && name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+        && !name.starts_with(|c: char| c.is_ascii_digit())
+        && !name.starts_with("pg_")
+}
+
+impl SqlStore {
+    /// Connects to `url` and brings the schema up to date.
+    ///
+    /// `sqlite://path/to/file.db` (the file and its folder are created, WAL mode,
+    /// `synchronous=FULL` so an acknowledged write survives power loss) or
+    /// `postgres://...`; on PostgreSQL, `schema` names a schema to create if missing and to
+    /// use for every table (tests and tenants that share a database).
+    pub async fn connect(url: &str, schema: Option<&str>, max_connections: u32) -> Result<SqlStore, BackendError> {
+        let store = if url.starts_with("sqlite:") {
+            let options = SqliteConnectOptions::from_str(url)
+                .map_err(|e| BackendError::new(format!("invalid SQLite URL: {e}")))?
+                .create_if_missing(true)
+                .journal_mode(SqliteJournalMode::Wal)
+                .synchronous(SqliteSynchronous::Full)
+                .busy_timeout(Duration::from_secs(10))
+                .foreign_keys(true);
+            let path = options.get_filename();
+            if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+                std::fs::create_dir_all(dir)
+                    .map_err(|e| BackendError::new(format!("cannot create {}: {e}", dir.display())))?;
+            }
+            let pool = SqlitePoolOptions::new()
+                .max_connections(max_connections.max(1))
+                .connect_with(options)
+                .await
+                .map_err(|e| BackendError::new(format!("cannot open the SQLite database: {e}")))?;
+            SqlStore { pool: Pool::Sqlite(pool) }
+        } else if url.starts_with("postgres:") || url.starts_with("postgresql:") {
+            let mut options = PgConnectOptions::from_str(url)
+                .map_err(|e| BackendError::new(format!("invalid PostgreSQL URL: {e}")))?;
+            if let Some(schema) = schema {
+                if !valid_schema_name(schema) {
+                    return Err(BackendError::new(format!(
+                        "invalid database_schema '{schema}': use 1 to 63 of a-z 0-9 _, not starting with a digit or pg_"
+                    )));
+                }
+                let mut conn = options
+                    .connect()
+                    .await
+                    .map_err(|e| BackendError::new(format!("cannot connect to PostgreSQL: {e}")))?;
+                // The name is checked above to be a plain identifier; identifiers cannot be bound.
+                sqlx::raw_sql(&format!("CREATE SCHEMA IF NOT EXISTS {schema}"))
+                    .execute(&mut conn)
+                    .await
+                    .map_err(|e| BackendError::new(format!("cannot create schema {schema}: {e}")))?;
+                conn.close().await.ok();
+                options = options.options([("search_path", schema)]);
+            }
+            let pool = PgPoolOptions::new()
+                .max_connections(max_connections.max(1))
+                .connect_with(options)
+                .await
+                .map_err(|e| BackendError::new(format!("cannot connect to PostgreSQL: {e}")))?;
+            SqlStore { pool: Pool::Postgres(pool) }
+        } else {
+            return Err(BackendError::new(
+                "database_url must start with sqlite:// or postgres:// (e.g. sqlite://./.mirobody/mirobody.db)",
+            ));
+        };
+        store.migrate().await?;
+        Ok(store)
+    }
+
+    /// The database this store runs on.
+    pub fn dialect(&self) -> Dialect {
+        match self.pool {
+            Pool::Sqlite(_) => Dialect::Sqlite,
+            Pool::Postgres(_) => Dialect::Postgres,
+        }
+    }
+
+    /// Closes every connection (waiting for running queries).
+    pub async fn close(&self) {
+        on_pool!(self, |pool| pool.close().await)
+    }
+
+    /// The schema version the database is at.
+    pub async fn schema_version(&self) -> BackendResult<i64> {
+        on_pool!(self, |pool| {
+            sqlx::query("SELECT COALESCE(MAX(version), 0) AS v FROM mirobody_migrations")
+                .fetch_one(pool)
+                .await
+                .and_then(|row| row.try_get::<i64, _>("v"))
+                .map_err(db_error)
+        })
+    }
+
+    // Applies the pending migrations, each in its own transaction, holding the database's
+    // write lock (SQLite) or an advisory lock (PostgreSQL) so that two servers starting at
+    // once migrate once.
+    async fn migrate(&self) -> Result<(), BackendError> {
+        const CREATE: &str = "CREATE TABLE IF NOT EXISTS mirobody_migrations \
+             (version BIGINT PRIMARY KEY, name TEXT NOT NULL, applied_at_ms BIGINT NOT NULL)";
+        let failed = |e: sqlx::Error| BackendError::new(format!("database migration failed: {e}"));
+        for &(version, name, sqlite, postgres) in MIGRATIONS {
+            match &self.pool {
+                Pool::Sqlite(pool) => {
+                    sqlx::query(CREATE).execute(pool).await.map_err(failed)?;
+                    let mut tx = pool.begin_with("BEGIN IMMEDIATE").await.map_err(failed)?;
+                    let done: Option<i64> =
+                        sqlx::query_scalar("SELECT version FROM mirobody_migrations WHERE version = $1")
+                            .bind(version)
+                            .fetch_optional(&mut *tx)
+                            .await
+                            .map_err(failed)?;
+                    if done.is_none() {
+                        sqlx::raw_sql(sqlite).execute(&mut *tx).await.map_err(failed)?;
+                        sqlx::query(
+                            "INSERT INTO mirobody_migrations (version, name, applied_at_ms) VALUES ($1, $2, $3)",
+                        )
+                        .bind(version)
+                        .bind(name)
+                        .bind(now_ms())
+                        .execute(&mut *tx)
+                        .await
+                        .map_err(failed)?;
+                    }
+                    tx.commit().await.map_err(failed)?;
+                }
+                Pool::Postgres(pool) => {
+                    let mut tx = pool.begin().await.map_err(failed)?;
+                    sqlx::query("SELECT pg_advisory_xact_lock(7243541853)").execute(&mut *tx).await.map_err(failed)?;
+                    sqlx::query(CREATE).execute(&mut *tx).await.map_err(failed)?;
+                    let done: Option<i64> =
+                        sqlx::query_scalar("SELECT version FROM mirobody_migrations WHERE version = $1")
+                            .bind(version)
+                            .fetch_optional(&mut *tx)
+                            .await
+                            .map_err(failed)?;
+                    if done.is_none() {
+                        sqlx::raw_sql(postgres).execute(&mut *tx).await.map_err(failed)?;
+                        sqlx::query(
+                            "INSERT INTO mirobody_migrations (version, name, applied_at_ms) VALUES ($1, $2, $3)",
+                        )
+                        .bind(version)
+                        .bind(name)
+                        .bind(now_ms())
+                        .execute(&mut *tx)
+                        .await
+                        .map_err(failed)?;
+                    }
+                    tx.commit().await.map_err(failed)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    // ---- Writes for set-up, uploads, the demo and tests (not part of the tool traits) ----
+
+    /// Adds or updates a user.
+    pub async fn upsert_user(&self, id: &str, display_name: Option<&str>, email: Option<&str>) -> BackendResult<()> {
+        const SQL: &str = "INSERT INTO users (id, display_name, email, created_at_ms) VALUES ($1, $2, $3, $4) \
+             ON CONFLICT (id) DO UPDATE SET display_name = excluded.display_name, email = excluded.email";
+        on_pool!(self, |pool| {
+            sqlx::query(SQL)
+                .bind(id)
+                .bind(display_name)
+                .bind(email)
+                .bind(now_ms())
+                .execute(pool)
+                .await
+                .map(|_| ())
+                .map_err(db_error)
+        })?;
+        Ok(())
+    }
+
+    /// `owner` shares their health data with `reader`, who knows them as `nickname`.
+    pub async fn share_health(&self, owner: &str, reader: &str, nickname: Option<&str>) -> BackendResult<()> {
+        const SQL: &str = "INSERT INTO health_shares (reader, owner, nickname, created_at_ms) VALUES ($1, $2, $3, $4) \
+             ON CONFLICT (reader, owner) DO UPDATE SET nickname = excluded.nickname";
+        on_pool!(self, |pool| {
+            sqlx::query(SQL)
+                .bind(reader)
+                .bind(owner)
+                .bind(nickname)
+                .bind(now_ms())
+                .execute(pool)
+                .await
+                .map(|_| ())
+                .map_err(db_error)
+        })?;
+        Ok(())
+    }
+
+    /// `owner` stops sharing with `reader`; whether they were sharing.
+    pub async fn unshare_health(&self, owner: &str, reader: &str) -> BackendResult<bool> {
+        let done = on_pool!(self, |pool| {
+            sqlx::query("DELETE FROM health_shares WHERE reader = $1 AND owner = $2")
+                .bind(reader)
+                .bind(owner)
+                .execute(pool)
+                .await
+                .map(|r| r.rows_affected())
+                .map_err(db_error)
+        })?;
+        Ok(done > 0)
+    }
+
+    /// Stores FHIR Observations of `subject` in one transaction; their ids. The indexed code
+    /// and time are read from each resource (a resource without a time gets now).
+    pub async fn add_observations(&self, subject: &str, resources: &[Value]) -> BackendResult<Vec<i64>> {
+        const SQL: &str = "INSERT INTO observations (subject, code, effective_ms, resource, created_at_ms) \
+             VALUES ($1, $2, $3, $4, $5) RETURNING id";
+        let now = now_ms();
+        on_pool!(self, |pool| {
+            let mut tx = pool.begin().await.map_err(db_error)?;
+            let mut ids = Vec::with_capacity(resources.len());
+            for resource in resources {
+                let id: i64 = sqlx::query_scalar(SQL)
+                    .bind(subject)
+                    .bind(observation_code(resource))
+                    .bind(observation_time_ms(resource).unwrap_or(now))
+                    .bind(resource.to_string())
+                    .bind(now)
+                    .fetch_one(&mut *tx)
+                    .await
+                    .map_err(db_error)?;
+                ids.push(id);
+            }
+            tx.commit().await.map_err(db_error)?;
+            Ok(ids)
+        })
+    }
+
+    /// Adds a file to `owner`'s index (after its bytes are stored).
+    pub async fn add_file(&self, owner: &str, file: &FileRecord) -> BackendResult<()> {
+        const SQL: &str = "INSERT INTO files (file_key, owner, filename, mime_type, size, text_key, uploaded_at_ms) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7)";
+        let uploaded = parse_time_ms(&file.uploaded_at).unwrap_or_else(now_ms);
+        let size = i64::try_from(file.size).unwrap_or(i64::MAX);
+        on_pool!(self, |pool| {
+            sqlx::query(SQL)
+                .bind(&file.file_key)
+                .bind(owner)
+                .bind(&file.filename)
+                .bind(&file.mime_type)
+                .bind(size)
+                .bind(&file.text_key)
+                .bind(uploaded)
+                .execute(pool)
+                .await
+                .map(|_| ())
+                .map_err(db_error)
+        })?;
+        Ok(())
+    }
+
+    /// The summary of `owner`'s conversation `session_id`, if it exists and has one.
+    pub async fn conversation_summary(&self, owner: &str, session_id: &str) -> BackendResult<Option<String>> {
+        on_pool!(self, |pool| {
+            sqlx::query_scalar::<_, Option<String>>(
+                "SELECT summary FROM conversations WHERE owner = $1 AND session_id = $2",
+            )
+            .bind(owner)
+            .bind(session_id)
+            .fetch_optional(pool)
+            .await
+            .map(Option::flatten)
+            .map_err(db_error)
+        })
+    }
+
+    /// Stores many memories of `owner` in one transaction (bulk loads); their ids.
+    pub async fn add_memories(&self, owner: &str, memories: &[NewMemory]) -> BackendResult<Vec<i64>> {
+        let tag = owner_tag(owner);
+        let now = now_ms();
+        on_pool!(self, |pool| {
+            let mut tx = pool.begin().await.map_err(db_error)?;
+            let mut ids = Vec::with_capacity(memories.len());
+            for memory in memories {
+                let id: i64 = sqlx::query_scalar(INSERT_MEMORY)
+                    .bind(owner)
+                    .bind(&tag)
+                    .bind(&memory.text)
+                    .bind(&memory.kind)
+                    .bind(&memory.session_id)
+                    .bind(now)
+                    .fetch_one(&mut *tx)
+                    .await
+                    .map_err(db_error)?;
+                ids.push(id);
+            }
+            tx.commit().await.map_err(db_error)?;
+            Ok(ids)
+        })
+    }
+
+    /// The ids of all of `owner`'s memories, oldest first.
+    pub async fn memory_ids(&self, owner: &str) -> BackendResult<Vec<i64>> {
+        on_pool!(self, |pool| {
+            sqlx::query_scalar("SELECT id FROM memories WHERE owner = $1 ORDER BY id")
+                .bind(owner)
+                .fetch_all(pool)
+                .await
+                .map_err(db_error)
+        })
+    }
+
+    /// `user_id`'s access-log rows, oldest first: (kind, name, success, duration in ms).
+    pub async fn access_log_of(&self, user_id: &str) -> BackendResult<Vec<(AccessKind, String, bool, u64)>> {
+        const SQL: &str = "SELECT kind, name, success, duration_ms FROM access_log WHERE user_id = $1 ORDER BY id";
+        on_pool!(self, |pool| {
+            let rows = sqlx::query(SQL).bind(user_id).fetch_all(pool).await.map_err(db_error)?;
+            rows.iter()
+                .map(|row| {
+                    let kind =
+                        if row.try_get::<i64, _>("kind")? == 2 { AccessKind::Resource } else { AccessKind::Tool };
+                    let duration: i64 = row.try_get("duration_ms")?;
+                    Ok((kind, row.try_get("name")?, row.try_get("success")?, duration.max(0) as u64))
+                })
+                .collect::<Result<Vec<_>, sqlx::Error>>()
+                .map_err(db_error)
+        })
+    }
+}
+
+const INSERT_MEMORY: &str = "INSERT INTO memories (owner, owner_tag, text, kind, session_id, created_at_ms) \
+     VALUES ($1, $2, $3, $4, $5, $6) RETURNING id";
+
+const SQLITE_RECALL: &str = "SELECT m.id, m.text, m.kind, m.created_at_ms, -bm25(memories_fts, 1.0, 0.0) AS score \
+     FROM memories_fts JOIN memories m ON m.id = memories_fts.rowid \
+     WHERE memories_fts MATCH $2 AND m.owner = $1 \
+     ORDER BY bm25(memories_fts, 1.0, 0.0), m.id DESC LIMIT $3";
+
+const POSTGRES_RECALL: &str = "SELECT id, text, kind, created_at_ms, ts_rank_cd(tsv, q)::float8 AS score \
+     FROM memories, to_tsquery('english', $2) AS q \
+     WHERE owner = $1 AND tsv @@ q \
+     ORDER BY score DESC, id DESC LIMIT $3";
+
+#[async_trait]
+impl Db for SqlStore {
+    async fn health_sharers(&self, user_id: &str) -> BackendResult<Vec<CircleMember>> {
+        const SQL: &str = "SELECT s.owner, s.nickname, u.email FROM health_shares s \
+             LEFT JOIN users u ON u.id = s.owner WHERE s.reader = $1 ORDER BY s.created_at_ms, s.owner";
+        on_pool!(self, |pool| {
+            let rows = sqlx::query(SQL).bind(user_id).fetch_all(pool).await.map_err(db_error)?;
+            rows.iter()
+                .map(|row| {
+                    Ok(CircleMember {
+                        user_id: row.try_get("owner")?,
+                        nickname: row.try_get("nickname")?,
+                        email: row.try_get("email")?,
+                    })
+                })
+                .collect::<Result<Vec<_>, sqlx::Error>>()
+                .map_err(db_error)
+        })
+    }
+
+    async fn can_read_health(&self, reader: &str, subject: &str) -> BackendResult<bool> {
+        if reader == subject {
+            return Ok(true);
+        }
+        let found: Option<i64> = on_pool!(self, |pool| {
+            sqlx::query_scalar("SELECT CAST(1 AS BIGINT) FROM health_shares WHERE reader = $1 AND owner = $2")
+                .bind(reader)
+                .bind(subject)
+                .fetch_optional(pool)
+                .await
+                .map_err(db_error)
+        })?;
+        Ok(found.is_some())
+    }
+
+    async fn observations(&self, reader: &str, subject: &str, limit: u32) -> BackendResult<Option<ObservationPage>> {
+        if !self.can_read_health(reader, subject).await? {
+            return Ok(None);
+        }
+        // The access condition is repeated in the read itself, so a share revoked after the
+        // check above still returns nothing.
+        const PAGE: &str = "SELECT resource FROM observations WHERE subject = $1 \
+             AND ($2 = $1 OR EXISTS (SELECT 1 FROM health_shares WHERE reader = $2 AND owner = $1)) \
+             ORDER BY effective_ms DESC, id DESC LIMIT $3";
+        const TOTAL: &str = "SELECT total FROM observation_totals WHERE subject = $1";
+        let (total, resources): (Option<i64>, Vec<String>) = on_pool!(self, |pool| {
+            let total = sqlx::query_scalar(TOTAL).bind(subject).fetch_optional(pool).await.map_err(db_error)?;
+            let resources = sqlx::query_scalar(PAGE)
+                .bind(subject)
+                .bind(reader)
+                .bind(i64::from(limit))
+                .fetch_all(pool)
+                .await
+                .map_err(db_error)?;
+            Ok::<_, BackendError>((total, resources))
+        })?;
+        let observations = resources.iter().filter_map(|text| serde_json::from_str(text).ok()).collect();
+        Ok(Some(ObservationPage { total: total.unwrap_or(0).max(0) as u64, observations }))
+    }
+
+    async fn files(&self, owner: &str) -> BackendResult<Vec<FileRecord>> {
+        const SQL: &str = "SELECT file_key, filename, mime_type, size, text_key, uploaded_at_ms FROM files \
+             WHERE owner = $1 ORDER BY uploaded_at_ms DESC, file_key";
+        on_pool!(self, |pool| {
+            let rows = sqlx::query(SQL).bind(owner).fetch_all(pool).await.map_err(db_error)?;
+            rows.iter().map(file_record).collect::<Result<Vec<_>, sqlx::Error>>().map_err(db_error)
+        })
+    }
+
+    async fn file(&self, owner: &str, file_key: &str) -> BackendResult<Option<FileRecord>> {
+        const SQL: &str = "SELECT file_key, filename, mime_type, size, text_key, uploaded_at_ms FROM files \
+             WHERE owner = $1 AND file_key = $2";
+        on_pool!(self, |pool| {
+            let row = sqlx::query(SQL).bind(owner).bind(file_key).fetch_optional(pool).await.map_err(db_error)?;
+            row.as_ref().map(file_record).transpose().map_err(db_error)
+        })
+    }
+
+    async fn set_conversation_summary(&self, owner: &str, session_id: &str, summary: &str) -> BackendResult<()> {
+        const SQL: &str = "INSERT INTO conversations (owner, session_id, summary, created_at_ms, updated_at_ms) \
+             VALUES ($1, $2, $3, $4, $4) ON CONFLICT (owner, session_id) \
+             DO UPDATE SET summary = excluded.summary, updated_at_ms = excluded.updated_at_ms";
+        on_pool!(self, |pool| {
+            sqlx::query(SQL)
+                .bind(owner)
+                .bind(session_id)
+                .bind(summary)
+                .bind(now_ms())
+                .execute(pool)
+                .await
+                .map(|_| ())
+                .map_err(db_error)
+        })?;
+        Ok(())
+    }
+}
+
+fn file_record<R: Row>(row: &R) -> Result<FileRecord, sqlx::Error>
+where
+    for<'r> &'r str: sqlx::ColumnIndex<R>,
+    for<'r> String: sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
+    for<'r> Option<String>: sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
+    for<'r> i64: sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
+{
+    let size: i64 = row.try_get("size")?;
+    Ok(FileRecord {
+        file_key: row.try_get("file_key")?,
+        filename: row.try_get("filename")?,
+        mime_type: row.try_get("mime_type")?,
+        size: size.max(0) as u64,
+        uploaded_at: rfc3339(row.try_get("uploaded_at_ms")?),
+        text_key: row.try_get("text_key")?,
+    })
+}
+
+#[async_trait]
+impl Memory for SqlStore {
+    async fn remember(&self, owner: &str, memory: NewMemory) -> BackendResult<i64> {
+        // One statement, one implicit transaction: committed (and with SQLite's
+        // synchronous=FULL, on disk) before the id comes back.
+        let tag = owner_tag(owner);
+        on_pool!(self, |pool| {
+            sqlx::query_scalar(INSERT_MEMORY)
+                .bind(owner)
+                .bind(&tag)
+                .bind(&memory.text)
+                .bind(&memory.kind)
+                .bind(&memory.session_id)
+                .bind(now_ms())
+                .fetch_one(pool)
+                .await
+                .map_err(db_error)
+        })
+    }
+
+    async fn recall(&self, owner: &str, query: &str, top_k: usize) -> BackendResult<Vec<MemoryRecord>> {
+        let terms = query_terms(query);
+        if terms.is_empty() || top_k == 0 {
+            return Ok(Vec::new());
+        }
+        let limit = i64::try_from(top_k).unwrap_or(i64::MAX);
+        let (sql, search) = match self.dialect() {
+            // Each term is letters and digits only, quoted as an FTS5 string, so no query
+            // syntax can come from the caller; the owner's token scopes the search in the index.
+            Dialect::Sqlite => {
+                let any: Vec<String> = terms.iter().map(|t| format!("\"{t}\"")).collect();
+                (SQLITE_RECALL, format!("owner_tag : \"{}\" AND ({})", owner_tag(owner), any.join(" OR ")))
+            }
+            Dialect::Postgres => (POSTGRES_RECALL, terms.join(" | ")),
+        };
+        on_pool!(self, |pool| {
+            let rows =
+                sqlx::query(sql).bind(owner).bind(&search).bind(limit).fetch_all(pool).await.map_err(db_error)?;
+            rows.iter()
+                .map(|row| {
+                    Ok(MemoryRecord {
+                        id: row.try_get("id")?,
+                        text: row.try_get("text")?,
+                        kind: row.try_get("kind")?,
+                        score: row.try_get("score")?,
+                        created_at: rfc3339(row.try_get("created_at_ms")?),
+                    })
+                })
+                .collect::<Result<Vec<_>, sqlx::Error>>()
+                .map_err(db_error)
+        })
+    }
+
+    async fn forget(&self, owner: &str, id: i64) -> BackendResult<bool> {
+        let done = on_pool!(self, |pool| {
+            sqlx::query("DELETE FROM memories WHERE owner = $1 AND id = $2")
+                .bind(owner)
+                .bind(id)
+                .execute(pool)
+                .await
+                .map(|r| r.rows_affected())
+                .map_err(db_error)
+        })?;
+        Ok(done > 0)
+    }
+}
+
+#[async_trait]
+impl SecretStore for SqlStore {
+    async fn secret_owner(&self, secret_hash: &[u8; 32]) -> BackendResult<Option<SecretOwner>> {
+        const SQL: &str = "SELECT user_id, agent FROM personal_secrets WHERE secret_hash = $1";
+        on_pool!(self, |pool| {
+            let row = sqlx::query(SQL).bind(&secret_hash[..]).fetch_optional(pool).await.map_err(db_error)?;
+            row.map(|row| Ok(SecretOwner { user_id: row.try_get("user_id")?, agent: row.try_get("agent")? }))
+                .transpose()
+                .map_err(db_error)
+        })
+    }
+
+    async fn put_secret(&self, user_id: &str, secret_hash: &[u8; 32], agent: Option<&str>) -> BackendResult<()> {
+        const SQL: &str = "INSERT INTO personal_secrets (user_id, secret_hash, agent, created_at_ms) \
+             VALUES ($1, $2, $3, $4) ON CONFLICT (user_id) DO UPDATE SET \
+             secret_hash = excluded.secret_hash, agent = excluded.agent, created_at_ms = excluded.created_at_ms";
+        on_pool!(self, |pool| {
+            sqlx::query(SQL)
+                .bind(user_id)
+                .bind(&secret_hash[..])
+                .bind(agent)
+                .bind(now_ms())
+                .execute(pool)
+                .await
+                .map(|_| ())
+                .map_err(db_error)
+        })?;
+        Ok(())
+    }
+
+    async fn has_secret(&self, user_id: &str) -> BackendResult<bool> {
+        let found: Option<i64> = on_pool!(self, |pool| {
+            sqlx::query_scalar("SELECT CAST(1 AS BIGINT) FROM personal_secrets WHERE user_id = $1")
+                .bind(user_id)
+                .fetch_optional(pool)
+                .await
+                .map_err(db_error)
+        })?;
+        Ok(found.is_some())
+    }
+
+    async fn revoke_secret(&self, user_id: &str) -> BackendResult<bool> {
+        let done = on_pool!(self, |pool| {
+            sqlx::query("DELETE FROM personal_secrets WHERE user_id = $1")
+                .bind(user_id)
+                .execute(pool)
+                .await
+                .map(|r| r.rows_affected())
+                .map_err(db_error)
+        })?;
+        Ok(done > 0)
+    }
+}
+
+/// The longest name stored in the access log, in bytes (cut on a character boundary).
+const MAX_LOGGED_NAME: usize = 128;
+
+#[async_trait]
+impl AccessLog for SqlStore {
+    async fn record(
+        &self,
+        user_id: &str,
+        kind: AccessKind,
+        name: &str,
+        success: bool,
+        duration_ms: u64,
+    ) -> BackendResult<()> {
+        const SQL: &str = "INSERT INTO access_log (user_id, kind, name, success, duration_ms, created_at_ms) \
+             VALUES ($1, $2, $3, $4, $5, $6)";
+        let kind: i64 = match kind {
+            AccessKind::Tool => 1,
+            AccessKind::Resource => 2,
+        };
+        let (name, _) = crate::text::cap_bytes(name, MAX_LOGGED_NAME);
+        let duration = i64::try_from(duration_ms).unwrap_or(i64::MAX);
+        on_pool!(self, |pool| {
+            sqlx::query(SQL)
+                .bind(user_id)
+                .bind(kind)
+                .bind(name)
+                .bind(success)
+                .bind(duration)
+                .bind(now_ms())
+                .execute(pool)
+                .await
+                .map(|_| ())
+                .map_err(db_error)
+        })?;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn query_terms_are_words_only() {
+        assert_eq!(query_terms("What did I say about my SLEEP?"), ["say", "sleep"]);
+        assert_eq!(query_terms("\" OR owner_tag : 1 --"), ["owner", "tag", "1"]);
+        assert_eq!(query_terms("the"), ["the"], "stop words stay when nothing else is left");
+        assert!(query_terms("!!! ---").is_empty());
+        assert_eq!(query_terms(&"word ".repeat(100)), ["word"]);
+        let many: String = (0..100).map(|i| format!("w{i} ")).collect();
+        assert_eq!(query_terms(&many).len(), 32);
+    }
+
+    #[test]
+    fn owner_tags_are_digits_and_differ() {
+        let (a, b) = (owner_tag("alice"), owner_tag("bob"));
+        assert_ne!(a, b);
+        assert!(a.chars().all(|c| c.is_ascii_digit()) && a.len() == 20, "{a}");
+    }
+
+    #[test]
+    fn observation_index_columns_come_from_the_resource() {
+        let obs = serde_json::json!({
+            "resourceType": "Observation",
+            "code": {"coding": [{"system": "http://loinc.org", "code": "8867-4", "display": "Heart rate"}]},
+            "effectiveDateTime": "2026-01-02T03:04:05Z",
+        });
+        assert_eq!(observation_code(&obs), "8867-4");
+        assert_eq!(observation_time_ms(&obs).map(rfc3339).as_deref(), Some("2026-01-02T03:04:05Z"));
+        assert_eq!(observation_code(&serde_json::json!({"code": {"text": "Mood"}})), "Mood");
+        assert_eq!(observation_time_ms(&serde_json::json!({})), None);
+    }
+
+    #[test]
+    fn schema_names_are_plain_identifiers() {
+        assert!(valid_schema_name("t_123abc"));
+        for bad in ["", "1abc", "pg_x", "a-b", "A", "a;drop", &"a".repeat(64)] {
+            assert!(!valid_schema_name(bad), "{bad}");
+        }
+    }
+}

@@ -1,0 +1,98 @@
+//! `read_file`: one of the caller's files: its extracted text or text-like content inline,
+//! otherwise a signed URL that expires.
+//!
+//! Fixes upstream: ownership is checked against the caller's own index (another user's key is
+//! "not found", the same as a key that does not exist); content is read through the store's
+//! decrypting `get` and URLs through its signer, never raw ciphertext; inline text is capped
+//! on a character boundary.
+
+use std::time::Duration;
+
+use mirobody_core::{
+    Annotations, Args, Param, Tool, ToolContext, ToolError, ToolResult, Type, UserInfo, register_tool,
+};
+use serde_json::json;
+
+use super::{caller, fail};
+use crate::text::{cap_chars, is_text_like};
+
+/// The most characters returned inline.
+pub const MAX_INLINE_CHARS: usize = 50_000;
+/// How long a signed URL works.
+pub const URL_LIFETIME: Duration = Duration::from_secs(3600);
+/// The longest file key accepted.
+pub const MAX_KEY_LEN: usize = 512;
+
+/// The declaration of `read_file`.
+pub fn tool() -> Tool {
+    Tool::new(
+        "read_file",
+        "Read one of the user's uploaded files by its file_key (from list_files). Returns the text \
+         extracted from it, or its content when it is text; for other files, a link that works for \
+         an hour.",
+    )
+    .param(Param::required("file_key", Type::String, "The file_key from list_files."))
+    .annotations(Annotations::read_only().idempotent(true))
+    .auth(true)
+    .handler(read_file)
+}
+
+/// The original key for a key that names one of its sidecars (`.trans` text, `.meta`).
+pub(crate) fn original_key(key: &str) -> &str {
+    key.strip_suffix(".trans").or_else(|| key.strip_suffix(".meta")).unwrap_or(key)
+}
+
+async fn read_file(args: Args, user: &UserInfo, ctx: &ToolContext<'_>) -> Result<ToolResult, ToolError> {
+    let owner = caller(user)?;
+    let key = args.str("file_key").map(str::trim).unwrap_or_default();
+    if key.is_empty() {
+        return Err(ToolError::new("read_file requires a 'file_key' (see list_files)."));
+    }
+    if key.len() > MAX_KEY_LEN || !crate::backends::valid_key(key) {
+        return Err(ToolError::new("That is not a file_key this server uses; call list_files for the keys."));
+    }
+    let db = ctx.db().map_err(fail)?;
+    let storage = ctx.storage().map_err(fail)?;
+    let file = db
+        .file(owner, original_key(key))
+        .await
+        .map_err(fail)?
+        .ok_or_else(|| ToolError::new("File not found. Call list_files for the user's files."))?;
+    let text = if let Some(text_key) = &file.text_key {
+        let bytes = storage.get(text_key).await.map_err(fail)?;
+        Some(String::from_utf8_lossy(&bytes).into_owned())
+    } else if is_text_like(&file.mime_type) {
+        // Text that is not valid UTF-8 is served as a binary file.
+        String::from_utf8(storage.get(&file.file_key).await.map_err(fail)?).ok()
+    } else {
+        None
+    };
+    if let Some(text) = text {
+        let (content, truncated) = cap_chars(&text, MAX_INLINE_CHARS);
+        let mut out = json!({"filename": file.filename, "mime": file.mime_type, "content": content});
+        if truncated {
+            out["truncated"] = json!(true);
+        }
+        return Ok(ToolResult::ok(out));
+    }
+    let url = storage.signed_url(&file.file_key, URL_LIFETIME).await.map_err(fail)?;
+    Ok(ToolResult::ok(json!({
+        "filename": file.filename,
+        "mime": file.mime_type,
+        "url": url,
+        "expires_in": URL_LIFETIME.as_secs(),
+        "note": "Binary file; not inlined. Fetch it from the url.",
+    })))
+}
+
+register_tool!(tool);
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn sidecar_keys_name_their_file() {
+        assert_eq!(super::original_key("f1.trans"), "f1");
+        assert_eq!(super::original_key("f1.meta"), "f1");
+        assert_eq!(super::original_key("f1.pdf"), "f1.pdf");
+    }
+}

@@ -1,0 +1,35 @@
+//! The built-in tools and their backends, tested through the real MCP server over HTTP (the
+//! router driven with `oneshot`, no sockets) against SQLite in a temp dir; the backend tests
+//! also run against the PostgreSQL and Redis of this machine when
+//! `MIROBODY_TEST_POSTGRES_URL` / `MIROBODY_TEST_REDIS_URL` are set.
+
+/// Fixtures: backends in a temp dir, the service, an HTTP client, an SSE reader.
+#[path = "builtins/support.rs"]
+mod support;
+
+/// Every tool over HTTP: results, errors, missing backends, resources, the access log, the demo.
+#[path = "builtins/tools.rs"]
+mod tools;
+
+/// Bad input for every tool: a clear error, and nothing changed.
+#[path = "builtins/bad_input.rs"]
+mod bad_input;
+
+/// Property tests: no sequence of calls by one user reaches another's data unless shared.
+#[path = "builtins/isolation.rs"]
+mod isolation;
+
+/// The backends directly, on SQLite and PostgreSQL (db, memory, secrets, access log) and on
+/// the in-process cache and Redis.
+#[path = "builtins/backends.rs"]
+mod backends;
+
+/// SIGKILL in the middle of concurrent `remember` calls loses no acknowledged memory.
+#[path = "builtins/durability.rs"]
+mod durability;
+
+/// A JSON value shortened for a failure message.
+fn short(value: &serde_json::Value) -> String {
+    let text = value.to_string();
+    if text.chars().count() > 80 { format!("{}…", text.chars().take(80).collect::<String>()) } else { text }
+}

@@ -1,0 +1,299 @@
+//! The backends directly. Each database test runs on SQLite in a temp dir and on PostgreSQL in
+//! a fresh schema (when `MIROBODY_TEST_POSTGRES_URL` is set); each cache test on the
+//! in-process cache and on Redis (when `MIROBODY_TEST_REDIS_URL` is set).
+
+use std::time::Duration;
+
+use mirobody_core::backend::{FileRecord, NewMemory};
+use mirobody_core::{AccessKind, AccessLog, Cache, Db, Memory, SecretStore};
+use mirobody_tools::backends::{Dialect, MemoryCache, RedisCache, SqlStore};
+use serde_json::json;
+
+use crate::support::{Env, external, unique};
+
+/// Runs each named async fn (taking `&SqlStore`) as a test on SQLite and on PostgreSQL.
+macro_rules! on_both_databases {
+    ($($name:ident;)*) => {
+        mod sqlite {
+            $(
+                #[tokio::test]
+                async fn $name() {
+                    let env = crate::support::Env::sqlite().await;
+                    assert_eq!(env.backends.sql().dialect(), mirobody_tools::backends::Dialect::Sqlite);
+                    super::$name(env.backends.sql()).await;
+                }
+            )*
+        }
+        mod postgres {
+            $(
+                #[tokio::test]
+                async fn $name() {
+                    let Some(env) = crate::support::Env::postgres(concat!("postgres::", stringify!($name))).await else { return };
+                    assert_eq!(env.backends.sql().dialect(), mirobody_tools::backends::Dialect::Postgres);
+                    super::$name(env.backends.sql()).await;
+                }
+            )*
+        }
+    };
+}
+
+on_both_databases! {
+    sharing_and_observations;
+    files_are_scoped_to_their_owner;
+    conversations_are_keyed_by_owner_and_session;
+    memory_is_ranked_and_scoped;
+    memory_queries_cannot_inject;
+    secrets_are_hashes_with_one_per_user;
+    access_log_rows;
+}
+
+fn obs(code: &str, value: i64, time: &str) -> serde_json::Value {
+    json!({"code": {"coding": [{"code": code}]}, "valueQuantity": {"value": value, "unit": "u"}, "effectiveDateTime": time})
+}
+
+async fn sharing_and_observations(db: &SqlStore) {
+    db.upsert_user("mom", Some("Ann"), Some("ann@example.com")).await.unwrap();
+    db.share_health("mom", "me", Some("Mom")).await.unwrap();
+    db.share_health("mom", "me", Some("Mum")).await.unwrap(); // renaming is an update
+    let sharers = db.health_sharers("me").await.unwrap();
+    assert_eq!(sharers.len(), 1);
+    assert_eq!((sharers[0].nickname.as_deref(), sharers[0].email.as_deref()), (Some("Mum"), Some("ann@example.com")));
+    assert!(db.health_sharers("mom").await.unwrap().is_empty(), "sharing is one way");
+
+    assert!(db.can_read_health("me", "me").await.unwrap());
+    assert!(db.can_read_health("me", "mom").await.unwrap());
+    assert!(!db.can_read_health("mom", "me").await.unwrap());
+
+    let resources: Vec<_> = (1..=9).map(|d| obs("HR", d, &format!("2026-01-0{d}T00:00:00Z"))).collect();
+    db.add_observations("mom", &resources).await.unwrap();
+    db.add_observations("me", &[obs("HR", 1, "2026-01-01")]).await.unwrap();
+    let page = db.observations("me", "mom", 3).await.unwrap().expect("mom shares with me");
+    assert_eq!(page.total, 9);
+    let values: Vec<i64> = page.observations.iter().map(|o| o["valueQuantity"]["value"].as_i64().unwrap()).collect();
+    assert_eq!(values, [9, 8, 7], "newest first");
+    assert_eq!(db.observations("mom", "me", 3).await.unwrap(), None, "me does not share with mom");
+    assert_eq!(db.observations("stranger", "mom", 3).await.unwrap(), None);
+    assert_eq!(db.observations("me", "me", 3).await.unwrap().unwrap().total, 1);
+
+    assert!(db.unshare_health("mom", "me").await.unwrap());
+    assert_eq!(db.observations("me", "mom", 3).await.unwrap(), None, "a revoked share is honoured");
+    assert!(!db.unshare_health("mom", "me").await.unwrap());
+}
+
+async fn files_are_scoped_to_their_owner(db: &SqlStore) {
+    let file = |key: &str, at: &str| FileRecord {
+        file_key: key.into(),
+        filename: format!("{key}.pdf"),
+        mime_type: "application/pdf".into(),
+        size: 42,
+        uploaded_at: at.into(),
+        text_key: Some(format!("{key}.trans")),
+    };
+    db.add_file("u1", &file("a", "2026-01-01T00:00:00Z")).await.unwrap();
+    db.add_file("u1", &file("b", "2026-01-02T00:00:00Z")).await.unwrap();
+    db.add_file("u2", &file("c", "2026-01-03T00:00:00Z")).await.unwrap();
+    let keys: Vec<String> = db.files("u1").await.unwrap().into_iter().map(|f| f.file_key).collect();
+    assert_eq!(keys, ["b", "a"], "newest first, own files only");
+    assert_eq!(db.file("u1", "a").await.unwrap(), Some(file("a", "2026-01-01T00:00:00Z")));
+    assert_eq!(db.file("u1", "c").await.unwrap(), None, "another user's key");
+    let duplicate = db.add_file("u2", &file("a", "2026-01-04T00:00:00Z")).await.unwrap_err();
+    assert!(duplicate.to_string().contains("already exists"), "{duplicate}");
+    assert!(!duplicate.to_string().contains("INSERT"), "no SQL in messages");
+}
+
+async fn conversations_are_keyed_by_owner_and_session(db: &SqlStore) {
+    db.set_conversation_summary("u1", "s", "one").await.unwrap();
+    db.set_conversation_summary("u2", "s", "two").await.unwrap();
+    db.set_conversation_summary("u1", "s", "one again").await.unwrap();
+    assert_eq!(db.conversation_summary("u1", "s").await.unwrap().as_deref(), Some("one again"));
+    assert_eq!(db.conversation_summary("u2", "s").await.unwrap().as_deref(), Some("two"));
+    assert_eq!(db.conversation_summary("u3", "s").await.unwrap(), None);
+}
+
+fn memory(text: &str) -> NewMemory {
+    NewMemory { text: text.into(), kind: "fact".into(), session_id: Some("s1".into()) }
+}
+
+async fn memory_is_ranked_and_scoped(db: &SqlStore) {
+    let a = db.remember("u1", memory("Takes vitamin D every morning")).await.unwrap();
+    let b = db
+        .remember(
+            "u1",
+            memory("Vitamin D level was low in the January blood test; doctor suggested vitamin D supplements"),
+        )
+        .await
+        .unwrap();
+    db.remember("u1", memory("Enjoys hiking on weekends")).await.unwrap();
+    db.remember("u2", memory("Vitamin D deficiency diagnosed")).await.unwrap();
+    assert!(b > a, "ids grow");
+
+    let found = db.recall("u1", "vitamin D supplements", 10).await.unwrap();
+    let texts: Vec<&str> = found.iter().map(|m| m.text.as_str()).collect();
+    assert_eq!(found.len(), 2, "{texts:?}");
+    assert_eq!(found[0].id, b, "the memory matching more of the query ranks first: {texts:?}");
+    assert!(found[0].score > found[1].score, "{found:?}");
+    assert!(found.iter().all(|m| !m.text.contains("deficiency")), "never another owner's memory");
+    assert!(found[0].created_at.ends_with('Z'));
+
+    assert_eq!(db.recall("u1", "hikes", 5).await.unwrap().len(), 1, "stemmed: hikes finds hiking");
+    assert_eq!(db.recall("u1", "vitamin", 1).await.unwrap().len(), 1, "top_k bounds the result");
+    assert!(db.recall("u1", "?!", 5).await.unwrap().is_empty());
+    assert!(db.recall("u3", "vitamin", 5).await.unwrap().is_empty());
+
+    assert!(!db.forget("u2", a).await.unwrap(), "another owner cannot forget it");
+    assert!(db.forget("u1", a).await.unwrap());
+    assert_eq!(db.recall("u1", "vitamin", 10).await.unwrap().len(), 1, "a forgotten memory is gone from search");
+}
+
+async fn memory_queries_cannot_inject(db: &SqlStore) {
+    db.remember("u1", memory("mine")).await.unwrap();
+    db.remember("u2", memory("secret of u2")).await.unwrap();
+    for query in [
+        "secret\" OR \"mine",
+        "secret) OR owner_tag : *",
+        "' OR 1=1 --",
+        "secret & !mine | (",
+        "NEAR(secret u2)",
+        "secret*",
+        "-secret",
+    ] {
+        let found = db.recall("u1", query, 10).await.unwrap_or_else(|e| panic!("{query}: {e}"));
+        assert!(found.iter().all(|m| m.text == "mine"), "{query}: {found:?}");
+    }
+}
+
+async fn secrets_are_hashes_with_one_per_user(db: &SqlStore) {
+    let (h1, h2) = ([1u8; 32], [2u8; 32]);
+    assert!(!db.has_secret("u1").await.unwrap());
+    db.put_secret("u1", &h1, Some("agent-x")).await.unwrap();
+    assert!(db.has_secret("u1").await.unwrap());
+    let owner = db.secret_owner(&h1).await.unwrap().unwrap();
+    assert_eq!((owner.user_id.as_str(), owner.agent.as_deref()), ("u1", Some("agent-x")));
+    db.put_secret("u1", &h2, None).await.unwrap();
+    assert_eq!(db.secret_owner(&h1).await.unwrap(), None, "the old secret stops working");
+    assert_eq!(db.secret_owner(&h2).await.unwrap().unwrap().user_id, "u1");
+    assert!(db.revoke_secret("u1").await.unwrap());
+    assert!(!db.revoke_secret("u1").await.unwrap());
+    assert_eq!(db.secret_owner(&h2).await.unwrap(), None);
+}
+
+async fn access_log_rows(db: &SqlStore) {
+    db.record("u1", AccessKind::Tool, "echo", true, 3).await.unwrap();
+    let long = "é".repeat(100);
+    db.record("u1", AccessKind::Resource, &long, false, 0).await.unwrap();
+    db.record("u2", AccessKind::Tool, "whoami", true, 1).await.unwrap();
+    let rows = db.access_log_of("u1").await.unwrap();
+    assert_eq!(rows.len(), 2);
+    assert_eq!(rows[0], (AccessKind::Tool, "echo".to_owned(), true, 3));
+    assert_eq!(rows[1].0, AccessKind::Resource);
+    assert_eq!(rows[1].1, "é".repeat(64), "capped at 128 bytes on a character boundary");
+    assert!(!rows[1].2);
+}
+
+#[tokio::test]
+async fn reopening_migrates_once_and_keeps_data() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}", dir.path().join("db.sqlite").display());
+    let db = SqlStore::connect(&url, None, 2).await.unwrap();
+    db.remember("u1", memory("kept across restarts")).await.unwrap();
+    db.close().await;
+    let again = SqlStore::connect(&url, None, 2).await.unwrap();
+    assert_eq!(again.schema_version().await.unwrap(), 1);
+    assert_eq!(again.recall("u1", "restarts", 5).await.unwrap().len(), 1);
+    assert_eq!(again.dialect(), Dialect::Sqlite);
+}
+
+#[tokio::test]
+async fn postgres_migrates_once_per_schema() {
+    let Some(env) = Env::postgres("postgres_migrates_once_per_schema").await else { return };
+    let schema = env._schema.as_ref().unwrap();
+    let again = SqlStore::connect(&schema.url, Some(&schema.name), 2).await.unwrap();
+    assert_eq!(again.schema_version().await.unwrap(), 1);
+    let bad = SqlStore::connect(&schema.url, Some("Robert'); DROP TABLE users;--"), 1).await.unwrap_err();
+    assert!(bad.to_string().contains("invalid database_schema"), "{bad}");
+}
+
+#[tokio::test]
+async fn a_bad_database_url_names_the_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = mirobody_tools::backends::BackendConfig {
+        database_url: Some("mysql://x".into()),
+        ..crate::support::config_in(dir.path())
+    };
+    let err = mirobody_tools::backends::open(&config).await.unwrap_err().to_string();
+    assert!(err.contains("database_url must start with sqlite:// or postgres://"), "{err}");
+    let secret = mirobody_tools::backends::BackendConfig {
+        database_url: Some("postgres://app:hunter2@db/x".into()),
+        file_encryption_key: Some("k".repeat(64)),
+        ..Default::default()
+    };
+    let shown = format!("{secret:?}");
+    assert!(!shown.contains("hunter2") && !shown.contains("kkkk"), "{shown}");
+}
+
+async fn cache_contract(cache: &dyn Cache, prefix: &str) {
+    let key = |k: &str| format!("{prefix}{k}");
+    assert_eq!(cache.get(&key("missing")).await.unwrap(), None);
+    cache.set(&key("a"), b"one", None).await.unwrap();
+    assert_eq!(cache.get(&key("a")).await.unwrap().as_deref(), Some(&b"one"[..]));
+    cache.set(&key("a"), b"two", None).await.unwrap();
+    assert_eq!(cache.get(&key("a")).await.unwrap().as_deref(), Some(&b"two"[..]));
+    cache.set(&key("short"), b"x", Some(Duration::from_millis(100))).await.unwrap();
+    assert!(cache.get(&key("short")).await.unwrap().is_some());
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    assert_eq!(cache.get(&key("short")).await.unwrap(), None, "expired");
+    assert!(cache.delete(&key("a")).await.unwrap());
+    assert!(!cache.delete(&key("a")).await.unwrap());
+    assert_eq!(cache.get(&key("a")).await.unwrap(), None);
+    cache.set(&key("bin"), &[0, 255, 1], Some(Duration::from_secs(60))).await.unwrap();
+    assert_eq!(cache.get(&key("bin")).await.unwrap(), Some(vec![0, 255, 1]));
+    assert!(cache.delete(&key("bin")).await.unwrap());
+}
+
+#[tokio::test]
+async fn in_process_cache() {
+    cache_contract(&MemoryCache::new(1 << 20), "").await;
+}
+
+#[tokio::test]
+async fn in_process_cache_is_bounded() {
+    let cache = MemoryCache::new(10_000);
+    for i in 0..100 {
+        cache.set(&format!("k{i}"), &[0u8; 1000], None).await.unwrap();
+    }
+    let mut present = 0;
+    for i in 0..100 {
+        present += usize::from(cache.get(&format!("k{i}")).await.unwrap().is_some());
+    }
+    assert!(present < 20, "{present} entries of 1 kB kept in a 10 kB cache");
+}
+
+#[tokio::test]
+async fn redis_cache() {
+    let Some(url) = external("MIROBODY_TEST_REDIS_URL", "redis_cache") else { return };
+    let prefix = format!("{}:", unique("mirobody_test"));
+    let cache = RedisCache::connect(&url, &prefix).await.unwrap();
+    cache_contract(&cache, "").await;
+    // Prefixes keep deployments apart.
+    let other = RedisCache::connect(&url, &format!("{prefix}other:")).await.unwrap();
+    cache.set("shared", b"mine", Some(Duration::from_secs(30))).await.unwrap();
+    assert_eq!(other.get("shared").await.unwrap(), None);
+    cache.delete("shared").await.unwrap();
+}
+
+#[tokio::test]
+async fn redis_is_used_when_configured() {
+    let Some(url) = external("MIROBODY_TEST_REDIS_URL", "redis_is_used_when_configured") else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let prefix = format!("{}:", unique("mirobody_test"));
+    let config = mirobody_tools::backends::BackendConfig {
+        redis_url: Some(url.clone()),
+        redis_key_prefix: prefix.clone(),
+        ..crate::support::config_in(dir.path())
+    };
+    let backends = mirobody_tools::backends::open(&config).await.unwrap();
+    backends.cache().set("k", b"v", Some(Duration::from_secs(30))).await.unwrap();
+    let direct = RedisCache::connect(&url, &prefix).await.unwrap();
+    assert_eq!(direct.get("k").await.unwrap(), Some(b"v".to_vec()), "the value is in Redis");
+    direct.delete("k").await.unwrap();
+}
