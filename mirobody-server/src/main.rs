@@ -23,7 +23,11 @@ fn main() -> ExitCode {
     }
     // Logs always go to stderr: stdout belongs to the stdio transport and to `tools` output.
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(&config.log));
-    tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).init();
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .init();
 
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(runtime) => runtime,
@@ -83,10 +87,16 @@ async fn run(command: Command, config: Config) -> Result<u8, Box<dyn std::error:
             let agent = agent.as_deref();
             match action {
                 SecretAction::Create => {
-                    println!("{}", mirobody_auth::create_secret(store.as_ref(), endpoint, &user, agent).await?.expose());
+                    println!(
+                        "{}",
+                        mirobody_auth::create_secret(store.as_ref(), endpoint, &user, agent).await?.expose()
+                    );
                 }
                 SecretAction::Rotate => {
-                    println!("{}", mirobody_auth::rotate_secret(store.as_ref(), endpoint, &user, agent).await?.expose());
+                    println!(
+                        "{}",
+                        mirobody_auth::rotate_secret(store.as_ref(), endpoint, &user, agent).await?.expose()
+                    );
                 }
                 SecretAction::Revoke => {
                     let revoked = mirobody_auth::revoke_secret(store.as_ref(), &user).await?;

@@ -1,0 +1,118 @@
+//! Identity through the real binary: bearer tokens, the 401 challenge, personal MCP URLs
+//! (create, 409, rotate, revoke), credentials refused in query strings, the protected resource
+//! metadata, and no token or secret in the server's log.
+
+mod common;
+
+use std::path::Path;
+
+use common::{free_port, raw_post, start_logging, token};
+use serde_json::{Value, json};
+
+const INIT: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
+const WHOAMI: &str = r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"whoami","arguments":{}}}"#;
+
+fn header<'a>(head: &'a str, name: &str) -> Option<&'a str> {
+    head.lines().find_map(|l| {
+        let (n, v) = l.split_once(": ")?;
+        n.eq_ignore_ascii_case(name).then_some(v.trim())
+    })
+}
+
+fn status(head: &str) -> u16 {
+    head.split_whitespace().nth(1).and_then(|s| s.parse().ok()).unwrap_or(0)
+}
+
+// Initializes on `path` with `headers`, then calls whoami on the session: the second reply.
+fn whoami(port: u16, path: &str, headers: &[(&str, &str)]) -> (String, String) {
+    let (head, body) = raw_post(port, path, headers, INIT);
+    assert_eq!(status(&head), 200, "{head}\n{body}");
+    let sid = header(&head, "mcp-session-id").expect("a session").to_owned();
+    let mut with_session: Vec<(&str, &str)> = headers.to_vec();
+    with_session.push(("Mcp-Session-Id", &sid));
+    raw_post(port, path, &with_session, WHOAMI)
+}
+
+#[test]
+fn identity_end_to_end() {
+    let data_dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("binary-auth-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&data_dir);
+    std::fs::create_dir_all(&data_dir).unwrap();
+    let port = free_port();
+    let token = token(&data_dir, port, "alice");
+    let log_path = data_dir.join("server.log");
+    let mut server = start_logging(&data_dir, port, std::fs::File::create(&log_path).unwrap());
+    let bearer = format!("Bearer {token}");
+    let base = format!("http://127.0.0.1:{port}");
+
+    // Anonymous: the auth tool is refused with the MCP challenge.
+    let (head, body) = whoami(port, "/mcp", &[]);
+    assert_eq!(status(&head), 401, "{head}\n{body}");
+    let challenge = header(&head, "www-authenticate").expect("a challenge");
+    assert!(
+        challenge.contains(&format!(r#"resource_metadata="{base}/.well-known/oauth-protected-resource"#)),
+        "{challenge}"
+    );
+    assert_eq!(serde_json::from_str::<Value>(&body).unwrap()["error"]["code"], -32001);
+
+    // A bearer token: the tool runs as its subject.
+    let (head, body) = whoami(port, "/mcp", &[("Authorization", &bearer)]);
+    assert_eq!(status(&head), 200, "{head}\n{body}");
+    assert_eq!(serde_json::from_str::<Value>(&body).unwrap()["result"]["structuredContent"]["authenticated"], true);
+
+    // A forged token: 401 invalid_token at once.
+    let (head, _) = raw_post(port, "/mcp", &[("Authorization", "Bearer abc.def.ghi")], INIT);
+    assert_eq!(status(&head), 401);
+    assert!(header(&head, "www-authenticate").unwrap().contains(r#"error="invalid_token""#));
+
+    // A personal URL: made once, then 409, then rotated.
+    let (head, body) = raw_post(port, "/personal/mcp", &[("Authorization", &bearer)], "");
+    assert_eq!(status(&head), 200, "{head}\n{body}");
+    let first = serde_json::from_str::<Value>(&body).unwrap()["data"]["url"].as_str().unwrap().to_owned();
+    assert!(first.starts_with(&format!("{base}/mcp/")), "{first}");
+    let first_path = first.trim_start_matches(&base).to_owned();
+    let (head, body) = whoami(port, &first_path, &[]);
+    assert_eq!(status(&head), 200, "the secret URL identifies the user with no header: {body}");
+    assert_eq!(status(&raw_post(port, "/personal/mcp", &[("Authorization", &bearer)], "").0), 409);
+    let (head, body) = raw_post(port, "/personal/mcp?rotate=true", &[("Authorization", &bearer)], "");
+    assert_eq!(status(&head), 200, "{body}");
+    let second = serde_json::from_str::<Value>(&body).unwrap()["data"]["url"].as_str().unwrap().to_owned();
+    assert_ne!(first, second);
+    assert_eq!(status(&raw_post(port, &first_path, &[], INIT).0), 401, "the rotated-away URL is dead");
+    let secret = second.rsplit('/').next().unwrap().to_owned();
+    assert_eq!(status(&whoami(port, "/mcp", &[("X-MCP-Secret", &secret)]).0), 200, "the secret as a header");
+
+    // Credentials in a query string are refused, never honoured.
+    let (head, _) = raw_post(port, &format!("/mcp?secret={secret}"), &[], INIT);
+    assert_eq!(status(&head), 400);
+    let (head, _) = raw_post(port, &format!("/mcp?access_token={token}"), &[], INIT);
+    assert_eq!(status(&head), 400);
+
+    // The protected resource metadata, at the root and path-inserted.
+    for path in ["/.well-known/oauth-protected-resource", "/.well-known/oauth-protected-resource/mcp"] {
+        let output = std::process::Command::new("curl").args(["-s", &format!("{base}{path}")]).output().unwrap();
+        let document: Value = serde_json::from_slice(&output.stdout).unwrap_or(json!(null));
+        assert_eq!(document["resource"], format!("{base}/mcp"), "{path}");
+    }
+
+    // Revoked: the URL stops working.
+    let request = std::process::Command::new("curl")
+        .args(["-s", "-X", "DELETE", "-H", &format!("Authorization: {bearer}"), &format!("{base}/personal/mcp")])
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&request.stdout).contains("true"), "{}", String::from_utf8_lossy(&request.stdout));
+    assert_eq!(status(&raw_post(port, "/mcp", &[("X-MCP-Secret", &secret)], INIT).0), 401);
+
+    server.kill().unwrap();
+    server.wait().unwrap();
+    let log = std::fs::read_to_string(&log_path).unwrap();
+    assert!(log.contains("caller resolved") && log.contains("personal MCP URL issued"), "the TRACE log was captured");
+    for (what, needle) in [
+        ("the token", token.as_str()),
+        ("the first secret", first_path.trim_start_matches("/mcp/")),
+        ("the second secret", secret.as_str()),
+    ] {
+        assert!(!log.contains(needle), "{what} reached the log");
+    }
+    let _ = std::fs::remove_dir_all(&data_dir);
+}

@@ -1,0 +1,107 @@
+//! Driving the real `mirobody-server` binary over loopback: start it on a data folder, mint a
+//! token with its own CLI, and speak HTTP/1.1 to it with no client library in between.
+
+#![allow(dead_code)]
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+pub(crate) const BIN: &str = env!("CARGO_BIN_EXE_mirobody-server");
+
+/// A port free right now.
+pub(crate) fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+/// Starts the server on `port` with its data under `data_dir`, and waits until it listens.
+pub(crate) fn start(data_dir: &Path, port: u16) -> Child {
+    start_logging(data_dir, port, Stdio::null())
+}
+
+/// Like [`start`], with the log (stderr, at TRACE level) going to `log`.
+pub(crate) fn start_logging(data_dir: &Path, port: u16, log: impl Into<Stdio>) -> Child {
+    let child = Command::new(BIN)
+        .args(["--bind", &format!("127.0.0.1:{port}"), "serve"])
+        .env("MIROBODY_BACKENDS__DATA_DIR", data_dir)
+        .env("MIROBODY_PUBLIC_BASE_URL", format!("http://127.0.0.1:{port}"))
+        .env("RUST_LOG", "trace")
+        .stdout(Stdio::null())
+        .stderr(log)
+        .spawn()
+        .expect("start the server");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(Instant::now() < deadline, "the server did not start listening");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    child
+}
+
+/// A token for `user` minted by the server's own `token` command (same key, same audience).
+pub(crate) fn token(data_dir: &Path, port: u16, user: &str) -> String {
+    let output = Command::new(BIN)
+        .args(["token", "--user", user, "--ttl", "3600"])
+        .env("MIROBODY_BACKENDS__DATA_DIR", data_dir)
+        .env("MIROBODY_PUBLIC_BASE_URL", format!("http://127.0.0.1:{port}"))
+        .output()
+        .expect("mint a token");
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    String::from_utf8(output.stdout).unwrap().trim().to_owned()
+}
+
+/// A JSON-RPC POST to `/mcp` with a bearer token; `None` when the server is gone.
+pub(crate) fn post(port: u16, token: &str, session: Option<&str>, body: &Value) -> Option<(String, Value)> {
+    let mut stream = TcpStream::connect(("127.0.0.1", port)).ok()?;
+    stream.set_read_timeout(Some(Duration::from_secs(10))).ok()?;
+    let body = body.to_string();
+    let session = session.map(|s| format!("Mcp-Session-Id: {s}\r\n")).unwrap_or_default();
+    write!(
+        stream,
+        "POST /mcp HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nAccept: application/json\r\nAuthorization: Bearer {token}\r\n{session}Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .ok()?;
+    let mut reply = String::new();
+    stream.read_to_string(&mut reply).ok()?;
+    let (head, payload) = reply.split_once("\r\n\r\n")?;
+    if !head.starts_with("HTTP/1.1 200") {
+        return None;
+    }
+    Some((head.to_owned(), serde_json::from_str(payload).ok()?))
+}
+
+/// Initializes and returns the session id.
+pub(crate) fn session(port: u16, token: &str) -> String {
+    let init = json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"durability","version":"1"}}});
+    let (head, _) = post(port, token, None, &init).expect("initialize");
+    head.lines()
+        .find_map(|l| l.to_ascii_lowercase().strip_prefix("mcp-session-id: ").map(|s| s.trim().to_owned()))
+        .expect("a session id")
+}
+
+/// A `tools/call`.
+pub(crate) fn call(port: u16, token: &str, session: &str, id: u64, tool: &str, arguments: Value) -> Option<Value> {
+    let request = json!({"jsonrpc":"2.0","id":id,"method":"tools/call","params":{"name":tool,"arguments":arguments}});
+    post(port, token, Some(session), &request).map(|(_, reply)| reply)
+}
+
+/// A raw HTTP/1.1 POST with any headers; the status line, headers and body.
+pub(crate) fn raw_post(port: u16, path: &str, headers: &[(&str, &str)], body: &str) -> (String, String) {
+    let mut stream = TcpStream::connect(("127.0.0.1", port)).expect("connect");
+    stream.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let mut head =
+        format!("POST {path} HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nConnection: close\r\n");
+    for (name, value) in headers {
+        head.push_str(&format!("{name}: {value}\r\n"));
+    }
+    write!(stream, "{head}Content-Length: {}\r\n\r\n{body}", body.len()).unwrap();
+    let mut reply = String::new();
+    stream.read_to_string(&mut reply).unwrap();
+    let (head, body) = reply.split_once("\r\n\r\n").unwrap_or((&reply, ""));
+    (head.to_owned(), body.to_owned())
+}
