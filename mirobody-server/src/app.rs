@@ -82,7 +82,11 @@ fn embedded_token_key(data_dir: &Path) -> Result<String, String> {
     let path = data_dir.join("token.key");
     if let Ok(existing) = std::fs::read_to_string(&path) {
         let key = existing.trim().to_owned();
-        return if key.len() >= 32 { Ok(key) } else { Err(format!("{} holds a key shorter than 32 characters", path.display())) };
+        return if key.len() >= 32 {
+            Ok(key)
+        } else {
+            Err(format!("{} holds a key shorter than 32 characters", path.display()))
+        };
     }
     std::fs::create_dir_all(data_dir).map_err(|e| format!("cannot create {}: {e}", data_dir.display()))?;
     let key = mirobody_auth::generate_secret().map_err(|e| e.to_string())?.expose().to_owned();

@@ -185,7 +185,8 @@ pub fn mint_token(
     user_id: &str,
     ttl_secs: u64,
 ) -> Result<String, String> {
-    let key = auth.hs256_secret.as_ref().ok_or("no auth.hs256_secret is configured, so this server cannot mint tokens")?;
+    let key =
+        auth.hs256_secret.as_ref().ok_or("no auth.hs256_secret is configured, so this server cannot mint tokens")?;
     let now = jsonwebtoken::get_current_timestamp();
     let mut claims = serde_json::json!({
         "sub": user_id,
@@ -207,7 +208,12 @@ fn pretty(value: &serde_json::Value) -> String {
 
 /// What `mirobody-server demo` prints: the demo data, a token and a personal URL, and the
 /// commands that call each tool with them.
-pub fn demo_instructions(info: &mirobody_tools::demo::DemoInfo, token: &str, personal_url: &str, mcp_url: &str) -> String {
+pub fn demo_instructions(
+    info: &mirobody_tools::demo::DemoInfo,
+    token: &str,
+    personal_url: &str,
+    mcp_url: &str,
+) -> String {
     let mut out = String::new();
     let state = if info.already_loaded { "already loaded" } else { "loaded" };
     out.push_str(&format!("Demo user '{}' {state}:\n", info.user_id));
@@ -222,7 +228,9 @@ pub fn demo_instructions(info: &mirobody_tools::demo::DemoInfo, token: &str, per
         info.memories
     ));
     out.push_str(&format!("Access token (24 hours):\n  {token}\n\n"));
-    out.push_str(&format!("Personal MCP URL (no header needed; shown once, stored only as a hash):\n  {personal_url}\n\n"));
+    out.push_str(&format!(
+        "Personal MCP URL (no header needed; shown once, stored only as a hash):\n  {personal_url}\n\n"
+    ));
     out.push_str("Try it (start the server first: cargo run --release -p mirobody-server):\n");
     out.push_str(&format!("  export TOKEN={token} SID=\n"));
     out.push_str(&format!(

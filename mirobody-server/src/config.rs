@@ -128,11 +128,8 @@ impl Config {
         // Per-agent tool lists are flat keys (upstream's spelling); they are taken out before
         // the rest is read, so they do not count as unknown keys.
         let mut tool_lists: Vec<(String, Value)> = Vec::new();
-        let flat: Vec<Value> = map
-            .keys()
-            .filter(|k| k.as_str().and_then(mirobody_auth::flat_tool_list_key).is_some())
-            .cloned()
-            .collect();
+        let flat: Vec<Value> =
+            map.keys().filter(|k| k.as_str().and_then(mirobody_auth::flat_tool_list_key).is_some()).cloned().collect();
         for key in flat {
             if let Some(value) = map.remove(&key) {
                 tool_lists.push((key.as_str().unwrap_or_default().to_owned(), value));
