@@ -150,6 +150,9 @@ impl Config {
             }
             from_env.push(key);
         }
+        if !from_env.is_empty() {
+            origin = format!("{origin} with environment {}", from_env.join(", "));
+        }
         let mut config: Config = serde_yaml_ng::from_value(Value::Mapping(map)).map_err(|e| invalid(&origin, e))?;
         for (key, value) in tool_lists {
             let Some((kind, agent)) = mirobody_auth::flat_tool_list_key(&key) else { continue };

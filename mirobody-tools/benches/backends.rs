@@ -6,7 +6,8 @@
 //! run in a temp dir (`MIROBODY_BENCH_ROWS` rows of each kind, default 1,000,000), in batched
 //! transactions: one heavy user (`bench`, a tenth of all rows, as a wearable would produce),
 //! and 900 users with the rest. The lines printed at the end give each call's mean time and
-//! its ratio to the baseline, measured interleaved.
+//! its ratio to the baseline, measured interleaved. `MIROBODY_BENCH_DIR=<folder>` keeps the
+//! data set there and reuses it on the next run.
 
 use std::hint::black_box;
 use std::sync::Arc;
@@ -74,14 +75,27 @@ fn observation(rng: &mut Rng, i: usize) -> Value {
     })
 }
 
-async fn build(rows: usize) -> (tempfile::TempDir, Arc<OpenedBackends>) {
-    let dir = tempfile::tempdir().expect("a temp dir");
+/// Opens the data set in `MIROBODY_BENCH_DIR` if it is there (to rerun without rebuilding),
+/// or builds it (in that folder, or in a temp dir).
+async fn build(rows: usize) -> (Option<tempfile::TempDir>, Arc<OpenedBackends>) {
+    let (temp, path) = match std::env::var_os("MIROBODY_BENCH_DIR") {
+        Some(dir) => (None, std::path::PathBuf::from(dir)),
+        None => {
+            let temp = tempfile::tempdir().expect("a temp dir");
+            let path = temp.path().to_owned();
+            (Some(temp), path)
+        }
+    };
     let config = BackendConfig {
         storage: StorageConfig::None,
         signing_key: Some("b".repeat(32)),
-        ..BackendConfig::embedded(dir.path())
+        ..BackendConfig::embedded(&path)
     };
     let backends = Arc::new(open(&config).await.expect("the backends open"));
+    if backends.db().file("bench", "bench-file").await.expect("lookup").is_some() {
+        println!("reusing the data set in {}", path.display());
+        return (temp, backends);
+    }
     let sql = backends.sql();
     let words = vocabulary();
     let mut rng = Rng(42);
@@ -112,7 +126,7 @@ async fn build(rows: usize) -> (tempfile::TempDir, Arc<OpenedBackends>) {
         text_key: None,
     };
     sql.add_file("bench", &file).await.expect("file");
-    let db_size = std::fs::metadata(dir.path().join("mirobody.db")).map(|m| m.len()).unwrap_or(0);
+    let db_size = std::fs::metadata(path.join("mirobody.db")).map(|m| m.len()).unwrap_or(0);
     println!(
         "built {} observations and {} memories ({} for user `bench`) in {:.1} s; database {:.0} MiB",
         heavy + per_other * OTHER_USERS,
@@ -121,7 +135,7 @@ async fn build(rows: usize) -> (tempfile::TempDir, Arc<OpenedBackends>) {
         started.elapsed().as_secs_f64(),
         db_size as f64 / (1024.0 * 1024.0)
     );
-    (dir, backends)
+    (temp, backends)
 }
 
 fn benches(c: &mut Criterion) {

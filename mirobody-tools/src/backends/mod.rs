@@ -403,3 +403,55 @@ pub async fn open(config: &BackendConfig) -> Result<OpenedBackends, OpenError> {
     tracing::info!(database = %redact_url(&url), storage = ?config.storage, memory = config.memory, "backends open");
     Ok(OpenedBackends::new(Arc::new(sql), storage.map(Arc::new), cache, config.memory, signer))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn storage_kinds_and_unknown_keys() {
+        let parse = |v: serde_json::Value| serde_json::from_value::<BackendConfig>(v);
+        let local = parse(serde_json::json!({"storage": {"kind": "local", "dir": "/srv/files"}})).unwrap();
+        assert_eq!(local.storage, StorageConfig::Local { dir: Some("/srv/files".into()) });
+        assert_eq!(parse(serde_json::json!({"storage": {"kind": "none"}})).unwrap().storage, StorageConfig::None);
+        let typo = parse(serde_json::json!({"storage": {"kind": "s3", "bucket": "b", "regoin": "x"}})).unwrap_err();
+        assert!(typo.to_string().contains("regoin"), "{typo}");
+        let kind = parse(serde_json::json!({"storage": {"kind": "ftp"}})).unwrap_err();
+        assert!(kind.to_string().contains("ftp"), "{kind}");
+    }
+
+    #[test]
+    fn defaults_and_redaction() {
+        let config = BackendConfig::embedded("/data");
+        assert_eq!(config.database_url(), "sqlite:///data/mirobody.db");
+        assert!(config.memory && config.redis_url.is_none());
+        assert_eq!(redact_url("postgres://app:pw@db:5432/x"), "postgres://app:<redacted>@db:5432/x");
+        assert_eq!(redact_url("redis://cache:6379"), "redis://cache:6379");
+        let s3 = StorageConfig::S3 {
+            bucket: "b".into(),
+            endpoint: None,
+            region: None,
+            access_key_id: Some("AKIA".into()),
+            secret_access_key: Some("very-secret".into()),
+            allow_http: false,
+        };
+        let shown = format!("{s3:?}");
+        assert!(!shown.contains("very-secret") && !shown.contains("AKIA"), "{shown}");
+    }
+
+    #[test]
+    fn the_signing_key_is_generated_once_and_kept_private() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = BackendConfig::embedded(dir.path());
+        let first = signing_key(&config).unwrap();
+        assert_eq!(signing_key(&config).unwrap(), first, "the same key after a restart");
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = std::fs::metadata(dir.path().join("signing.key")).unwrap().permissions().mode();
+            assert_eq!(mode & 0o077, 0, "readable by its owner only");
+        }
+        let short = BackendConfig { signing_key: Some("short".into()), ..config };
+        assert!(signing_key(&short).unwrap_err().to_string().contains("at least 32"));
+    }
+}

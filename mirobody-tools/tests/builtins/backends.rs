@@ -43,6 +43,7 @@ on_both_databases! {
     conversations_are_keyed_by_owner_and_session;
     memory_is_ranked_and_scoped;
     memory_queries_cannot_inject;
+    common_words_do_not_drown_rare_ones;
     secrets_are_hashes_with_one_per_user;
     access_log_rows;
 }
@@ -162,6 +163,18 @@ async fn memory_queries_cannot_inject(db: &SqlStore) {
     }
 }
 
+async fn common_words_do_not_drown_rare_ones(db: &SqlStore) {
+    let mut many: Vec<NewMemory> = (0..2100).map(|i| memory(&format!("daily log entry {i}"))).collect();
+    many.insert(700, memory("daily log: ferritin was low"));
+    db.add_memories("u1", &many).await.unwrap();
+    db.remember("u2", memory("ferritin ferritin ferritin")).await.unwrap();
+    let found = db.recall("u1", "daily ferritin", 3).await.unwrap();
+    assert_eq!(found[0].text, "daily log: ferritin was low", "{found:?}");
+    assert!(found.iter().all(|m| m.text.contains("daily")), "never another owner's memory: {found:?}");
+    let common = db.recall("u1", "daily log", 5).await.unwrap();
+    assert_eq!(common.len(), 5, "a query of common words still finds memories");
+}
+
 async fn secrets_are_hashes_with_one_per_user(db: &SqlStore) {
     let (h1, h2) = ([1u8; 32], [2u8; 32]);
     assert!(!db.has_secret("u1").await.unwrap());
@@ -198,9 +211,39 @@ async fn reopening_migrates_once_and_keeps_data() {
     db.remember("u1", memory("kept across restarts")).await.unwrap();
     db.close().await;
     let again = SqlStore::connect(&url, None, 2).await.unwrap();
-    assert_eq!(again.schema_version().await.unwrap(), 1);
+    assert_eq!(again.schema_version().await.unwrap(), 2);
     assert_eq!(again.recall("u1", "restarts", 5).await.unwrap().len(), 1);
     assert_eq!(again.dialect(), Dialect::Sqlite);
+}
+
+#[tokio::test]
+async fn a_schema_1_database_is_upgraded_with_its_memories_searchable() {
+    use sqlx::{Connection, Executor};
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("old.db");
+    let url = format!("sqlite://{}", path.display());
+    {
+        let options =
+            <sqlx::sqlite::SqliteConnectOptions as std::str::FromStr>::from_str(&url).unwrap().create_if_missing(true);
+        let mut conn = sqlx::SqliteConnection::connect_with(&options).await.unwrap();
+        conn.execute(include_str!("../../migrations/sqlite/0001_init.sql")).await.unwrap();
+        conn.execute(
+            "CREATE TABLE mirobody_migrations (version BIGINT PRIMARY KEY, name TEXT NOT NULL, applied_at_ms BIGINT NOT NULL);
+             INSERT INTO mirobody_migrations VALUES (1, 'init', 0);
+             INSERT INTO memories (owner, owner_tag, text, kind, created_at_ms) VALUES ('u1', 'x', 'Allergic to penicillin', 'fact', 0);
+             INSERT INTO memories (owner, owner_tag, text, kind, created_at_ms) VALUES ('u2', 'y', 'penicillin is fine', 'fact', 0);",
+        )
+        .await
+        .unwrap();
+        conn.close().await.unwrap();
+    }
+    let db = SqlStore::connect(&url, None, 2).await.expect("schema 1 upgrades");
+    assert_eq!(db.schema_version().await.unwrap(), 2);
+    let found = db.recall("u1", "penicillin", 5).await.unwrap();
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert_eq!(found[0].text, "Allergic to penicillin");
+    db.remember("u1", memory("new after the upgrade")).await.unwrap();
+    assert_eq!(db.recall("u1", "upgrade", 5).await.unwrap().len(), 1);
 }
 
 #[tokio::test]
@@ -208,7 +251,7 @@ async fn postgres_migrates_once_per_schema() {
     let Some(env) = Env::postgres("postgres_migrates_once_per_schema").await else { return };
     let schema = env._schema.as_ref().unwrap();
     let again = SqlStore::connect(&schema.url, Some(&schema.name), 2).await.unwrap();
-    assert_eq!(again.schema_version().await.unwrap(), 1);
+    assert_eq!(again.schema_version().await.unwrap(), 2);
     let bad = SqlStore::connect(&schema.url, Some("Robert'); DROP TABLE users;--"), 1).await.unwrap_err();
     assert!(bad.to_string().contains("invalid database_schema"), "{bad}");
 }
