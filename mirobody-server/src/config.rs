@@ -138,7 +138,8 @@ impl Config {
         let mut from_env = Vec::new();
         for (key, value) in env {
             let Some(name) = key.strip_prefix(ENV_PREFIX) else { continue };
-            if name == "CONFIG" {
+            // MIROBODY_CONFIG names the file; the test suite's own variables are not settings.
+            if name == "CONFIG" || name.starts_with("TEST_") || name == "REQUIRE_EXTERNAL" {
                 continue;
             }
             let parsed: Value = serde_yaml_ng::from_str(&value).unwrap_or(Value::String(value));
@@ -279,7 +280,8 @@ mod tests {
 
     #[test]
     fn defaults_serve_loopback_8080() {
-        let config = Config::load(None, env(&[])).unwrap();
+        let config =
+            Config::load(None, env(&[("MIROBODY_TEST_REDIS_URL", "x"), ("MIROBODY_REQUIRE_EXTERNAL", "1")])).unwrap();
         assert_eq!(config.bind.to_string(), "127.0.0.1:8080");
         assert_eq!(config.mcp_path(), "/mcp");
         assert_eq!(config.base_url(), "http://127.0.0.1:8080");

@@ -13,6 +13,17 @@ use serde_json::{Value, json};
 
 pub(crate) const BIN: &str = env!("CARGO_BIN_EXE_mirobody-server");
 
+/// The binary with no `MIROBODY_*` settings inherited from the test's environment.
+pub(crate) fn clean_command() -> Command {
+    let mut command = Command::new(BIN);
+    for (key, _) in std::env::vars() {
+        if key.starts_with("MIROBODY_") {
+            command.env_remove(key);
+        }
+    }
+    command
+}
+
 /// A port free right now.
 pub(crate) fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
@@ -25,7 +36,7 @@ pub(crate) fn start(data_dir: &Path, port: u16) -> Child {
 
 /// Like [`start`], with the log (stderr, at TRACE level) going to `log`.
 pub(crate) fn start_logging(data_dir: &Path, port: u16, log: impl Into<Stdio>) -> Child {
-    let child = Command::new(BIN)
+    let child = clean_command()
         .args(["--bind", &format!("127.0.0.1:{port}"), "serve"])
         .env("MIROBODY_BACKENDS__DATA_DIR", data_dir)
         .env("MIROBODY_PUBLIC_BASE_URL", format!("http://127.0.0.1:{port}"))
@@ -44,7 +55,7 @@ pub(crate) fn start_logging(data_dir: &Path, port: u16, log: impl Into<Stdio>) -
 
 /// A token for `user` minted by the server's own `token` command (same key, same audience).
 pub(crate) fn token(data_dir: &Path, port: u16, user: &str) -> String {
-    let output = Command::new(BIN)
+    let output = clean_command()
         .args(["token", "--user", user, "--ttl", "3600"])
         .env("MIROBODY_BACKENDS__DATA_DIR", data_dir)
         .env("MIROBODY_PUBLIC_BASE_URL", format!("http://127.0.0.1:{port}"))
