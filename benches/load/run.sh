@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Load benchmark on loopback: `tools/call echo` against the release mirobody-server, beside a bare
 # hyper server answering the same bytes, in the same run. Server on core 0, wrk on core 1, 16
-# connections. Prints requests/s, p50/p99 latency and peak resident memory for each, and ratios.
+# connections. Prints requests/s, p50/p99 latency and peak resident memory for each, and ratios:
+# the 2025-11-25 session path against bare hyper, and the stateless 2026-07-28 path (per-request
+# _meta and mirrored headers, post_modern.lua) against the 2025-11-25 path.
 # Usage: benches/load/run.sh [seconds]   (needs wrk: apt-get install wrk)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -9,9 +11,12 @@ secs=${1:-10}
 command -v wrk >/dev/null || { echo "wrk is not installed (apt-get install wrk)"; exit 2; }
 cargo build --release -q -p mirobody-server -p mirobody-benches --bin mirobody-server --bin bare-hyper
 port_mcp=18180; port_bare=18181
-taskset -c 0 target/release/mirobody-server --bind 127.0.0.1:$port_mcp serve 2>/dev/null & mcp=$!
+# The server runs in a scratch folder, so its local state (the SQLite file of the default
+# backends) neither comes from nor lands in the checkout.
+scratch=$(mktemp -d)
+(cd "$scratch" && exec taskset -c 0 "$OLDPWD/target/release/mirobody-server" --bind 127.0.0.1:$port_mcp serve 2>/dev/null) & mcp=$!
 taskset -c 0 target/release/bare-hyper 127.0.0.1:$port_bare & bare=$!
-trap 'kill $mcp $bare 2>/dev/null || true' EXIT
+trap 'kill $mcp $bare 2>/dev/null || true; rm -rf "$scratch"' EXIT
 for p in $port_mcp $port_bare; do
   for _ in $(seq 100); do (echo > /dev/tcp/127.0.0.1/$p) 2>/dev/null && break; sleep 0.05; done
 done
@@ -20,8 +25,8 @@ session=$(curl -si -H 'content-type: application/json' -H 'accept: application/j
   -d '{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"wrk","version":"1"}}}' \
   | tr -d '\r' | awk -F': ' 'tolower($1)=="mcp-session-id"{print $2}')
 
-run() { # name url session
-  MCP_SESSION=$3 taskset -c 1 wrk -t1 -c16 -d${secs}s --latency -s benches/load/post.lua "$2" > "/tmp/wrk-$1.txt"
+run() { # name url session [script]
+  MCP_SESSION=$3 taskset -c 1 wrk -t1 -c16 -d${secs}s --latency -s "${4:-benches/load/post.lua}" "$2" > "/tmp/wrk-$1.txt"
   local rps p50 p99
   rps=$(awk '/Requests\/sec/{print $2}' "/tmp/wrk-$1.txt")
   p50=$(awk '$1=="50%"{print $2}' "/tmp/wrk-$1.txt")
@@ -32,21 +37,29 @@ rss() { awk '/VmHWM/{print $2}' /proc/$1/status; }
 
 # Warm up both, then measure alternately, twice each.
 MCP_SESSION=$session taskset -c 1 wrk -t1 -c16 -d2s -s benches/load/post.lua http://127.0.0.1:$port_mcp/mcp >/dev/null
+taskset -c 1 wrk -t1 -c16 -d2s -s benches/load/post_modern.lua http://127.0.0.1:$port_mcp/mcp >/dev/null
 taskset -c 1 wrk -t1 -c16 -d2s -s benches/load/post.lua http://127.0.0.1:$port_bare/ >/dev/null
 results=()
 for round in 1 2; do
   results+=("$(run bare http://127.0.0.1:$port_bare/ '')")
   results+=("$(run mcp http://127.0.0.1:$port_mcp/mcp "$session")")
+  results+=("$(run modern http://127.0.0.1:$port_mcp/mcp '' benches/load/post_modern.lua)")
 done
 printf '%s\n' "${results[@]}" | awk -v rss_mcp="$(rss $mcp)" -v rss_bare="$(rss $bare)" '
   { rps[$1]+=$2; n[$1]++; p50[$1]=p50[$1] " " $3; p99[$1]=p99[$1] " " $4 }
   END {
-    b=rps["bare"]/n["bare"]; m=rps["mcp"]/n["mcp"];
+    b=rps["bare"]/n["bare"]; m=rps["mcp"]/n["mcp"]; s=rps["modern"]/n["modern"];
     printf "bare hyper:      %9.0f req/s  p50%s  p99%s  peak RSS %d KiB\n", b, p50["bare"], p99["bare"], rss_bare;
-    printf "mirobody-server: %9.0f req/s  p50%s  p99%s  peak RSS %d KiB\n", m, p50["mcp"], p99["mcp"], rss_mcp;
+    printf "mirobody-server: %9.0f req/s  p50%s  p99%s  peak RSS %d KiB (2025-11-25, session)\n", m, p50["mcp"], p99["mcp"], rss_mcp;
+    printf "mirobody-server: %9.0f req/s  p50%s  p99%s  (2026-07-28, stateless)\n", s, p50["modern"], p99["modern"];
     printf "throughput ratio mirobody/bare: %.2f (target >= 0.80); RSS difference: %+d KiB\n", m/b, rss_mcp-rss_bare;
+    printf "throughput ratio 2026-07-28/2025-11-25: %.2f (target >= 1.00)\n", s/m;
   }'
 # Check the MCP server really answered tools/call (not an error) during the run.
 curl -s -H 'content-type: application/json' -H 'accept: application/json, text/event-stream' -H "mcp-session-id: $session" \
   http://127.0.0.1:$port_mcp/mcp -d "$(sed -n "s/^wrk.body = '\(.*\)'$/\1/p" benches/load/post.lua)" | grep -q '"isError":false' \
   && echo "mirobody-server answered tools/call echo correctly"
+curl -s -H 'content-type: application/json' -H 'accept: application/json, text/event-stream' \
+  -H 'mcp-protocol-version: 2026-07-28' -H 'mcp-method: tools/call' -H 'mcp-name: echo' \
+  http://127.0.0.1:$port_mcp/mcp -d "$(sed -n "s/^wrk.body = '\(.*\)'$/\1/p" benches/load/post_modern.lua)" | grep -q '"resultType":"complete"' \
+  && echo "mirobody-server answered the 2026-07-28 tools/call echo correctly"

@@ -35,6 +35,28 @@ pub trait ClientPeer: Send + Sync {
     /// Like [`ClientPeer::request`], naming the question `key`: on 2026-07-28 the key of the
     /// question in the `inputRequests` the client receives (unique within one call). Transports
     /// that have no use for a key ignore it, which the default does.
+    ///
+    /// ```
+    /// use async_trait::async_trait;
+    /// use mirobody_core::{ClientPeer, PeerError, ToolContext};
+    /// use serde_json::{Value, json};
+    ///
+    /// struct Echo;
+    /// #[async_trait]
+    /// impl ClientPeer for Echo {
+    ///     async fn progress(&self, _: f64, _: Option<f64>, _: Option<&str>) {}
+    ///     async fn log(&self, _: &str, _: Value) {}
+    ///     async fn request(&self, method: &str, params: Value) -> Result<Value, PeerError> {
+    ///         Ok(json!({"method": method, "params": params}))
+    ///     }
+    ///     fn supports(&self, _: &str) -> bool { true }
+    /// }
+    ///
+    /// let ctx = ToolContext::new().with_client(&Echo);
+    /// let answer = futures::executor::block_on(ctx.request_keyed("k", "roots/list", json!({}))).unwrap();
+    /// assert_eq!(answer["method"], "roots/list");
+    /// assert!(ctx.client_supports("roots"));
+    /// ```
     async fn request_keyed(&self, key: &str, method: &str, params: Value) -> Result<Value, PeerError> {
         let _ = key;
         self.request(method, params).await

@@ -209,6 +209,15 @@ impl ToolResult {
     }
 
     /// The `_meta` set with [`ToolResult::with_meta`], if any.
+    ///
+    /// ```
+    /// use mirobody_core::ToolResult;
+    /// use serde_json::{Map, json};
+    ///
+    /// assert!(ToolResult::text("hi").meta().is_none());
+    /// let meta: Map<_, _> = [("trace".to_owned(), json!("t-1"))].into_iter().collect();
+    /// assert_eq!(ToolResult::text("hi").with_meta(meta).meta().unwrap()["trace"], "t-1");
+    /// ```
     pub fn meta(&self) -> Option<&Map<String, Value>> {
         self.meta.as_ref()
     }

@@ -3,9 +3,10 @@
 //! kinds its client asked for, tagged with its subscription id.
 
 use std::collections::HashSet;
+use std::sync::Arc;
 
 use serde_json::{Map, Value, json};
-use tokio::sync::broadcast;
+use tokio::sync::{broadcast, watch};
 
 use crate::jsonrpc::{self, Id, RpcError};
 
@@ -41,6 +42,7 @@ pub enum Change {
 #[derive(Clone)]
 pub struct ChangeNotifier {
     tx: broadcast::Sender<Change>,
+    ending: Arc<watch::Sender<bool>>,
 }
 
 impl Default for ChangeNotifier {
@@ -58,7 +60,21 @@ impl std::fmt::Debug for ChangeNotifier {
 impl ChangeNotifier {
     /// A notifier nobody listens to yet.
     pub fn new() -> Self {
-        ChangeNotifier { tx: broadcast::channel(BACKLOG).0 }
+        ChangeNotifier { tx: broadcast::channel(BACKLOG).0, ending: Arc::new(watch::channel(false).0) }
+    }
+
+    /// Ends every listen stream gracefully (each gets its final `subscriptions/listen` result),
+    /// now and from now on: call it when the server begins to shut down, so open streams do
+    /// not hold the shutdown up.
+    pub fn end_streams(&self) {
+        self.ending.send_replace(true);
+    }
+
+    /// Resolves once [`ChangeNotifier::end_streams`] has been called.
+    pub async fn ended(&self) {
+        let mut ending = self.ending.subscribe();
+        // The sender lives as long as `self`, so waiting cannot fail.
+        let _ = ending.wait_for(|ended| *ended).await;
     }
 
     /// Announces a change; streams that did not ask for its kind ignore it.
@@ -169,9 +185,11 @@ impl SubscriptionFilter {
     /// list are left out).
     pub fn honored(&self) -> Value {
         let mut honored = Map::new();
-        for (key, on) in
-            [("toolsListChanged", self.tools), ("promptsListChanged", self.prompts), ("resourcesListChanged", self.resources)]
-        {
+        for (key, on) in [
+            ("toolsListChanged", self.tools),
+            ("promptsListChanged", self.prompts),
+            ("resourcesListChanged", self.resources),
+        ] {
             if on {
                 honored.insert(key.into(), Value::Bool(true));
             }
@@ -210,8 +228,9 @@ mod tests {
 
     #[test]
     fn a_filter_carries_only_what_was_asked_for() {
-        let filter = SubscriptionFilter::parse(Some(&json!({"promptsListChanged": true, "resourceSubscriptions": ["a://x"]})))
-            .unwrap();
+        let filter =
+            SubscriptionFilter::parse(Some(&json!({"promptsListChanged": true, "resourceSubscriptions": ["a://x"]})))
+                .unwrap();
         assert!(filter.wants(&Change::PromptsListChanged));
         assert!(!filter.wants(&Change::ToolsListChanged));
         assert!(filter.wants(&Change::ResourceUpdated("a://x".into())));

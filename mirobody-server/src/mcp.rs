@@ -647,8 +647,11 @@ impl McpService {
         arguments: HashMap<String, String>,
         ctx: &ToolContext<'_>,
     ) -> Result<Vec<PromptMessage>, RpcError> {
-        let prompt =
-            self.inner.prompts.get(name).ok_or_else(|| RpcError::invalid_params(format!("Unknown prompt: '{name}'")))?;
+        let prompt = self
+            .inner
+            .prompts
+            .get(name)
+            .ok_or_else(|| RpcError::invalid_params(format!("Unknown prompt: '{name}'")))?;
         prompt.get_with(arguments, ctx).await.map_err(RpcError::invalid_params)
     }
 

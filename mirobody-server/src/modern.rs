@@ -4,6 +4,7 @@
 //! requests, -32021 for a client capability a tool needs. The transports choose the revision
 //! per request; [`crate::modern_http`] is the Streamable HTTP side.
 
+use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -18,7 +19,7 @@ use crate::jsonrpc::{self, Id, Request, RpcError, code};
 use crate::mcp::{
     self, CallFailure, Inner, McpService, PromptParams, ServerInfo, Status, UriParams, call_failure, parse, single_page,
 };
-use crate::mrtr::{Binding, MrtrPeer, Notifications, RetryParams, Round, Sealer, StateKey, run_round};
+use crate::mrtr::{Arguments, Binding, MrtrPeer, Notifications, RetryParams, Round, Sealer, StateKey, run_round};
 use crate::session::{LOGS_OFF, log_rank};
 
 /// The revisions served statelessly, with per-request `_meta`, newest first.
@@ -59,7 +60,7 @@ pub fn supported_versions() -> Vec<&'static str> {
 pub struct RequestMeta {
     protocol_version: Value,
     client_capabilities: Value,
-    client_info: Option<Value>,
+    client_info: Option<Box<RawValue>>,
     log_level: Option<Value>,
     progress_token: Option<Value>,
 }
@@ -68,6 +69,75 @@ pub struct RequestMeta {
 struct MetaEnvelope<'a> {
     #[serde(rename = "_meta", borrow)]
     meta: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    name: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    uri: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    arguments: Option<&'a RawValue>,
+    #[serde(rename = "inputResponses", borrow, default, deserialize_with = "raw_present")]
+    input_responses: Option<&'a RawValue>,
+    #[serde(rename = "requestState", borrow, default, deserialize_with = "raw_present")]
+    request_state: Option<&'a RawValue>,
+}
+
+// A member given (even as `null`), as JSON text.
+fn raw_present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<&'de RawValue>, D::Error> {
+    <&RawValue>::deserialize(d).map(Some)
+}
+
+/// The params of a 2026-07-28 request as one read of them gives: its `_meta`, and the members
+/// HTTP mirrors into headers (the name or URI, the tool arguments).
+pub(crate) struct ModernParams<'a> {
+    /// The checked-for-presence `_meta`.
+    pub(crate) meta: RequestMeta,
+    name: Option<&'a RawValue>,
+    uri: Option<&'a RawValue>,
+    /// The raw `arguments` member, if any.
+    pub(crate) arguments: Option<&'a RawValue>,
+    input_responses: Option<&'a RawValue>,
+    request_state: Option<&'a RawValue>,
+}
+
+impl<'a> ModernParams<'a> {
+    /// Reads the params once: -32602 as [`RequestMeta::read`] says.
+    pub(crate) fn parse(params: Option<&'a RawValue>) -> Result<ModernParams<'a>, RpcError> {
+        let raw = params.map(RawValue::get).unwrap_or("{}");
+        let envelope: MetaEnvelope<'a> = serde_json::from_str(raw).map_err(|_| bad_meta("params must be an object"))?;
+        let meta = envelope.meta.ok_or_else(|| bad_meta("params._meta is missing"))?;
+        Ok(ModernParams {
+            meta: RequestMeta::from_raw(meta)?,
+            name: envelope.name,
+            uri: envelope.uri,
+            arguments: envelope.arguments,
+            input_responses: envelope.input_responses,
+            request_state: envelope.request_state,
+        })
+    }
+
+    // The `tools/call` params, without reading the params again.
+    fn call(&self) -> Result<ModernCallParams<'a>, RpcError> {
+        let name = self.text("name").ok_or_else(|| {
+            RpcError::invalid_params("Invalid params for tools/call: \"name\" must be the name of a tool")
+        })?;
+        let value = |raw: Option<&RawValue>| -> Result<Option<Value>, RpcError> {
+            raw.map(|raw| serde_json::from_str(raw.get()))
+                .transpose()
+                .map_err(|e| RpcError::invalid_params(format!("Invalid params for tools/call: {e}")))
+        };
+        Ok(ModernCallParams {
+            name,
+            arguments: self.arguments,
+            input_responses: value(self.input_responses)?,
+            request_state: value(self.request_state)?,
+        })
+    }
+
+    /// `params.name` (or `params.uri` when `key` is "uri"), when it is a string.
+    pub(crate) fn text(&self, key: &str) -> Option<Cow<'a, str>> {
+        let raw = if key == "uri" { self.uri } else { self.name }?;
+        serde_json::from_str::<Cow<'a, str>>(raw.get()).ok()
+    }
 }
 
 #[derive(Deserialize)]
@@ -77,11 +147,20 @@ struct MetaFields {
     #[serde(rename = "io.modelcontextprotocol/clientCapabilities")]
     client_capabilities: Option<Value>,
     #[serde(rename = "io.modelcontextprotocol/clientInfo")]
-    client_info: Option<Value>,
+    client_info: Option<Box<RawValue>>,
     #[serde(rename = "io.modelcontextprotocol/logLevel")]
     log_level: Option<Value>,
     #[serde(rename = "progressToken")]
     progress_token: Option<Value>,
+}
+
+// What `clientInfo` must at least be.
+#[derive(Deserialize)]
+struct Implementation<'a> {
+    #[serde(borrow, rename = "name")]
+    _name: Cow<'a, str>,
+    #[serde(borrow, rename = "version")]
+    _version: Cow<'a, str>,
 }
 
 fn bad_meta(detail: &str) -> RpcError {
@@ -95,10 +174,10 @@ impl RequestMeta {
     /// Reads `params._meta`: -32602 when it is missing, not an object, or lacks the protocol
     /// version or the client capabilities.
     pub fn read(params: Option<&RawValue>) -> Result<RequestMeta, RpcError> {
-        let raw = params.map(RawValue::get).unwrap_or("{}");
-        let envelope: MetaEnvelope<'_> =
-            serde_json::from_str(raw).map_err(|_| bad_meta("params must be an object"))?;
-        let meta = envelope.meta.ok_or_else(|| bad_meta("params._meta is missing"))?;
+        ModernParams::parse(params).map(|p| p.meta)
+    }
+
+    fn from_raw(meta: &RawValue) -> Result<RequestMeta, RpcError> {
         let fields: MetaFields =
             serde_json::from_str(meta.get()).map_err(|_| bad_meta("params._meta must be an object"))?;
         let protocol_version = fields
@@ -109,6 +188,11 @@ impl RequestMeta {
             Some(_) => return Err(bad_meta(&format!("\"{META_CLIENT_CAPABILITIES}\" must be an object"))),
             None => return Err(bad_meta(&format!("params._meta lacks \"{META_CLIENT_CAPABILITIES}\""))),
         };
+        if let Some(info) = &fields.client_info
+            && serde_json::from_str::<Implementation<'_>>(info.get()).is_err()
+        {
+            return Err(bad_meta(&format!("\"{META_CLIENT_INFO}\" must be an object with a name and a version")));
+        }
         Ok(RequestMeta {
             protocol_version,
             client_capabilities,
@@ -142,9 +226,9 @@ impl RequestMeta {
         &self.client_capabilities
     }
 
-    /// The client's name and version, if given.
-    pub fn client_info(&self) -> Option<&Value> {
-        self.client_info.as_ref()
+    /// The client's name and version (JSON text), if given.
+    pub fn client_info(&self) -> Option<&RawValue> {
+        self.client_info.as_deref()
     }
 
     /// Whether the client declared `capability`.
@@ -219,8 +303,8 @@ impl ModernReply {
 /// A tool argument mirrored into an `Mcp-Param-*` header (`x-mcp-header` in its schema).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct HeaderParam {
-    /// The header's name, lowercase (`mcp-param-region`).
-    pub(crate) header: String,
+    /// The header's name (`mcp-param-region`).
+    pub(crate) header: http::HeaderName,
     /// The header's name as declared (`Mcp-Param-Region`).
     pub(crate) display: String,
     /// The chain of `properties` keys to the argument.
@@ -315,11 +399,13 @@ pub(crate) fn header_params_of(schema: &Value) -> Option<Vec<HeaderParam>> {
         if let Some(token) = object.get("x-mcp-header") {
             let path = path.clone().filter(|p| !p.is_empty())?;
             let token = token.as_str().filter(|t| is_token(t))?;
-            let kind = object.get("type").and_then(Value::as_str).filter(|t| {
-                matches!(*t, "string" | "integer" | "boolean")
-            })?;
+            let kind = object
+                .get("type")
+                .and_then(Value::as_str)
+                .filter(|t| matches!(*t, "string" | "integer" | "boolean"))?;
             let display = format!("Mcp-Param-{token}");
-            let header = display.to_ascii_lowercase();
+            // A token always makes a valid header name.
+            let header = http::HeaderName::from_bytes(display.to_ascii_lowercase().as_bytes()).ok()?;
             if !seen.insert(header.clone()) {
                 return None;
             }
@@ -346,7 +432,7 @@ pub(crate) fn header_params_of(schema: &Value) -> Option<Vec<HeaderParam>> {
             }
         }
     }
-    found.sort_by(|a, b| a.header.cmp(&b.header));
+    found.sort_by(|a, b| a.header.as_str().cmp(b.header.as_str()));
     Some(found)
 }
 
@@ -358,10 +444,11 @@ struct Cache {
 }
 
 #[derive(Deserialize)]
-struct ModernCallParams {
-    name: String,
-    #[serde(default)]
-    arguments: Value,
+struct ModernCallParams<'a> {
+    #[serde(borrow)]
+    name: Cow<'a, str>,
+    #[serde(borrow, default)]
+    arguments: Option<&'a RawValue>,
     #[serde(rename = "inputResponses", default, deserialize_with = "crate::mrtr::present")]
     input_responses: Option<Value>,
     #[serde(rename = "requestState", default, deserialize_with = "crate::mrtr::present")]
@@ -379,18 +466,103 @@ pub fn listen_filter(params: Option<&RawValue>) -> Result<crate::changes::Subscr
     crate::changes::SubscriptionFilter::parse(p.notifications.as_ref())
 }
 
+/// Whether a request is a 2026-07-28 one, on a transport without headers (stdio): it carries a
+/// `_meta` protocol version, or is `server/discover`.
+pub fn is_modern_request(request: &Request) -> bool {
+    request.method == "server/discover" || RequestMeta::present(request.params.as_deref())
+}
+
 impl McpService {
+    /// Answers a 2026-07-28 request on a transport with no headers to check (stdio): reads and
+    /// [checks](RequestMeta::check) its `_meta`, then answers it, with `subscriptions/listen`
+    /// writing its acknowledgement and changes to `notifications` until the streams
+    /// [end](crate::changes::ChangeNotifier::end_streams) (or the caller drops the future).
+    pub async fn serve_modern(
+        &self,
+        request: &Request,
+        user: &UserInfo,
+        notifications: Option<mpsc::Sender<Vec<u8>>>,
+    ) -> ModernReply {
+        let meta = match RequestMeta::read(request.params.as_deref()).and_then(|meta| meta.check().map(|()| meta)) {
+            Ok(meta) => meta,
+            Err(error) => return ModernReply::error(&request.id, &error),
+        };
+        if request.method == "subscriptions/listen" {
+            return match &notifications {
+                Some(out) => self.listen(request, out).await,
+                None => ModernReply::error(
+                    &request.id,
+                    &RpcError::new(code::METHOD_NOT_FOUND, "subscriptions/listen needs a streaming transport"),
+                ),
+            };
+        }
+        let exchange = ModernExchange { user, meta: &meta, notifications };
+        self.handle_modern(request, &exchange).await
+    }
+
+    // A listen stream on a message transport: the acknowledgement, then the changes asked for,
+    // then the final result once the streams end.
+    async fn listen(&self, request: &Request, out: &mpsc::Sender<Vec<u8>>) -> ModernReply {
+        let id = &request.id;
+        let filter = match listen_filter(request.params.as_deref()) {
+            Ok(filter) => filter,
+            Err(error) => return ModernReply::error(id, &error),
+        };
+        let changes = self.changes();
+        let mut rx = changes.subscribe();
+        if out.send(crate::changes::acknowledgement(&filter, id)).await.is_ok() {
+            loop {
+                let change = tokio::select! {
+                    biased;
+                    () = changes.ended() => break,
+                    change = rx.recv() => change,
+                };
+                match change {
+                    Ok(change) if filter.wants(&change) => {
+                        if out.send(crate::changes::change_notification(&change, id)).await.is_err() {
+                            break;
+                        }
+                    }
+                    Ok(_) => {}
+                    // Behind or closed: the stream ends, and the client listens again.
+                    Err(_) => break,
+                }
+            }
+        }
+        let result = json!({"resultType": "complete", "_meta": {crate::changes::SUBSCRIPTION_ID_KEY: id}});
+        ModernReply::ok(jsonrpc::result_bytes(id, &result))
+    }
+
     /// Answers one 2026-07-28 request whose `_meta` is [checked](RequestMeta::check). Methods
     /// the revision removed (`initialize`, `ping`, `logging/setLevel`, `resources/subscribe`,
     /// `resources/unsubscribe`) and unknown ones get -32601; `subscriptions/listen` is the
     /// transport's (it answers with a stream), and gets -32601 here.
     pub async fn handle_modern(&self, request: &Request, exchange: &ModernExchange<'_>) -> ModernReply {
+        self.handle_modern_read(request, exchange, None).await
+    }
+
+    // Like `handle_modern`, reusing the params the transport read already.
+    pub(crate) async fn handle_modern_read(
+        &self,
+        request: &Request,
+        exchange: &ModernExchange<'_>,
+        read: Option<&ModernParams<'_>>,
+    ) -> ModernReply {
         let id = &request.id;
         let params = request.params.as_deref();
         let list_ttl = self.modern().list_ttl_ms;
         let public = Cache { ttl_ms: list_ttl, private: false };
         let outcome = match request.method.as_str() {
-            "tools/call" => return self.modern_call_tool(id, params, exchange).await,
+            "tools/call" => {
+                let call = match read {
+                    Some(read) => read.call(),
+                    None => parse::<ModernCallParams<'_>>(params, "tools/call"),
+                };
+                return match call {
+                    Ok(call) => self.modern_call_tool(id, call, exchange).await,
+                    Err(e) => ModernReply::error(id, &e),
+                };
+            }
             "tools/list" => self.tools_page(params, exchange.user).map(|raw| {
                 let cache = Cache { ttl_ms: list_ttl, private: self.tools_listing_is_per_caller() };
                 self.finish(id, &raw, Some(cache))
@@ -440,15 +612,43 @@ impl McpService {
     // A complete result: `raw` (the JSON text of a result object) with `resultType`, the
     // caching hints and the server's identity added.
     fn finish(&self, id: &Id, raw: &str, cache: Option<Cache>) -> Vec<u8> {
-        let mut fields = String::with_capacity(160);
-        fields.push_str(r#""resultType":"complete","#);
-        if let Some(cache) = cache {
-            fields.push_str(r#""ttlMs":"#);
-            fields.push_str(&cache.ttl_ms.to_string());
-            fields.push_str(if cache.private { r#","cacheScope":"private","# } else { r#","cacheScope":"public","# });
+        let mut out = Vec::with_capacity(raw.len() + 192);
+        out.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
+        // Writing an id to a Vec cannot fail.
+        let _ = serde_json::to_writer(&mut out, id);
+        out.extend_from_slice(br#","result":"#);
+        out.extend_from_slice(raw.as_bytes());
+        self.close_result(out, cache)
+    }
+
+    // Ends `out`, whose last byte closes the result object, with the fields every complete
+    // result carries, and the response.
+    fn close_result(&self, mut out: Vec<u8>, cache: Option<Cache>) -> Vec<u8> {
+        while out.last().is_some_and(u8::is_ascii_whitespace) {
+            out.pop();
         }
-        fields.push_str(&self.modern().server_info);
-        jsonrpc::raw_result_bytes(id, &splice(raw, &fields))
+        if out.last() == Some(&b'}') {
+            out.pop();
+        }
+        while out.last().is_some_and(u8::is_ascii_whitespace) {
+            out.pop();
+        }
+        if out.last() != Some(&b'{') {
+            out.push(b',');
+        }
+        out.extend_from_slice(br#""resultType":"complete","#);
+        if let Some(cache) = cache {
+            out.extend_from_slice(br#""ttlMs":"#);
+            out.extend_from_slice(cache.ttl_ms.to_string().as_bytes());
+            out.extend_from_slice(if cache.private {
+                br#","cacheScope":"private","#
+            } else {
+                br#","cacheScope":"public","#
+            });
+        }
+        out.extend_from_slice(self.modern().server_info.as_bytes());
+        out.extend_from_slice(b"}}");
+        out
     }
 
     fn finish_value(&self, id: &Id, value: &Value, cache: Option<Cache>) -> Vec<u8> {
@@ -457,9 +657,13 @@ impl McpService {
 
     fn tool_result(&self, id: &Id, result: &ToolResult) -> Vec<u8> {
         if result.meta().is_none() {
-            // Serializing a result cannot fail.
-            let raw = serde_json::to_string(result).unwrap_or_default();
-            return self.finish(id, &raw, None);
+            let mut out = Vec::with_capacity(256);
+            out.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
+            // Serializing to a Vec cannot fail.
+            let _ = serde_json::to_writer(&mut out, id);
+            out.extend_from_slice(br#","result":"#);
+            let _ = serde_json::to_writer(&mut out, result);
+            return self.close_result(out, None);
         }
         // The tool set its own `_meta`: the server's identity joins it.
         let mut value = serde_json::to_value(result).unwrap_or_default();
@@ -487,15 +691,17 @@ impl McpService {
         MrtrPeer::new(answers, &exchange.meta.client_capabilities, notifications)
     }
 
-    async fn modern_call_tool(&self, id: &Id, params: Option<&RawValue>, exchange: &ModernExchange<'_>) -> ModernReply {
-        let p: ModernCallParams = match parse(params, "tools/call") {
-            Ok(p) => p,
-            Err(e) => return ModernReply::error(id, &e),
+    async fn modern_call_tool(&self, id: &Id, p: ModernCallParams<'_>, exchange: &ModernExchange<'_>) -> ModernReply {
+        // The arguments are read here, once; the state's binding digests their text only
+        // when a state is opened or sealed.
+        let arguments: Value = match p.arguments {
+            Some(raw) => serde_json::from_str(raw.get()).unwrap_or_default(),
+            None => Value::Null,
         };
         let registry = &self.inner().registry;
         if let Some(tool) = registry.get(&p.name) {
             if !self.visible(exchange.user, tool) {
-                let unknown = CallError::UnknownTool { name: p.name };
+                let unknown = CallError::UnknownTool { name: p.name.into_owned() };
                 return ModernReply::error(id, &RpcError::invalid_params(unknown.to_string()));
             }
             let missing: Vec<&str> = tool
@@ -514,8 +720,12 @@ impl McpService {
                 return ModernReply::error(id, &error);
             }
         }
-        let binding =
-            Binding { method: "tools/call", target: &p.name, arguments: &p.arguments, user: exchange.user.user_id() };
+        let binding = Binding {
+            method: "tools/call",
+            target: &p.name,
+            arguments: Arguments::Raw(p.arguments),
+            user: exchange.user.user_id(),
+        };
         let retry = RetryParams { input_responses: p.input_responses, request_state: p.request_state };
         let answers = match retry.answers(&self.modern().sealer, &binding) {
             Ok(answers) => answers,
@@ -524,7 +734,7 @@ impl McpService {
         let peer = self.mrtr_peer(exchange, answers);
         let ctx = self.inner().backends.context(Some(&peer));
         let started = Instant::now();
-        let call = registry.call(&p.name, p.arguments.clone(), exchange.user, &ctx);
+        let call = registry.call(&p.name, arguments, exchange.user, &ctx);
         match run_round(&peer, call).await {
             Round::Done(outcome) => {
                 if let Ok(result) = &outcome {
@@ -543,7 +753,12 @@ impl McpService {
         }
     }
 
-    async fn modern_get_prompt(&self, id: &Id, params: Option<&RawValue>, exchange: &ModernExchange<'_>) -> ModernReply {
+    async fn modern_get_prompt(
+        &self,
+        id: &Id,
+        params: Option<&RawValue>,
+        exchange: &ModernExchange<'_>,
+    ) -> ModernReply {
         let parsed = parse::<PromptParams>(params, "prompts/get")
             .and_then(|p| parse::<RetryParams>(params, "prompts/get").map(|r| (p, r)));
         let (p, retry) = match parsed {
@@ -551,8 +766,12 @@ impl McpService {
             Err(e) => return ModernReply::error(id, &e),
         };
         let arguments = json!(p.arguments);
-        let binding =
-            Binding { method: "prompts/get", target: &p.name, arguments: &arguments, user: exchange.user.user_id() };
+        let binding = Binding {
+            method: "prompts/get",
+            target: &p.name,
+            arguments: Arguments::Value(&arguments),
+            user: exchange.user.user_id(),
+        };
         let answers = match retry.answers(&self.modern().sealer, &binding) {
             Ok(answers) => answers,
             Err(e) => return ModernReply::error(id, &e),
@@ -583,8 +802,12 @@ impl McpService {
             Ok(parsed) => parsed,
             Err(e) => return ModernReply::error(id, &e),
         };
-        let binding =
-            Binding { method: "resources/read", target: &p.uri, arguments: &Value::Null, user: exchange.user.user_id() };
+        let binding = Binding {
+            method: "resources/read",
+            target: &p.uri,
+            arguments: Arguments::Value(&Value::Null),
+            user: exchange.user.user_id(),
+        };
         let answers = match retry.answers(&self.modern().sealer, &binding) {
             Ok(answers) => answers,
             Err(e) => return ModernReply::error(id, &e),
@@ -661,6 +884,10 @@ mod tests {
         let error = old.check().unwrap_err();
         assert_eq!(error.code, codes::UNSUPPORTED_PROTOCOL_VERSION);
         assert_eq!(error.data.unwrap()["requested"], "v9");
+        let bad_info = read(
+            r#"{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":"me"}}"#,
+        );
+        assert_eq!(bad_info.unwrap_err().code, -32602);
         let bad_level = read(r#"{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/logLevel":"loud"}}"#).unwrap();
         assert_eq!(bad_level.check().unwrap_err().code, -32602);
     }
@@ -687,7 +914,8 @@ mod tests {
         let names: Vec<&str> = params.iter().map(|p| p.display.as_str()).collect();
         assert_eq!(names, ["Mcp-Param-N", "Mcp-Param-Region"]);
         assert_eq!(params[0].path, ["nested", "n"]);
-        let under_items = json!({"properties": {"a": {"type": "array", "items": {"type": "string", "x-mcp-header": "A"}}}});
+        let under_items =
+            json!({"properties": {"a": {"type": "array", "items": {"type": "string", "x-mcp-header": "A"}}}});
         assert_eq!(header_params_of(&under_items), None);
         let number = json!({"properties": {"a": {"type": "number", "x-mcp-header": "A"}}});
         assert_eq!(header_params_of(&number), None);

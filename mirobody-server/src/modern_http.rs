@@ -21,14 +21,14 @@
 //! change notifications the client asked for.
 
 use std::borrow::Cow;
+use std::task::Poll;
 
 use axum::response::{IntoResponse, Response};
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use futures::stream;
-use http::{HeaderMap, StatusCode};
+use http::{HeaderMap, HeaderName, StatusCode};
 use mirobody_core::UserInfo;
-use serde::Deserialize;
 use serde_json::Value;
 use tokio::sync::{broadcast, mpsc};
 
@@ -38,13 +38,20 @@ use crate::http::{
     sse, sse_response,
 };
 use crate::jsonrpc::{self, Id, Message, Request, RpcError, code};
-use crate::mcp;
-use crate::modern::{self, HeaderParam, MODERN_VERSIONS, ModernExchange, ModernReply, RequestMeta, codes};
+use crate::mcp::{self, McpService};
+use crate::modern::{
+    self, HeaderParam, MODERN_VERSIONS, ModernExchange, ModernParams, ModernReply, RequestMeta, codes,
+};
 
 /// The header that mirrors the request's method.
 pub const METHOD_HEADER: &str = "mcp-method";
 /// The header that mirrors the tool or prompt name, or the resource URI.
 pub const NAME_HEADER: &str = "mcp-name";
+
+// The same names, parsed once.
+const VERSION: HeaderName = HeaderName::from_static(VERSION_HEADER);
+const METHOD: HeaderName = HeaderName::from_static(METHOD_HEADER);
+const NAME: HeaderName = HeaderName::from_static(NAME_HEADER);
 
 impl ReplyBody for ModernReply {
     fn into_body(self) -> Vec<u8> {
@@ -54,12 +61,12 @@ impl ReplyBody for ModernReply {
 
 /// Whether the `MCP-Protocol-Version` header names a stateless revision.
 pub(crate) fn names_modern_version(headers: &HeaderMap) -> bool {
-    header_str(headers, VERSION_HEADER).is_some_and(|v| MODERN_VERSIONS.contains(&v.trim()))
+    header_str(headers, &VERSION).is_some_and(|v| MODERN_VERSIONS.contains(&v.trim()))
 }
 
 /// Whether a request is served statelessly, as 2026-07-28.
 pub(crate) fn is_modern(headers: &HeaderMap, request: &Request) -> bool {
-    match header_str(headers, VERSION_HEADER).map(str::trim) {
+    match header_str(headers, &VERSION).map(str::trim) {
         Some(v) if mcp::SUPPORTED_VERSIONS.contains(&v) => false,
         Some(v) if MODERN_VERSIONS.contains(&v) => true,
         _ => request.method == "server/discover" || RequestMeta::present(request.params.as_deref()),
@@ -108,7 +115,7 @@ fn mismatch(message: impl Into<String>) -> RpcError {
 
 // The one value of a header, without surrounding whitespace; a header given twice, or with
 // bytes that are not visible ASCII, is a mismatch.
-fn single<'a>(headers: &'a HeaderMap, name: &str) -> Result<Option<&'a str>, RpcError> {
+fn single<'a>(headers: &'a HeaderMap, name: &HeaderName) -> Result<Option<&'a str>, RpcError> {
     let mut values = headers.get_all(name).iter();
     let Some(first) = values.next() else { return Ok(None) };
     if values.next().is_some() {
@@ -128,24 +135,15 @@ pub fn decode_header_value(value: &str) -> Option<Cow<'_, str>> {
     String::from_utf8(bytes).ok().map(Cow::Owned)
 }
 
-#[derive(Deserialize, Default)]
-struct Names<'a> {
-    #[serde(borrow)]
-    name: Option<Cow<'a, str>>,
-    #[serde(borrow)]
-    uri: Option<Cow<'a, str>>,
-}
-
-#[derive(Deserialize, Default)]
-struct Arguments {
-    #[serde(default)]
-    arguments: Value,
-}
-
 // The standard headers against the body: the version, the method, and the name of the tool or
 // prompt or the resource URI.
-fn check_headers(http: &McpHttp, headers: &HeaderMap, request: &Request, meta: &RequestMeta) -> Result<(), RpcError> {
-    match (single(headers, VERSION_HEADER)?, meta.protocol_version()) {
+fn check_headers(
+    service: &McpService,
+    headers: &HeaderMap,
+    request: &Request,
+    params: &ModernParams<'_>,
+) -> Result<(), RpcError> {
+    match (single(headers, &VERSION)?, params.meta.protocol_version()) {
         (Some(header), Some(body)) if header == body => {}
         (None, _) => return Err(mismatch("the MCP-Protocol-Version header is required")),
         (Some(header), _) => {
@@ -154,7 +152,7 @@ fn check_headers(http: &McpHttp, headers: &HeaderMap, request: &Request, meta: &
             )));
         }
     }
-    match single(headers, METHOD_HEADER)? {
+    match single(headers, &METHOD)? {
         Some(method) if method == request.method => {}
         Some(method) => {
             return Err(mismatch(format!(
@@ -169,22 +167,21 @@ fn check_headers(http: &McpHttp, headers: &HeaderMap, request: &Request, meta: &
         "resources/read" => "uri",
         _ => return Ok(()),
     };
-    let raw = request.params.as_deref().map(|p| p.get()).unwrap_or("{}");
     // Malformed params are the method's to report.
-    let names: Names<'_> = serde_json::from_str(raw).unwrap_or_default();
-    let Some(body) = (if key == "name" { names.name } else { names.uri }) else { return Ok(()) };
-    let header = single(headers, NAME_HEADER)?.ok_or_else(|| mismatch("the Mcp-Name header is required"))?;
+    let Some(body) = params.text(key) else { return Ok(()) };
+    let header = single(headers, &NAME)?.ok_or_else(|| mismatch("the Mcp-Name header is required"))?;
     match decode_header_value(header) {
         Some(decoded) if decoded == body => {}
         Some(_) => return Err(mismatch(format!("the Mcp-Name header does not match the request's {key}"))),
         None => return Err(mismatch("the Mcp-Name header has a malformed base64 value")),
     }
     if request.method == "tools/call"
-        && let Some(params) = http.service().header_params(&body)
+        && let Some(mirrored) = service.header_params(&body)
     {
-        let arguments: Arguments = serde_json::from_str(raw).unwrap_or_default();
-        for param in params {
-            check_param(param, &arguments.arguments, headers)?;
+        let arguments: Value =
+            params.arguments.and_then(|raw| serde_json::from_str(raw.get()).ok()).unwrap_or_default();
+        for param in mirrored {
+            check_param(param, &arguments, headers)?;
         }
     }
     Ok(())
@@ -244,7 +241,8 @@ fn check_param(param: &HeaderParam, arguments: &Value, headers: &HeaderMap) -> R
         };
     };
     let header = header.ok_or_else(|| mismatch(format!("{name} is required: the argument '{argument}' is present")))?;
-    let decoded = decode_header_value(header).ok_or_else(|| mismatch(format!("{name} has a malformed base64 value")))?;
+    let decoded =
+        decode_header_value(header).ok_or_else(|| mismatch(format!("{name} has a malformed base64 value")))?;
     let matches = match (param.kind.as_str(), same_integer(value, &decoded)) {
         ("integer", Some(same)) => same,
         _ => decoded == expected,
@@ -253,48 +251,60 @@ fn check_param(param: &HeaderParam, arguments: &Value, headers: &HeaderMap) -> R
 }
 
 /// Serves one 2026-07-28 request.
-pub(crate) async fn handle(http: &McpHttp, request: Request, user: UserInfo, headers: &HeaderMap) -> Response {
-    let meta = match RequestMeta::read(request.params.as_deref()) {
-        Ok(meta) => meta,
-        Err(error) => return refusal(&request.id, &error),
-    };
-    if let Err(error) = check_headers(http, headers, &request, &meta).and_then(|()| meta.check()) {
-        return refusal(&request.id, &error);
-    }
+pub(crate) async fn handle(http: &McpHttp, request: Request, user: UserInfo, headers: HeaderMap) -> Response {
     if request.method == "subscriptions/listen" {
-        return listen(http, &request, headers);
+        return match ModernParams::parse(request.params.as_deref())
+            .and_then(|params| check_headers(http.service(), &headers, &request, &params).map(|()| params))
+            .and_then(|params| params.meta.check())
+        {
+            Ok(()) => listen(http, &request, &headers),
+            Err(error) => refusal(&request.id, &error),
+        };
     }
 
     // The call may send progress and logs before its reply, when the client reads SSE.
-    let streamable = accepts(headers, "text/event-stream");
+    let streamable = accepts(&headers, "text/event-stream");
     let (tx, mut rx) = mpsc::channel::<Vec<u8>>(64);
     let mut call: CallFuture<ModernReply> = {
         let service = http.service().clone();
         let notifications = streamable.then_some(tx);
         Box::pin(async move {
-            let exchange = ModernExchange { user: &user, meta: &meta, notifications };
-            Some(service.handle_modern(&request, &exchange).await)
+            // The params are read once, here: the ladder and the method both use the reading.
+            let read = ModernParams::parse(request.params.as_deref())
+                .and_then(|params| check_headers(&service, &headers, &request, &params).map(|()| params))
+                .and_then(|params| params.meta.check().map(|()| params));
+            let params = match read {
+                Ok(params) => params,
+                Err(error) => return Some(ModernReply::error(&request.id, &error)),
+            };
+            let exchange = ModernExchange { user: &user, meta: &params.meta, notifications };
+            Some(service.handle_modern_read(&request, &exchange, Some(&params)).await)
         })
     };
     let keep_alive = http.options().keep_alive;
-    tokio::select! {
-        biased;
-        reply = &mut call => {
-            // A call that finished in one poll may still have sent messages first.
-            let queued: Vec<Vec<u8>> = std::iter::from_fn(|| rx.try_recv().ok()).collect();
-            match reply {
-                Some(reply) if queued.is_empty() => {
-                    let response = json_response(status_for(reply.error_code), reply.body);
-                    http.challenge(&reply.status, response)
-                }
-                reply => sse_response(queued, rx, CallState::Done(reply), keep_alive),
-            }
+    // Most calls finish in their first poll: they are answered without arming a timer.
+    let reply = match futures::poll!(&mut call) {
+        Poll::Ready(reply) => reply,
+        Poll::Pending => tokio::select! {
+            biased;
+            reply = &mut call => reply,
+            Some(first) = rx.recv() => {
+                return sse_response(vec![first], rx, CallState::Running(call), keep_alive);
+            },
+            // A silent call switches to SSE so keep-alive comments hold the connection open.
+            () = tokio::time::sleep(keep_alive), if streamable => {
+                return sse_response(Vec::new(), rx, CallState::Running(call), keep_alive);
+            },
         },
-        Some(first) = rx.recv() => sse_response(vec![first], rx, CallState::Running(call), keep_alive),
-        // A silent call switches to SSE so keep-alive comments hold the connection open.
-        () = tokio::time::sleep(keep_alive), if streamable => {
-            sse_response(Vec::new(), rx, CallState::Running(call), keep_alive)
-        },
+    };
+    // A call that finished may still have sent messages first.
+    let queued: Vec<Vec<u8>> = std::iter::from_fn(|| rx.try_recv().ok()).collect();
+    match reply {
+        Some(reply) if queued.is_empty() => {
+            let response = json_response(status_for(reply.error_code), reply.body);
+            http.challenge(&reply.status, response)
+        }
+        reply => sse_response(queued, rx, CallState::Done(reply), keep_alive),
     }
 }
 
@@ -327,11 +337,12 @@ fn listen(http: &McpHttp, request: &Request, headers: &HeaderMap) -> Response {
     struct Listening {
         first: Option<Vec<u8>>,
         rx: broadcast::Receiver<changes::Change>,
+        changes: changes::ChangeNotifier,
         filter: changes::SubscriptionFilter,
         id: Id,
         ended: bool,
     }
-    let state = Listening { first: Some(ack), rx, filter, id, ended: false };
+    let state = Listening { first: Some(ack), rx, changes: changes.clone(), filter, id, ended: false };
     let events = stream::unfold(state, |mut s| async move {
         if let Some(ack) = s.first.take() {
             return Some((event(ack), s));
@@ -340,7 +351,12 @@ fn listen(http: &McpHttp, request: &Request, headers: &HeaderMap) -> Response {
             return None;
         }
         loop {
-            match s.rx.recv().await {
+            let change = tokio::select! {
+                biased;
+                () = s.changes.ended() => Err(broadcast::error::RecvError::Closed),
+                change = s.rx.recv() => change,
+            };
+            match change {
                 Ok(change) if s.filter.wants(&change) => {
                     let message = changes::change_notification(&change, &s.id);
                     return Some((event(message), s));
@@ -348,7 +364,7 @@ fn listen(http: &McpHttp, request: &Request, headers: &HeaderMap) -> Response {
                 Ok(_) => {}
                 // Fell too far behind: the stream ends, and the client listens again.
                 Err(broadcast::error::RecvError::Lagged(_)) => return None,
-                // The server is going away: the subscription ends gracefully.
+                // The server is going away: the subscription ends gracefully, with its result.
                 Err(broadcast::error::RecvError::Closed) => {
                     s.ended = true;
                     let result = serde_json::json!({"resultType": "complete", "_meta": {SUBSCRIPTION_ID_KEY: &s.id}});
@@ -389,9 +405,9 @@ mod tests {
     fn a_header_given_twice_is_a_mismatch() {
         let mut headers = HeaderMap::new();
         headers.append(METHOD_HEADER, HeaderValue::from_static("tools/list"));
-        assert_eq!(single(&headers, METHOD_HEADER).unwrap(), Some("tools/list"));
+        assert_eq!(single(&headers, &METHOD).unwrap(), Some("tools/list"));
         headers.append(METHOD_HEADER, HeaderValue::from_static("tools/list"));
-        assert_eq!(single(&headers, METHOD_HEADER).unwrap_err().code, codes::HEADER_MISMATCH);
+        assert_eq!(single(&headers, &METHOD).unwrap_err().code, codes::HEADER_MISMATCH);
     }
 
     #[test]

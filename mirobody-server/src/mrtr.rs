@@ -30,6 +30,7 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use hmac::{Hmac, KeyInit, Mac};
 use mirobody_core::{ClientPeer, PeerError};
 use serde::Deserialize;
+use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
 use sha2::{Digest, Sha256};
 use tokio::sync::mpsc;
@@ -96,9 +97,28 @@ pub(crate) struct Binding<'a> {
     /// The tool or prompt name, or the resource URI.
     pub(crate) target: &'a str,
     /// The request's arguments.
-    pub(crate) arguments: &'a Value,
+    pub(crate) arguments: Arguments<'a>,
     /// The verified caller.
     pub(crate) user: Option<&'a str>,
+}
+
+/// A request's arguments, parsed or as sent.
+#[derive(Clone, Copy)]
+pub(crate) enum Arguments<'a> {
+    /// Parsed.
+    Value(&'a Value),
+    /// The JSON text of the `arguments` member, if any (absent reads as null).
+    Raw(Option<&'a RawValue>),
+}
+
+impl Arguments<'_> {
+    fn digest(&self) -> [u8; 32] {
+        match self {
+            Arguments::Value(value) => arguments_digest(value),
+            Arguments::Raw(None) => arguments_digest(&Value::Null),
+            Arguments::Raw(Some(raw)) => arguments_digest(&serde_json::from_str(raw.get()).unwrap_or_default()),
+        }
+    }
 }
 
 /// Why a `requestState` was refused.
@@ -152,7 +172,7 @@ impl Sealer {
         };
         field(binding.method.as_bytes());
         field(binding.target.as_bytes());
-        field(&arguments_digest(binding.arguments));
+        field(&binding.arguments.digest());
         match binding.user {
             Some(user) => field(format!("user:{user}").as_bytes()),
             None => field(b"anonymous"),
@@ -433,7 +453,7 @@ mod tests {
     }
 
     fn binding<'a>(arguments: &'a Value, user: Option<&'a str>) -> Binding<'a> {
-        Binding { method: "tools/call", target: "t", arguments, user }
+        Binding { method: "tools/call", target: "t", arguments: Arguments::Value(arguments), user }
     }
 
     #[test]

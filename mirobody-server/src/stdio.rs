@@ -1,5 +1,10 @@
 //! MCP over stdin/stdout: one JSON-RPC message per line, for desktop clients that start the
 //! server as a child process. Logs go to stderr, never stdout.
+//!
+//! Both revisions are served, chosen per request like on HTTP: a request carrying a `_meta`
+//! protocol version (or `server/discover`) is a stateless 2026-07-28 one; anything else is
+//! served on the process's 2025-11-25 session. `notifications/cancelled` stops a request of
+//! either kind, `subscriptions/listen` included.
 
 use std::sync::Arc;
 
@@ -11,6 +16,7 @@ use tokio::task::JoinSet;
 
 use crate::jsonrpc::{self, Message, RpcError, code};
 use crate::mcp::{self, Exchange, McpService};
+use crate::modern;
 use crate::peer::ChannelPeer;
 use crate::session::{Session, random_token};
 
@@ -89,6 +95,16 @@ where
                 let out = out_tx.clone();
                 let (abort, registration) = AbortHandle::new_pair();
                 let guard = session.start_request(request.id.clone(), abort);
+                if modern::is_modern_request(&request) {
+                    running.spawn(async move {
+                        let _running = guard;
+                        let call = service.serve_modern(&request, &user, Some(out.clone()));
+                        if let Ok(reply) = Abortable::new(call, registration).await {
+                            let _ = out.send(reply.body).await;
+                        }
+                    });
+                    continue;
+                }
                 running.spawn(async move {
                     let _running = guard;
                     let peer = ChannelPeer::new(

@@ -1,6 +1,7 @@
 //! Integration tests of mirobody-server, one binary: the Streamable HTTP endpoint driven through
 //! its axum router without sockets (lifecycle and sessions, HTTP rules, every MCP method, auth
-//! challenges, SSE streaming with progress, logs, elicitation and cancellation, the GET stream),
+//! challenges, SSE streaming with progress, logs, elicitation and cancellation, the GET stream, and
+//! MCP 2026-07-28 served statelessly beside them),
 //! the stdio transport over in-memory pipes, the `tools` CLI and the binary, and configuration.
 
 #[path = "server/support.rs"]
@@ -18,6 +19,8 @@ mod http_rules;
 mod lifecycle;
 #[path = "server/methods.rs"]
 mod methods;
+#[path = "server/modern.rs"]
+mod modern;
 #[path = "server/stdio.rs"]
 mod stdio;
 #[path = "server/streaming.rs"]

@@ -15,8 +15,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use mirobody_core::{
-    Args, Content, ContextPromptFn, EmbeddedResource, Param, Prompt, PromptMessage, PromptRegistry, Registry,
-    Resource, ResourceContents, ResourceRegistry, ResourceTemplate, Tool, ToolContext, ToolResult, Type, UserInfo,
+    Args, Content, ContextPromptFn, EmbeddedResource, Param, Prompt, PromptMessage, PromptRegistry, Registry, Resource,
+    ResourceContents, ResourceRegistry, ResourceTemplate, Tool, ToolContext, ToolResult, Type, UserInfo,
 };
 use mirobody_server::changes::ChangeNotifier;
 use mirobody_server::http::{HttpOptions, McpHttp};
@@ -244,13 +244,15 @@ async fn mrtr_multi_round(_: Args, _: &UserInfo, ctx: &ToolContext<'_>) -> ToolR
         Ok(answer) => content_field(&answer, "name").as_str().unwrap_or("?").to_owned(),
         Err(e) => return ToolResult::error(format!("Step 1 failed: {e}")),
     };
-    let step2 =
-        ctx.request_keyed("step2", "elicitation/create", form("Step 2: What is your favorite color?", "color", "string"));
+    let step2 = ctx.request_keyed(
+        "step2",
+        "elicitation/create",
+        form("Step 2: What is your favorite color?", "color", "string"),
+    );
     match step2.await {
-        Ok(answer) => ToolResult::text(format!(
-            "{name} likes {}",
-            content_field(&answer, "color").as_str().unwrap_or("?")
-        )),
+        Ok(answer) => {
+            ToolResult::text(format!("{name} likes {}", content_field(&answer, "color").as_str().unwrap_or("?")))
+        }
         Err(e) => ToolResult::error(format!("Step 2 failed: {e}")),
     }
 }
@@ -314,7 +316,8 @@ fn tools_2026(changes: &ChangeNotifier) -> Vec<Tool> {
         Tool::new("test_missing_capability", "Needs the client's model (sampling).")
             .requires_client_capability("sampling")
             .handler(sampling_no_args),
-        Tool::new("test_streaming_elicitation", "Asks the user a question while it runs.").handler(streaming_elicitation),
+        Tool::new("test_streaming_elicitation", "Asks the user a question while it runs.")
+            .handler(streaming_elicitation),
         Tool::new("test_logging_tool", "Logs three messages (sent only when the request asks for logs).")
             .read_only()
             .handler(logging_tool),
@@ -333,7 +336,9 @@ fn tools_2026(changes: &ChangeNotifier) -> Vec<Tool> {
         Tool::new("test_header_param", "Runs a query in a region; the region travels in the Mcp-Param-Region header.")
             .raw_input_schema(header_param_schema())
             .read_only()
-            .sync_handler(|args, _, _| ToolResult::ok(json!({"region": args.str("region"), "query": args.str("query")}))),
+            .sync_handler(|args, _, _| {
+                ToolResult::ok(json!({"region": args.str("region"), "query": args.str("query")}))
+            }),
     ]
 }
 

@@ -1,6 +1,8 @@
 //! The official Python (`mcp` on PyPI) and TypeScript (`@modelcontextprotocol/sdk`) clients drive
 //! the fixture over Streamable HTTP and over stdio: list tools, call `echo`, receive progress,
-//! answer an elicitation, see an invalid call come back as an error result.
+//! answer an elicitation, see an invalid call come back as an error result. The Python client in
+//! its default (auto) mode speaks 2026-07-28 (stateless, questions as input_required results,
+//! a subscriptions/listen stream), in legacy mode 2025-11-25: the same fixture tools on both.
 
 mod support;
 
@@ -22,10 +24,10 @@ fn python() -> Option<PathBuf> {
     }
 }
 
-fn check_python(target: &str, mode: &str) {
+fn check_python(target: &str, mode: &str, expected_version: &str) {
     let Some(python) = python() else { return };
     let output = support::run_with_timeout(
-        Command::new(python).arg(clients_dir().join("python_client.py")).args([target, mode]),
+        Command::new(python).arg(clients_dir().join("python_client.py")).args([target, mode, expected_version]),
         Duration::from_secs(120),
     );
     let stdout = String::from_utf8_lossy(&output.stdout);
@@ -37,20 +39,25 @@ fn check_python(target: &str, mode: &str) {
 }
 
 #[test]
-fn python_sdk_over_streamable_http_auto_mode_falls_back_to_2025_11_25() {
+fn python_sdk_over_streamable_http_auto_mode_speaks_2026_07_28() {
     let fixture = support::Fixture::start();
-    check_python(&fixture.url, "auto");
+    check_python(&fixture.url, "auto", "2026-07-28");
 }
 
 #[test]
-fn python_sdk_over_streamable_http_legacy_mode() {
+fn python_sdk_over_streamable_http_legacy_mode_speaks_2025_11_25() {
     let fixture = support::Fixture::start();
-    check_python(&fixture.url, "legacy");
+    check_python(&fixture.url, "legacy", "2025-11-25");
 }
 
 #[test]
 fn python_sdk_over_stdio() {
-    check_python(support::fixture_binary(), "legacy");
+    check_python(support::fixture_binary(), "legacy", "2025-11-25");
+}
+
+#[test]
+fn python_sdk_over_stdio_auto_mode_speaks_2026_07_28() {
+    check_python(support::fixture_binary(), "auto", "2026-07-28");
 }
 
 fn check_typescript(target: &str) {

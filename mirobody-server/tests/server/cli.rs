@@ -152,7 +152,12 @@ fn binary(args: &[&str]) -> Output {
     }
     // The binary keeps its data under a folder of its own, never in the source tree.
     let data_dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("cli-binary-data");
-    command.args(args).env("RUST_LOG", "error").env("MIROBODY_BACKENDS__DATA_DIR", data_dir).output().expect("the binary runs")
+    command
+        .args(args)
+        .env("RUST_LOG", "error")
+        .env("MIROBODY_BACKENDS__DATA_DIR", data_dir)
+        .output()
+        .expect("the binary runs")
 }
 
 #[test]

@@ -290,14 +290,16 @@ async fn other_http_methods_are_not_allowed() {
 }
 
 #[tokio::test]
-async fn a_2026_discovery_probe_gets_method_not_found_without_a_session() {
+async fn a_2026_discovery_probe_without_meta_is_refused_without_a_session() {
+    // server/discover is a 2026-07-28 request, served statelessly (tests/server/modern.rs); one
+    // without the per-request `_meta` is invalid params, and opens no session.
     let server = TestServer::new();
     let client = server.client();
     let probe =
         set_header(client.post_request(&rpc(1, "server/discover", json!({}))), "mcp-protocol-version", "2026-07-28");
     let reply = json_reply(client.send(probe).await).await;
-    assert_eq!(reply.status, StatusCode::OK);
-    assert_eq!(reply.error_code(), -32601);
+    assert_eq!(reply.status, StatusCode::BAD_REQUEST);
+    assert_eq!(reply.error_code(), -32602);
     assert_eq!(reply.body["id"], 1);
     assert!(server.http.sessions().is_empty());
 }

@@ -1,17 +1,25 @@
 """Drives the fixture server with the official Python SDK (PyPI `mcp`).
 
-Usage: python_client.py <url | path-to-fixture-binary> [auto|legacy]
-A URL connects over Streamable HTTP; a path starts the binary with --stdio.
-Prints PYTHON-SDK-OK on success; any failed check raises.
+Usage: python_client.py <url | path-to-fixture-binary> [auto|legacy] [expected-protocol-version]
+A URL connects over Streamable HTTP; a path starts the binary with --stdio. In auto mode the
+client probes server/discover and speaks 2026-07-28 when the server answers it (questions then
+travel as input_required results); in legacy mode it initializes a 2025-11-25 session
+(questions travel as requests on the call's SSE stream). The fixture's tools ask the same way
+in both. Prints PYTHON-SDK-OK on success; any failed check raises.
 """
 
 import asyncio
 import sys
 
 from mcp import Client, StdioServerParameters, types
+from mcp.shared.subscriptions import ToolsListChanged
 
 
 async def answer_elicitation(context, params):
+    if "Step 1" in params.message:
+        return types.ElicitResult(action="accept", content={"name": "ada"})
+    if "Step 2" in params.message:
+        return types.ElicitResult(action="accept", content={"color": "green"})
     assert "Who are you?" in params.message, params
     return types.ElicitResult(action="accept", content={"username": "ada", "email": "ada@example.com"})
 
@@ -19,6 +27,7 @@ async def answer_elicitation(context, params):
 async def main() -> None:
     target = sys.argv[1]
     mode = sys.argv[2] if len(sys.argv) > 2 else "auto"
+    expected = sys.argv[3] if len(sys.argv) > 3 else "2025-11-25"
     server = target if target.startswith("http") else StdioServerParameters(command=target, args=["--stdio"])
     progress: list[float] = []
 
@@ -26,7 +35,7 @@ async def main() -> None:
         progress.append(value)
 
     async with Client(server, elicitation_callback=answer_elicitation, mode=mode) as client:
-        assert client.protocol_version == "2025-11-25", client.protocol_version
+        assert client.protocol_version == expected, (client.protocol_version, expected)
 
         names = {tool.name for tool in (await client.list_tools()).tools}
         assert {"echo", "test_tool_with_progress", "test_elicitation"} <= names, names
@@ -45,6 +54,18 @@ async def main() -> None:
         invalid = await client.call_tool("echo", {})
         assert invalid.is_error, invalid
         assert "missing required argument 'text'" in invalid.content[0].text, invalid
+
+        if expected == "2026-07-28":
+            # A question asked in turn over two rounds, each answered by the callback.
+            both = await client.call_tool("test_input_required_result_multi_round", {})
+            assert not both.is_error, both
+            assert "likes" in both.content[0].text, both
+
+            async with client.listen(tools_list_changed=True) as sub:
+                triggered = await client.call_tool("test_trigger_tool_change", {})
+                assert not triggered.is_error, triggered
+                event = await asyncio.wait_for(anext(aiter(sub)), 10)
+                assert isinstance(event, ToolsListChanged), event
 
     print("PYTHON-SDK-OK", mode, "http" if target.startswith("http") else "stdio")
 

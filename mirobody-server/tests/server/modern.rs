@@ -1,0 +1,796 @@
+//! MCP 2026-07-28 beside 2025-11-25 on the same endpoint: `server/discover`, the `_meta` and
+//! header ladder with its statuses and codes, `Mcp-Param-*` mirroring, results with
+//! `resultType`, caching hints, multi-round-trip calls (and tampered states), -32021 for a
+//! missing client capability, removed methods, resource-not-found as -32602, logs only on
+//! request, closing the stream cancelling the handler, keep-alives, `subscriptions/listen`.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
+use std::time::Duration;
+
+use axum::Router;
+use axum::body::Body;
+use http::{HeaderValue, Method, Request, Response, StatusCode, header};
+use http_body_util::BodyExt;
+use mirobody_core::{Args, Registry, Tool, ToolContext, ToolResult, UserInfo};
+use mirobody_server::http::{HttpOptions, McpHttp};
+use mirobody_server::{McpOptions, McpService};
+use serde_json::{Value, json};
+use tower::ServiceExt;
+
+use crate::support::{self, Reply, Sse, TestServer, json_reply, started, stopped, within};
+
+const MODERN: &str = "2026-07-28";
+
+fn meta(capabilities: Value) -> Value {
+    json!({
+        "io.modelcontextprotocol/protocolVersion": MODERN,
+        "io.modelcontextprotocol/clientCapabilities": capabilities,
+        "io.modelcontextprotocol/clientInfo": {"name": "tests", "version": "1"},
+    })
+}
+
+/// A 2026-07-28 client: no session, `_meta` and the mirrored headers on every request.
+struct Modern {
+    router: Router,
+    next_id: AtomicI64,
+    capabilities: Value,
+    user: Option<UserInfo>,
+}
+
+impl Modern {
+    fn new(router: Router) -> Self {
+        Modern { router, next_id: AtomicI64::new(1), capabilities: json!({}), user: None }
+    }
+
+    fn of(server: &TestServer) -> Self {
+        Modern::new(server.http.router())
+    }
+
+    fn with_capabilities(mut self, capabilities: Value) -> Self {
+        self.capabilities = capabilities;
+        self
+    }
+
+    fn acting_as(mut self, user: UserInfo) -> Self {
+        self.user = Some(user);
+        self
+    }
+
+    fn id(&self) -> i64 {
+        self.next_id.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// A POST of `body` with the standard modern headers for its method and name, without
+    /// touching its params.
+    fn raw(&self, body: &Value) -> Request<Body> {
+        let method = body["method"].as_str().unwrap_or_default().to_owned();
+        let mut builder = Request::builder()
+            .method(Method::POST)
+            .uri("/")
+            .header(header::HOST, "localhost")
+            .header(header::ACCEPT, support::ACCEPT_BOTH)
+            .header(header::CONTENT_TYPE, "application/json")
+            .header("mcp-protocol-version", MODERN)
+            .header("mcp-method", &method);
+        let name = match method.as_str() {
+            "tools/call" | "prompts/get" => body["params"]["name"].as_str(),
+            "resources/read" => body["params"]["uri"].as_str(),
+            _ => None,
+        };
+        if let Some(name) = name {
+            builder = builder.header("mcp-name", name);
+        }
+        let mut request = builder.body(Body::from(body.to_string())).expect("a valid request");
+        if let Some(user) = &self.user {
+            request.extensions_mut().insert(user.clone());
+        }
+        request
+    }
+
+    /// A request of `method` whose params get this client's `_meta` (merged with any given).
+    fn request(&self, method: &str, params: Value) -> Request<Body> {
+        self.request_as(self.id(), method, params)
+    }
+
+    /// Like [`Modern::request`], with this id.
+    fn request_as(&self, id: i64, method: &str, mut params: Value) -> Request<Body> {
+        let mut full = meta(self.capabilities.clone());
+        if let Some(extra) = params.get("_meta").and_then(Value::as_object) {
+            for (k, v) in extra {
+                full[k] = v.clone();
+            }
+        }
+        params["_meta"] = full;
+        self.raw(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))
+    }
+
+    async fn send(&self, request: Request<Body>) -> Response<Body> {
+        within("a response", self.router.clone().oneshot(request)).await.expect("the router is infallible")
+    }
+
+    async fn call(&self, method: &str, params: Value) -> Reply {
+        json_reply(self.send(self.request(method, params)).await).await
+    }
+
+    async fn call_tool(&self, name: &str, arguments: Value) -> Reply {
+        self.call("tools/call", json!({"name": name, "arguments": arguments})).await
+    }
+}
+
+fn set(mut request: Request<Body>, name: &'static str, value: &str) -> Request<Body> {
+    request.headers_mut().insert(name, HeaderValue::from_str(value).unwrap());
+    request
+}
+
+fn unset(mut request: Request<Body>, name: &'static str) -> Request<Body> {
+    request.headers_mut().remove(name);
+    request
+}
+
+fn assert_error(reply: &Reply, status: StatusCode, code: i64, id: &Value) {
+    assert_eq!(reply.status, status, "{}", reply.body);
+    assert_eq!(reply.error_code(), code, "{}", reply.body);
+    assert_eq!(&reply.body["id"], id, "errors carry the request id: {}", reply.body);
+}
+
+fn assert_complete(reply: &Reply) -> &Value {
+    assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
+    let result = reply.result();
+    assert_eq!(result["resultType"], "complete", "{result}");
+    assert_eq!(result["_meta"]["io.modelcontextprotocol/serverInfo"]["name"], "mirobody", "{result}");
+    result
+}
+
+// =============================================================================================
+// A registry with what the standard test tools lack: x-mcp-header arguments, a tool that
+// needs sampling, questions over several rounds
+// =============================================================================================
+
+fn runs() -> &'static AtomicUsize {
+    static RUNS: AtomicUsize = AtomicUsize::new(0);
+    &RUNS
+}
+
+async fn two_steps(_: Args, _: &UserInfo, ctx: &ToolContext<'_>) -> ToolResult {
+    runs().fetch_add(1, Ordering::SeqCst);
+    let form = |field: &str| json!({"message": field, "requestedSchema": {"type": "object", "properties": {field: {"type": "string"}}}});
+    let name = match ctx.request_keyed("step1", "elicitation/create", form("name")).await {
+        Ok(answer) => answer["content"]["name"].as_str().unwrap_or_default().to_owned(),
+        Err(e) => return ToolResult::error(e.to_string()),
+    };
+    match ctx.request_keyed("step2", "elicitation/create", form("color")).await {
+        Ok(answer) => ToolResult::ok(json!({"name": name, "color": answer["content"]["color"]})),
+        Err(e) => ToolResult::error(e.to_string()),
+    }
+}
+
+async fn summarize(_: Args, _: &UserInfo, ctx: &ToolContext<'_>) -> ToolResult {
+    let params =
+        json!({"messages": [{"role": "user", "content": {"type": "text", "text": "Sum up"}}], "maxTokens": 10});
+    match ctx.request("sampling/createMessage", params).await {
+        Ok(answer) => ToolResult::ok(json!({"summary": answer["content"]["text"]})),
+        Err(e) => ToolResult::error(e.to_string()),
+    }
+}
+
+fn extra_http() -> McpHttp {
+    let registry = Registry::builder()
+        .tool(
+            Tool::new("route", "Runs in a region.")
+                .raw_input_schema(json!({
+                    "type": "object",
+                    "properties": {
+                        "region": {"type": "string", "x-mcp-header": "Region"},
+                        "count": {"type": "integer", "x-mcp-header": "Count"},
+                        "note": {"type": "string"},
+                    },
+                }))
+                .sync_handler(|args, _, _| ToolResult::ok(Value::Object(args.into_inner()))),
+        )
+        .tool(Tool::new("two_steps", "Asks two things in turn.").handler(two_steps))
+        .tool(
+            Tool::new("summarize", "Needs the client's model.")
+                .requires_client_capability("sampling")
+                .handler(summarize),
+        )
+        .tool(mirobody_tools::tools::ask_user::tool())
+        .build()
+        .unwrap();
+    McpHttp::new(McpService::builder(Arc::new(registry)).build(), HttpOptions::default())
+}
+
+fn extra_router() -> Router {
+    extra_http().router()
+}
+
+// =============================================================================================
+// Discovery and statelessness
+// =============================================================================================
+
+#[tokio::test]
+async fn discover_names_both_eras_and_mints_no_session() {
+    let server = TestServer::new();
+    let client = Modern::of(&server);
+    let reply = client.send(set(client.request("server/discover", json!({})), "mcp-session-id", "bogus")).await;
+    assert!(reply.headers().get("mcp-session-id").is_none(), "no session id is minted or echoed");
+    let reply = json_reply(reply).await;
+    let result = assert_complete(&reply);
+    let versions: Vec<&str> =
+        result["supportedVersions"].as_array().unwrap().iter().filter_map(Value::as_str).collect();
+    assert_eq!(versions[0], MODERN);
+    assert!(versions.contains(&"2025-11-25"), "{versions:?}");
+    let caps = &result["capabilities"];
+    assert_eq!(caps["tools"]["listChanged"], true);
+    assert!(caps["prompts"].is_object() && caps["resources"].is_object(), "{caps}");
+    assert_eq!(result["cacheScope"], "public");
+    assert_eq!(result["ttlMs"], 60_000);
+    assert!(server.http.sessions().is_empty(), "a stateless request opens no session");
+}
+
+#[tokio::test]
+async fn the_era_is_chosen_per_request_on_one_endpoint() {
+    let server = TestServer::new();
+    let legacy = server.initialized(json!({})).await;
+    let modern = Modern::of(&server);
+    assert_eq!(legacy.call_tool("echo", json!({"text": "old"})).await.result()["structuredContent"]["echo"], "old");
+    let reply = modern.call_tool("echo", json!({"text": "new"})).await;
+    assert_eq!(assert_complete(&reply)["structuredContent"]["echo"], "new");
+    // The legacy reply has no resultType: that path is unchanged.
+    assert!(legacy.call_tool("echo", json!({"text": "x"})).await.result().get("resultType").is_none());
+    assert_eq!(server.http.sessions().len(), 1);
+    // A GET at the stateless revision has no stream to open.
+    let get = set(legacy.request(Method::GET, ""), "mcp-protocol-version", MODERN);
+    assert_eq!(legacy.send(get).await.status(), StatusCode::METHOD_NOT_ALLOWED);
+    // A notification at the stateless revision is accepted and dropped.
+    let note = json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1}});
+    assert_eq!(modern.send(modern.raw(&note)).await.status(), StatusCode::ACCEPTED);
+}
+
+// =============================================================================================
+// The _meta and header ladder
+// =============================================================================================
+
+#[tokio::test]
+async fn bad_meta_gets_400_invalid_params() {
+    let server = TestServer::new();
+    let client = Modern::of(&server);
+    let cases = [
+        json!({}),
+        json!({"_meta": {"io.modelcontextprotocol/clientCapabilities": {}}}),
+        json!({"_meta": {"io.modelcontextprotocol/protocolVersion": MODERN}}),
+        json!({"_meta": {"io.modelcontextprotocol/protocolVersion": MODERN, "io.modelcontextprotocol/clientCapabilities": []}}),
+    ];
+    for (i, params) in cases.into_iter().enumerate() {
+        let id = 100 + i as i64;
+        let body = json!({"jsonrpc": "2.0", "id": id, "method": "server/discover", "params": params});
+        let reply = json_reply(client.send(client.raw(&body)).await).await;
+        assert_error(&reply, StatusCode::BAD_REQUEST, -32602, &json!(id));
+    }
+    // clientInfo is optional.
+    let body = json!({"jsonrpc": "2.0", "id": 9, "method": "server/discover", "params": {"_meta": {
+        "io.modelcontextprotocol/protocolVersion": MODERN, "io.modelcontextprotocol/clientCapabilities": {}}}});
+    assert_complete(&json_reply(client.send(client.raw(&body)).await).await);
+}
+
+#[tokio::test]
+async fn an_unsupported_version_gets_400_naming_the_versions_served() {
+    let server = TestServer::new();
+    let client = Modern::of(&server);
+    let request =
+        client.request("server/discover", json!({"_meta": {"io.modelcontextprotocol/protocolVersion": "v999"}}));
+    let reply = json_reply(client.send(set(request, "mcp-protocol-version", "v999")).await).await;
+    assert_error(&reply, StatusCode::BAD_REQUEST, -32022, &reply.body["id"].clone());
+    let data = &reply.body["error"]["data"];
+    assert_eq!(data["requested"], "v999");
+    assert!(data["supported"].as_array().unwrap().contains(&json!(MODERN)), "{data}");
+}
+
+#[tokio::test]
+async fn headers_that_disagree_with_the_body_get_400_header_mismatch() {
+    let server = TestServer::new();
+    let client = Modern::of(&server);
+    let echo = || client.request("tools/call", json!({"name": "echo", "arguments": {"text": "hi"}}));
+    let mismatches = [
+        // The version header names another version than _meta.
+        set(
+            client.request("server/discover", json!({"_meta": {"io.modelcontextprotocol/protocolVersion": "v999"}})),
+            "mcp-protocol-version",
+            MODERN,
+        ),
+        unset(echo(), "mcp-protocol-version"),
+        unset(echo(), "mcp-method"),
+        set(echo(), "mcp-method", "tools/list"),
+        set(echo(), "mcp-method", "TOOLS/CALL"),
+        unset(echo(), "mcp-name"),
+        set(echo(), "mcp-name", "other"),
+        set(echo(), "mcp-name", "=?base64?ZWNobw?="),
+    ];
+    for request in mismatches {
+        let reply = json_reply(client.send(request).await).await;
+        assert_eq!(reply.status, StatusCode::BAD_REQUEST, "{}", reply.body);
+        assert_eq!(reply.error_code(), -32020, "{}", reply.body);
+        assert!(reply.body["id"].is_number(), "{}", reply.body);
+    }
+    let mut twice = echo();
+    twice.headers_mut().append("mcp-method", HeaderValue::from_static("tools/call"));
+    assert_eq!(json_reply(client.send(twice).await).await.error_code(), -32020);
+
+    // Header names are case-insensitive, values trimmed, names may come base64-encoded.
+    for name in ["  echo  ", "=?base64?ZWNobw==?="] {
+        let reply = json_reply(client.send(set(echo(), "mcp-name", name)).await).await;
+        assert_eq!(assert_complete(&reply)["structuredContent"]["echo"], "hi");
+    }
+}
+
+#[tokio::test]
+async fn mcp_param_headers_must_mirror_their_arguments() {
+    let client = Modern::new(extra_router());
+    let call = |arguments: Value| client.request("tools/call", json!({"name": "route", "arguments": arguments}));
+    let ok = |request| async { assert_complete(&json_reply(client.send(request).await).await).clone() };
+    let mismatch = |request| async {
+        let reply = json_reply(client.send(request).await).await;
+        assert_eq!((reply.status, reply.error_code()), (StatusCode::BAD_REQUEST, -32020), "{}", reply.body);
+    };
+    // No annotated argument, no header: fine.
+    ok(call(json!({"note": "n"}))).await;
+    ok(set(call(json!({"region": "us-west1"})), "mcp-param-region", "us-west1")).await;
+    ok(set(call(json!({"region": "Hello"})), "Mcp-Param-Region", "=?base64?SGVsbG8=?=")).await;
+    // A value without the complete sentinel is taken literally.
+    ok(set(call(json!({"region": "=?base64?SGVsbG8="})), "mcp-param-region", "=?base64?SGVsbG8=")).await;
+    // Integers compare numerically.
+    ok(set(call(json!({"count": 42})), "mcp-param-count", "42.0")).await;
+    mismatch(call(json!({"region": "us-west1"}))).await;
+    mismatch(set(call(json!({"region": "us-west1"})), "mcp-param-region", "eu-west1")).await;
+    mismatch(set(call(json!({"region": "Hello"})), "mcp-param-region", "=?base64?SGVsbG8?=")).await;
+    mismatch(set(call(json!({"region": "Hello"})), "mcp-param-region", "=?base64?SGVs!!!bG8=?=")).await;
+    mismatch(set(call(json!({})), "mcp-param-region", "us-west1")).await;
+    mismatch(set(call(json!({"count": 42})), "mcp-param-count", "43")).await;
+}
+
+// =============================================================================================
+// Methods
+// =============================================================================================
+
+#[tokio::test]
+async fn removed_and_unknown_methods_get_404_method_not_found() {
+    let server = TestServer::new();
+    let client = Modern::of(&server);
+    for method in ["initialize", "ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe", "nope"] {
+        let request = client.request(method, json!({"uri": "test://static", "level": "info"}));
+        let reply = json_reply(client.send(request).await).await;
+        assert_eq!(reply.status, StatusCode::NOT_FOUND, "{method}: {}", reply.body);
+        assert_eq!(reply.error_code(), -32601, "{method}");
+        assert!(reply.body["id"].is_number());
+    }
+    assert!(server.http.sessions().is_empty());
+}
+
+#[tokio::test]
+async fn an_unknown_resource_is_invalid_params_naming_its_uri() {
+    let server = TestServer::new();
+    let client = Modern::of(&server);
+    let reply = client.call("resources/read", json!({"uri": "test://missing"})).await;
+    assert_eq!((reply.status, reply.error_code()), (StatusCode::BAD_REQUEST, -32602), "{}", reply.body);
+    assert_eq!(reply.body["error"]["data"]["uri"], "test://missing");
+    // The session path still answers with its own code.
+    let legacy = server.initialized(json!({})).await;
+    assert_eq!(legacy.call("resources/read", json!({"uri": "test://missing"})).await.error_code(), -32002);
+}
+
+#[tokio::test]
+async fn listings_and_reads_carry_caching_hints() {
+    let server = TestServer::new();
+    let client = Modern::of(&server);
+    for method in ["tools/list", "prompts/list", "resources/list", "resources/templates/list"] {
+        let reply = client.call(method, json!({})).await;
+        let result = assert_complete(&reply);
+        assert_eq!(result["ttlMs"], 60_000, "{method}");
+        assert_eq!(result["cacheScope"], "public", "{method}");
+    }
+    let listing = client.call("tools/list", json!({})).await;
+    let names: Vec<&str> =
+        listing.result()["tools"].as_array().unwrap().iter().filter_map(|t| t["name"].as_str()).collect();
+    assert_eq!(names, support::TOOL_NAMES, "tools are listed in name order");
+    let read = client.call("resources/read", json!({"uri": "test://static"})).await;
+    let result = assert_complete(&read);
+    assert_eq!((result["ttlMs"].clone(), result["cacheScope"].clone()), (json!(0), json!("public")));
+    assert_eq!(result["contents"][0]["text"], "static text");
+    // What an authenticated caller reads may be theirs alone.
+    let alice = Modern::of(&server).acting_as(UserInfo::authenticated("alice"));
+    let read = alice.call("resources/read", json!({"uri": "test://private"})).await;
+    assert_eq!(assert_complete(&read)["cacheScope"], "private");
+    // A listing that depends on who asks is private.
+    let hiding = TestServer::with(
+        McpOptions { hide_auth_tools_from_anonymous: true, ..McpOptions::default() },
+        HttpOptions::default(),
+    );
+    let reply = Modern::of(&hiding).call("tools/list", json!({})).await;
+    assert_eq!(assert_complete(&reply)["cacheScope"], "private");
+}
+
+#[tokio::test]
+async fn every_result_has_a_result_type() {
+    let server = TestServer::new();
+    let client = Modern::of(&server);
+    assert_complete(&client.call("prompts/get", json!({"name": "greet", "arguments": {"name": "Ada"}})).await);
+    let completion = client
+        .call(
+            "completion/complete",
+            json!({"ref": {"type": "ref/prompt", "name": "greet"}, "argument": {"name": "name", "value": "A"}}),
+        )
+        .await;
+    assert_complete(&completion);
+    // Argument problems stay results the model can read.
+    let invalid = client.call_tool("echo", json!({})).await;
+    assert_eq!(assert_complete(&invalid)["isError"], true);
+}
+
+// =============================================================================================
+// Multi-round-trip calls through the one ctx.request API
+// =============================================================================================
+
+#[tokio::test]
+async fn a_question_becomes_input_required_and_the_retry_resumes() {
+    let server = TestServer::new();
+    let client = Modern::of(&server).with_capabilities(json!({"elicitation": {}}));
+    let first = client.call_tool("elicit", json!({})).await;
+    assert_eq!(first.status, StatusCode::OK);
+    let result = first.result();
+    assert_eq!(result["resultType"], "input_required", "{result}");
+    let question = &result["inputRequests"]["elicitation-1"];
+    assert_eq!(question["method"], "elicitation/create", "{result}");
+    assert_eq!(question["params"]["message"], "What is your name?");
+    let state = result["requestState"].as_str().expect("a request state").to_owned();
+
+    let retry = client
+        .call(
+            "tools/call",
+            json!({"name": "elicit", "arguments": {}, "requestState": state,
+                   "inputResponses": {"elicitation-1": {"action": "accept", "content": {"name": "Ada"}}}}),
+        )
+        .await;
+    let result = assert_complete(&retry);
+    assert_eq!(result["structuredContent"]["answer"]["content"]["name"], "Ada");
+}
+
+#[tokio::test]
+async fn a_client_without_the_capability_is_never_asked() {
+    let server = TestServer::new();
+    let reply = Modern::of(&server).call_tool("elicit", json!({})).await;
+    assert_eq!(assert_complete(&reply)["structuredContent"]["unsupported"], "elicitation/create");
+}
+
+#[tokio::test]
+async fn a_tampered_or_foreign_state_is_refused() {
+    let server = TestServer::new();
+    let alice =
+        Modern::of(&server).with_capabilities(json!({"elicitation": {}})).acting_as(UserInfo::authenticated("alice"));
+    let first = alice.call_tool("elicit", json!({})).await;
+    let state = first.result()["requestState"].as_str().unwrap().to_owned();
+    let answers = json!({"elicitation-1": {"action": "accept", "content": {"name": "Ada"}}});
+    let retry = |client: &Modern, state: String, name: &'static str| {
+        let params = json!({"name": name, "arguments": {}, "requestState": state, "inputResponses": answers.clone()});
+        client.request("tools/call", params)
+    };
+    let tampered = json_reply(alice.send(retry(&alice, format!("{state}-TAMPERED"), "elicit")).await).await;
+    assert_eq!((tampered.status, tampered.error_code()), (StatusCode::BAD_REQUEST, -32602), "{}", tampered.body);
+    // The same state from another caller, or on another tool, is refused too.
+    let bob =
+        Modern::of(&server).with_capabilities(json!({"elicitation": {}})).acting_as(UserInfo::authenticated("bob"));
+    assert_eq!(json_reply(bob.send(retry(&bob, state.clone(), "elicit")).await).await.error_code(), -32602);
+    assert_eq!(json_reply(alice.send(retry(&alice, state.clone(), "echo")).await).await.error_code(), -32602);
+    // The genuine retry still works.
+    let genuine = json_reply(alice.send(retry(&alice, state, "elicit")).await).await;
+    assert_complete(&genuine);
+}
+
+#[tokio::test]
+async fn questions_in_turn_take_a_round_each_and_earlier_answers_ride_in_the_state() {
+    let client = Modern::new(extra_router()).with_capabilities(json!({"elicitation": {}}));
+    let call = |extra: Value| {
+        let mut params = json!({"name": "two_steps", "arguments": {}});
+        for (k, v) in extra.as_object().unwrap() {
+            params[k] = v.clone();
+        }
+        client.call("tools/call", params)
+    };
+    let before = runs().load(Ordering::SeqCst);
+    let round1 = call(json!({})).await;
+    let r1 = round1.result();
+    assert!(r1["inputRequests"].get("step1").is_some(), "{r1}");
+    let state1 = r1["requestState"].as_str().unwrap().to_owned();
+
+    let round2 = call(
+        json!({"requestState": state1, "inputResponses": {"step1": {"action": "accept", "content": {"name": "Ada"}}}}),
+    )
+    .await;
+    let r2 = round2.result();
+    assert_eq!(r2["resultType"], "input_required");
+    assert!(r2["inputRequests"].get("step2").is_some() && r2["inputRequests"].get("step1").is_none(), "{r2}");
+    let state2 = r2["requestState"].as_str().unwrap().to_owned();
+    assert_ne!(state2, state1);
+
+    // Only step2 is answered now: step1's answer comes from the state.
+    let round3 = call(json!({"requestState": state2,
+        "inputResponses": {"step2": {"action": "accept", "content": {"color": "blue"}}}}))
+    .await;
+    assert_eq!(assert_complete(&round3)["structuredContent"], json!({"name": "Ada", "color": "blue"}));
+    assert!(runs().load(Ordering::SeqCst) - before >= 3, "each round runs the handler from the start");
+
+    // An answer of the wrong shape is invalid params.
+    let wrong = call(json!({"inputResponses": {"step1": 12345}})).await;
+    assert_eq!(wrong.error_code(), -32602);
+    let null = call(json!({"inputResponses": null})).await;
+    assert_eq!(null.error_code(), -32602);
+}
+
+#[tokio::test]
+async fn a_tool_that_needs_an_undeclared_capability_gets_32021() {
+    let client = Modern::new(extra_router());
+    let reply = client.call_tool("summarize", json!({})).await;
+    assert_eq!((reply.status, reply.error_code()), (StatusCode::BAD_REQUEST, -32021), "{}", reply.body);
+    assert_eq!(reply.body["error"]["data"]["requiredCapabilities"], json!({"sampling": {}}));
+    let able = Modern::new(extra_router()).with_capabilities(json!({"sampling": {}}));
+    let reply = able.call_tool("summarize", json!({})).await;
+    assert_eq!(reply.result()["inputRequests"]["sampling-1"]["method"], "sampling/createMessage");
+}
+
+#[tokio::test]
+async fn ask_user_works_on_both_revisions() {
+    let question = json!({"question": "When do you exercise?", "options": ["Morning", "Evening"]});
+    let reply = json!({"action": "accept", "content": {"choice": "Evening"}});
+
+    // 2026-07-28: the question comes back as input_required, the retry carries the answer.
+    let modern = Modern::new(extra_router()).with_capabilities(json!({"elicitation": {}}));
+    let first = modern.call_tool("ask_user", question.clone()).await;
+    let result = first.result();
+    assert_eq!(result["inputRequests"]["elicitation-1"]["params"]["message"], "When do you exercise?", "{result}");
+    let state = result["requestState"].clone();
+    let params = json!({"name": "ask_user", "arguments": question, "requestState": state,
+                        "inputResponses": {"elicitation-1": reply}});
+    let answered = modern.call("tools/call", params).await;
+    assert_eq!(assert_complete(&answered)["structuredContent"]["answer"], json!({"selected": ["Evening"]}));
+
+    // 2025-11-25: the same tool asks on the call's SSE stream, answered by a second POST.
+    let http = extra_http();
+    let router = http.router();
+    let post = |body: Value, session: Option<String>| {
+        let mut builder = Request::builder()
+            .method(Method::POST)
+            .uri("/")
+            .header(header::HOST, "localhost")
+            .header(header::ACCEPT, support::ACCEPT_BOTH)
+            .header(header::CONTENT_TYPE, "application/json");
+        if let Some(session) = session {
+            builder = builder.header("mcp-session-id", session);
+        }
+        router.clone().oneshot(builder.body(Body::from(body.to_string())).unwrap())
+    };
+    let init =
+        post(support::rpc(1, "initialize", support::init_params("2025-11-25", json!({"elicitation": {}}))), None);
+    let init = within("initialize", init).await.unwrap();
+    let session = support::header_str(init.headers(), "mcp-session-id").to_owned();
+    let call = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                      "params": {"name": "ask_user", "arguments": {"question": "When do you exercise?", "options": ["Morning", "Evening"]}}});
+    let mut sse = Sse::new(within("the call", post(call, Some(session.clone()))).await.unwrap());
+    let asked = sse.next_message().await;
+    assert_eq!(asked["method"], "elicitation/create");
+    let answer =
+        json!({"jsonrpc": "2.0", "id": asked["id"], "result": {"action": "accept", "content": {"choice": "Evening"}}});
+    assert_eq!(within("the answer", post(answer, Some(session))).await.unwrap().status(), StatusCode::ACCEPTED);
+    let result = sse.next_message().await;
+    assert_eq!(result["result"]["structuredContent"]["answer"], json!({"selected": ["Evening"]}));
+}
+
+// =============================================================================================
+// Streaming: logs on request, progress, cancellation, keep-alives
+// =============================================================================================
+
+#[tokio::test]
+async fn logs_flow_only_when_the_request_names_a_level() {
+    let server = TestServer::new();
+    let client = Modern::of(&server);
+    let quiet = client.call_tool("log", json!({})).await;
+    assert_eq!(quiet.content_type(), "application/json");
+    assert_complete(&quiet);
+
+    let request = client.request(
+        "tools/call",
+        json!({"name": "log", "arguments": {}, "_meta": {"io.modelcontextprotocol/logLevel": "info"}}),
+    );
+    let mut sse = Sse::new(client.send(request).await);
+    for expected in ["first", "second"] {
+        let message = sse.next_message().await;
+        assert_eq!(message["method"], "notifications/message");
+        assert_eq!(message["params"]["data"]["msg"], expected);
+    }
+    let last = sse.next_message().await;
+    assert_eq!(last["result"]["resultType"], "complete");
+
+    let request = client.request(
+        "tools/call",
+        json!({"name": "log", "arguments": {}, "_meta": {"io.modelcontextprotocol/logLevel": "loud"}}),
+    );
+    assert_eq!(json_reply(client.send(request).await).await.error_code(), -32602);
+}
+
+#[tokio::test]
+async fn progress_streams_before_the_result() {
+    let server = TestServer::new();
+    let client = Modern::of(&server);
+    let request =
+        client.request("tools/call", json!({"name": "progress", "arguments": {}, "_meta": {"progressToken": "p1"}}));
+    let mut sse = Sse::new(client.send(request).await);
+    for step in [0.0, 50.0, 100.0] {
+        let message = sse.next_message().await;
+        assert_eq!(message["method"], "notifications/progress");
+        assert_eq!(message["params"]["progressToken"], "p1");
+        assert_eq!(message["params"]["progress"], step);
+    }
+    assert_eq!(sse.next_message().await["result"]["resultType"], "complete");
+}
+
+#[tokio::test]
+async fn closing_the_stream_cancels_the_handler() {
+    let server = TestServer::new();
+    let client = Modern::of(&server);
+    let tag = "modern-close-sse";
+    let request =
+        client.request("tools/call", json!({"name": "slow", "arguments": {"tag": tag}, "_meta": {"progressToken": 1}}));
+    let mut sse = Sse::new(client.send(request).await);
+    assert_eq!(sse.next_message().await["method"], "notifications/progress");
+    let stopped_signal = stopped(tag);
+    drop(sse);
+    within("the handler to stop after the stream closed", stopped_signal.notified()).await;
+
+    // Before any reply (JSON pending), dropping the connection cancels too.
+    let tag = "modern-close-json";
+    let started_signal = started(tag);
+    let stopped_signal = stopped(tag);
+    let request = client.request("tools/call", json!({"name": "slow", "arguments": {"tag": tag}}));
+    let router = server.http.router();
+    let pending = tokio::spawn(async move { router.oneshot(request).await });
+    within("the handler to start", started_signal.notified()).await;
+    pending.abort();
+    within("the handler to stop after the connection closed", stopped_signal.notified()).await;
+}
+
+#[tokio::test]
+async fn a_silent_call_switches_to_sse_with_keep_alives() {
+    let server = TestServer::with_http(HttpOptions { keep_alive: Duration::from_millis(40), ..HttpOptions::default() });
+    let client = Modern::of(&server);
+    let response =
+        client.send(client.request("tools/call", json!({"name": "slow", "arguments": {"tag": "ka", "ms": 300}}))).await;
+    assert!(support::header_str(response.headers(), "content-type").starts_with("text/event-stream"));
+    assert_eq!(support::header_str(response.headers(), "x-accel-buffering"), "no");
+    let bytes = within("the stream to end", response.into_body().collect()).await.unwrap().to_bytes();
+    let text = String::from_utf8_lossy(&bytes);
+    assert!(text.lines().any(|l| l.starts_with(':')), "no keep-alive comment in {text:?}");
+    assert!(text.contains(r#""finished":true"#), "{text}");
+}
+
+// =============================================================================================
+// subscriptions/listen
+// =============================================================================================
+
+#[tokio::test]
+async fn listen_acknowledges_first_then_carries_the_changes_asked_for() {
+    let server = TestServer::new();
+    let client = Modern::of(&server);
+    let changes = server.http.service().changes().clone();
+    let tools = client.request_as(777, "subscriptions/listen", json!({"notifications": {"toolsListChanged": true}}));
+    let tools_id = json!(777);
+    let mut tools_stream = Sse::new(client.send(tools).await);
+    let mut prompts_stream = Sse::new(
+        client
+            .send(client.request("subscriptions/listen", json!({"notifications": {"promptsListChanged": true}})))
+            .await,
+    );
+
+    let ack = tools_stream.next_message().await;
+    assert_eq!(ack["method"], "notifications/subscriptions/acknowledged");
+    assert_eq!(ack["params"]["notifications"], json!({"toolsListChanged": true}));
+    assert_eq!(ack["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"], tools_id);
+    assert_eq!(prompts_stream.next_message().await["method"], "notifications/subscriptions/acknowledged");
+
+    changes.tools_changed();
+    changes.prompts_changed();
+    let change = tools_stream.next_message().await;
+    assert_eq!(change["method"], "notifications/tools/list_changed");
+    assert_eq!(change["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"], tools_id);
+    // The prompts-only stream skipped the tool change.
+    assert_eq!(prompts_stream.next_message().await["method"], "notifications/prompts/list_changed");
+
+    let bad = client.request("subscriptions/listen", json!({}));
+    assert_eq!(json_reply(client.send(bad).await).await.error_code(), -32602);
+}
+
+#[tokio::test]
+async fn ending_the_streams_closes_each_with_its_result() {
+    let server = TestServer::new();
+    let client = Modern::of(&server);
+    let request = client.request_as(9, "subscriptions/listen", json!({"notifications": {"toolsListChanged": true}}));
+    let mut stream = Sse::new(client.send(request).await);
+    assert_eq!(stream.next_message().await["method"], "notifications/subscriptions/acknowledged");
+    server.http.service().changes().end_streams();
+    let last = stream.next_message().await;
+    assert_eq!(last["id"], 9);
+    assert_eq!(last["result"]["resultType"], "complete");
+    assert_eq!(last["result"]["_meta"]["io.modelcontextprotocol/subscriptionId"], 9);
+    assert!(stream.next_event().await.is_none(), "the stream ends after its result");
+}
+
+// =============================================================================================
+// stdio: the same per-request choice, without headers
+// =============================================================================================
+
+#[tokio::test]
+async fn stdio_serves_both_revisions_in_one_process() {
+    let mut stdio = support::Stdio::start(McpOptions::default(), UserInfo::anonymous(), 1 << 20);
+    let with_meta = |id: i64, method: &str, mut params: Value| {
+        params["_meta"] = meta(json!({"elicitation": {}}));
+        json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
+    };
+    stdio.send(&with_meta(1, "server/discover", json!({}))).await;
+    let discovered = stdio.recv().await;
+    assert_eq!(discovered["result"]["resultType"], "complete", "{discovered}");
+
+    stdio.send(&with_meta(2, "tools/call", json!({"name": "elicit", "arguments": {}}))).await;
+    let asked = stdio.recv().await;
+    assert_eq!(asked["result"]["inputRequests"]["elicitation-1"]["method"], "elicitation/create", "{asked}");
+    let state = asked["result"]["requestState"].clone();
+    let answers = json!({"elicitation-1": {"action": "accept", "content": {"name": "Ada"}}});
+    let retry = json!({"name": "elicit", "arguments": {}, "requestState": state, "inputResponses": answers});
+    stdio.send(&with_meta(3, "tools/call", retry)).await;
+    let answered = stdio.recv().await;
+    assert_eq!(answered["result"]["structuredContent"]["answer"]["content"]["name"], "Ada", "{answered}");
+
+    stdio.send(&with_meta(4, "ping", json!({}))).await;
+    assert_eq!(stdio.recv().await["error"]["code"], -32601);
+    let bad = json!({"jsonrpc": "2.0", "id": 5, "method": "server/discover", "params": {}});
+    stdio.send(&bad).await;
+    assert_eq!(stdio.recv().await["error"]["code"], -32602);
+
+    // The handshake revision, in the same process.
+    stdio.send(&support::rpc(6, "initialize", support::init_params("2025-11-25", json!({})))).await;
+    assert_eq!(stdio.recv().await["result"]["protocolVersion"], "2025-11-25");
+    stdio.send(&support::rpc(7, "ping", json!({}))).await;
+    assert_eq!(stdio.recv().await["result"], json!({}));
+    stdio.close().await.expect("serve ends cleanly");
+}
+
+#[tokio::test]
+async fn stdio_listen_streams_changes_until_cancelled() {
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+    let changes = mirobody_server::changes::ChangeNotifier::new();
+    let service = McpService::builder(Arc::new(support::registry())).change_notifier(changes.clone()).build();
+    let (mut to_server, server_in) = tokio::io::duplex(1 << 16);
+    let (server_out, from_server) = tokio::io::duplex(1 << 16);
+    let task =
+        tokio::spawn(mirobody_server::stdio::serve(service, UserInfo::anonymous(), server_in, server_out, 1 << 20));
+    let mut lines = BufReader::new(from_server).lines();
+    let mut recv = async || -> Value {
+        let line = within("a line", lines.next_line()).await.unwrap().expect("more output");
+        serde_json::from_str(&line).unwrap()
+    };
+    let listen = json!({"jsonrpc": "2.0", "id": "sub", "method": "subscriptions/listen",
+                        "params": {"_meta": meta(json!({})), "notifications": {"toolsListChanged": true}}});
+    to_server.write_all(format!("{listen}\n").as_bytes()).await.unwrap();
+    assert_eq!(recv().await["method"], "notifications/subscriptions/acknowledged");
+    changes.prompts_changed();
+    changes.tools_changed();
+    let change = recv().await;
+    assert_eq!(change["method"], "notifications/tools/list_changed");
+    assert_eq!(change["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"], "sub");
+    let cancel = json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": "sub"}});
+    to_server.write_all(format!("{cancel}\n").as_bytes()).await.unwrap();
+    within("the listener to go", async {
+        while changes.listeners() > 0 {
+            tokio::task::yield_now().await;
+        }
+    })
+    .await;
+    drop(to_server);
+    within("serve to end", task).await.unwrap().unwrap();
+}
