@@ -33,6 +33,9 @@ pub enum AppError {
     /// The auth configuration is not usable.
     #[error("auth: {0}")]
     Auth(#[from] mirobody_auth::AuthConfigError),
+    /// The request-state key is not usable.
+    #[error("request_state_key: {0}")]
+    StateKey(String),
     /// The generated signing key for tokens could not be kept.
     #[error("auth.hs256_secret: {0}")]
     TokenKey(String),
@@ -136,6 +139,13 @@ pub async fn build(config: &Config) -> Result<Server, AppError> {
     if let Some(visibility) = mirobody_auth::visibility(&config.auth) {
         builder = builder.visibility(visibility);
     }
+    if let Some(key) = &config.request_state_key {
+        let key = crate::mrtr::StateKey::new(key.as_bytes().to_vec()).map_err(|e| AppError::StateKey(e.to_string()))?;
+        builder = builder.request_state_key(key);
+    }
+    builder = builder
+        .request_state_ttl(std::time::Duration::from_secs(config.request_state_ttl_secs))
+        .list_ttl(std::time::Duration::from_secs(config.list_ttl_secs));
     let service = builder.build();
 
     let mut http_options = config.http_options();

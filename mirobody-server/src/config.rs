@@ -53,6 +53,15 @@ pub struct Config {
     pub instructions: Option<String>,
     /// The log filter (`info`, `debug`, `mirobody_server=debug,info`, ...). `RUST_LOG` wins.
     pub log: String,
+    /// The key (32+ bytes) that signs 2026-07-28 `requestState`s; instances behind one load
+    /// balancer need the same one. A random key per process when unset.
+    pub request_state_key: Option<String>,
+    /// Seconds a 2026-07-28 `requestState` stays valid.
+    pub request_state_ttl_secs: u64,
+    /// The `ttlMs` caching hint on 2026-07-28 listings, in seconds.
+    pub list_ttl_secs: u64,
+    /// The most `subscriptions/listen` streams open at once.
+    pub max_subscriptions: usize,
     /// Who callers are: JWT keys, issuer and audience, personal-secret scopes, per-agent tool
     /// lists (also as flat `ALLOWED_TOOLS_<AGENT>` / `DISALLOWED_TOOLS_<AGENT>` keys).
     pub auth: AuthConfig,
@@ -80,6 +89,10 @@ impl Default for Config {
             server_name: ServerInfo::default().name,
             instructions: None,
             log: "info".into(),
+            request_state_key: None,
+            request_state_ttl_secs: 600,
+            list_ttl_secs: 60,
+            max_subscriptions: http.max_subscriptions,
             auth: AuthConfig::default(),
             backends: BackendConfig::default(),
         }
@@ -175,6 +188,9 @@ impl Config {
         if self.max_body_bytes < 1024 {
             return Err(format!("max_body_bytes must be at least 1024, not {}", self.max_body_bytes));
         }
+        if self.request_state_key.as_ref().is_some_and(|k| k.len() < 32) {
+            return Err("request_state_key must be at least 32 bytes".into());
+        }
         if self.page_size == 0 {
             return Err("page_size must be at least 1".into());
         }
@@ -215,6 +231,7 @@ impl Config {
             allowed_origins: self.allowed_origins.clone(),
             max_sessions: self.max_sessions,
             session_idle_timeout: Duration::from_secs(self.session_idle_timeout_secs),
+            max_subscriptions: self.max_subscriptions,
             ..HttpOptions::default()
         }
     }

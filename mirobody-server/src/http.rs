@@ -231,8 +231,8 @@ fn check_version_header(headers: &HeaderMap) -> Result<(), Response> {
 }
 
 impl HttpInner {
-    // The caller's session: it must exist, belong to the caller, and (if the request names a
-    // protocol version) have negotiated that version.
+    // The caller's session: it must exist and belong to the caller. (Any supported
+    // MCP-Protocol-Version is accepted on it: clients send older ones on follow-up requests.)
     fn session_for(&self, headers: &HeaderMap, user_id: Option<&str>) -> Result<Arc<Session>, Response> {
         if self.options.stateless {
             return Ok(Arc::new(Session::new(None)));
@@ -249,16 +249,6 @@ impl HttpInner {
             .sessions
             .get(id, user_id)
             .ok_or_else(|| rpc_error(StatusCode::NOT_FOUND, None, code::UNAUTHORIZED, "Session not found"))?;
-        if let (Some(sent), Some(negotiated)) = (header_str(headers, VERSION_HEADER), session.protocol_version())
-            && sent != negotiated
-        {
-            return Err(rpc_error(
-                StatusCode::BAD_REQUEST,
-                None,
-                code::TRANSPORT,
-                format!("Bad Request: MCP-Protocol-Version is {sent}, but the session negotiated {negotiated}"),
-            ));
-        }
         Ok(session)
     }
 
@@ -357,6 +347,21 @@ async fn handle_post(State(http): State<McpHttp>, request: Request) -> Response 
     }
 }
 
+/// Gives the caller the MCP session as its conversation (for `whoami`, and for tools that keep
+/// per-conversation state such as `summarize_conversation`) unless the credentials named one.
+/// The id is derived from the session id, which is a bearer of the session and so never handed
+/// to tools, models or the database.
+fn with_conversation_id(user: UserInfo, session: &Session) -> UserInfo {
+    if user.session_id().is_some() {
+        return user;
+    }
+    let Some(id) = session.id() else { return user };
+    use sha2::Digest;
+    let digest = sha2::Sha256::digest(id.as_bytes());
+    let short: String = digest.iter().take(12).map(|b| format!("{b:02x}")).collect();
+    user.with_session(format!("mcp-{short}"))
+}
+
 async fn dispatch(http: &McpHttp, message: Message, user: UserInfo, headers: &HeaderMap) -> Response {
     let inner = &http.inner;
     match message {
@@ -367,6 +372,7 @@ async fn dispatch(http: &McpHttp, message: Message, user: UserInfo, headers: &He
                 Err(refusal) => return refusal,
             };
             let streamable = accepts(headers, "text/event-stream");
+            let user = with_conversation_id(user, &session);
             request_response(http, request, user, session, streamable).await
         }
         Message::Notification(notification) => match inner.session_for(headers, user.user_id()) {

@@ -29,14 +29,23 @@ pub use mcp::{
 };
 
 /// Serves `router` on `listener` until SIGINT or SIGTERM, then stops accepting connections and
-/// lets the requests already in flight finish. Sets `TCP_NODELAY` on every connection.
-pub async fn serve(listener: tokio::net::TcpListener, router: axum::Router) -> std::io::Result<()> {
+/// lets the requests already in flight finish; `service`'s open `subscriptions/listen` streams
+/// are ended so they do not hold the shutdown up. Sets `TCP_NODELAY` on every connection.
+pub async fn serve(
+    listener: tokio::net::TcpListener,
+    router: axum::Router,
+    service: McpService,
+) -> std::io::Result<()> {
     use axum::serve::ListenerExt;
     let listener = listener.tap_io(|tcp| {
         // Without it, small JSON replies wait on Nagle's algorithm.
         let _ = tcp.set_nodelay(true);
     });
-    axum::serve(listener, router).with_graceful_shutdown(shutdown_signal()).await
+    let signal = async move {
+        shutdown_signal().await;
+        service.changes().end_streams();
+    };
+    axum::serve(listener, router).with_graceful_shutdown(signal).await
 }
 
 async fn shutdown_signal() {

@@ -57,7 +57,7 @@ async fn run(command: Command, config: Config) -> Result<u8, Box<dyn std::error:
                 database = %config.backends.database_url(),
                 "serving MCP"
             );
-            mirobody_server::serve(listener, server.router).await?;
+            mirobody_server::serve(listener, server.router, server.service.clone()).await?;
             server.backends.close().await;
             tracing::info!("stopped");
             Ok(0)

@@ -531,9 +531,9 @@ async fn main() -> std::io::Result<()> {
         return mirobody_server::stdio::serve(service, user, tokio::io::stdin(), tokio::io::stdout(), 4 << 20).await;
     }
     let port: u16 = arg.and_then(|p| p.parse().ok()).unwrap_or(3001);
-    let mcp = McpHttp::new(service, HttpOptions::default());
+    let mcp = McpHttp::new(service.clone(), HttpOptions::default());
     let app = mcp.router_at("/mcp");
     let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await?;
     eprintln!("conformance fixture on http://127.0.0.1:{port}/mcp");
-    mirobody_server::serve(listener, app).await
+    mirobody_server::serve(listener, app, service).await
 }
