@@ -85,7 +85,12 @@ fn capture_logs<T>(f: impl FnOnce() -> T) -> (T, String) {
         .with_ansi(false)
         .with_max_level(tracing::Level::TRACE)
         .finish();
-    let out = tracing::subscriber::with_default(subscriber, f);
+    let out = tracing::subscriber::with_default(subscriber, || {
+        // Other tests hit the same callsites with no subscriber at the same time; recompute
+        // their cached interest now that this one is installed.
+        tracing::callsite::rebuild_interest_cache();
+        f()
+    });
     let text = String::from_utf8(buffer.0.lock().unwrap().clone()).unwrap();
     (out, text)
 }
@@ -334,6 +339,11 @@ mod panics {
 
     const SECRET: &str = "secret-internal-detail";
 
+    // Both tests reach the same `tracing::error!` callsite. Run alone, so the one with no
+    // subscriber cannot settle the callsite's interest while the other installs its own
+    // (tracing caches interest per callsite).
+    static PANIC_CALLSITE: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
     async fn async_panic_str(_: Args, _: &UserInfo, _: &ToolContext<'_>) -> ToolResult {
         futures::future::ready(()).await;
         std::panic::panic_any("secret-internal-detail (&str)")
@@ -360,8 +370,13 @@ mod panics {
         ])
     }
 
-    #[tokio::test]
-    async fn a_panicking_handler_gives_an_error_result_without_the_panic_text() {
+    #[test]
+    fn a_panicking_handler_gives_an_error_result_without_the_panic_text() {
+        let _alone = PANIC_CALLSITE.lock().unwrap_or_else(|p| p.into_inner());
+        futures::executor::block_on(a_panicking_handler_gives_an_error_result_without_the_panic_text_inner());
+    }
+
+    async fn a_panicking_handler_gives_an_error_result_without_the_panic_text_inner() {
         let reg = panicking_registry();
         let ctx = ToolContext::new();
         for name in ["sync_str", "sync_string", "async_str", "async_string"] {
@@ -378,6 +393,7 @@ mod panics {
 
     #[test]
     fn the_panic_message_is_logged_for_operators() {
+        let _alone = PANIC_CALLSITE.lock().unwrap_or_else(|p| p.into_inner());
         let reg = panicking_registry();
         for name in ["sync_str", "sync_string", "async_str", "async_string"] {
             let (result, logs) = capture_logs(|| {
