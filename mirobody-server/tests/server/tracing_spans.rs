@@ -31,6 +31,8 @@ async fn each_request_gets_a_span_with_its_method_and_no_session_id() {
         .with_ansi(false)
         .finish();
     let _guard = tracing::subscriber::set_default(subscriber);
+    // Other tests reach the same callsites with no subscriber at the same time.
+    tracing::callsite::rebuild_interest_cache();
 
     let server = TestServer::new();
     let client = server.initialized(json!({})).await;
