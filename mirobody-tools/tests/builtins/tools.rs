@@ -392,15 +392,29 @@ async fn summarize_conversation_writes_this_sessions_conversation() {
     assert_eq!(sql.conversation_summary("u1", "chat-2").await.unwrap().as_deref(), Some("Second chat"));
     assert_eq!(sql.conversation_summary("u1", "chat-u1").await.unwrap().unwrap().chars().count(), 200);
 
+    // Credentials that name no conversation: the MCP session is the conversation, under an id
+    // derived from (never equal to) the session id.
     let mut sessionless = env.client().as_user(UserInfo::authenticated("u1"));
     sessionless.initialize(json!({})).await;
-    assert!(
-        sessionless
-            .tool("summarize_conversation", json!({"summary": "x"}))
-            .await
-            .tool_error()
-            .contains("No active conversation")
+    assert_eq!(
+        *sessionless.tool("summarize_conversation", json!({"summary": "Third chat"})).await.ok(),
+        json!({"updated": true})
     );
+    assert_eq!(sql.conversation_summary("u1", "chat-u1").await.unwrap().unwrap().chars().count(), 200);
+    assert_eq!(sql.conversation_summary("u1", "chat-2").await.unwrap().as_deref(), Some("Second chat"));
+}
+
+#[tokio::test]
+async fn summarize_conversation_needs_a_conversation() {
+    // In-process, with no session of any kind, there is nothing to summarize.
+    let registry = mirobody_tools::builtin_registry().unwrap();
+    let env = Env::sqlite().await;
+    let db = env.backends.db();
+    let ctx = mirobody_core::ToolContext::new().with_db(db.as_ref());
+    let result =
+        registry.run("summarize_conversation", json!({"summary": "x"}), &UserInfo::authenticated("u1"), &ctx).await;
+    assert!(result.is_error());
+    assert!(result.first_text().unwrap().contains("No active conversation"), "{result:?}");
 }
 
 #[tokio::test]
