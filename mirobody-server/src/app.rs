@@ -139,6 +139,9 @@ pub async fn build(config: &Config) -> Result<Server, AppError> {
     if let Some(visibility) = mirobody_auth::visibility(&config.auth) {
         builder = builder.visibility(visibility);
     }
+    // The caller's uploads, as `file://` resources.
+    builder =
+        builder.resource_lister(Arc::new(|user, ctx| Box::pin(mirobody_tools::resources::list_uploads(user, ctx))));
     if let Some(key) = &config.request_state_key {
         let key = crate::mrtr::StateKey::new(key.as_bytes().to_vec()).map_err(|e| AppError::StateKey(e.to_string()))?;
         builder = builder.request_state_key(key);

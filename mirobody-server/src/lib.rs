@@ -25,7 +25,8 @@ pub mod stdio;
 /// The axum version the router is built on, for serving and mounting it.
 pub use axum;
 pub use mcp::{
-    Backends, Exchange, McpOptions, McpService, McpServiceBuilder, Reply, ServerInfo, Status, ToolVisibility,
+    Backends, Exchange, McpOptions, McpService, McpServiceBuilder, Reply, ResourceLister, ServerInfo, Status,
+    ToolVisibility,
 };
 
 /// Serves `router` on `listener` until SIGINT or SIGTERM, then stops accepting connections and

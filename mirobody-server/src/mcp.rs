@@ -142,10 +142,22 @@ pub struct McpService {
     inner: Arc<Inner>,
 }
 
+/// Lists resources that depend on the caller (such as their uploads as `file://` resources),
+/// appended to the registered ones in `resources/list`.
+pub type ResourceLister = Arc<
+    dyn for<'a> Fn(
+            &'a UserInfo,
+            &'a ToolContext<'a>,
+        ) -> futures::future::BoxFuture<'a, Result<Vec<mirobody_core::ResourceInfo>, ResourceError>>
+        + Send
+        + Sync,
+>;
+
 /// Decides whether a caller may see and call a tool (per-agent allow and deny lists, say).
 pub type ToolVisibility = Arc<dyn Fn(&UserInfo, &mirobody_core::Tool) -> bool + Send + Sync>;
 
 pub(crate) struct Inner {
+    pub(crate) resource_lister: Option<ResourceLister>,
     pub(crate) visibility: Option<ToolVisibility>,
     pub(crate) access_log: Option<Arc<dyn AccessLog>>,
     pub(crate) registry: Arc<Registry>,
@@ -196,6 +208,12 @@ impl McpServiceBuilder {
     /// unknown by `tools/call`.
     pub fn visibility(mut self, visibility: ToolVisibility) -> Self {
         self.inner.visibility = Some(visibility);
+        self
+    }
+
+    /// Adds the caller's own resources to `resources/list`.
+    pub fn resource_lister(mut self, lister: ResourceLister) -> Self {
+        self.inner.resource_lister = Some(lister);
         self
     }
 
@@ -319,6 +337,7 @@ impl McpService {
     pub fn builder(registry: Arc<Registry>) -> McpServiceBuilder {
         McpServiceBuilder {
             inner: Inner {
+                resource_lister: None,
                 visibility: None,
                 access_log: None,
                 registry,
@@ -371,7 +390,7 @@ impl McpService {
             "tools/list" => return self.list_tools(id, params, exchange.user),
             "initialize" => self.initialize(params, exchange.session),
             "ping" => Ok(json!({})),
-            "resources/list" => self.list_resources(params),
+            "resources/list" => self.list_resources(params, exchange.user).await,
             "resources/templates/list" => single_page(params, "resources/templates/list").map(|()| self.list_templates()),
             "resources/read" => return self.read_resource(id, params, exchange).await,
             "resources/subscribe" | "resources/unsubscribe" => {
@@ -569,16 +588,26 @@ impl McpService {
         }
     }
 
-    pub(crate) fn list_resources(&self, params: Option<&RawValue>) -> Result<Value, RpcError> {
+    pub(crate) async fn list_resources(&self, params: Option<&RawValue>, user: &UserInfo) -> Result<Value, RpcError> {
         single_page(params, "resources/list")?;
-        let resources: Vec<Value> = self
+        let mut resources: Vec<Value> = self
             .inner
             .resources
             .resources()
             .iter()
             .map(|r| serde_json::to_value(r.info()).unwrap_or_default())
             .collect();
+        if let Some(lister) = &self.inner.resource_lister {
+            let ctx = self.inner.backends.context(None);
+            let own = lister(user, &ctx).await.map_err(|e| RpcError::new(code::INTERNAL_ERROR, e.to_string()))?;
+            resources.extend(own.iter().map(|r| serde_json::to_value(r).unwrap_or_default()));
+        }
         Ok(json!({"resources": resources}))
+    }
+
+    /// Whether `resources/list` depends on the caller.
+    pub(crate) fn resources_listing_is_per_caller(&self) -> bool {
+        self.inner.resource_lister.is_some()
     }
 
     pub(crate) fn list_templates(&self) -> Value {

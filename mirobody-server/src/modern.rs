@@ -568,7 +568,10 @@ impl McpService {
                 self.finish(id, &raw, Some(cache))
             }),
             "server/discover" => Ok(self.finish(id, &self.discover_json(), Some(public))),
-            "resources/list" => self.list_resources(params).map(|v| self.finish_value(id, &v, Some(public))),
+            "resources/list" => {
+                let cache = Cache { ttl_ms: list_ttl, private: self.resources_listing_is_per_caller() };
+                self.list_resources(params, exchange.user).await.map(|v| self.finish_value(id, &v, Some(cache)))
+            }
             "resources/templates/list" => single_page(params, "resources/templates/list")
                 .map(|()| self.finish_value(id, &self.list_templates(), Some(public))),
             "resources/read" => return self.modern_read_resource(id, params, exchange).await,

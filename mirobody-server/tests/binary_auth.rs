@@ -116,3 +116,41 @@ fn identity_end_to_end() {
     }
     let _ = std::fs::remove_dir_all(&data_dir);
 }
+
+#[test]
+fn resources_list_shows_the_callers_own_uploads_only() {
+    let data_dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("binary-resources-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&data_dir);
+    std::fs::create_dir_all(&data_dir).unwrap();
+    let port = free_port();
+    let demo = common::clean_command()
+        .arg("demo")
+        .env("MIROBODY_BACKENDS__DATA_DIR", &data_dir)
+        .env("MIROBODY_PUBLIC_BASE_URL", format!("http://127.0.0.1:{port}"))
+        .output()
+        .unwrap();
+    assert!(demo.status.success(), "{}", String::from_utf8_lossy(&demo.stderr));
+    let mut server = start_logging(&data_dir, port, std::process::Stdio::null());
+    let list = r#"{"jsonrpc":"2.0","id":3,"method":"resources/list","params":{}}"#;
+    let uris = |user: Option<&str>| -> Vec<String> {
+        let bearer = user.map(|u| format!("Bearer {}", token(&data_dir, port, u)));
+        let headers: Vec<(&str, &str)> = bearer.iter().map(|b| ("Authorization", b.as_str())).collect();
+        let (head, _) = raw_post(port, "/mcp", &headers, INIT);
+        let sid = header(&head, "mcp-session-id").unwrap().to_owned();
+        let mut with_session = headers.clone();
+        with_session.push(("Mcp-Session-Id", &sid));
+        let (_, body) = raw_post(port, "/mcp", &with_session, list);
+        let reply: Value = serde_json::from_str(&body).unwrap();
+        reply["result"]["resources"].as_array().unwrap().iter().map(|r| r["uri"].as_str().unwrap().to_owned()).collect()
+    };
+    let demo_uris = uris(Some("demo"));
+    assert!(demo_uris.contains(&"info://server".to_owned()), "{demo_uris:?}");
+    assert!(demo_uris.iter().any(|u| u == "file://demo-lab-results"), "the demo user's uploads: {demo_uris:?}");
+    let other = uris(Some("someone-else"));
+    assert!(!other.iter().any(|u| u.starts_with("file://")), "another user sees none of them: {other:?}");
+    let anonymous = uris(None);
+    assert!(!anonymous.iter().any(|u| u.starts_with("file://")), "{anonymous:?}");
+    server.kill().unwrap();
+    server.wait().unwrap();
+    let _ = std::fs::remove_dir_all(&data_dir);
+}
