@@ -146,6 +146,31 @@ fn resources_list_shows_the_callers_own_uploads_only() {
     let demo_uris = uris(Some("demo"));
     assert!(demo_uris.contains(&"info://server".to_owned()), "{demo_uris:?}");
     assert!(demo_uris.iter().any(|u| u == "file://demo-lab-results"), "the demo user's uploads: {demo_uris:?}");
+    // A binary upload comes back as a signed, expiring URL that the server itself serves.
+    let bearer = format!("Bearer {}", token(&data_dir, port, "demo"));
+    let (head, _) = raw_post(port, "/mcp", &[("Authorization", &bearer)], INIT);
+    let sid = header(&head, "mcp-session-id").unwrap().to_owned();
+    let read = r#"{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"read_file","arguments":{"file_key":"demo-steps-chart"}}}"#;
+    let (_, body) = raw_post(port, "/mcp", &[("Authorization", &bearer), ("Mcp-Session-Id", &sid)], read);
+    let reply: Value = serde_json::from_str(&body).unwrap();
+    let url = reply["result"]["structuredContent"]["url"]
+        .as_str()
+        .unwrap_or_else(|| panic!("a signed URL: {body}"))
+        .to_owned();
+    assert!(url.starts_with(&format!("http://127.0.0.1:{port}/files/")), "{url}");
+    let fetched = std::process::Command::new("curl")
+        .args(["-s", "-o", "/dev/null", "-w", "%{http_code} %{size_download}", &url])
+        .output()
+        .unwrap();
+    let fetched = String::from_utf8_lossy(&fetched.stdout).to_string();
+    assert!(fetched.starts_with("200 ") && !fetched.ends_with(" 0"), "the signed URL serves the file: {fetched}");
+    let tampered = url.replace("signature=", "signature=0");
+    let refused = std::process::Command::new("curl")
+        .args(["-s", "-o", "/dev/null", "-w", "%{http_code}", &tampered])
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&refused.stdout), "403", "a tampered signature is refused");
+
     let other = uris(Some("someone-else"));
     assert!(!other.iter().any(|u| u.starts_with("file://")), "another user sees none of them: {other:?}");
     let anonymous = uris(None);
