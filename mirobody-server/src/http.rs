@@ -567,15 +567,20 @@ pub(crate) fn sse(
     response
 }
 
+// GET and DELETE act on a session: refused for foreign hosts and origins, and where there are no
+// sessions (stateless mode; 2026-07-28, whose clients use subscriptions/listen instead).
+fn refuse_session_method(headers: &HeaderMap, options: &HttpOptions) -> Option<Response> {
+    if let Err(refusal) = check_host_and_origin(headers, options) {
+        return Some(refusal);
+    }
+    (options.stateless || modern_http::names_modern_version(headers)).then(method_not_allowed)
+}
+
 async fn handle_get(State(http): State<McpHttp>, user: Option<Extension<UserInfo>>, headers: HeaderMap) -> Response {
     let user_id = user.as_ref().and_then(|u| u.user_id());
     let inner = &http.inner;
-    if let Err(refusal) = check_host_and_origin(&headers, &inner.options) {
+    if let Some(refusal) = refuse_session_method(&headers, &inner.options) {
         return refusal;
-    }
-    // 2026-07-28 has no GET stream: a client wanting notifications sends subscriptions/listen.
-    if inner.options.stateless || modern_http::names_modern_version(&headers) {
-        return method_not_allowed();
     }
     if !accepts(&headers, "text/event-stream") {
         return rpc_error(
@@ -604,11 +609,8 @@ async fn handle_get(State(http): State<McpHttp>, user: Option<Extension<UserInfo
 async fn handle_delete(State(http): State<McpHttp>, user: Option<Extension<UserInfo>>, headers: HeaderMap) -> Response {
     let user_id = user.as_ref().and_then(|u| u.user_id());
     let inner = &http.inner;
-    if let Err(refusal) = check_host_and_origin(&headers, &inner.options) {
+    if let Some(refusal) = refuse_session_method(&headers, &inner.options) {
         return refusal;
-    }
-    if inner.options.stateless || modern_http::names_modern_version(&headers) {
-        return method_not_allowed();
     }
     let Some(id) = header_str(&headers, SESSION_HEADER) else {
         return rpc_error(
