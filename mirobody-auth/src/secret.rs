@@ -138,13 +138,10 @@ pub async fn create_secret(
     user_id: &str,
     agent: Option<&str>,
 ) -> Result<PersonalUrl, SecretAdminError> {
-    if user_id.is_empty() {
-        return Err(SecretAdminError::NoUser);
-    }
-    if store.has_secret(user_id).await? {
+    if !user_id.is_empty() && store.has_secret(user_id).await? {
         return Err(SecretAdminError::Exists(user_id.to_owned()));
     }
-    put(store, endpoint, user_id, agent).await
+    rotate_secret(store, endpoint, user_id, agent).await
 }
 
 /// Replaces `user_id`'s personal MCP URL with a new one (creating it if there was none): the
