@@ -3,7 +3,7 @@
 use std::fmt;
 use std::sync::Arc;
 
-use http::{HeaderMap, Request, Response, Uri, header};
+use http::{HeaderMap, HeaderName, Request, Response, Uri, header};
 use mirobody_core::{SecretStore, UserInfo};
 use serde_json::{Value, json};
 use subtle::ConstantTimeEq;
@@ -13,6 +13,9 @@ use crate::error::{AuthConfigError, AuthError};
 use crate::jwt::{JwtVerifier, TokenError};
 use crate::layer::AuthService;
 use crate::secret::{SECRET_HEADER, hash_secret, looks_like_secret};
+
+// Parsed once: a `&str` name is parsed again on every lookup.
+const SECRET: HeaderName = HeaderName::from_static(SECRET_HEADER);
 
 /// Query parameters that would carry a credential; a request naming any of them is refused
 /// (400), whatever its value.
@@ -159,7 +162,7 @@ impl Authenticator {
     /// The caller of a request that must carry a bearer token (as `/personal/mcp` does): a
     /// personal secret is not enough.
     pub async fn bearer_user(&self, headers: &HeaderMap) -> Result<UserInfo, AuthError> {
-        match single_header(headers, header::AUTHORIZATION.as_str(), "Authorization")? {
+        match single_header(headers, &header::AUTHORIZATION, "Authorization")? {
             None => Err(AuthError::Missing),
             Some(value) => {
                 let token = bearer_token(value)?;
@@ -201,14 +204,14 @@ impl Authenticator {
         }
         let path_secret = self.take_path_secret(request);
         let headers = request.headers();
-        let header_secret = single_header(headers, SECRET_HEADER, "X-MCP-Secret")?.map(str::trim);
+        let header_secret = single_header(headers, &SECRET, "X-MCP-Secret")?.map(str::trim);
         let secret = match (path_secret.as_deref(), header_secret) {
             (Some(a), Some(b)) if !bool::from(hash_secret(a).ct_eq(&hash_secret(b))) => {
                 return Err(AuthError::ConflictingCredentials);
             }
             (a, b) => a.or(b),
         };
-        let token = match single_header(headers, header::AUTHORIZATION.as_str(), "Authorization")? {
+        let token = match single_header(headers, &header::AUTHORIZATION, "Authorization")? {
             Some(value) => Some(bearer_token(value)?),
             None => None,
         };
@@ -288,7 +291,11 @@ fn check_query(query: &str) -> Result<(), AuthError> {
 }
 
 // The header's value if it appears at most once, as visible ASCII.
-fn single_header<'a>(headers: &'a HeaderMap, name: &str, display: &'static str) -> Result<Option<&'a str>, AuthError> {
+fn single_header<'a>(
+    headers: &'a HeaderMap,
+    name: &HeaderName,
+    display: &'static str,
+) -> Result<Option<&'a str>, AuthError> {
     let mut values = headers.get_all(name).iter();
     let Some(first) = values.next() else { return Ok(None) };
     if values.next().is_some() {

@@ -41,10 +41,14 @@ pub enum AppError {
     TokenKey(String),
 }
 
+/// The server's routes behind the auth layer, which goes around the router rather than inside
+/// it because it rewrites `/mcp/<secret>` to `/mcp` before routing.
+pub type AppService = mirobody_auth::AuthService<Router>;
+
 /// Everything the server runs: the routes, and the parts the CLI commands use.
 pub struct Server {
-    /// Every route, behind the auth layer.
-    pub router: Router,
+    /// Every route, behind the auth layer: serve it with [`crate::serve`].
+    pub app: AppService,
     /// The MCP engine.
     pub service: McpService,
     /// The opened backends.
@@ -164,8 +168,8 @@ pub async fn build(config: &Config) -> Result<Server, AppError> {
         .merge(mirobody_auth::personal_router(&auth));
     // The layer goes around every route: it rewrites `/mcp/<secret>` to `/mcp` before routing,
     // and nothing inside it ever sees the secret.
-    let router = Router::new().fallback_service(auth.wrap(routes));
-    Ok(Server { router, service, backends: opened, auth, endpoint, tool_backends })
+    let app = auth.wrap(routes);
+    Ok(Server { app, service, backends: opened, auth, endpoint, tool_backends })
 }
 
 // Serves a stored file through a signed, expiring URL (the local store's stand-in for a

@@ -41,6 +41,8 @@ pub struct Config {
     pub max_sessions: usize,
     /// Seconds an unused session lives.
     pub session_idle_timeout_secs: u64,
+    /// Seconds a client may take to send a request's headers.
+    pub header_read_timeout_secs: u64,
     /// Tools per `tools/list` page.
     pub page_size: usize,
     /// Leave auth tools out of anonymous `tools/list` replies.
@@ -83,6 +85,7 @@ impl Default for Config {
             allowed_origins: http.allowed_origins,
             max_sessions: http.max_sessions,
             session_idle_timeout_secs: http.session_idle_timeout.as_secs(),
+            header_read_timeout_secs: crate::ServeOptions::default().header_read_timeout.as_secs(),
             page_size: mcp.page_size,
             hide_auth_tools_from_anonymous: mcp.hide_auth_tools_from_anonymous,
             answer_timeout_secs: mcp.answer_timeout.as_secs(),
@@ -194,6 +197,9 @@ impl Config {
         if self.page_size == 0 {
             return Err("page_size must be at least 1".into());
         }
+        if self.header_read_timeout_secs == 0 {
+            return Err("header_read_timeout_secs must be at least 1".into());
+        }
         if self.max_sessions == 0 {
             return Err("max_sessions must be at least 1".into());
         }
@@ -234,6 +240,11 @@ impl Config {
             max_subscriptions: self.max_subscriptions,
             ..HttpOptions::default()
         }
+    }
+
+    /// How connections are served.
+    pub fn serve_options(&self) -> crate::ServeOptions {
+        crate::ServeOptions { header_read_timeout: Duration::from_secs(self.header_read_timeout_secs) }
     }
 
     /// The protocol options.
@@ -357,6 +368,13 @@ mod tests {
     }
 
     #[test]
+    fn the_header_timeout_reaches_the_serve_options() {
+        let config = Config::load(None, env(&[("MIROBODY_HEADER_READ_TIMEOUT_SECS", "7")])).unwrap();
+        assert_eq!(config.serve_options().header_read_timeout, Duration::from_secs(7));
+        assert_eq!(Config::default().serve_options().header_read_timeout, Duration::from_secs(30));
+    }
+
+    #[test]
     fn unknown_keys_and_bad_values_are_named() {
         let err = Config::load(None, env(&[("MIROBODY_PAGE_SIZ", "7")])).unwrap_err().to_string();
         assert!(err.contains("page_siz") && err.contains("MIROBODY_PAGE_SIZ"), "{err}");
@@ -364,6 +382,8 @@ mod tests {
         assert!(err.contains("bind") || err.contains("socket address"), "{err}");
         let err = Config::load(None, env(&[("MIROBODY_PAGE_SIZE", "0")])).unwrap_err().to_string();
         assert!(err.contains("page_size must be at least 1"), "{err}");
+        let err = Config::load(None, env(&[("MIROBODY_HEADER_READ_TIMEOUT_SECS", "0")])).unwrap_err().to_string();
+        assert!(err.contains("header_read_timeout_secs must be at least 1"), "{err}");
         let err = Config::load(None, env(&[("MIROBODY_PUBLIC_BASE_URL", "example.com")])).unwrap_err().to_string();
         assert!(err.contains("public_base_url"), "{err}");
     }

@@ -7,13 +7,45 @@ use serde_json::value::RawValue;
 use serde_json::{Number, Value};
 
 /// A request id, echoed verbatim.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
 #[serde(untagged)]
 pub enum Id {
     /// A numeric id.
     Number(Number),
     /// A string id.
     String(String),
+}
+
+// By hand: serde's untagged enums buffer the value and try each variant in turn, which cost
+// more than the rest of reading an envelope.
+impl<'de> Deserialize<'de> for Id {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Id, D::Error> {
+        struct IdVisitor;
+        impl serde::de::Visitor<'_> for IdVisitor {
+            type Value = Id;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a string or a number")
+            }
+            fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<Id, E> {
+                Ok(Id::Number(v.into()))
+            }
+            fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<Id, E> {
+                Ok(Id::Number(v.into()))
+            }
+            fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<Id, E> {
+                Number::from_f64(v)
+                    .map(Id::Number)
+                    .ok_or_else(|| E::invalid_value(serde::de::Unexpected::Float(v), &self))
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Id, E> {
+                Ok(Id::String(v.to_owned()))
+            }
+            fn visit_string<E: serde::de::Error>(self, v: String) -> Result<Id, E> {
+                Ok(Id::String(v))
+            }
+        }
+        deserializer.deserialize_any(IdVisitor)
+    }
 }
 
 impl fmt::Display for Id {

@@ -29,24 +29,104 @@ pub use mcp::{
     ToolVisibility,
 };
 
-/// Serves `router` on `listener` until SIGINT or SIGTERM, then stops accepting connections and
-/// lets the requests already in flight finish; `service`'s open `subscriptions/listen` streams
-/// are ended so they do not hold the shutdown up. Sets `TCP_NODELAY` on every connection.
-pub async fn serve(
+/// How [`serve_with`] treats connections.
+#[derive(Clone, Debug)]
+pub struct ServeOptions {
+    /// How long a client may take to send a request's headers before the connection is closed
+    /// (slow-loris protection).
+    pub header_read_timeout: std::time::Duration,
+}
+
+impl Default for ServeOptions {
+    fn default() -> Self {
+        ServeOptions { header_read_timeout: std::time::Duration::from_secs(30) }
+    }
+}
+
+/// Serves `app` (an axum `Router`, or one wrapped in layers such as the auth layer) on
+/// `listener` until SIGINT or SIGTERM, then stops accepting connections and lets the requests
+/// already in flight finish; `service`'s open `subscriptions/listen` streams are ended so they
+/// do not hold the shutdown up.
+///
+/// HTTP/1.1 with keep-alive and `TCP_NODELAY` on every connection, and the default
+/// [`ServeOptions`].
+pub async fn serve<S>(listener: tokio::net::TcpListener, app: S, service: McpService) -> std::io::Result<()>
+where
+    S: tower::Service<
+            ::http::Request<hyper::body::Incoming>,
+            Response = axum::response::Response,
+            Error = std::convert::Infallible,
+        > + Clone
+        + Send
+        + 'static,
+    S::Future: Send + 'static,
+{
+    serve_with(listener, app, service, ServeOptions::default()).await
+}
+
+/// [`serve`] with options.
+pub async fn serve_with<S>(
     listener: tokio::net::TcpListener,
-    router: axum::Router,
+    app: S,
     service: McpService,
-) -> std::io::Result<()> {
-    use axum::serve::ListenerExt;
-    let listener = listener.tap_io(|tcp| {
+    options: ServeOptions,
+) -> std::io::Result<()>
+where
+    S: tower::Service<
+            ::http::Request<hyper::body::Incoming>,
+            Response = axum::response::Response,
+            Error = std::convert::Infallible,
+        > + Clone
+        + Send
+        + 'static,
+    S::Future: Send + 'static,
+{
+    // By hand rather than `axum::serve`: HTTP/1 only (no protocol sniffing on every read), and a
+    // header timeout, which `axum::serve` does not set.
+    use hyper_util::rt::{TokioIo, TokioTimer};
+    use hyper_util::server::graceful::GracefulShutdown;
+    use hyper_util::service::TowerToHyperService;
+
+    let mut http = hyper::server::conn::http1::Builder::new();
+    http.timer(TokioTimer::new()).header_read_timeout(options.header_read_timeout);
+    let graceful = GracefulShutdown::new();
+    let mut signal = std::pin::pin!(shutdown_signal());
+    loop {
+        let stream = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _)) => stream,
+                Err(e) => {
+                    accept_failed(e).await;
+                    continue;
+                }
+            },
+            () = &mut signal => break,
+        };
         // Without it, small JSON replies wait on Nagle's algorithm.
-        let _ = tcp.set_nodelay(true);
-    });
-    let signal = async move {
-        shutdown_signal().await;
-        service.changes().end_streams();
-    };
-    axum::serve(listener, router).with_graceful_shutdown(signal).await
+        let _ = stream.set_nodelay(true);
+        let connection = http.serve_connection(TokioIo::new(stream), TowerToHyperService::new(app.clone()));
+        let connection = graceful.watch(connection);
+        tokio::spawn(async move {
+            // A client that goes away mid-request is not the server's error.
+            let _ = connection.await;
+        });
+    }
+    drop(listener);
+    service.changes().end_streams();
+    graceful.shutdown().await;
+    Ok(())
+}
+
+// A failed accept is the listener's trouble, not the server's end: a connection reset before
+// it was taken is nothing, and running out of file descriptors passes if we wait a little
+// (retrying at once would spin).
+async fn accept_failed(error: std::io::Error) {
+    use std::io::ErrorKind::{ConnectionAborted, ConnectionRefused, ConnectionReset};
+    if matches!(error.kind(), ConnectionAborted | ConnectionRefused | ConnectionReset) {
+        return;
+    }
+    tracing::error!(%error, "accepting a connection failed");
+    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
 }
 
 async fn shutdown_signal() {

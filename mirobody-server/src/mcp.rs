@@ -328,8 +328,12 @@ pub fn progress_token(request: &Request) -> Option<Value> {
         #[serde(rename = "_meta")]
         meta: Option<Meta>,
     }
-    let raw = request.params.as_deref()?;
-    serde_json::from_str::<WithMeta>(raw.get()).ok()?.meta?.progress_token
+    let raw = request.params.as_deref()?.get();
+    // Most calls carry no token: look before parsing the params a second time.
+    static FINDER: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
+        std::sync::LazyLock::new(|| memchr::memmem::Finder::new("progressToken"));
+    FINDER.find(raw.as_bytes())?;
+    serde_json::from_str::<WithMeta>(raw).ok()?.meta?.progress_token
 }
 
 impl McpService {

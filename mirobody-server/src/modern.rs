@@ -205,8 +205,11 @@ impl RequestMeta {
     /// Whether the params carry a `_meta` protocol version: the mark of a 2026-07-28 request.
     pub fn present(params: Option<&RawValue>) -> bool {
         let Some(raw) = params.map(RawValue::get) else { return false };
-        // A quick look first, so requests of the earlier revisions are not parsed again.
-        if !raw.contains(META_PROTOCOL_VERSION) {
+        // A quick look first, so requests of the earlier revisions are not parsed again. The
+        // finder is built once: `str::contains` prepares its searcher on every call.
+        static FINDER: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
+            std::sync::LazyLock::new(|| memchr::memmem::Finder::new(META_PROTOCOL_VERSION));
+        if FINDER.find(raw.as_bytes()).is_none() {
             return false;
         }
         serde_json::from_str::<MetaEnvelope<'_>>(raw)

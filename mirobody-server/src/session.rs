@@ -23,9 +23,24 @@ pub fn log_rank(level: &str) -> Option<u8> {
     LOG_LEVELS.iter().position(|l| *l == level).map(|i| i as u8)
 }
 
+// A one-way function of the session id, so the conversation id names the session without
+// letting anyone who sees it act as the session.
+fn conversation_id_for(session_id: &str) -> String {
+    use sha2::Digest;
+    use std::fmt::Write;
+    let digest = sha2::Sha256::digest(session_id.as_bytes());
+    let mut id = String::with_capacity(4 + 24);
+    id.push_str("mcp-");
+    for byte in &digest[..12] {
+        let _ = write!(id, "{byte:02x}");
+    }
+    id
+}
+
 /// One client's session.
 pub struct Session {
     id: Option<String>,
+    conversation_id: Option<String>,
     owner: Option<String>,
     closing: std::sync::atomic::AtomicBool,
     protocol_version: OnceLock<String>,
@@ -49,6 +64,7 @@ impl Session {
     /// A session with an id (stateful HTTP), or without one (stdio, stateless HTTP).
     pub fn new(id: Option<String>) -> Self {
         Session {
+            conversation_id: id.as_deref().map(conversation_id_for),
             id,
             owner: None,
             closing: std::sync::atomic::AtomicBool::new(false),
@@ -72,6 +88,13 @@ impl Session {
     /// The session id.
     pub fn id(&self) -> Option<&str> {
         self.id.as_deref()
+    }
+
+    /// The conversation id tools see for this session (`mcp-` and 24 hex digits): derived from
+    /// the session id, which is a bearer of the session and so never handed to tools, models or
+    /// the database. Derived once here rather than per request.
+    pub fn conversation_id(&self) -> Option<&str> {
+        self.conversation_id.as_deref()
     }
 
     /// Whether `user_id` (None for anonymous) is the caller the session belongs to.

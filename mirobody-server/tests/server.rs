@@ -2,7 +2,8 @@
 //! its axum router without sockets (lifecycle and sessions, HTTP rules, every MCP method, auth
 //! challenges, SSE streaming with progress, logs, elicitation and cancellation, the GET stream, and
 //! MCP 2026-07-28 served statelessly beside them),
-//! the stdio transport over in-memory pipes, the `tools` CLI and the binary, and configuration.
+//! the connection handling of `serve_with` over real sockets, the stdio transport over in-memory
+//! pipes, the `tools` CLI and the binary, and configuration.
 
 #[path = "server/support.rs"]
 mod support;
@@ -21,6 +22,8 @@ mod lifecycle;
 mod methods;
 #[path = "server/modern.rs"]
 mod modern;
+#[path = "server/serving.rs"]
+mod serving;
 #[path = "server/stdio.rs"]
 mod stdio;
 #[path = "server/streaming.rs"]

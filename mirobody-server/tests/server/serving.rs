@@ -1,0 +1,85 @@
+//! `serve_with` over real sockets: keep-alive connections, and the header timeout that closes a
+//! connection whose client never finishes its headers.
+
+use std::time::{Duration, Instant};
+
+use mirobody_server::http::{HttpOptions, McpHttp};
+use mirobody_server::{McpOptions, ServeOptions, serve_with};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+use crate::support::service;
+
+const INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
+
+// A server on a free port with these options; it stops when the test's runtime ends.
+async fn start(options: ServeOptions) -> u16 {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let service = service(McpOptions::default());
+    let app = McpHttp::new(service.clone(), HttpOptions::default()).router_at("/mcp");
+    tokio::spawn(serve_with(listener, app, service, options));
+    port
+}
+
+fn post(body: &str) -> String {
+    format!(
+        "POST /mcp HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n\
+         Accept: application/json, text/event-stream\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    )
+}
+
+// Reads one response with a Content-Length body.
+async fn read_response(stream: &mut TcpStream) -> String {
+    let mut bytes = Vec::new();
+    let mut chunk = [0u8; 4096];
+    loop {
+        let text = String::from_utf8_lossy(&bytes).into_owned();
+        if let Some(end) = text.find("\r\n\r\n") {
+            let length = text[..end]
+                .lines()
+                .find_map(|l| l.to_ascii_lowercase().strip_prefix("content-length: ").map(|v| v.trim().to_owned()))
+                .and_then(|v| v.parse::<usize>().ok())
+                .expect("a content-length");
+            if bytes.len() >= end + 4 + length {
+                return text;
+            }
+        }
+        let n = tokio::time::timeout(Duration::from_secs(5), stream.read(&mut chunk))
+            .await
+            .expect("a response within 5 s")
+            .unwrap();
+        assert!(n > 0, "the connection closed mid-response: {text}");
+        bytes.extend_from_slice(&chunk[..n]);
+    }
+}
+
+#[tokio::test]
+async fn one_connection_carries_many_requests() {
+    let port = start(ServeOptions::default()).await;
+    let mut stream = TcpStream::connect(("127.0.0.1", port)).await.unwrap();
+    for _ in 0..3 {
+        stream.write_all(post(INITIALIZE).as_bytes()).await.unwrap();
+        let response = read_response(&mut stream).await;
+        assert!(response.starts_with("HTTP/1.1 200"), "{response}");
+        assert!(response.contains("\"protocolVersion\":\"2025-11-25\""), "{response}");
+    }
+}
+
+#[tokio::test]
+async fn a_client_that_never_finishes_its_headers_is_cut_off() {
+    let timeout = Duration::from_millis(300);
+    let port = start(ServeOptions { header_read_timeout: timeout }).await;
+    let mut stream = TcpStream::connect(("127.0.0.1", port)).await.unwrap();
+    let started = Instant::now();
+    stream.write_all(b"POST /mcp HTTP/1.1\r\nHost: localhost\r\nContent-Type: app").await.unwrap();
+    let mut rest = Vec::new();
+    let read = tokio::time::timeout(Duration::from_secs(10), stream.read_to_end(&mut rest)).await;
+    let elapsed = started.elapsed();
+    assert!(read.is_ok(), "the server kept the half-sent request open for 10 s");
+    assert!(elapsed >= timeout, "closed after {elapsed:?}, before the {timeout:?} timeout");
+    // hyper answers 408 where it can; either way no request was served.
+    let answer = String::from_utf8_lossy(&rest);
+    assert!(answer.is_empty() || answer.starts_with("HTTP/1.1 408"), "{answer}");
+}
