@@ -4,6 +4,8 @@
 # connections. Prints requests/s, p50/p99 latency and peak resident memory for each, and ratios:
 # the 2025-11-25 session path against bare hyper, and the stateless 2026-07-28 path (per-request
 # _meta and mirrored headers, post_modern.lua) against the 2025-11-25 path.
+# Also the server's CPU time per request, split into user and system time (from /proc), and its
+# resident memory split into anonymous (heap, stacks) and file-backed (the program's code).
 # Usage: benches/load/run.sh [seconds]   (needs wrk: apt-get install wrk)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -25,15 +27,23 @@ session=$(curl -si -H 'content-type: application/json' -H 'accept: application/j
   -d '{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"wrk","version":"1"}}}' \
   | tr -d '\r' | awk -F': ' 'tolower($1)=="mcp-session-id"{print $2}')
 
-run() { # name url session [script]
-  MCP_SESSION=$3 taskset -c 1 wrk -t1 -c16 -d${secs}s --latency -s "${4:-benches/load/post.lua}" "$2" > "/tmp/wrk-$1.txt"
-  local rps p50 p99
+run() { # name url session script pid
+  local before after rps p50 p99 n
+  before=$(cpu "$5")
+  MCP_SESSION=$3 taskset -c 1 wrk -t1 -c16 -d${secs}s --latency -s "$4" "$2" > "/tmp/wrk-$1.txt"
+  after=$(cpu "$5")
   rps=$(awk '/Requests\/sec/{print $2}' "/tmp/wrk-$1.txt")
   p50=$(awk '$1=="50%"{print $2}' "/tmp/wrk-$1.txt")
   p99=$(awk '$1=="99%"{print $2}' "/tmp/wrk-$1.txt")
-  echo "$1 $rps $p50 $p99"
+  n=$(awk '/requests in/{print $1}' "/tmp/wrk-$1.txt")
+  # Microseconds of server CPU per request, user and system (ticks are 1/100 s).
+  echo "$1 $rps $p50 $p99 $before $after $n" | awk '{printf "%s %s %s %s %.2f %.2f\n", $1, $2, $3, $4, ($7-$5)*1e4/$9, ($8-$6)*1e4/$9}'
 }
 rss() { awk '/VmHWM/{print $2}' /proc/$1/status; }
+# Resident memory by kind (KiB): heap and stacks, and the program's code and data files.
+rss_split() { awk '/RssAnon/{a=$2} /RssFile/{f=$2} END{printf "anon %d KiB, file %d KiB", a, f}' /proc/$1/status; }
+# The server's CPU time (user and system, in clock ticks) so far.
+cpu() { awk '{print $14, $15}' /proc/$1/stat; }
 
 # Warm up both, then measure alternately, twice each.
 MCP_SESSION=$session taskset -c 1 wrk -t1 -c16 -d2s -s benches/load/post.lua http://127.0.0.1:$port_mcp/mcp >/dev/null
@@ -41,18 +51,20 @@ taskset -c 1 wrk -t1 -c16 -d2s -s benches/load/post_modern.lua http://127.0.0.1:
 taskset -c 1 wrk -t1 -c16 -d2s -s benches/load/post.lua http://127.0.0.1:$port_bare/ >/dev/null
 results=()
 for round in 1 2; do
-  results+=("$(run bare http://127.0.0.1:$port_bare/ '')")
-  results+=("$(run mcp http://127.0.0.1:$port_mcp/mcp "$session")")
-  results+=("$(run modern http://127.0.0.1:$port_mcp/mcp '' benches/load/post_modern.lua)")
+  results+=("$(run bare http://127.0.0.1:$port_bare/ '' benches/load/post.lua $bare)")
+  results+=("$(run mcp http://127.0.0.1:$port_mcp/mcp "$session" benches/load/post.lua $mcp)")
+  results+=("$(run modern http://127.0.0.1:$port_mcp/mcp '' benches/load/post_modern.lua $mcp)")
 done
-printf '%s\n' "${results[@]}" | awk -v rss_mcp="$(rss $mcp)" -v rss_bare="$(rss $bare)" '
-  { rps[$1]+=$2; n[$1]++; p50[$1]=p50[$1] " " $3; p99[$1]=p99[$1] " " $4 }
+printf '%s\n' "${results[@]}" | awk -v rss_mcp="$(rss $mcp)" -v rss_bare="$(rss $bare)" \
+  -v split_mcp="$(rss_split $mcp)" -v split_bare="$(rss_split $bare)" '
+  { rps[$1]+=$2; n[$1]++; p50[$1]=p50[$1] " " $3; p99[$1]=p99[$1] " " $4; usr[$1]+=$5; sys[$1]+=$6 }
   END {
     b=rps["bare"]/n["bare"]; m=rps["mcp"]/n["mcp"]; s=rps["modern"]/n["modern"];
-    printf "bare hyper:      %9.0f req/s  p50%s  p99%s  peak RSS %d KiB\n", b, p50["bare"], p99["bare"], rss_bare;
-    printf "mirobody-server: %9.0f req/s  p50%s  p99%s  peak RSS %d KiB (2025-11-25, session)\n", m, p50["mcp"], p99["mcp"], rss_mcp;
-    printf "mirobody-server: %9.0f req/s  p50%s  p99%s  (2026-07-28, stateless)\n", s, p50["modern"], p99["modern"];
-    printf "throughput ratio mirobody/bare: %.2f (target >= 0.80); RSS difference: %+d KiB\n", m/b, rss_mcp-rss_bare;
+    printf "bare hyper:      %9.0f req/s  p50%s  p99%s  CPU/request %.2f us user + %.2f us system\n", b, p50["bare"], p99["bare"], usr["bare"]/n["bare"], sys["bare"]/n["bare"];
+    printf "mirobody-server: %9.0f req/s  p50%s  p99%s  CPU/request %.2f us user + %.2f us system (2025-11-25, session)\n", m, p50["mcp"], p99["mcp"], usr["mcp"]/n["mcp"], sys["mcp"]/n["mcp"];
+    printf "mirobody-server: %9.0f req/s  p50%s  p99%s  CPU/request %.2f us user + %.2f us system (2026-07-28, stateless)\n", s, p50["modern"], p99["modern"], usr["modern"]/n["modern"], sys["modern"]/n["modern"];
+    printf "peak RSS: bare %d KiB, mirobody %d KiB (%+d KiB); now bare %s, mirobody %s\n", rss_bare, rss_mcp, rss_mcp-rss_bare, split_bare, split_mcp;
+    printf "throughput ratio mirobody/bare: %.2f (target >= 0.80)\n", m/b;
     printf "throughput ratio 2026-07-28/2025-11-25: %.2f (target >= 1.00)\n", s/m;
   }'
 # Check the MCP server really answered tools/call (not an error) during the run.

@@ -345,7 +345,7 @@ async fn handle_post(State(http): State<McpHttp>, request: Request) -> Response 
     // on the session path below, unchanged.
     match message {
         Message::Request(request) if modern_http::is_modern(headers, &request) => {
-            modern_http::handle(&http, request, user, parts.headers).instrument(span).await
+            modern_http::handle(&http, request, user, parts.headers, streamable).instrument(span).await
         }
         other if modern_http::names_modern_version(headers) => modern_http::not_a_request(&other),
         message => {

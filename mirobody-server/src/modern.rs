@@ -65,10 +65,13 @@ pub struct RequestMeta {
     progress_token: Option<Value>,
 }
 
+// The params with `_meta` as `M`: read in place (`MetaFields`) on the fast path, or kept as
+// text (`&RawValue`) to say exactly what is wrong with it.
 #[derive(Deserialize)]
-struct MetaEnvelope<'a> {
-    #[serde(rename = "_meta", borrow)]
-    meta: Option<&'a RawValue>,
+#[serde(bound(deserialize = "M: Deserialize<'de>"))]
+struct MetaEnvelope<'a, M> {
+    #[serde(rename = "_meta")]
+    meta: Option<M>,
     #[serde(borrow, default)]
     name: Option<&'a RawValue>,
     #[serde(borrow, default)]
@@ -79,6 +82,20 @@ struct MetaEnvelope<'a> {
     input_responses: Option<&'a RawValue>,
     #[serde(rename = "requestState", borrow, default, deserialize_with = "raw_present")]
     request_state: Option<&'a RawValue>,
+}
+
+impl<'a, M> MetaEnvelope<'a, M> {
+    // The params read, with their checked `_meta`.
+    fn with(self, meta: RequestMeta) -> ModernParams<'a> {
+        ModernParams {
+            meta,
+            name: self.name,
+            uri: self.uri,
+            arguments: self.arguments,
+            input_responses: self.input_responses,
+            request_state: self.request_state,
+        }
+    }
 }
 
 // A member given (even as `null`), as JSON text.
@@ -103,16 +120,22 @@ impl<'a> ModernParams<'a> {
     /// Reads the params once: -32602 as [`RequestMeta::read`] says.
     pub(crate) fn parse(params: Option<&'a RawValue>) -> Result<ModernParams<'a>, RpcError> {
         let raw = params.map(RawValue::get).unwrap_or("{}");
-        let envelope: MetaEnvelope<'a> = serde_json::from_str(raw).map_err(|_| bad_meta("params must be an object"))?;
-        let meta = envelope.meta.ok_or_else(|| bad_meta("params._meta is missing"))?;
-        Ok(ModernParams {
-            meta: RequestMeta::from_raw(meta)?,
-            name: envelope.name,
-            uri: envelope.uri,
-            arguments: envelope.arguments,
-            input_responses: envelope.input_responses,
-            request_state: envelope.request_state,
-        })
+        // One pass over well-formed params; anything malformed is read again, `_meta` as text,
+        // to say what is wrong with it.
+        match serde_json::from_str::<MetaEnvelope<'a, MetaFields>>(raw) {
+            Ok(mut envelope) => {
+                let fields = envelope.meta.take().ok_or_else(|| bad_meta("params._meta is missing"))?;
+                Ok(envelope.with(RequestMeta::from_fields(fields)?))
+            }
+            Err(_) => {
+                let envelope: MetaEnvelope<'a, &'a RawValue> =
+                    serde_json::from_str(raw).map_err(|_| bad_meta("params must be an object"))?;
+                let meta = envelope.meta.ok_or_else(|| bad_meta("params._meta is missing"))?;
+                let fields: MetaFields =
+                    serde_json::from_str(meta.get()).map_err(|_| bad_meta("params._meta must be an object"))?;
+                Ok(envelope.with(RequestMeta::from_fields(fields)?))
+            }
+        }
     }
 
     // The `tools/call` params, without reading the params again.
@@ -177,9 +200,7 @@ impl RequestMeta {
         ModernParams::parse(params).map(|p| p.meta)
     }
 
-    fn from_raw(meta: &RawValue) -> Result<RequestMeta, RpcError> {
-        let fields: MetaFields =
-            serde_json::from_str(meta.get()).map_err(|_| bad_meta("params._meta must be an object"))?;
+    fn from_fields(fields: MetaFields) -> Result<RequestMeta, RpcError> {
         let protocol_version = fields
             .protocol_version
             .ok_or_else(|| bad_meta(&format!("params._meta lacks \"{META_PROTOCOL_VERSION}\"")))?;
@@ -212,10 +233,9 @@ impl RequestMeta {
         if FINDER.find(raw.as_bytes()).is_none() {
             return false;
         }
-        serde_json::from_str::<MetaEnvelope<'_>>(raw)
+        serde_json::from_str::<MetaEnvelope<'_, MetaFields>>(raw)
             .ok()
             .and_then(|e| e.meta)
-            .and_then(|meta| serde_json::from_str::<MetaFields>(meta.get()).ok())
             .is_some_and(|fields| fields.protocol_version.is_some())
     }
 
@@ -883,6 +903,14 @@ mod tests {
         assert!(read(r#"{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}"#).is_err());
         assert!(read(r#"{"_meta":{"io.modelcontextprotocol/clientCapabilities":{}}}"#).is_err());
         assert!(read(r#"{"_meta":[]}"#).is_err());
+        // Malformed params are read a second time to say what is wrong.
+        let message = |s: &str| read(s).err().map(|e| e.message).unwrap_or_default();
+        assert!(message("{}").contains("params._meta is missing"));
+        assert!(message(r#"{"_meta":null}"#).contains("params._meta is missing"));
+        assert!(message(r#"{"_meta":[]}"#).contains("params._meta must be an object"));
+        assert!(message("[]").contains("params must be an object"));
+        assert!(message(r#"{"name":7,"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}"#)
+            .contains("lacks \"io.modelcontextprotocol/clientCapabilities\""));
         let ok = read(r#"{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"sampling":{}}}}"#).unwrap();
         assert!(ok.check().is_ok());
         assert!(ok.client_supports("sampling") && !ok.client_supports("elicitation"));

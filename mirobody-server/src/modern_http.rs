@@ -251,7 +251,13 @@ fn check_param(param: &HeaderParam, arguments: &Value, headers: &HeaderMap) -> R
 }
 
 /// Serves one 2026-07-28 request.
-pub(crate) async fn handle(http: &McpHttp, request: Request, user: UserInfo, headers: HeaderMap) -> Response {
+pub(crate) async fn handle(
+    http: &McpHttp,
+    request: Request,
+    user: UserInfo,
+    headers: HeaderMap,
+    streamable: bool,
+) -> Response {
     if request.method == "subscriptions/listen" {
         return match ModernParams::parse(request.params.as_deref())
             .and_then(|params| check_headers(http.service(), &headers, &request, &params).map(|()| params))
@@ -262,8 +268,8 @@ pub(crate) async fn handle(http: &McpHttp, request: Request, user: UserInfo, hea
         };
     }
 
-    // The call may send progress and logs before its reply, when the client reads SSE.
-    let streamable = accepts(&headers, "text/event-stream");
+    // The call may send progress and logs before its reply, when the client reads SSE
+    // (`streamable`).
     let (tx, mut rx) = mpsc::channel::<Vec<u8>>(64);
     let mut call: CallFuture<ModernReply> = {
         let service = http.service().clone();
