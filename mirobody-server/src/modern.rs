@@ -909,8 +909,10 @@ mod tests {
         assert!(message(r#"{"_meta":null}"#).contains("params._meta is missing"));
         assert!(message(r#"{"_meta":[]}"#).contains("params._meta must be an object"));
         assert!(message("[]").contains("params must be an object"));
-        assert!(message(r#"{"name":7,"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}"#)
-            .contains("lacks \"io.modelcontextprotocol/clientCapabilities\""));
+        assert!(
+            message(r#"{"name":7,"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}"#)
+                .contains("lacks \"io.modelcontextprotocol/clientCapabilities\"")
+        );
         let ok = read(r#"{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"sampling":{}}}}"#).unwrap();
         assert!(ok.check().is_ok());
         assert!(ok.client_supports("sampling") && !ok.client_supports("elicitation"));
