@@ -29,6 +29,32 @@ pub use mcp::{
     ToolVisibility,
 };
 
+/// What [`serve`] serves: a tower service of HTTP requests that always answers, such as an axum
+/// `Router`, or one wrapped in layers (the auth layer). Implemented for every such service.
+pub trait HttpApp:
+    tower::Service<
+        ::http::Request<hyper::body::Incoming>,
+        Response = axum::response::Response,
+        Error = std::convert::Infallible,
+        Future: Send + 'static,
+    > + Clone
+    + Send
+    + 'static
+{
+}
+
+impl<S> HttpApp for S where
+    S: tower::Service<
+            ::http::Request<hyper::body::Incoming>,
+            Response = axum::response::Response,
+            Error = std::convert::Infallible,
+            Future: Send + 'static,
+        > + Clone
+        + Send
+        + 'static
+{
+}
+
 /// How [`serve_with`] treats connections.
 #[derive(Clone, Debug)]
 pub struct ServeOptions {
@@ -50,37 +76,17 @@ impl Default for ServeOptions {
 ///
 /// HTTP/1.1 with keep-alive and `TCP_NODELAY` on every connection, and the default
 /// [`ServeOptions`].
-pub async fn serve<S>(listener: tokio::net::TcpListener, app: S, service: McpService) -> std::io::Result<()>
-where
-    S: tower::Service<
-            ::http::Request<hyper::body::Incoming>,
-            Response = axum::response::Response,
-            Error = std::convert::Infallible,
-        > + Clone
-        + Send
-        + 'static,
-    S::Future: Send + 'static,
-{
+pub async fn serve(listener: tokio::net::TcpListener, app: impl HttpApp, service: McpService) -> std::io::Result<()> {
     serve_with(listener, app, service, ServeOptions::default()).await
 }
 
 /// [`serve`] with options.
-pub async fn serve_with<S>(
+pub async fn serve_with(
     listener: tokio::net::TcpListener,
-    app: S,
+    app: impl HttpApp,
     service: McpService,
     options: ServeOptions,
-) -> std::io::Result<()>
-where
-    S: tower::Service<
-            ::http::Request<hyper::body::Incoming>,
-            Response = axum::response::Response,
-            Error = std::convert::Infallible,
-        > + Clone
-        + Send
-        + 'static,
-    S::Future: Send + 'static,
-{
+) -> std::io::Result<()> {
     // By hand rather than `axum::serve`: HTTP/1 only (no protocol sniffing on every read), and a
     // header timeout, which `axum::serve` does not set.
     use hyper_util::rt::{TokioIo, TokioTimer};
