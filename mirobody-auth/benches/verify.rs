@@ -34,6 +34,9 @@ impl SecretStore for IndexedSecrets {
     async fn put_secret(&self, _: &str, _: &[u8; 32], _: Option<&str>) -> BackendResult<()> {
         Ok(())
     }
+    async fn add_secret(&self, _: &str, _: &[u8; 32], _: Option<&str>) -> BackendResult<bool> {
+        Ok(false)
+    }
     async fn has_secret(&self, _: &str) -> BackendResult<bool> {
         Ok(false)
     }

@@ -138,10 +138,15 @@ pub async fn create_secret(
     user_id: &str,
     agent: Option<&str>,
 ) -> Result<PersonalUrl, SecretAdminError> {
-    if !user_id.is_empty() && store.has_secret(user_id).await? {
+    if user_id.is_empty() {
+        return Err(SecretAdminError::NoUser);
+    }
+    let secret = generate_secret()?;
+    // Checked and stored in one step: of two concurrent creations, one gets `Exists`.
+    if !store.add_secret(user_id, &secret.hash(), agent).await? {
         return Err(SecretAdminError::Exists(user_id.to_owned()));
     }
-    rotate_secret(store, endpoint, user_id, agent).await
+    Ok(PersonalUrl::new(endpoint, &secret))
 }
 
 /// Replaces `user_id`'s personal MCP URL with a new one (creating it if there was none): the

@@ -191,6 +191,22 @@ async fn admin_functions_for_the_cli() {
 }
 
 #[tokio::test]
+async fn concurrent_creations_for_one_user_give_one_url() {
+    let store = MemorySecrets::default();
+    let endpoint = McpEndpoint::new("https://mcp.example.com", "");
+    let attempts = (0..8).map(|_| create_secret(&store, &endpoint, "42", None));
+    let results = futures::future::join_all(attempts).await;
+    let created: Vec<_> = results.iter().filter_map(|r| r.as_ref().ok()).collect();
+    assert_eq!(created.len(), 1, "exactly one creation wins");
+    assert_eq!(results.iter().filter(|r| matches!(r, Err(SecretAdminError::Exists(_)))).count(), 7);
+    assert_eq!(store.len(), 1);
+    // The URL handed out is the one stored.
+    let auth = authenticator(&config(), Some(Arc::new(store))).await;
+    let secret = secret_of(created[0].expose());
+    assert_eq!(auth.user_for_secret(&secret).await.unwrap().user_id(), Some("42"));
+}
+
+#[tokio::test]
 async fn protected_resource_metadata_at_both_paths() {
     let auth = authenticator(&config(), None).await;
     let app = app(&auth);

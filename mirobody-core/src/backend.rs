@@ -196,6 +196,9 @@ pub trait SecretStore: Send + Sync {
     /// Stores the hash of `user_id`'s new secret, replacing any earlier one (so the old secret
     /// stops working).
     async fn put_secret(&self, user_id: &str, secret_hash: &[u8; 32], agent: Option<&str>) -> BackendResult<()>;
+    /// Stores the hash of `user_id`'s first secret: false, storing nothing, when they already
+    /// have one. Atomic: of two concurrent calls for one user, one stores and one gets false.
+    async fn add_secret(&self, user_id: &str, secret_hash: &[u8; 32], agent: Option<&str>) -> BackendResult<bool>;
     /// Whether `user_id` has a live secret.
     async fn has_secret(&self, user_id: &str) -> BackendResult<bool>;
     /// Revokes `user_id`'s secret; whether there was one.

@@ -123,6 +123,16 @@ impl SecretStore for MemorySecrets {
         Ok(())
     }
 
+    async fn add_secret(&self, user_id: &str, secret_hash: &[u8; 32], agent: Option<&str>) -> BackendResult<bool> {
+        self.check()?;
+        let mut entries = self.entries.lock().unwrap();
+        if entries.iter().any(|(user, _, _)| user == user_id) {
+            return Ok(false);
+        }
+        entries.push((user_id.to_owned(), *secret_hash, agent.map(str::to_owned)));
+        Ok(true)
+    }
+
     async fn has_secret(&self, user_id: &str) -> BackendResult<bool> {
         self.check()?;
         Ok(self.entries.lock().unwrap().iter().any(|(user, _, _)| user == user_id))

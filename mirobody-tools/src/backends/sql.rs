@@ -793,6 +793,24 @@ impl SecretStore for SqlStore {
         Ok(())
     }
 
+    async fn add_secret(&self, user_id: &str, secret_hash: &[u8; 32], agent: Option<&str>) -> BackendResult<bool> {
+        // One statement, so two concurrent first secrets cannot both be stored.
+        const SQL: &str = "INSERT INTO personal_secrets (user_id, secret_hash, agent, created_at_ms) \
+             VALUES ($1, $2, $3, $4) ON CONFLICT (user_id) DO NOTHING";
+        let added = on_pool!(self, |pool| {
+            sqlx::query(SQL)
+                .bind(user_id)
+                .bind(&secret_hash[..])
+                .bind(agent)
+                .bind(now_ms())
+                .execute(pool)
+                .await
+                .map(|done| done.rows_affected() == 1)
+                .map_err(db_error)
+        })?;
+        Ok(added)
+    }
+
     async fn has_secret(&self, user_id: &str) -> BackendResult<bool> {
         let found: Option<i64> = on_pool!(self, |pool| {
             sqlx::query_scalar("SELECT CAST(1 AS BIGINT) FROM personal_secrets WHERE user_id = $1")

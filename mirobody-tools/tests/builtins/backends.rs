@@ -45,6 +45,7 @@ on_both_databases! {
     memory_queries_cannot_inject;
     common_words_do_not_drown_rare_ones;
     secrets_are_hashes_with_one_per_user;
+    a_first_secret_is_added_once_even_under_concurrency;
     access_log_rows;
 }
 
@@ -188,6 +189,26 @@ async fn secrets_are_hashes_with_one_per_user(db: &SqlStore) {
     assert!(db.revoke_secret("u1").await.unwrap());
     assert!(!db.revoke_secret("u1").await.unwrap());
     assert_eq!(db.secret_owner(&h2).await.unwrap(), None);
+}
+
+async fn a_first_secret_is_added_once_even_under_concurrency(db: &SqlStore) {
+    let (h1, h2) = ([3u8; 32], [4u8; 32]);
+    assert!(db.add_secret("u1", &h1, None).await.unwrap());
+    assert!(!db.add_secret("u1", &h2, Some("agent-x")).await.unwrap(), "u1 already has a secret");
+    assert_eq!(db.secret_owner(&h1).await.unwrap().unwrap().user_id, "u1", "the first secret still works");
+    assert_eq!(db.secret_owner(&h2).await.unwrap(), None, "the second was not stored");
+
+    // Many first secrets for one new user at once: exactly one is stored.
+    let hashes: Vec<[u8; 32]> = (10u8..26).map(|i| [i; 32]).collect();
+    let attempts = hashes.iter().map(|hash| db.add_secret("u2", hash, None));
+    let added = futures::future::join_all(attempts).await;
+    let winners: Vec<&[u8; 32]> =
+        added.iter().zip(&hashes).filter(|(added, _)| *added.as_ref().unwrap()).map(|(_, hash)| hash).collect();
+    assert_eq!(winners.len(), 1, "{added:?}");
+    for hash in &hashes {
+        let owner = db.secret_owner(hash).await.unwrap();
+        assert_eq!(owner.is_some(), hash == winners[0], "only the stored secret identifies u2");
+    }
 }
 
 async fn access_log_rows(db: &SqlStore) {
