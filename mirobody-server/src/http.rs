@@ -20,7 +20,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use axum::{Extension, Router};
 use futures::future::{AbortHandle, Abortable};
-use futures::stream::{self, Stream};
+use futures::stream::{self, Stream, StreamExt};
 use http::{HeaderMap, HeaderName, HeaderValue, StatusCode, header};
 use http_body_util::{BodyExt, Limited};
 use mirobody_core::UserInfo;
@@ -604,7 +604,11 @@ async fn handle_get(State(http): State<McpHttp>, user: Option<Extension<UserInfo
             "Conflict: a stream is already open for this session",
         );
     };
-    let events = stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|m| (event(m), rx)) });
+    // The stream ends when the session does, or when the server begins to shut down: an idle
+    // stream would otherwise hold the graceful shutdown up for as long as the client keeps it.
+    let changes = inner.service.changes().clone();
+    let events = stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|m| (event(m), rx)) })
+        .take_until(async move { changes.ended().await });
     sse(events, inner.options.keep_alive)
 }
 

@@ -1,5 +1,6 @@
 //! The GET stream for server messages unrelated to a request: one per session, Accept rules,
-//! delivery of unrelated messages, and its end when the session is deleted.
+//! delivery of unrelated messages, and its end when the session is deleted or the server shuts
+//! down.
 
 use http::{Method, StatusCode};
 use mirobody_server::jsonrpc;
@@ -71,4 +72,17 @@ async fn delete_ends_the_get_stream() {
     let mut sse = Sse::new(client.send(client.request(Method::GET, "")).await);
     assert_eq!(client.send(client.request(Method::DELETE, "")).await.status(), StatusCode::NO_CONTENT);
     assert!(sse.next_event().await.is_none(), "the stream ends with its session");
+}
+
+#[tokio::test]
+async fn shutting_down_ends_the_get_stream() {
+    let server = TestServer::new();
+    let client = server.initialized(json!({})).await;
+    let mut sse = Sse::new(client.send(client.request(Method::GET, "")).await);
+    server.http.service().changes().end_streams();
+    assert!(sse.next_event().await.is_none(), "an idle stream must not hold the shutdown up");
+    drop(sse);
+    // A stream opened during the shutdown ends at once too.
+    let late = client.send(client.request(Method::GET, "")).await;
+    assert!(Sse::new(late).next_event().await.is_none());
 }
