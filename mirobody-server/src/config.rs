@@ -43,6 +43,8 @@ pub struct Config {
     pub session_idle_timeout_secs: u64,
     /// Seconds a client may take to send a request's headers.
     pub header_read_timeout_secs: u64,
+    /// Seconds a shutdown waits for requests in flight before closing their connections.
+    pub shutdown_grace_secs: u64,
     /// Tools per `tools/list` page.
     pub page_size: usize,
     /// Leave auth tools out of anonymous `tools/list` replies.
@@ -86,6 +88,7 @@ impl Default for Config {
             max_sessions: http.max_sessions,
             session_idle_timeout_secs: http.session_idle_timeout.as_secs(),
             header_read_timeout_secs: crate::ServeOptions::default().header_read_timeout.as_secs(),
+            shutdown_grace_secs: crate::ServeOptions::default().shutdown_grace.as_secs(),
             page_size: mcp.page_size,
             hide_auth_tools_from_anonymous: mcp.hide_auth_tools_from_anonymous,
             answer_timeout_secs: mcp.answer_timeout.as_secs(),
@@ -244,7 +247,10 @@ impl Config {
 
     /// How connections are served.
     pub fn serve_options(&self) -> crate::ServeOptions {
-        crate::ServeOptions { header_read_timeout: Duration::from_secs(self.header_read_timeout_secs) }
+        crate::ServeOptions {
+            header_read_timeout: Duration::from_secs(self.header_read_timeout_secs),
+            shutdown_grace: Duration::from_secs(self.shutdown_grace_secs),
+        }
     }
 
     /// The protocol options.
@@ -368,10 +374,14 @@ mod tests {
     }
 
     #[test]
-    fn the_header_timeout_reaches_the_serve_options() {
-        let config = Config::load(None, env(&[("MIROBODY_HEADER_READ_TIMEOUT_SECS", "7")])).unwrap();
-        assert_eq!(config.serve_options().header_read_timeout, Duration::from_secs(7));
-        assert_eq!(Config::default().serve_options().header_read_timeout, Duration::from_secs(30));
+    fn the_connection_timeouts_reach_the_serve_options() {
+        let vars = [("MIROBODY_HEADER_READ_TIMEOUT_SECS", "7"), ("MIROBODY_SHUTDOWN_GRACE_SECS", "0")];
+        let options = Config::load(None, env(&vars)).unwrap().serve_options();
+        assert_eq!(options.header_read_timeout, Duration::from_secs(7));
+        assert_eq!(options.shutdown_grace, Duration::ZERO);
+        let defaults = Config::default().serve_options();
+        assert_eq!(defaults.header_read_timeout, Duration::from_secs(30));
+        assert_eq!(defaults.shutdown_grace, Duration::from_secs(30));
     }
 
     #[test]

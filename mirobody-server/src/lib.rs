@@ -61,11 +61,16 @@ pub struct ServeOptions {
     /// How long a client may take to send a request's headers before the connection is closed
     /// (slow-loris protection).
     pub header_read_timeout: std::time::Duration,
+    /// How long a shutdown waits for requests in flight before it closes their connections.
+    pub shutdown_grace: std::time::Duration,
 }
 
 impl Default for ServeOptions {
     fn default() -> Self {
-        ServeOptions { header_read_timeout: std::time::Duration::from_secs(30) }
+        ServeOptions {
+            header_read_timeout: std::time::Duration::from_secs(30),
+            shutdown_grace: std::time::Duration::from_secs(30),
+        }
     }
 }
 
@@ -87,8 +92,21 @@ pub async fn serve_with(
     service: McpService,
     options: ServeOptions,
 ) -> std::io::Result<()> {
-    // By hand rather than `axum::serve`: HTTP/1 only (no protocol sniffing on every read), and a
-    // header timeout, which `axum::serve` does not set.
+    serve_until(listener, app, service, options, shutdown_signal()).await
+}
+
+/// [`serve_with`], shutting down when `signal` resolves instead of on SIGINT or SIGTERM: for an
+/// application with its own shutdown, and for tests. Requests in flight then get
+/// [`ServeOptions::shutdown_grace`] to finish; connections still open after it are closed.
+pub async fn serve_until(
+    listener: tokio::net::TcpListener,
+    app: impl HttpApp,
+    service: McpService,
+    options: ServeOptions,
+    signal: impl std::future::Future<Output = ()>,
+) -> std::io::Result<()> {
+    // By hand rather than `axum::serve`: HTTP/1 only (no protocol sniffing on every read), a
+    // header timeout and a bounded shutdown, which `axum::serve` does not have.
     use hyper_util::rt::{TokioIo, TokioTimer};
     use hyper_util::server::graceful::GracefulShutdown;
     use hyper_util::service::TowerToHyperService;
@@ -96,7 +114,9 @@ pub async fn serve_with(
     let mut http = hyper::server::conn::http1::Builder::new();
     http.timer(TokioTimer::new()).header_read_timeout(options.header_read_timeout);
     let graceful = GracefulShutdown::new();
-    let mut signal = std::pin::pin!(shutdown_signal());
+    // Owned here so that what outlives the grace period is aborted when the set drops.
+    let mut connections = tokio::task::JoinSet::new();
+    let mut signal = std::pin::pin!(signal);
     loop {
         let stream = tokio::select! {
             accepted = listener.accept() => match accepted {
@@ -108,18 +128,23 @@ pub async fn serve_with(
             },
             () = &mut signal => break,
         };
+        while connections.try_join_next().is_some() {}
         // Without it, small JSON replies wait on Nagle's algorithm.
         let _ = stream.set_nodelay(true);
         let connection = http.serve_connection(TokioIo::new(stream), TowerToHyperService::new(app.clone()));
         let connection = graceful.watch(connection);
-        tokio::spawn(async move {
+        connections.spawn(async move {
             // A client that goes away mid-request is not the server's error.
             let _ = connection.await;
         });
     }
+    tracing::info!("shutting down: finishing in-flight requests");
     drop(listener);
     service.changes().end_streams();
-    graceful.shutdown().await;
+    if tokio::time::timeout(options.shutdown_grace, graceful.shutdown()).await.is_err() {
+        while connections.try_join_next().is_some() {}
+        tracing::warn!(open = connections.len(), "shutdown grace period over; closing the connections still open");
+    }
     Ok(())
 }
 
@@ -154,5 +179,4 @@ async fn shutdown_signal() {
         () = interrupt => {},
         () = terminate => {},
     }
-    tracing::info!("shutting down: finishing in-flight requests");
 }

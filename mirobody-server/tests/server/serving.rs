@@ -1,10 +1,11 @@
-//! `serve_with` over real sockets: keep-alive connections, and the header timeout that closes a
-//! connection whose client never finishes its headers.
+//! `serve_with` and `serve_until` over real sockets: keep-alive connections, the header timeout
+//! that closes a connection whose client never finishes its headers, and graceful shutdown
+//! (in-flight calls finish, new connections are refused, and the grace period is a limit).
 
 use std::time::{Duration, Instant};
 
 use mirobody_server::http::{HttpOptions, McpHttp};
-use mirobody_server::{McpOptions, ServeOptions, serve_with};
+use mirobody_server::{McpOptions, ServeOptions, serve_until, serve_with};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
@@ -70,7 +71,7 @@ async fn one_connection_carries_many_requests() {
 #[tokio::test]
 async fn a_client_that_never_finishes_its_headers_is_cut_off() {
     let timeout = Duration::from_millis(300);
-    let port = start(ServeOptions { header_read_timeout: timeout }).await;
+    let port = start(ServeOptions { header_read_timeout: timeout, ..ServeOptions::default() }).await;
     let mut stream = TcpStream::connect(("127.0.0.1", port)).await.unwrap();
     let started = Instant::now();
     stream.write_all(b"POST /mcp HTTP/1.1\r\nHost: localhost\r\nContent-Type: app").await.unwrap();
@@ -82,4 +83,64 @@ async fn a_client_that_never_finishes_its_headers_is_cut_off() {
     // hyper answers 408 where it can; either way no request was served.
     let answer = String::from_utf8_lossy(&rest);
     assert!(answer.is_empty() || answer.starts_with("HTTP/1.1 408"), "{answer}");
+}
+
+// A stateless server that stops when the returned sender fires; the handle says when it has.
+async fn start_until(options: ServeOptions) -> (u16, tokio::sync::oneshot::Sender<()>, tokio::task::JoinHandle<()>) {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let service = service(McpOptions::default());
+    let http = HttpOptions { stateless: true, ..HttpOptions::default() };
+    let app = McpHttp::new(service.clone(), http).router_at("/mcp");
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let server = tokio::spawn(async move {
+        let signal = async move {
+            let _ = stopped.await;
+        };
+        serve_until(listener, app, service, options, signal).await.unwrap();
+    });
+    (port, stop, server)
+}
+
+fn slow_call(ms: u64) -> String {
+    post(&format!(
+        r#"{{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{{"name":"slow","arguments":{{"ms":{ms}}}}}}}"#
+    ))
+}
+
+#[tokio::test]
+async fn shutdown_lets_the_call_in_flight_finish_and_refuses_new_connections() {
+    let (port, stop, server) = start_until(ServeOptions::default()).await;
+    let mut stream = TcpStream::connect(("127.0.0.1", port)).await.unwrap();
+    stream.write_all(slow_call(300).as_bytes()).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    stop.send(()).unwrap();
+
+    let response = read_response(&mut stream).await;
+    assert!(response.starts_with("HTTP/1.1 200"), "{response}");
+    assert!(response.contains("\"isError\":false"), "the call in flight was answered: {response}");
+    tokio::time::timeout(Duration::from_secs(5), server).await.expect("serve_until returns").unwrap();
+    assert!(TcpStream::connect(("127.0.0.1", port)).await.is_err(), "no new connections after shutdown");
+}
+
+#[tokio::test]
+async fn the_grace_period_bounds_the_shutdown() {
+    let grace = Duration::from_millis(200);
+    let (port, stop, server) = start_until(ServeOptions { shutdown_grace: grace, ..ServeOptions::default() }).await;
+    let mut stream = TcpStream::connect(("127.0.0.1", port)).await.unwrap();
+    stream.write_all(slow_call(20_000).as_bytes()).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let started = Instant::now();
+    stop.send(()).unwrap();
+
+    tokio::time::timeout(Duration::from_secs(5), server)
+        .await
+        .expect("the shutdown waits no longer than its grace")
+        .unwrap();
+    assert!(started.elapsed() >= grace, "returned after {:?}, before the grace period", started.elapsed());
+    // The connection of the call that did not finish is closed, unanswered.
+    let mut rest = Vec::new();
+    let read = tokio::time::timeout(Duration::from_secs(5), stream.read_to_end(&mut rest)).await;
+    assert!(read.is_ok(), "the unfinished call's connection was left open");
+    assert!(rest.is_empty(), "{}", String::from_utf8_lossy(&rest));
 }
