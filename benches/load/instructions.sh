@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Instructions per request, counted by callgrind: the same figure on a busy machine as on a quiet
 # one, where requests per second are not. Counts the user-space instructions each server spends
-# answering N keep-alive `tools/call echo` requests after a warm-up: bare hyper, mirobody on the
-# 2025-11-25 session path, and mirobody on the stateless 2026-07-28 path. Kernel time (the
+# answering N keep-alive `tools/call echo` requests after a warm-up: bare hyper, hyper doing only
+# the JSON-RPC work (`bare-hyper --json`), mirobody on the 2025-11-25 session path, and mirobody
+# on the stateless 2026-07-28 path. Kernel time (the
 # socket reads and writes, most of bare hyper's cost) is not counted; run.sh measures it.
 # Usage: benches/load/instructions.sh [requests]   (needs valgrind and python3)
 set -euo pipefail
@@ -56,10 +57,12 @@ measure() {
 
 bin=$PWD/target/release
 bare=$(measure bare 18281 / benches/load/post.lua MCP-Protocol-Version=2025-11-25 -- "$bin/bare-hyper" 127.0.0.1:18281)
+json=$(measure json 18283 / benches/load/post.lua MCP-Protocol-Version=2025-11-25 -- "$bin/bare-hyper" 127.0.0.1:18283 --json)
 mcp=$(measure mcp 18280 /mcp benches/load/post.lua MCP-Protocol-Version=2025-11-25 -- "$bin/mirobody-server" --bind 127.0.0.1:18280 serve)
 modern=$(measure modern 18282 /mcp benches/load/post_modern.lua MCP-Protocol-Version=2026-07-28 Mcp-Method=tools/call Mcp-Name=echo \
   -- "$bin/mirobody-server" --bind 127.0.0.1:18282 serve)
 echo "instructions per tools/call echo ($n requests, one keep-alive connection):"
 echo "  bare hyper:                  $bare"
-echo "  mirobody 2025-11-25 session: $mcp ($(awk -v a="$mcp" -v b="$bare" 'BEGIN{printf "%.2f", a/b}')x bare)"
+echo "  hyper + JSON:                $json ($(awk -v a="$json" -v b="$bare" 'BEGIN{printf "%.2f", a/b}')x bare)"
+echo "  mirobody 2025-11-25 session: $mcp ($(awk -v a="$mcp" -v b="$bare" 'BEGIN{printf "%.2f", a/b}')x bare, $(awk -v a="$mcp" -v b="$json" 'BEGIN{printf "%.2f", a/b}')x hyper + JSON)"
 echo "  mirobody 2026-07-28:         $modern ($(awk -v a="$modern" -v b="$mcp" 'BEGIN{printf "%.2f", a/b}')x the session path)"

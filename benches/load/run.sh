@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# Load benchmark on loopback: `tools/call echo` against the release mirobody-server, beside a bare
-# hyper server answering the same bytes, in the same run. Server on core 0, wrk on core 1, 16
-# connections. Prints requests/s, p50/p99 latency and peak resident memory for each, and ratios:
-# the 2025-11-25 session path against bare hyper, and the stateless 2026-07-28 path (per-request
-# _meta and mirrored headers, post_modern.lua) against the 2025-11-25 path.
+# Load benchmark on loopback: `tools/call echo` against the release mirobody-server, beside two
+# baselines in the same run: a bare hyper server answering the same bytes, and the same server
+# doing only the JSON-RPC work (`bare-hyper --json`: parse to a Value, write the reply). Servers
+# on core 0, wrk on core 1, 16 connections. Prints requests/s, p50/p99 latency and peak resident
+# memory for each, and ratios: the 2025-11-25 session path against both baselines, and the
+# stateless 2026-07-28 path (per-request _meta and mirrored headers, post_modern.lua) against the
+# 2025-11-25 path.
 # Also the server's CPU time per request, split into user and system time (from /proc), and its
 # resident memory split into anonymous (heap, stacks) and file-backed (the program's code).
 # Usage: benches/load/run.sh [seconds]   (needs wrk: apt-get install wrk)
@@ -12,14 +14,15 @@ cd "$(dirname "$0")/../.."
 secs=${1:-10}
 command -v wrk >/dev/null || { echo "wrk is not installed (apt-get install wrk)"; exit 2; }
 cargo build --release -q -p mirobody-server -p mirobody-benches --bin mirobody-server --bin bare-hyper
-port_mcp=18180; port_bare=18181
+port_mcp=18180; port_bare=18181; port_json=18182
 # The server runs in a scratch folder, so its local state (the SQLite file of the default
 # backends) neither comes from nor lands in the checkout.
 scratch=$(mktemp -d)
 (cd "$scratch" && exec taskset -c 0 "$OLDPWD/target/release/mirobody-server" --bind 127.0.0.1:$port_mcp serve 2>/dev/null) & mcp=$!
 taskset -c 0 target/release/bare-hyper 127.0.0.1:$port_bare & bare=$!
-trap 'kill $mcp $bare 2>/dev/null || true; rm -rf "$scratch"' EXIT
-for p in $port_mcp $port_bare; do
+taskset -c 0 target/release/bare-hyper 127.0.0.1:$port_json --json & json=$!
+trap 'kill $mcp $bare $json 2>/dev/null || true; rm -rf "$scratch"' EXIT
+for p in $port_mcp $port_bare $port_json; do
   for _ in $(seq 100); do (echo > /dev/tcp/127.0.0.1/$p) 2>/dev/null && break; sleep 0.05; done
 done
 session=$(curl -si -H 'content-type: application/json' -H 'accept: application/json, text/event-stream' \
@@ -49,9 +52,11 @@ cpu() { awk '{print $14, $15}' /proc/$1/stat; }
 MCP_SESSION=$session taskset -c 1 wrk -t1 -c16 -d2s -s benches/load/post.lua http://127.0.0.1:$port_mcp/mcp >/dev/null
 taskset -c 1 wrk -t1 -c16 -d2s -s benches/load/post_modern.lua http://127.0.0.1:$port_mcp/mcp >/dev/null
 taskset -c 1 wrk -t1 -c16 -d2s -s benches/load/post.lua http://127.0.0.1:$port_bare/ >/dev/null
+taskset -c 1 wrk -t1 -c16 -d2s -s benches/load/post.lua http://127.0.0.1:$port_json/ >/dev/null
 results=()
 for round in 1 2; do
   results+=("$(run bare http://127.0.0.1:$port_bare/ '' benches/load/post.lua $bare)")
+  results+=("$(run json http://127.0.0.1:$port_json/ '' benches/load/post.lua $json)")
   results+=("$(run mcp http://127.0.0.1:$port_mcp/mcp "$session" benches/load/post.lua $mcp)")
   results+=("$(run modern http://127.0.0.1:$port_mcp/mcp '' benches/load/post_modern.lua $mcp)")
 done
@@ -59,12 +64,13 @@ printf '%s\n' "${results[@]}" | awk -v rss_mcp="$(rss $mcp)" -v rss_bare="$(rss 
   -v split_mcp="$(rss_split $mcp)" -v split_bare="$(rss_split $bare)" '
   { rps[$1]+=$2; n[$1]++; p50[$1]=p50[$1] " " $3; p99[$1]=p99[$1] " " $4; usr[$1]+=$5; sys[$1]+=$6 }
   END {
-    b=rps["bare"]/n["bare"]; m=rps["mcp"]/n["mcp"]; s=rps["modern"]/n["modern"];
+    b=rps["bare"]/n["bare"]; j=rps["json"]/n["json"]; m=rps["mcp"]/n["mcp"]; s=rps["modern"]/n["modern"];
     printf "bare hyper:      %9.0f req/s  p50%s  p99%s  CPU/request %.2f us user + %.2f us system\n", b, p50["bare"], p99["bare"], usr["bare"]/n["bare"], sys["bare"]/n["bare"];
+    printf "hyper + JSON:    %9.0f req/s  p50%s  p99%s  CPU/request %.2f us user + %.2f us system\n", j, p50["json"], p99["json"], usr["json"]/n["json"], sys["json"]/n["json"];
     printf "mirobody-server: %9.0f req/s  p50%s  p99%s  CPU/request %.2f us user + %.2f us system (2025-11-25, session)\n", m, p50["mcp"], p99["mcp"], usr["mcp"]/n["mcp"], sys["mcp"]/n["mcp"];
     printf "mirobody-server: %9.0f req/s  p50%s  p99%s  CPU/request %.2f us user + %.2f us system (2026-07-28, stateless)\n", s, p50["modern"], p99["modern"], usr["modern"]/n["modern"], sys["modern"]/n["modern"];
     printf "peak RSS: bare %d KiB, mirobody %d KiB (%+d KiB); now bare %s, mirobody %s\n", rss_bare, rss_mcp, rss_mcp-rss_bare, split_bare, split_mcp;
-    printf "throughput ratio mirobody/bare: %.2f (target >= 0.80)\n", m/b;
+    printf "throughput ratio mirobody/bare: %.2f (target >= 0.80); mirobody/(hyper + JSON): %.2f; (hyper + JSON)/bare: %.2f\n", m/b, m/j, j/b;
     printf "throughput ratio 2026-07-28/2025-11-25: %.2f (target >= 1.00)\n", s/m;
   }'
 # Check the MCP server really answered tools/call (not an error) during the run.
