@@ -76,8 +76,9 @@ impl Default for ServeOptions {
 
 /// Serves `app` (an axum `Router`, or one wrapped in layers such as the auth layer) on
 /// `listener` until SIGINT or SIGTERM, then stops accepting connections and lets the requests
-/// already in flight finish; `service`'s open `subscriptions/listen` streams are ended so they
-/// do not hold the shutdown up.
+/// already in flight finish, for at most [`ServeOptions::shutdown_grace`]. `service`'s open
+/// streams (`subscriptions/listen`, and the GET streams of [`http::McpHttp`] built on it) are
+/// ended so they do not hold the shutdown up.
 ///
 /// HTTP/1.1 with keep-alive and `TCP_NODELAY` on every connection, and the default
 /// [`ServeOptions`].

@@ -3,8 +3,8 @@
 //!
 //! A handler asks with the one context API it uses on every revision
 //! ([`ToolContext::request`](mirobody_core::ToolContext::request)). On 2026-07-28 its client is
-//! an [`MrtrPeer`]: a question whose answer the retry carries returns that answer at once; a
-//! question without one is recorded and never resolves. [`run_round`] polls the handler and, as
+//! an `MrtrPeer`: a question whose answer the retry carries returns that answer at once; a
+//! question without one is recorded and never resolves. `run_round` polls the handler and, as
 //! soon as it is stuck with a question recorded, drops it and reports every question recorded
 //! in that poll (so questions asked together with `join!` travel together). The retry runs the
 //! handler again from the start, with the answers so far. Handlers must therefore ask
