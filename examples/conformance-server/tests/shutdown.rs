@@ -22,9 +22,9 @@ fn post(port: u16, session: Option<&str>, body: &str) -> String {
     reply
 }
 
-#[test]
-fn sigterm_lets_the_call_in_flight_finish() {
-    let mut fixture = support::Fixture::start();
+// The fixture, its port, and an initialized session on it.
+fn started_with_a_session() -> (support::Fixture, u16, String) {
+    let fixture = support::Fixture::start();
     let port: u16 = fixture.url.trim_start_matches("http://127.0.0.1:").trim_end_matches("/mcp").parse().unwrap();
     let init = post(
         port,
@@ -35,6 +35,12 @@ fn sigterm_lets_the_call_in_flight_finish() {
         .lines()
         .find_map(|l| l.to_ascii_lowercase().strip_prefix("mcp-session-id: ").map(|s| s.trim().to_owned()))
         .expect("a session id");
+    (fixture, port, session)
+}
+
+#[test]
+fn sigterm_lets_the_call_in_flight_finish() {
+    let (mut fixture, port, session) = started_with_a_session();
 
     // test_tool_with_progress takes about 150 ms.
     let call = std::thread::spawn(move || {
@@ -57,17 +63,7 @@ fn sigterm_lets_the_call_in_flight_finish() {
 
 #[test]
 fn sigterm_is_not_held_up_by_an_open_get_stream() {
-    let mut fixture = support::Fixture::start();
-    let port: u16 = fixture.url.trim_start_matches("http://127.0.0.1:").trim_end_matches("/mcp").parse().unwrap();
-    let init = post(
-        port,
-        None,
-        r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#,
-    );
-    let session = init
-        .lines()
-        .find_map(|l| l.to_ascii_lowercase().strip_prefix("mcp-session-id: ").map(|s| s.trim().to_owned()))
-        .expect("a session id");
+    let (mut fixture, port, session) = started_with_a_session();
     // The stream clients keep open for server messages, idle.
     let mut stream = TcpStream::connect(("127.0.0.1", port)).expect("connect");
     write!(

@@ -763,6 +763,48 @@ impl Memory for SqlStore {
     }
 }
 
+/// What storing a secret does when the user already has one.
+enum SecretWrite {
+    /// The new secret replaces it.
+    Replace,
+    /// Nothing is stored.
+    IfAbsent,
+}
+
+impl SqlStore {
+    // Stores a secret's hash; the number of rows written.
+    async fn write_secret(
+        &self,
+        mode: SecretWrite,
+        user_id: &str,
+        secret_hash: &[u8; 32],
+        agent: Option<&str>,
+    ) -> BackendResult<u64> {
+        let sql = match mode {
+            SecretWrite::Replace => {
+                "INSERT INTO personal_secrets (user_id, secret_hash, agent, created_at_ms) \
+                 VALUES ($1, $2, $3, $4) ON CONFLICT (user_id) DO UPDATE SET \
+                 secret_hash = excluded.secret_hash, agent = excluded.agent, created_at_ms = excluded.created_at_ms"
+            }
+            SecretWrite::IfAbsent => {
+                "INSERT INTO personal_secrets (user_id, secret_hash, agent, created_at_ms) \
+                 VALUES ($1, $2, $3, $4) ON CONFLICT (user_id) DO NOTHING"
+            }
+        };
+        on_pool!(self, |pool| {
+            sqlx::query(sql)
+                .bind(user_id)
+                .bind(&secret_hash[..])
+                .bind(agent)
+                .bind(now_ms())
+                .execute(pool)
+                .await
+                .map(|done| done.rows_affected())
+                .map_err(db_error)
+        })
+    }
+}
+
 #[async_trait]
 impl SecretStore for SqlStore {
     async fn secret_owner(&self, secret_hash: &[u8; 32]) -> BackendResult<Option<SecretOwner>> {
@@ -776,39 +818,12 @@ impl SecretStore for SqlStore {
     }
 
     async fn put_secret(&self, user_id: &str, secret_hash: &[u8; 32], agent: Option<&str>) -> BackendResult<()> {
-        const SQL: &str = "INSERT INTO personal_secrets (user_id, secret_hash, agent, created_at_ms) \
-             VALUES ($1, $2, $3, $4) ON CONFLICT (user_id) DO UPDATE SET \
-             secret_hash = excluded.secret_hash, agent = excluded.agent, created_at_ms = excluded.created_at_ms";
-        on_pool!(self, |pool| {
-            sqlx::query(SQL)
-                .bind(user_id)
-                .bind(&secret_hash[..])
-                .bind(agent)
-                .bind(now_ms())
-                .execute(pool)
-                .await
-                .map(|_| ())
-                .map_err(db_error)
-        })?;
-        Ok(())
+        self.write_secret(SecretWrite::Replace, user_id, secret_hash, agent).await.map(|_| ())
     }
 
     async fn add_secret(&self, user_id: &str, secret_hash: &[u8; 32], agent: Option<&str>) -> BackendResult<bool> {
         // One statement, so two concurrent first secrets cannot both be stored.
-        const SQL: &str = "INSERT INTO personal_secrets (user_id, secret_hash, agent, created_at_ms) \
-             VALUES ($1, $2, $3, $4) ON CONFLICT (user_id) DO NOTHING";
-        let added = on_pool!(self, |pool| {
-            sqlx::query(SQL)
-                .bind(user_id)
-                .bind(&secret_hash[..])
-                .bind(agent)
-                .bind(now_ms())
-                .execute(pool)
-                .await
-                .map(|done| done.rows_affected() == 1)
-                .map_err(db_error)
-        })?;
-        Ok(added)
+        Ok(self.write_secret(SecretWrite::IfAbsent, user_id, secret_hash, agent).await? == 1)
     }
 
     async fn has_secret(&self, user_id: &str) -> BackendResult<bool> {
