@@ -99,6 +99,31 @@ pub async fn serve_with(
 /// [`serve_with`], shutting down when `signal` resolves instead of on SIGINT or SIGTERM: for an
 /// application with its own shutdown, and for tests. Requests in flight then get
 /// [`ServeOptions::shutdown_grace`] to finish; connections still open after it are closed.
+///
+/// ```no_run
+/// use std::sync::Arc;
+///
+/// use mirobody_core::{Args, Registry, Tool, ToolContext, ToolResult, UserInfo};
+/// use mirobody_server::http::{HttpOptions, McpHttp};
+/// use mirobody_server::{McpService, ServeOptions, serve_until};
+///
+/// async fn hello(_args: Args, _user: &UserInfo, _ctx: &ToolContext<'_>) -> ToolResult {
+///     ToolResult::text("hello")
+/// }
+///
+/// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+/// let registry = Registry::builder().tool(Tool::new("hello", "Says hello.").handler(hello)).build()?;
+/// let service = McpService::builder(Arc::new(registry)).build();
+/// // MCP at /mcp, beside whatever routes the application has.
+/// let app = McpHttp::new(service.clone(), HttpOptions::default()).router_at("/mcp");
+/// let listener = tokio::net::TcpListener::bind("127.0.0.1:8080").await?;
+/// let stop = async {
+///     let _ = tokio::signal::ctrl_c().await;
+/// };
+/// serve_until(listener, app, service, ServeOptions::default(), stop).await?;
+/// # Ok(())
+/// # }
+/// ```
 pub async fn serve_until(
     listener: tokio::net::TcpListener,
     app: impl HttpApp,
