@@ -9,7 +9,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use mirobody_core::{AccessKind, CallError, ResourceError, ToolResult, UserInfo};
+use mirobody_core::{AccessKind, CallError, ResourceError, ToolContext, ToolResult, UserInfo};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
@@ -753,29 +753,42 @@ impl McpService {
             user: exchange.user.user_id(),
         };
         let retry = RetryParams { input_responses: p.input_responses, request_state: p.request_state };
-        let answers = match retry.answers(&self.modern().sealer, &binding) {
-            Ok(answers) => answers,
-            Err(e) => return ModernReply::error(id, &e),
+        let started = Instant::now();
+        let call = async |ctx: &ToolContext<'_>| registry.call(&p.name, arguments, exchange.user, ctx).await;
+        let outcome = match self.round(id, exchange, &binding, retry, call).await {
+            Ok(outcome) => outcome,
+            Err(reply) => return reply,
         };
+        if let Ok(result) = &outcome {
+            self.record_access(exchange.user, AccessKind::Tool, &p.name, !result.is_error(), started);
+        }
+        match outcome.map_err(call_failure) {
+            Ok(result) | Err(CallFailure::Result(result)) => ModernReply::ok(self.tool_result(id, &result)),
+            Err(CallFailure::Error(error, status)) => ModernReply::error_with(id, &error, status),
+        }
+    }
+
+    // One round of `work`, a handler whose context's client carries the answers the retry
+    // brought: its output, or the reply that ends the round here (questions for the client, or
+    // an answer that does not fit its question).
+    async fn round<T>(
+        &self,
+        id: &Id,
+        exchange: &ModernExchange<'_>,
+        binding: &Binding<'_>,
+        retry: RetryParams,
+        work: impl AsyncFnOnce(&ToolContext<'_>) -> T,
+    ) -> Result<T, ModernReply> {
+        let answers = retry.answers(&self.modern().sealer, binding).map_err(|e| ModernReply::error(id, &e))?;
         let peer = self.mrtr_peer(exchange, answers);
         let ctx = self.inner().backends.context(Some(&peer));
-        let started = Instant::now();
-        let call = registry.call(&p.name, arguments, exchange.user, &ctx);
-        match run_round(&peer, call).await {
-            Round::Done(outcome) => {
-                if let Ok(result) = &outcome {
-                    self.record_access(exchange.user, AccessKind::Tool, &p.name, !result.is_error(), started);
-                }
-                match outcome.map_err(call_failure) {
-                    Ok(result) | Err(CallFailure::Result(result)) => ModernReply::ok(self.tool_result(id, &result)),
-                    Err(CallFailure::Error(error, status)) => ModernReply::error_with(id, &error, status),
-                }
-            }
+        match run_round(&peer, work(&ctx)).await {
+            Round::Done(output) => Ok(output),
             Round::InputRequired { requests, answers } => {
-                let state = self.modern().sealer.seal(&binding, answers);
-                ModernReply::ok(self.input_required(id, requests, state))
+                let state = self.modern().sealer.seal(binding, answers);
+                Err(ModernReply::ok(self.input_required(id, requests, state)))
             }
-            Round::Invalid(error) => ModernReply::error(id, &error),
+            Round::Invalid(error) => Err(ModernReply::error(id, &error)),
         }
     }
 
@@ -798,21 +811,11 @@ impl McpService {
             arguments: Arguments::Value(&arguments),
             user: exchange.user.user_id(),
         };
-        let answers = match retry.answers(&self.modern().sealer, &binding) {
-            Ok(answers) => answers,
-            Err(e) => return ModernReply::error(id, &e),
-        };
-        let peer = self.mrtr_peer(exchange, answers);
-        let ctx = self.inner().backends.context(Some(&peer));
-        match run_round(&peer, self.render_prompt(&p.name, p.arguments, &ctx)).await {
-            Round::Done(Ok(messages)) => {
-                ModernReply::ok(self.finish_value(id, &self.prompt_result(&p.name, messages), None))
-            }
-            Round::Done(Err(error)) | Round::Invalid(error) => ModernReply::error(id, &error),
-            Round::InputRequired { requests, answers } => {
-                let state = self.modern().sealer.seal(&binding, answers);
-                ModernReply::ok(self.input_required(id, requests, state))
-            }
+        let render = async |ctx: &ToolContext<'_>| self.render_prompt(&p.name, p.arguments, ctx).await;
+        match self.round(id, exchange, &binding, retry, render).await {
+            Ok(Ok(messages)) => ModernReply::ok(self.finish_value(id, &self.prompt_result(&p.name, messages), None)),
+            Ok(Err(error)) => ModernReply::error(id, &error),
+            Err(reply) => reply,
         }
     }
 
@@ -834,20 +837,11 @@ impl McpService {
             arguments: Arguments::Value(&Value::Null),
             user: exchange.user.user_id(),
         };
-        let answers = match retry.answers(&self.modern().sealer, &binding) {
-            Ok(answers) => answers,
-            Err(e) => return ModernReply::error(id, &e),
-        };
-        let peer = self.mrtr_peer(exchange, answers);
-        let ctx = self.inner().backends.context(Some(&peer));
         let started = Instant::now();
-        let read = match run_round(&peer, self.read_contents(&p.uri, exchange.user, &ctx)).await {
-            Round::Done(read) => read,
-            Round::InputRequired { requests, answers } => {
-                let state = self.modern().sealer.seal(&binding, answers);
-                return ModernReply::ok(self.input_required(id, requests, state));
-            }
-            Round::Invalid(error) => return ModernReply::error(id, &error),
+        let read = async |ctx: &ToolContext<'_>| self.read_contents(&p.uri, exchange.user, ctx).await;
+        let read = match self.round(id, exchange, &binding, retry, read).await {
+            Ok(read) => read,
+            Err(reply) => return reply,
         };
         self.record_access(exchange.user, AccessKind::Resource, &p.uri, read.is_ok(), started);
         match read {
