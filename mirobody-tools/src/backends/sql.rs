@@ -270,18 +270,35 @@ impl SqlStore {
         const CREATE: &str = "CREATE TABLE IF NOT EXISTS mirobody_migrations \
              (version BIGINT PRIMARY KEY, name TEXT NOT NULL, applied_at_ms BIGINT NOT NULL)";
         let failed = |e: sqlx::Error| BackendError::new(format!("database migration failed: {e}"));
+        // The bookkeeping is the same SQL on either database, run on transactions of different
+        // types: a macro, as `on_pool!` is.
+        macro_rules! applied {
+            ($tx:ident, $version:expr) => {
+                sqlx::query_scalar::<_, i64>("SELECT version FROM mirobody_migrations WHERE version = $1")
+                    .bind($version)
+                    .fetch_optional(&mut *$tx)
+                    .await
+                    .map_err(failed)?
+                    .is_some()
+            };
+        }
+        macro_rules! record {
+            ($tx:ident, $version:expr, $name:expr) => {
+                sqlx::query("INSERT INTO mirobody_migrations (version, name, applied_at_ms) VALUES ($1, $2, $3)")
+                    .bind($version)
+                    .bind($name)
+                    .bind(now_ms())
+                    .execute(&mut *$tx)
+                    .await
+                    .map_err(failed)?
+            };
+        }
         for &(version, name, sqlite, postgres) in MIGRATIONS {
             match &self.pool {
                 Pool::Sqlite(pool) => {
                     sqlx::query(CREATE).execute(pool).await.map_err(failed)?;
                     let mut tx = pool.begin_with("BEGIN IMMEDIATE").await.map_err(failed)?;
-                    let done: Option<i64> =
-                        sqlx::query_scalar("SELECT version FROM mirobody_migrations WHERE version = $1")
-                            .bind(version)
-                            .fetch_optional(&mut *tx)
-                            .await
-                            .map_err(failed)?;
-                    if done.is_none() {
+                    if !applied!(tx, version) {
                         let (before, after) = sqlite.split_once(FILL_MEMORY_TERMS).unwrap_or((sqlite, ""));
                         sqlx::raw_sql(before).execute(&mut *tx).await.map_err(failed)?;
                         if sqlite.contains(FILL_MEMORY_TERMS) {
@@ -302,15 +319,7 @@ impl SqlStore {
                         if !after.trim().is_empty() {
                             sqlx::raw_sql(after).execute(&mut *tx).await.map_err(failed)?;
                         }
-                        sqlx::query(
-                            "INSERT INTO mirobody_migrations (version, name, applied_at_ms) VALUES ($1, $2, $3)",
-                        )
-                        .bind(version)
-                        .bind(name)
-                        .bind(now_ms())
-                        .execute(&mut *tx)
-                        .await
-                        .map_err(failed)?;
+                        record!(tx, version, name);
                     }
                     tx.commit().await.map_err(failed)?;
                 }
@@ -318,23 +327,9 @@ impl SqlStore {
                     let mut tx = pool.begin().await.map_err(failed)?;
                     sqlx::query("SELECT pg_advisory_xact_lock(7243541853)").execute(&mut *tx).await.map_err(failed)?;
                     sqlx::query(CREATE).execute(&mut *tx).await.map_err(failed)?;
-                    let done: Option<i64> =
-                        sqlx::query_scalar("SELECT version FROM mirobody_migrations WHERE version = $1")
-                            .bind(version)
-                            .fetch_optional(&mut *tx)
-                            .await
-                            .map_err(failed)?;
-                    if done.is_none() {
+                    if !applied!(tx, version) {
                         sqlx::raw_sql(postgres).execute(&mut *tx).await.map_err(failed)?;
-                        sqlx::query(
-                            "INSERT INTO mirobody_migrations (version, name, applied_at_ms) VALUES ($1, $2, $3)",
-                        )
-                        .bind(version)
-                        .bind(name)
-                        .bind(now_ms())
-                        .execute(&mut *tx)
-                        .await
-                        .map_err(failed)?;
+                        record!(tx, version, name);
                     }
                     tx.commit().await.map_err(failed)?;
                 }
