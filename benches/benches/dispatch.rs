@@ -10,6 +10,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use criterion::{Criterion, criterion_group, criterion_main};
+// The baseline: what a server would do with no engine (parse, build the response, write it).
+use mirobody_benches::json_rpc_echo as baseline;
 use mirobody_core::{Format, Registry, ToolContext, UserInfo};
 use mirobody_server::mcp::McpService;
 use mirobody_server::session::Session;
@@ -19,23 +21,6 @@ const REQUEST: &[u8] = br#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params
 
 fn registry() -> Registry {
     Registry::builder().tool(mirobody_tools::tools::echo::tool()).build().expect("echo registers")
-}
-
-// What a server would do with no engine: parse the request, build the response, write it.
-fn baseline(request: &[u8]) -> Vec<u8> {
-    let parsed: Value = serde_json::from_slice(request).expect("valid request");
-    let text = parsed["params"]["arguments"]["text"].as_str().unwrap_or_default();
-    let structured = json!({"echo": text});
-    let response = json!({
-        "jsonrpc": "2.0",
-        "id": parsed["id"],
-        "result": {
-            "content": [{"type": "text", "text": structured.to_string()}],
-            "structuredContent": structured,
-            "isError": false,
-        },
-    });
-    serde_json::to_vec(&response).expect("serializable")
 }
 
 fn benches(c: &mut Criterion) {

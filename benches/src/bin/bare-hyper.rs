@@ -12,34 +12,16 @@ use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper::{Request, Response};
 use hyper_util::rt::TokioIo;
-use serde_json::{Value, json};
 
 const BODY: &[u8] = br#"{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"{\"echo\":\"hello, mirobody\"}"}],"structuredContent":{"echo":"hello, mirobody"},"isError":false}}"#;
 
 async fn answer(request: Request<hyper::body::Incoming>, json: bool) -> Result<Response<Full<Bytes>>, Infallible> {
     // Read the body as a real server must.
     let body = request.into_body().collect().await.map(|b| b.to_bytes()).unwrap_or_default();
-    let bytes = if json { Bytes::from(echo(&body)) } else { Bytes::from_static(BODY) };
+    let bytes = if json { Bytes::from(mirobody_benches::json_rpc_echo(&body)) } else { Bytes::from_static(BODY) };
     let mut response = Response::new(Full::new(bytes));
     response.headers_mut().insert("content-type", hyper::header::HeaderValue::from_static("application/json"));
     Ok(response)
-}
-
-// The JSON-RPC work alone: no validation, no registry, no protocol rules.
-fn echo(body: &[u8]) -> Vec<u8> {
-    let request: Value = serde_json::from_slice(body).unwrap_or_default();
-    let text = request["params"]["arguments"]["text"].clone();
-    let structured = json!({ "echo": text });
-    let response = json!({
-        "jsonrpc": "2.0",
-        "id": request["id"],
-        "result": {
-            "content": [{"type": "text", "text": structured.to_string()}],
-            "structuredContent": structured,
-            "isError": false,
-        },
-    });
-    serde_json::to_vec(&response).unwrap_or_default()
 }
 
 #[tokio::main]
