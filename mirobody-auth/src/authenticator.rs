@@ -181,6 +181,10 @@ impl Authenticator {
     ///   user, and the token's identity (scopes, session, agent) is used.
     /// - The protected resource metadata paths are served to anyone, credentials or not.
     pub async fn authenticate<B>(&self, request: &mut Request<B>) -> Result<AuthMethod, AuthError> {
+        if self.is_anonymous(request) {
+            self.admit_anonymous(request);
+            return Ok(AuthMethod::Anonymous);
+        }
         let result = self.resolve(request).await;
         match &result {
             Ok((user, method)) => {
@@ -194,11 +198,30 @@ impl Authenticator {
         Ok(method)
     }
 
+    /// Whether `request` is anonymous at a glance: it is for a protected resource metadata
+    /// path, or carries nothing that could be a credential (no query string, no
+    /// `Authorization` or `X-MCP-Secret` header, no `<mcp path>/<secret>` path). Such a request
+    /// needs no lookup, so [`AuthService`] answers it without boxing a future.
+    pub fn is_anonymous<B>(&self, request: &Request<B>) -> bool {
+        let (uri, headers) = (request.uri(), request.headers());
+        let path = uri.path();
+        self.inner.metadata_paths.iter().any(|p| p == path)
+            || (uri.query().is_none()
+                && !path.starts_with(self.inner.mcp_path_slash.as_str())
+                && !headers.contains_key(header::AUTHORIZATION)
+                && !headers.contains_key(&SECRET))
+    }
+
+    /// Records an anonymous caller in the extensions of a request [`is_anonymous`] accepts.
+    ///
+    /// [`is_anonymous`]: Authenticator::is_anonymous
+    pub fn admit_anonymous<B>(&self, request: &mut Request<B>) {
+        tracing::trace!(user = "-", method = ?AuthMethod::Anonymous, "caller resolved");
+        request.extensions_mut().insert(UserInfo::anonymous());
+        request.extensions_mut().insert(AuthMethod::Anonymous);
+    }
+
     async fn resolve<B>(&self, request: &mut Request<B>) -> Result<(UserInfo, AuthMethod), AuthError> {
-        let path = request.uri().path();
-        if self.inner.metadata_paths.iter().any(|p| p == path) {
-            return Ok((UserInfo::anonymous(), AuthMethod::Anonymous));
-        }
         if let Some(query) = request.uri().query() {
             check_query(query)?;
         }

@@ -2,7 +2,7 @@
 
 use std::task::{Context, Poll};
 
-use futures::future::BoxFuture;
+use futures::future::{BoxFuture, Either};
 use http::{Request, Response};
 use tower_layer::Layer;
 use tower_service::Service;
@@ -60,22 +60,27 @@ where
 {
     type Response = Response<ResBody>;
     type Error = S::Error;
-    type Future = BoxFuture<'static, Result<Response<ResBody>, S::Error>>;
+    type Future = Either<S::Future, BoxFuture<'static, Result<Response<ResBody>, S::Error>>>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), S::Error>> {
         self.inner.poll_ready(cx)
     }
 
     fn call(&mut self, mut request: Request<B>) -> Self::Future {
+        // Most requests carry no credentials: nothing to wait for, so no future to box.
+        if self.auth.is_anonymous(&request) {
+            self.auth.admit_anonymous(&mut request);
+            return Either::Left(self.inner.call(request));
+        }
         // The clone is not ready; the service that was polled ready goes into the future.
         let clone = self.inner.clone();
         let mut inner = std::mem::replace(&mut self.inner, clone);
         let auth = self.auth.clone();
-        Box::pin(async move {
+        Either::Right(Box::pin(async move {
             match auth.authenticate(&mut request).await {
                 Ok(_) => inner.call(request).await,
                 Err(refusal) => Ok(auth.reject(&refusal)),
             }
-        })
+        }))
     }
 }

@@ -554,3 +554,25 @@ async fn secret_scopes_are_granted_to_secret_callers() {
     let reply = call_mcp(&app(&auth), None, Some(secret.expose())).await;
     assert_eq!(reply.body["scopes"], json!(["mcp:read"]));
 }
+
+#[tokio::test]
+async fn only_requests_with_no_credential_anywhere_skip_the_lookup() {
+    let auth = authenticator(&config(), Some(Arc::new(MemorySecrets::default()))).await;
+    let anonymous = |method: &str, uri: &str, headers: &[(&str, &str)]| {
+        let mut request = request(method, uri);
+        for (name, value) in headers {
+            request = request.header(*name, *value);
+        }
+        auth.is_anonymous(&request.body(()).unwrap())
+    };
+    assert!(anonymous("POST", "/mcp", &[]));
+    assert!(anonymous("GET", "/healthz", &[("accept", "text/event-stream")]));
+    // Anywhere a credential could be, the full check runs (and refuses or verifies it).
+    assert!(!anonymous("POST", "/mcp", &[("authorization", "Bearer x")]));
+    assert!(!anonymous("POST", "/mcp", &[("x-mcp-secret", "x")]));
+    assert!(!anonymous("POST", "/mcp/some-secret", &[]));
+    assert!(!anonymous("POST", "/mcp?token=x", &[]));
+    assert!(!anonymous("POST", "/mcp?page=2", &[]));
+    // The protected resource metadata is public whatever the request carries.
+    assert!(anonymous("GET", "/.well-known/oauth-protected-resource", &[("authorization", "Bearer x")]));
+}

@@ -41,9 +41,9 @@ pub enum AppError {
     TokenKey(String),
 }
 
-/// The server's routes behind the auth layer, which goes around the router rather than inside
-/// it because it rewrites `/mcp/<secret>` to `/mcp` before routing.
-pub type AppService = mirobody_auth::AuthService<Router>;
+/// The server's routes behind the auth layer, which goes around them rather than inside because
+/// it rewrites `/mcp/<secret>` to `/mcp` before routing: MCP at its path, the rest in a router.
+pub type AppService = mirobody_auth::AuthService<crate::http::Mounted>;
 
 /// Everything the server runs: the routes, and the parts the CLI commands use.
 pub struct Server {
@@ -160,15 +160,14 @@ pub async fn build(config: &Config) -> Result<Server, AppError> {
     let mcp = McpHttp::new(service.clone(), http_options);
     mcp.spawn_session_sweeper();
     let files_path = format!("{}/files/{{*key}}", config.uri_prefix);
-    let routes = mcp
-        .router_at(&config.mcp_path())
+    let rest = Router::new()
         .route("/healthz", get(|| async { "ok" }))
         .route(&files_path, get(serve_signed_file).with_state(Arc::clone(&opened)))
         .merge(mirobody_auth::protected_resource_metadata(&auth))
         .merge(mirobody_auth::personal_router(&auth));
     // The layer goes around every route: it rewrites `/mcp/<secret>` to `/mcp` before routing,
     // and nothing inside it ever sees the secret.
-    let app = auth.wrap(routes);
+    let app = auth.wrap(mcp.mount(&config.mcp_path(), rest));
     Ok(Server { app, service, backends: opened, auth, endpoint, tool_backends })
 }
 

@@ -13,15 +13,18 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
+use std::task::{Context, Poll};
+
+use axum::Router;
 use axum::body::Body;
-use axum::extract::{Request, State};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
-use axum::routing::post;
-use axum::{Extension, Router};
-use futures::future::{AbortHandle, Abortable};
+use axum::routing::future::RouteFuture;
+use bytes::Bytes;
+use futures::future::{AbortHandle, Abortable, BoxFuture, Either};
 use futures::stream::{self, Stream, StreamExt};
-use http::{HeaderMap, HeaderName, HeaderValue, StatusCode, header};
+use http::request::Parts;
+use http::{HeaderMap, HeaderName, HeaderValue, Method, Request, StatusCode, header};
 use http_body_util::{BodyExt, Limited};
 use mirobody_core::UserInfo;
 use tokio::sync::mpsc;
@@ -40,7 +43,6 @@ pub const VERSION_HEADER: &str = "mcp-protocol-version";
 
 // The same names, parsed once: a `&str` name is parsed again on every lookup.
 const SESSION: HeaderName = HeaderName::from_static(SESSION_HEADER);
-const PROTOCOL_VERSION: HeaderName = HeaderName::from_static(VERSION_HEADER);
 
 /// How the HTTP transport behaves.
 #[derive(Clone, Debug)]
@@ -147,7 +149,28 @@ impl McpHttp {
     /// A router that serves MCP at `path` (such as `/mcp`), to merge into an application's
     /// router. Cheaper per request than nesting [`McpHttp::router`], which rewrites every URI.
     pub fn router_at(&self, path: &str) -> Router {
-        Router::new().route(path, post(handle_post).get(handle_get).delete(handle_delete)).with_state(self.clone())
+        Router::new().route_service(path, self.clone())
+    }
+
+    /// MCP at `path` in front of an application's other routes: requests for `path` come
+    /// straight here, everything else goes to `rest`. The cheapest way to serve the endpoint
+    /// beside other routes, since MCP requests skip the router's matching and boxing.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    ///
+    /// use mirobody_core::Registry;
+    /// use mirobody_server::McpService;
+    /// use mirobody_server::axum::{Router, routing::get};
+    /// use mirobody_server::http::{HttpOptions, McpHttp};
+    ///
+    /// let service = McpService::builder(Arc::new(Registry::builder().build().unwrap())).build();
+    /// let health = Router::new().route("/healthz", get(|| async { "ok" }));
+    /// let app = McpHttp::new(service, HttpOptions::default()).mount("/mcp", health);
+    /// # let _ = app;
+    /// ```
+    pub fn mount(&self, path: &str, rest: Router) -> Mounted {
+        Mounted { path: path.into(), mcp: self.clone(), rest }
     }
 
     /// Starts a task that drops idle sessions every minute; it ends with the runtime.
@@ -164,6 +187,74 @@ impl McpHttp {
                 }
             }
         });
+    }
+
+    // The endpoint's methods: POST carries messages, GET opens the server's stream, DELETE
+    // ends a session.
+    async fn respond<B>(self, request: Request<B>) -> Response
+    where
+        B: http_body::Body<Data = Bytes> + Send,
+        B::Error: Into<axum::BoxError>,
+    {
+        match *request.method() {
+            Method::POST => handle_post(&self, request).await,
+            Method::GET => handle_get(&self, &request.into_parts().0),
+            Method::DELETE => handle_delete(&self, &request.into_parts().0),
+            _ if self.inner.options.stateless => method_not_allowed(),
+            _ => not_allowed("GET, POST, DELETE"),
+        }
+    }
+}
+
+/// The endpoint as a tower service, for `Router::route_service` or any server: every method
+/// at whatever path it is mounted.
+impl<B> tower::Service<Request<B>> for McpHttp
+where
+    B: http_body::Body<Data = Bytes> + Send + 'static,
+    B::Error: Into<axum::BoxError>,
+{
+    type Response = Response;
+    type Error = Infallible;
+    type Future = BoxFuture<'static, Result<Response, Infallible>>;
+
+    fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, request: Request<B>) -> Self::Future {
+        let http = self.clone();
+        Box::pin(async move { Ok(http.respond(request).await) })
+    }
+}
+
+/// [`McpHttp::mount`]: the endpoint at one path, the rest of an application's routes behind it.
+#[derive(Clone)]
+pub struct Mounted {
+    path: Arc<str>,
+    mcp: McpHttp,
+    rest: Router,
+}
+
+impl<B> tower::Service<Request<B>> for Mounted
+where
+    B: http_body::Body<Data = Bytes> + Send + 'static,
+    B::Error: Into<axum::BoxError>,
+{
+    type Response = Response;
+    type Error = Infallible;
+    type Future = Either<BoxFuture<'static, Result<Response, Infallible>>, RouteFuture<Infallible>>;
+
+    fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        // Both are always ready.
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, request: Request<B>) -> Self::Future {
+        if request.uri().path() == &*self.path {
+            Either::Left(self.mcp.call(request))
+        } else {
+            Either::Right(self.rest.call(request))
+        }
     }
 }
 
@@ -220,8 +311,8 @@ pub(crate) fn accepts(headers: &HeaderMap, mime: &str) -> bool {
     })
 }
 
-fn check_version_header(headers: &HeaderMap) -> Result<(), Response> {
-    match header_str(headers, &PROTOCOL_VERSION) {
+fn check_version(version: Option<&str>) -> Result<(), Response> {
+    match version {
         Some(v) if !mcp::SUPPORTED_VERSIONS.contains(&v) => Err(rpc_error(
             StatusCode::BAD_REQUEST,
             None,
@@ -287,9 +378,13 @@ impl HttpInner {
     }
 }
 
-async fn handle_post(State(http): State<McpHttp>, request: Request) -> Response {
+async fn handle_post<B>(http: &McpHttp, request: Request<B>) -> Response
+where
+    B: http_body::Body<Data = Bytes>,
+    B::Error: Into<axum::BoxError>,
+{
     let inner = &http.inner;
-    let (parts, body) = request.into_parts();
+    let (mut parts, body) = request.into_parts();
     let headers = &parts.headers;
     if let Err(refusal) = check_host_and_origin(headers, &inner.options) {
         return refusal;
@@ -326,7 +421,7 @@ async fn handle_post(State(http): State<McpHttp>, request: Request) -> Response 
             );
         }
     };
-    let user = parts.extensions.get::<UserInfo>().cloned().unwrap_or_default();
+    let user = parts.extensions.remove::<UserInfo>().unwrap_or_default();
     let message = match Message::parse(&bytes) {
         Ok(message) => message,
         Err(failure) => {
@@ -343,16 +438,17 @@ async fn handle_post(State(http): State<McpHttp>, request: Request) -> Response 
     };
     // The revision is chosen per request: 2026-07-28 requests are served statelessly, the rest
     // on the session path below, unchanged.
+    let version = modern_http::protocol_version(headers);
     match message {
-        Message::Request(request) if modern_http::is_modern(headers, &request) => {
-            modern_http::handle(&http, request, user, parts.headers, streamable).instrument(span).await
+        Message::Request(request) if modern_http::is_modern(version, &request) => {
+            modern_http::handle(http, request, user, parts.headers, streamable).instrument(span).await
         }
-        other if modern_http::names_modern_version(headers) => modern_http::not_a_request(&other),
+        other if modern_http::names_modern_version(version) => modern_http::not_a_request(&other),
         message => {
-            if let Err(refusal) = check_version_header(headers) {
+            if let Err(refusal) = check_version(version) {
                 return refusal;
             }
-            dispatch(&http, message, user, &parts.headers, streamable).instrument(span).await
+            dispatch(http, message, user, &parts.headers, streamable).instrument(span).await
         }
     }
 }
@@ -575,16 +671,17 @@ fn refuse_session_method(headers: &HeaderMap, options: &HttpOptions) -> Option<R
     if let Err(refusal) = check_host_and_origin(headers, options) {
         return Some(refusal);
     }
-    (options.stateless || modern_http::names_modern_version(headers)).then(method_not_allowed)
+    let modern = modern_http::names_modern_version(modern_http::protocol_version(headers));
+    (options.stateless || modern).then(method_not_allowed)
 }
 
-async fn handle_get(State(http): State<McpHttp>, user: Option<Extension<UserInfo>>, headers: HeaderMap) -> Response {
-    let user_id = user.as_ref().and_then(|u| u.user_id());
+fn handle_get(http: &McpHttp, request: &Parts) -> Response {
+    let (headers, user_id) = (&request.headers, caller_id(request));
     let inner = &http.inner;
-    if let Some(refusal) = refuse_session_method(&headers, &inner.options) {
+    if let Some(refusal) = refuse_session_method(headers, &inner.options) {
         return refusal;
     }
-    if !accepts(&headers, "text/event-stream") {
+    if !accepts(headers, "text/event-stream") {
         return rpc_error(
             StatusCode::NOT_ACCEPTABLE,
             None,
@@ -592,7 +689,7 @@ async fn handle_get(State(http): State<McpHttp>, user: Option<Extension<UserInfo
             "Not Acceptable: Accept must include text/event-stream",
         );
     }
-    let session = match inner.session_for(&headers, user_id) {
+    let session = match inner.session_for(headers, user_id) {
         Ok(session) => session,
         Err(refusal) => return refusal,
     };
@@ -612,13 +709,13 @@ async fn handle_get(State(http): State<McpHttp>, user: Option<Extension<UserInfo
     sse(events, inner.options.keep_alive)
 }
 
-async fn handle_delete(State(http): State<McpHttp>, user: Option<Extension<UserInfo>>, headers: HeaderMap) -> Response {
-    let user_id = user.as_ref().and_then(|u| u.user_id());
+fn handle_delete(http: &McpHttp, request: &Parts) -> Response {
+    let (headers, user_id) = (&request.headers, caller_id(request));
     let inner = &http.inner;
-    if let Some(refusal) = refuse_session_method(&headers, &inner.options) {
+    if let Some(refusal) = refuse_session_method(headers, &inner.options) {
         return refusal;
     }
-    let Some(id) = header_str(&headers, &SESSION) else {
+    let Some(id) = header_str(headers, &SESSION) else {
         return rpc_error(
             StatusCode::BAD_REQUEST,
             None,
@@ -633,8 +730,18 @@ async fn handle_delete(State(http): State<McpHttp>, user: Option<Extension<UserI
     }
 }
 
+// The caller an auth layer put in the request's extensions; none for anonymous callers.
+fn caller_id(request: &Parts) -> Option<&str> {
+    request.extensions.get::<UserInfo>().and_then(UserInfo::user_id)
+}
+
+/// 405 for a method that only POST may be used in place of.
 pub(crate) fn method_not_allowed() -> Response {
+    not_allowed("POST")
+}
+
+fn not_allowed(allow: &'static str) -> Response {
     let mut response = rpc_error(StatusCode::METHOD_NOT_ALLOWED, None, code::TRANSPORT, "Method Not Allowed");
-    response.headers_mut().insert(header::ALLOW, HeaderValue::from_static("POST"));
+    response.headers_mut().insert(header::ALLOW, HeaderValue::from_static(allow));
     response
 }

@@ -2,11 +2,13 @@
 //! Accept, the protocol version header, body size, bad JSON, batches, and DNS-rebinding
 //! protection (Host and Origin).
 
-use http::{Method, StatusCode};
+use http::{Method, Request, StatusCode};
 use mirobody_server::http::HttpOptions;
 use serde_json::{Value, json};
 
-use crate::support::{TestServer, body_bytes, json_reply, notification, remove_header, rpc, set_header};
+use crate::support::{
+    LATEST, TestServer, body_bytes, header_str, init_params, json_reply, notification, remove_header, rpc, set_header,
+};
 
 #[tokio::test]
 async fn notifications_get_202_with_an_empty_body() {
@@ -284,8 +286,50 @@ async fn a_session_belongs_to_the_caller_that_opened_it() {
 async fn other_http_methods_are_not_allowed() {
     let server = TestServer::new();
     let client = server.initialized(json!({})).await;
-    let response = client.send(client.request(Method::PUT, "{}")).await;
-    assert_eq!(response.status(), StatusCode::METHOD_NOT_ALLOWED);
+    for method in [Method::PUT, Method::PATCH, Method::HEAD, Method::OPTIONS] {
+        let response = client.send(client.request(method.clone(), "{}")).await;
+        assert_eq!(response.status(), StatusCode::METHOD_NOT_ALLOWED, "{method}");
+        assert_eq!(header_str(response.headers(), "allow"), "GET, POST, DELETE", "{method}");
+    }
+}
+
+#[tokio::test]
+async fn mounted_in_front_of_a_router_the_endpoint_and_the_other_routes_both_answer() {
+    use mirobody_server::axum::{Router, body::Body, routing::get};
+    use tower::ServiceExt;
+
+    let server = TestServer::new();
+    let app = server.http.mount("/mcp", Router::new().route("/healthz", get(|| async { "ok" })));
+    let send = |request: Request<Body>| app.clone().oneshot(request);
+    let empty = |method: Method, path: &str| Request::builder().method(method).uri(path).body(Body::empty()).unwrap();
+
+    let init = rpc(1, "initialize", init_params(LATEST, json!({})));
+    let post = Request::post("/mcp")
+        .header("host", "localhost")
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .body(Body::from(init.to_string()))
+        .unwrap();
+    let reply = json_reply(send(post).await.unwrap()).await;
+    assert_eq!(reply.status, StatusCode::OK);
+    assert_eq!(reply.result()["protocolVersion"], LATEST);
+    assert!(!reply.header("mcp-session-id").is_empty());
+
+    let health = send(empty(Method::GET, "/healthz")).await.unwrap();
+    assert_eq!(health.status(), StatusCode::OK);
+    assert_eq!(body_bytes(health).await, "ok");
+    // Only the exact path is the endpoint; everything else is the router's.
+    for path in ["/mcp/", "/mcpx", "/mc", "/other"] {
+        assert_eq!(send(empty(Method::POST, path)).await.unwrap().status(), StatusCode::NOT_FOUND, "{path}");
+    }
+    let put = send(empty(Method::PUT, "/mcp")).await.unwrap();
+    assert_eq!(put.status(), StatusCode::METHOD_NOT_ALLOWED);
+    assert_eq!(header_str(put.headers(), "allow"), "GET, POST, DELETE");
+    // GET is the endpoint's too: without a session it is refused by the endpoint, not the router.
+    let get_stream = Request::get("/mcp").header("host", "localhost").header("accept", "text/event-stream");
+    let refused = json_reply(send(get_stream.body(Body::empty()).unwrap()).await.unwrap()).await;
+    assert_eq!(refused.status, StatusCode::BAD_REQUEST);
+    assert!(refused.error_message().contains("Mcp-Session-Id"), "{}", refused.body);
 }
 
 #[tokio::test]
