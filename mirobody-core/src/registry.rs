@@ -154,7 +154,7 @@ struct Rendered {
 /// ```
 pub struct Registry {
     entries: Vec<Entry>,
-    index: HashMap<Box<str>, usize>,
+    index: foldhash::HashMap<Box<str>, usize>,
     mcp_all: Box<str>,
     mcp_public: Box<str>,
     functions: Vec<(Format, Rendered)>,

@@ -154,9 +154,26 @@ impl ToolResult {
     /// A value that cannot be serialized gives an error result.
     pub fn ok(value: impl Serialize) -> Self {
         match serde_json::to_value(value) {
-            Ok(value) => ToolResult::structured(into_object(value)),
+            Ok(value) => ToolResult::json(value),
             Err(e) => ToolResult::error(format!("The tool's result could not be encoded as JSON: {e}")),
         }
+    }
+
+    /// A successful result from JSON already built (with `json!`, say): [`ok`](ToolResult::ok)
+    /// without copying the value. An object is the structured content as it is; anything else
+    /// is wrapped as `{"result": ...}`.
+    ///
+    /// ```
+    /// use mirobody_core::ToolResult;
+    /// use serde_json::json;
+    ///
+    /// let result = ToolResult::json(json!({"echo": "hi"}));
+    /// assert_eq!(result, ToolResult::ok(json!({"echo": "hi"})));
+    /// assert_eq!(result.first_text(), Some(r#"{"echo":"hi"}"#));
+    /// assert_eq!(ToolResult::json(json!(3)).structured_content().unwrap()["result"], 3);
+    /// ```
+    pub fn json(value: Value) -> Self {
+        ToolResult::structured(into_object(value))
     }
 
     /// A successful result from a JSON object.

@@ -1,5 +1,6 @@
 //! JSON-RPC 2.0 messages: reading one from bytes, writing replies as bytes.
 
+use std::borrow::Cow;
 use std::fmt;
 
 use serde::{Deserialize, Serialize};
@@ -118,8 +119,10 @@ pub struct ClientResponse {
 }
 
 #[derive(Deserialize)]
-struct Envelope {
-    jsonrpc: Option<String>,
+struct Envelope<'a> {
+    // Borrowed from the request when it has no escapes, as it always has: no allocation.
+    #[serde(borrow)]
+    jsonrpc: Option<Cow<'a, str>>,
     #[serde(default, deserialize_with = "present")]
     id: Option<Option<Id>>,
     method: Option<String>,
@@ -154,7 +157,7 @@ impl Message {
             );
             return Err(ParseFailure { id: None, error });
         }
-        let envelope: Envelope = serde_json::from_slice(bytes).map_err(|e| {
+        let envelope: Envelope<'_> = serde_json::from_slice(bytes).map_err(|e| {
             let (code, what) = if e.is_data() {
                 (code::INVALID_REQUEST, "Invalid request")
             } else {
@@ -299,6 +302,8 @@ mod tests {
             Ok(Message::Notification(_))
         ));
         assert!(matches!(Message::parse(br#"{"jsonrpc":"2.0","id":"a","result":{}}"#), Ok(Message::Response(_))));
+        // The version is read borrowed; written with an escape it is the same string.
+        assert!(matches!(Message::parse(br#"{"jsonrpc":"2\u002e0","id":1,"method":"ping"}"#), Ok(Message::Request(_))));
     }
 
     #[test]

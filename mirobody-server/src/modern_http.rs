@@ -59,14 +59,20 @@ impl ReplyBody for ModernReply {
     }
 }
 
-/// Whether the `MCP-Protocol-Version` header names a stateless revision.
-pub(crate) fn names_modern_version(headers: &HeaderMap) -> bool {
-    header_str(headers, &VERSION).is_some_and(|v| MODERN_VERSIONS.contains(&v.trim()))
+/// The `MCP-Protocol-Version` header, read once per request for every rule that needs it.
+pub(crate) fn protocol_version(headers: &HeaderMap) -> Option<&str> {
+    header_str(headers, &VERSION).map(str::trim)
+}
+
+/// Whether the `MCP-Protocol-Version` header (see [`protocol_version`]) names a stateless
+/// revision.
+pub(crate) fn names_modern_version(version: Option<&str>) -> bool {
+    version.is_some_and(|v| MODERN_VERSIONS.contains(&v))
 }
 
 /// Whether a request is served statelessly, as 2026-07-28.
-pub(crate) fn is_modern(headers: &HeaderMap, request: &Request) -> bool {
-    match header_str(headers, &VERSION).map(str::trim) {
+pub(crate) fn is_modern(version: Option<&str>, request: &Request) -> bool {
+    match version {
         Some(v) if mcp::SUPPORTED_VERSIONS.contains(&v) => false,
         Some(v) if MODERN_VERSIONS.contains(&v) => true,
         _ => request.method == "server/discover" || RequestMeta::present(request.params.as_deref()),

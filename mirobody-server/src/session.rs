@@ -1,7 +1,7 @@
 //! Per-client state: the negotiated version, what the client can do, its log level, its
 //! subscriptions, the calls it has running, and the stream for unrelated server messages.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
@@ -47,7 +47,7 @@ pub struct Session {
     client_capabilities: OnceLock<Value>,
     log_level: AtomicU8,
     subscriptions: Mutex<HashSet<String>>,
-    running: Mutex<HashMap<Id, AbortHandle>>,
+    running: Mutex<foldhash::HashMap<Id, AbortHandle>>,
     stream: Mutex<Option<mpsc::Sender<Vec<u8>>>>,
     last_seen_ms: AtomicU64,
     born: Instant,
@@ -72,7 +72,7 @@ impl Session {
             client_capabilities: OnceLock::new(),
             log_level: AtomicU8::new(LOGS_OFF),
             subscriptions: Mutex::new(HashSet::new()),
-            running: Mutex::new(HashMap::new()),
+            running: Mutex::default(),
             stream: Mutex::new(None),
             last_seen_ms: AtomicU64::new(0),
             born: Instant::now(),
@@ -241,7 +241,7 @@ pub const MIN_IDLE_TO_EVICT: Duration = Duration::from_secs(60);
 
 /// Sessions of stateful HTTP, bounded in number and evicted when idle.
 pub struct SessionStore {
-    sessions: Mutex<HashMap<String, Arc<Session>>>,
+    sessions: Mutex<foldhash::HashMap<String, Arc<Session>>>,
     max_sessions: usize,
     idle_timeout: Duration,
 }
@@ -249,7 +249,7 @@ pub struct SessionStore {
 impl SessionStore {
     /// A store of at most `max_sessions`, dropping sessions idle longer than `idle_timeout`.
     pub fn new(max_sessions: usize, idle_timeout: Duration) -> Self {
-        SessionStore { sessions: Mutex::new(HashMap::new()), max_sessions: max_sessions.max(1), idle_timeout }
+        SessionStore { sessions: Mutex::default(), max_sessions: max_sessions.max(1), idle_timeout }
     }
 
     /// Creates a session for `owner` with a fresh random id (128 bits, visible ASCII); `None`
@@ -317,7 +317,7 @@ impl SessionStore {
     }
 }
 
-fn evict(sessions: &mut HashMap<String, Arc<Session>>, idle_timeout: Duration) -> usize {
+fn evict(sessions: &mut foldhash::HashMap<String, Arc<Session>>, idle_timeout: Duration) -> usize {
     let before = sessions.len();
     sessions.retain(|_, s| {
         let keep = s.idle_for() <= idle_timeout;

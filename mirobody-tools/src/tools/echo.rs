@@ -24,7 +24,8 @@ pub fn tool() -> Tool {
 }
 
 async fn echo(args: Args, _user: &UserInfo, _ctx: &ToolContext<'_>) -> ToolResult {
-    ToolResult::ok(json!({ "echo": args.str("text").unwrap_or_default() }))
+    // `json` rather than `ok`: the value is JSON already, so it is not copied.
+    ToolResult::json(json!({ "echo": args.str("text").unwrap_or_default() }))
 }
 
 register_tool!(tool);
