@@ -222,13 +222,6 @@ impl RpcError {
 }
 
 #[derive(Serialize)]
-struct ResultEnvelope<'a, T> {
-    jsonrpc: &'static str,
-    id: &'a Id,
-    result: T,
-}
-
-#[derive(Serialize)]
 struct ErrorEnvelope<'a> {
     jsonrpc: &'static str,
     id: Option<&'a Id>,
@@ -252,19 +245,25 @@ struct OutgoingNotification<'a> {
 
 /// Writes a success response.
 pub fn result_bytes(id: &Id, result: &impl Serialize) -> Vec<u8> {
-    let mut out = Vec::with_capacity(128);
     // Serializing to a Vec fails only for maps with non-string keys, which no result has.
-    let _ = serde_json::to_writer(&mut out, &ResultEnvelope { jsonrpc: "2.0", id, result });
-    out
+    result_envelope(id, 256, |out| {
+        let _ = serde_json::to_writer(out, result);
+    })
 }
 
 /// Writes a success response whose result is JSON text already (a pre-rendered listing).
 pub fn raw_result_bytes(id: &Id, result_json: &str) -> Vec<u8> {
-    let mut out = Vec::with_capacity(result_json.len() + 48);
+    result_envelope(id, result_json.len() + 48, |out| out.extend_from_slice(result_json.as_bytes()))
+}
+
+// The envelope around a result, written by hand: its keys never change, so serde need not
+// escape them on every reply.
+fn result_envelope(id: &Id, capacity: usize, write_result: impl FnOnce(&mut Vec<u8>)) -> Vec<u8> {
+    let mut out = Vec::with_capacity(capacity);
     out.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
     let _ = serde_json::to_writer(&mut out, id);
     out.extend_from_slice(br#","result":"#);
-    out.extend_from_slice(result_json.as_bytes());
+    write_result(&mut out);
     out.push(b'}');
     out
 }
@@ -321,6 +320,8 @@ mod tests {
     fn ids_are_echoed_verbatim() {
         let out = raw_result_bytes(&Id::String("x\"y".into()), "{}");
         assert_eq!(out, br#"{"jsonrpc":"2.0","id":"x\"y","result":{}}"#);
+        let out = result_bytes(&Id::Number(7.into()), &serde_json::json!({"a": [1, "b\n"]}));
+        assert_eq!(out, br#"{"jsonrpc":"2.0","id":7,"result":{"a":[1,"b\n"]}}"#);
         let out = error_bytes(None, &RpcError::new(code::PARSE_ERROR, "Parse error"));
         assert_eq!(out, br#"{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error"}}"#);
     }
