@@ -451,9 +451,7 @@ where
     let version = modern_http::protocol_version(headers);
     match message {
         Message::Request(request) if modern_http::is_modern(version, &request) => {
-            // Boxed, as `initialize` is below: a branch's future is part of every request's
-            // future, which is moved into a box once per request (a memcpy of its whole size).
-            Box::pin(modern_http::handle(http, request, user, parts.headers, streamable)).instrument(span).await
+            modern_http::handle(http, request, user, parts.headers, streamable).instrument(span).await
         }
         other if modern_http::names_modern_version(version) => modern_http::not_a_request(&other),
         message => {
@@ -477,9 +475,7 @@ fn with_conversation_id(user: UserInfo, session: &Session) -> UserInfo {
 async fn dispatch(http: &McpHttp, message: Message, user: UserInfo, headers: &HeaderMap, streamable: bool) -> Response {
     let inner = &http.inner;
     match message {
-        Message::Request(request) if request.method == "initialize" => {
-            Box::pin(initialize(http, &request, &user, headers)).await
-        }
+        Message::Request(request) if request.method == "initialize" => initialize(http, &request, &user, headers).await,
         Message::Request(request) => {
             let session = match inner.session_for(headers, user.user_id()) {
                 Ok(session) => session,
