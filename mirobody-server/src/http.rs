@@ -20,7 +20,7 @@ use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::routing::future::RouteFuture;
 use bytes::Bytes;
-use futures::future::{AbortHandle, Abortable, BoxFuture, Either};
+use futures::future::{AbortHandle, Abortable, BoxFuture, Either, FutureExt};
 use futures::stream::{self, Stream, StreamExt};
 use http::request::Parts;
 use http::{HeaderMap, HeaderName, HeaderValue, Method, Request, StatusCode, header};
@@ -189,19 +189,23 @@ impl McpHttp {
     }
 
     // The endpoint's methods: POST carries messages, GET opens the server's stream, DELETE
-    // ends a session.
-    async fn respond<B>(self, request: Request<B>) -> Response
+    // ends a session. Only POST waits on anything.
+    fn respond<B>(&self, request: Request<B>) -> BoxFuture<'static, Result<Response, Infallible>>
     where
-        B: http_body::Body<Data = Bytes> + Send,
+        B: http_body::Body<Data = Bytes> + Send + 'static,
         B::Error: Into<axum::BoxError>,
     {
-        match *request.method() {
-            Method::POST => handle_post(&self, request).await,
-            Method::GET => handle_get(&self, &request.into_parts().0),
-            Method::DELETE => handle_delete(&self, &request.into_parts().0),
+        let (parts, body) = request.into_parts();
+        let response = match parts.method {
+            // The request goes in as its parts and body, not as a whole: an async fn keeps its
+            // arguments for as long as it runs, and this future is moved into a box.
+            Method::POST => return Box::pin(handle_post(self.clone(), parts, body).map(Ok)),
+            Method::GET => handle_get(self, &parts),
+            Method::DELETE => handle_delete(self, &parts),
             _ if self.inner.options.stateless => method_not_allowed(),
             _ => not_allowed("GET, POST, DELETE"),
-        }
+        };
+        Box::pin(std::future::ready(Ok(response)))
     }
 }
 
@@ -221,8 +225,7 @@ where
     }
 
     fn call(&mut self, request: Request<B>) -> Self::Future {
-        let http = self.clone();
-        Box::pin(async move { Ok(http.respond(request).await) })
+        self.respond(request)
     }
 }
 
@@ -388,13 +391,13 @@ impl HttpInner {
     }
 }
 
-async fn handle_post<B>(http: &McpHttp, request: Request<B>) -> Response
+async fn handle_post<B>(http: McpHttp, mut parts: Parts, body: B) -> Response
 where
     B: http_body::Body<Data = Bytes>,
     B::Error: Into<axum::BoxError>,
 {
+    let http = &http;
     let inner = &http.inner;
-    let (mut parts, body) = request.into_parts();
     let headers = &parts.headers;
     if let Err(refusal) = check_host_and_origin(headers, &inner.options) {
         return refusal;
@@ -451,7 +454,10 @@ where
     let version = modern_http::protocol_version(headers);
     match message {
         Message::Request(request) if modern_http::is_modern(version, &request) => {
-            modern_http::handle(http, request, user, parts.headers, streamable).instrument(span).await
+            // Boxed, as `initialize` and methods other than tools/call are: a branch's future is
+            // part of every request's future, which is moved into a box once per request, so
+            // only the tools/call path is kept inline.
+            Box::pin(modern_http::handle(http, request, user, parts.headers, streamable)).instrument(span).await
         }
         other if modern_http::names_modern_version(version) => modern_http::not_a_request(&other),
         message => {
@@ -475,7 +481,9 @@ fn with_conversation_id(user: UserInfo, session: &Session) -> UserInfo {
 async fn dispatch(http: &McpHttp, message: Message, user: UserInfo, headers: &HeaderMap, streamable: bool) -> Response {
     let inner = &http.inner;
     match message {
-        Message::Request(request) if request.method == "initialize" => initialize(http, &request, &user, headers).await,
+        Message::Request(request) if request.method == "initialize" => {
+            Box::pin(initialize(http, &request, &user, headers)).await
+        }
         Message::Request(request) => {
             let session = match inner.session_for(headers, user.user_id()) {
                 Ok(session) => session,
@@ -566,7 +574,7 @@ async fn request_response(
     let inner = &http.inner;
     if request.method != "tools/call" {
         let exchange = Exchange { user: &user, session: &session, client: None };
-        let reply = inner.service.handle_request(&request, &exchange).await;
+        let reply = Box::pin(inner.service.handle_request(&request, &exchange)).await;
         return inner.challenge(&reply.status, json_response(StatusCode::OK, reply.body));
     }
 

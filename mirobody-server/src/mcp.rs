@@ -555,9 +555,24 @@ impl McpService {
         self.inner.visibility.as_ref().is_none_or(|visible| visible(user, tool))
     }
 
+    // When an access by `user` starts: only an authenticated caller's accesses are logged, and
+    // only theirs read the clock (a noticeable cost on every call otherwise).
+    pub(crate) fn access_started(&self, user: &UserInfo) -> Option<Instant> {
+        (self.inner.access_log.is_some() && user.user_id().is_some()).then(Instant::now)
+    }
+
     // Best effort and off the reply's path: the log never delays or fails a call.
-    pub(crate) fn record_access(&self, user: &UserInfo, kind: AccessKind, name: &str, success: bool, started: Instant) {
-        let (Some(log), Some(user_id)) = (&self.inner.access_log, user.user_id()) else { return };
+    pub(crate) fn record_access(
+        &self,
+        user: &UserInfo,
+        kind: AccessKind,
+        name: &str,
+        success: bool,
+        started: Option<Instant>,
+    ) {
+        let (Some(log), Some(user_id), Some(started)) = (&self.inner.access_log, user.user_id(), started) else {
+            return;
+        };
         let (log, user_id) = (Arc::clone(log), user_id.to_owned());
         // Names are capped so a caller cannot make the log store arbitrary text.
         let name: String = name.chars().take(128).collect();
@@ -580,7 +595,7 @@ impl McpService {
             let unknown = CallError::UnknownTool { name: p.name };
             return Reply::error(id, RpcError::invalid_params(unknown.to_string()));
         }
-        let started = Instant::now();
+        let started = self.access_started(exchange.user);
         let ctx = self.inner.backends.context(exchange.client);
         let outcome = self.inner.registry.call(&p.name, p.arguments, exchange.user, &ctx).await;
         if let Ok(result) = &outcome {
@@ -624,7 +639,7 @@ impl McpService {
             Ok(p) => p,
             Err(e) => return Reply::error(id, e),
         };
-        let started = Instant::now();
+        let started = self.access_started(exchange.user);
         let ctx = self.inner.backends.context(exchange.client);
         let read = self.read_contents(&p.uri, exchange.user, &ctx).await;
         self.record_access(exchange.user, AccessKind::Resource, &p.uri, read.is_ok(), started);

@@ -7,7 +7,7 @@
 use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use mirobody_core::{AccessKind, CallError, ResourceError, ToolContext, ToolResult, UserInfo};
 use serde::Deserialize;
@@ -753,7 +753,7 @@ impl McpService {
             user: exchange.user.user_id(),
         };
         let retry = RetryParams { input_responses: p.input_responses, request_state: p.request_state };
-        let started = Instant::now();
+        let started = self.access_started(exchange.user);
         let call = async |ctx: &ToolContext<'_>| registry.call(&p.name, arguments, exchange.user, ctx).await;
         let outcome = match self.round(id, exchange, &binding, retry, call).await {
             Ok(outcome) => outcome,
@@ -837,7 +837,7 @@ impl McpService {
             arguments: Arguments::Value(&Value::Null),
             user: exchange.user.user_id(),
         };
-        let started = Instant::now();
+        let started = self.access_started(exchange.user);
         let read = async |ctx: &ToolContext<'_>| self.read_contents(&p.uri, exchange.user, ctx).await;
         let read = match self.round(id, exchange, &binding, retry, read).await {
             Ok(read) => read,
