@@ -190,11 +190,7 @@ impl McpHttp {
 
     // The endpoint's methods: POST carries messages, GET opens the server's stream, DELETE
     // ends a session. Only POST waits on anything.
-    fn respond<B>(&self, request: Request<B>) -> BoxFuture<'static, Result<Response, Infallible>>
-    where
-        B: http_body::Body<Data = Bytes> + Send + 'static,
-        B::Error: Into<axum::BoxError>,
-    {
+    fn respond<B: RequestBody>(&self, request: Request<B>) -> BoxFuture<'static, Result<Response, Infallible>> {
         let (parts, body) = request.into_parts();
         let response = match parts.method {
             // The request goes in as its parts and body, not as a whole: an async fn keeps its
@@ -209,13 +205,14 @@ impl McpHttp {
     }
 }
 
+/// A request body the endpoint reads: hyper's, axum's, or any other HTTP body of bytes.
+pub trait RequestBody: http_body::Body<Data = Bytes, Error: Into<axum::BoxError>> + Send + 'static {}
+
+impl<B> RequestBody for B where B: http_body::Body<Data = Bytes, Error: Into<axum::BoxError>> + Send + 'static {}
+
 /// The endpoint as a tower service, for `Router::route_service` or any server: every method
 /// at whatever path it is mounted.
-impl<B> tower::Service<Request<B>> for McpHttp
-where
-    B: http_body::Body<Data = Bytes> + Send + 'static,
-    B::Error: Into<axum::BoxError>,
-{
+impl<B: RequestBody> tower::Service<Request<B>> for McpHttp {
     type Response = Response;
     type Error = Infallible;
     type Future = BoxFuture<'static, Result<Response, Infallible>>;
@@ -237,11 +234,7 @@ pub struct Mounted {
     rest: Router,
 }
 
-impl<B> tower::Service<Request<B>> for Mounted
-where
-    B: http_body::Body<Data = Bytes> + Send + 'static,
-    B::Error: Into<axum::BoxError>,
-{
+impl<B: RequestBody> tower::Service<Request<B>> for Mounted {
     type Response = Response;
     type Error = Infallible;
     type Future = Either<BoxFuture<'static, Result<Response, Infallible>>, RouteFuture<Infallible>>;
@@ -391,11 +384,7 @@ impl HttpInner {
     }
 }
 
-async fn handle_post<B>(http: McpHttp, mut parts: Parts, body: B) -> Response
-where
-    B: http_body::Body<Data = Bytes>,
-    B::Error: Into<axum::BoxError>,
-{
+async fn handle_post<B: RequestBody>(http: McpHttp, mut parts: Parts, body: B) -> Response {
     let http = &http;
     let inner = &http.inner;
     let headers = &parts.headers;
