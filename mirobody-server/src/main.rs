@@ -10,9 +10,13 @@ use mirobody_server::{app, cli, stdio};
 use tracing_subscriber::EnvFilter;
 
 // Per request the server makes dozens of small allocations that live for microseconds; glibc
-// malloc spent a sixth of an echo call's instructions on them (callgrind).
+// malloc spent a sixth of an echo call's instructions on them (callgrind). jemalloc rather than
+// mimalloc: the `mimalloc` crate asks for every block through `mi_malloc_aligned`, which
+// mimalloc 3 serves by over-allocating for any block above 1 KiB whose size is not a power of
+// two (the boxed request future, hyper's buffers); jemalloc took 4% fewer instructions per
+// `tools/call` than mimalloc 3 and 3% fewer than mimalloc 2 (benches/load/instructions.sh).
 #[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
