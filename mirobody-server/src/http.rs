@@ -19,7 +19,7 @@ use axum::body::Body;
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::routing::future::RouteFuture;
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
 use futures::future::{AbortHandle, Abortable, BoxFuture, Either, FutureExt};
 use futures::stream::{self, Stream, StreamExt};
 use http::request::Parts;
@@ -411,8 +411,8 @@ async fn handle_post<B: RequestBody>(http: McpHttp, mut parts: Parts, body: B) -
             "Not Acceptable: Accept must include application/json and text/event-stream",
         );
     }
-    let bytes = match Limited::new(body, inner.options.max_body_bytes).collect().await {
-        Ok(collected) => collected.to_bytes(),
+    let bytes = match read_body(body, inner.options.max_body_bytes).await {
+        Ok(bytes) => bytes,
         Err(_) => {
             let limit = inner.options.max_body_bytes;
             return rpc_error(
@@ -456,6 +456,31 @@ async fn handle_post<B: RequestBody>(http: McpHttp, mut parts: Parts, body: B) -
             dispatch(http, message, user, &parts.headers, streamable).instrument(span).await
         }
     }
+}
+
+/// Reads a whole request body of at most `limit` bytes.
+///
+/// By hand rather than with `collect()`, which queues every frame and then joins them: a
+/// request almost always arrives as one data frame, and that frame is returned as it is.
+async fn read_body<B: RequestBody>(body: B, limit: usize) -> Result<Bytes, axum::BoxError> {
+    let mut body = std::pin::pin!(Limited::new(body, limit));
+    let mut first = Bytes::new();
+    let mut joined: Option<BytesMut> = None;
+    while let Some(frame) = body.frame().await {
+        // Trailers carry nothing a JSON-RPC message needs.
+        let Ok(data) = frame?.into_data() else { continue };
+        match &mut joined {
+            Some(buffer) => buffer.extend_from_slice(&data),
+            None if first.is_empty() => first = data,
+            None => {
+                let mut buffer = BytesMut::with_capacity(first.len() + data.len());
+                buffer.extend_from_slice(&first);
+                buffer.extend_from_slice(&data);
+                joined = Some(buffer);
+            }
+        }
+    }
+    Ok(joined.map_or(first, BytesMut::freeze))
 }
 
 /// Gives the caller the MCP session as its conversation (for `whoami`, and for tools that keep
@@ -773,5 +798,27 @@ mod tests {
         assert_eq!(with("application/jsonx, text/event-streams"), (false, false));
         assert_eq!(with(""), (false, false));
         assert!(accepts(&HeaderMap::new(), "application/json"), "no Accept header accepts anything");
+    }
+
+    /// A body sent as these frames, then these trailers.
+    fn framed(parts: &[&'static str], trailers: bool) -> impl RequestBody {
+        let mut frames: Vec<Result<http_body::Frame<Bytes>, Infallible>> =
+            parts.iter().map(|p| Ok(http_body::Frame::data(Bytes::from_static(p.as_bytes())))).collect();
+        if trailers {
+            frames.push(Ok(http_body::Frame::trailers(HeaderMap::new())));
+        }
+        http_body_util::StreamBody::new(stream::iter(frames))
+    }
+
+    #[tokio::test]
+    async fn bodies_are_read_whole_in_any_number_of_frames_up_to_the_limit() {
+        let read = |parts: &'static [&'static str], trailers, limit| read_body(framed(parts, trailers), limit);
+        assert_eq!(read(&[], false, 10).await.unwrap(), "");
+        assert_eq!(read(&["{\"a\":1}"], false, 10).await.unwrap(), "{\"a\":1}");
+        assert_eq!(read(&["{\"a\"", ":", "1}"], true, 10).await.unwrap(), "{\"a\":1}");
+        assert_eq!(read(&["", "{}", "", "[]"], false, 10).await.unwrap(), "{}[]");
+        assert_eq!(read(&["12345", "67890"], false, 10).await.unwrap(), "1234567890", "exactly the limit");
+        assert!(read(&["12345", "678901"], false, 10).await.is_err(), "over the limit across frames");
+        assert!(read(&["12345678901"], false, 10).await.is_err(), "over the limit in one frame");
     }
 }
