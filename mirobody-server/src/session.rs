@@ -192,6 +192,18 @@ impl Session {
         self.last_seen_ms.store(self.born.elapsed().as_millis() as u64, Ordering::Relaxed);
     }
 
+    /// Records activity now, unless the session has been idle longer than `idle_timeout`;
+    /// whether it was still live. One clock read where `idle_for` then `touch` take two.
+    fn renew(&self, idle_timeout: Duration) -> bool {
+        let now = self.born.elapsed().as_millis() as u64;
+        let idle = Duration::from_millis(now.saturating_sub(self.last_seen_ms.load(Ordering::Relaxed)));
+        if idle > idle_timeout {
+            return false;
+        }
+        self.last_seen_ms.store(now, Ordering::Relaxed);
+        true
+    }
+
     /// How long since the last activity.
     pub fn idle_for(&self) -> Duration {
         let now = self.born.elapsed().as_millis() as u64;
@@ -282,13 +294,12 @@ impl SessionStore {
     pub fn get(&self, id: &str, user_id: Option<&str>) -> Option<Arc<Session>> {
         let mut sessions = lock(&self.sessions);
         let session = sessions.get(id).filter(|s| s.belongs_to(user_id))?;
-        if session.idle_for() > self.idle_timeout {
+        if !session.renew(self.idle_timeout) {
             if let Some(gone) = sessions.remove(id) {
                 gone.close();
             }
             return None;
         }
-        session.touch();
         Some(Arc::clone(session))
     }
 
@@ -374,6 +385,21 @@ mod tests {
         std::thread::sleep(Duration::from_millis(10));
         assert_eq!(store.sweep(), 1);
         assert!(store.is_empty());
+    }
+
+    #[test]
+    fn each_use_renews_a_session() {
+        let store = SessionStore::new(10, Duration::from_millis(400));
+        let a = store.create(None).unwrap();
+        let id = a.id().unwrap();
+        // Used every 100 ms for twice the idle timeout: still live.
+        for _ in 0..8 {
+            std::thread::sleep(Duration::from_millis(100));
+            assert!(store.get(id, None).is_some());
+        }
+        std::thread::sleep(Duration::from_millis(600));
+        assert!(store.get(id, None).is_none(), "idle longer than the timeout");
+        assert!(store.is_empty(), "an expired session found by `get` is dropped");
     }
 
     #[test]
