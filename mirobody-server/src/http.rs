@@ -32,7 +32,7 @@ use tracing::Instrument;
 use crate::jsonrpc::{self, Id, Message, RpcError, code};
 use crate::mcp::{self, Exchange, McpService, Reply, Status};
 use crate::modern_http;
-use crate::peer::ChannelPeer;
+use crate::peer::{ChannelPeer, Outbox};
 use crate::session::{Session, SessionStore};
 
 /// The session header.
@@ -595,7 +595,7 @@ async fn request_response(
     // A tool call can be cancelled, and may talk to the client while it runs (when the client
     // accepts SSE): give it a channel, and answer with JSON if it sends nothing, or switch to
     // SSE at its first message.
-    let (tx, mut rx) = mpsc::channel::<Vec<u8>>(64);
+    let (outbox, inbox) = Outbox::lazy();
     let id = request.id.clone();
     let (abort, registration) = AbortHandle::new_pair();
     let running = session.start_request(id.clone(), abort);
@@ -608,8 +608,14 @@ async fn request_response(
         Box::pin(async move {
             // Forgets the request however the call ends, even when its connection drops.
             let _running = running;
-            let peer =
-                ChannelPeer::new(tx, Arc::clone(&session), pending, user.user_id().map(str::to_owned), token, timeout);
+            let peer = ChannelPeer::new(
+                outbox,
+                Arc::clone(&session),
+                pending,
+                user.user_id().map(str::to_owned),
+                token,
+                timeout,
+            );
             let client: Option<&dyn mirobody_core::ClientPeer> = if streamable { Some(&peer) } else { None };
             let exchange = Exchange { user: &user, session: &session, client };
             Abortable::new(service.handle_request(&request, &exchange), registration).await.ok()
@@ -617,18 +623,13 @@ async fn request_response(
     };
     tokio::select! {
         biased;
-        reply = &mut call => {
+        reply = &mut call => match (reply, inbox.take()) {
+            (Some(reply), None) => inner.challenge(&reply.status, json_response(StatusCode::OK, reply.body)),
             // A call that finished in one poll may still have sent messages first.
-            let queued: Vec<Vec<u8>> = std::iter::from_fn(|| rx.try_recv().ok()).collect();
-            match reply {
-                Some(reply) if queued.is_empty() => {
-                    inner.challenge(&reply.status, json_response(StatusCode::OK, reply.body))
-                }
-                Some(reply) => sse_response(queued, rx, CallState::Done(Some(reply)), inner.options.keep_alive),
-                None => cancelled(&id),
-            }
+            (Some(reply), Some(rx)) => sse_response(rx, CallState::Done(Some(reply)), inner.options.keep_alive),
+            (None, _) => cancelled(&id),
         },
-        Some(first) = rx.recv() => sse_response(vec![first], rx, CallState::Running(call), inner.options.keep_alive),
+        rx = inbox.first_message() => sse_response(rx, CallState::Running(call), inner.options.keep_alive),
     }
 }
 
@@ -649,11 +650,10 @@ pub(crate) enum CallState<R> {
     Done(Option<R>),
 }
 
-/// An SSE response carrying `queued`, then what the call sends on `rx`, then its reply.
-/// Dropping the response (the client closed the stream) drops the call.
+/// An SSE response carrying what the call sends on `rx` (from what is already waiting there),
+/// then its reply. Dropping the response (the client closed the stream) drops the call.
 pub(crate) fn sse_response<R: ReplyBody>(
-    queued: Vec<Vec<u8>>,
-    rx: mpsc::Receiver<Vec<u8>>,
+    mut rx: mpsc::Receiver<Vec<u8>>,
     call: CallState<R>,
     keep_alive: Duration,
 ) -> Response {
@@ -662,7 +662,12 @@ pub(crate) fn sse_response<R: ReplyBody>(
         rx: mpsc::Receiver<Vec<u8>>,
         call: CallState<R>,
     }
-    let state = Streaming { queued: queued.into(), rx, call };
+    // A finished call sends nothing more: what it sent is all in the channel already.
+    let queued = match &call {
+        CallState::Done(_) => std::iter::from_fn(|| rx.try_recv().ok()).collect(),
+        CallState::Running(_) => std::collections::VecDeque::new(),
+    };
+    let state = Streaming { queued, rx, call };
     let events = stream::unfold(state, |mut s| async move {
         loop {
             if let Some(message) = s.queued.pop_front() {

@@ -20,6 +20,7 @@ use crate::mcp::{
     self, CallFailure, Inner, McpService, PromptParams, ServerInfo, Status, UriParams, call_failure, parse, single_page,
 };
 use crate::mrtr::{Arguments, Binding, MrtrPeer, Notifications, RetryParams, Round, Sealer, StateKey, run_round};
+use crate::peer::Outbox;
 use crate::session::{LOGS_OFF, log_rank};
 
 /// The revisions served statelessly, with per-request `_meta`, newest first.
@@ -294,7 +295,7 @@ pub struct ModernExchange<'a> {
     pub meta: &'a RequestMeta,
     /// Where request-scoped notifications (progress, logs) go, when the transport can carry
     /// them before the response.
-    pub notifications: Option<mpsc::Sender<Vec<u8>>>,
+    pub notifications: Option<Outbox>,
 }
 
 /// The response to one 2026-07-28 request.
@@ -519,7 +520,7 @@ impl McpService {
                 ),
             };
         }
-        let exchange = ModernExchange { user, meta: &meta, notifications };
+        let exchange = ModernExchange { user, meta: &meta, notifications: notifications.map(Outbox::from) };
         self.handle_modern(request, &exchange).await
     }
 

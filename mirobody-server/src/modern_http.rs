@@ -30,7 +30,7 @@ use futures::stream;
 use http::{HeaderMap, HeaderName, StatusCode};
 use mirobody_core::UserInfo;
 use serde_json::Value;
-use tokio::sync::{broadcast, mpsc};
+use tokio::sync::broadcast;
 
 use crate::changes::{self, SUBSCRIPTION_ID_KEY};
 use crate::http::{
@@ -42,6 +42,7 @@ use crate::mcp::{self, McpService};
 use crate::modern::{
     self, HeaderParam, MODERN_VERSIONS, ModernExchange, ModernParams, ModernReply, RequestMeta, codes,
 };
+use crate::peer::Outbox;
 
 /// The header that mirrors the request's method.
 pub const METHOD_HEADER: &str = "mcp-method";
@@ -276,10 +277,10 @@ pub(crate) async fn handle(
 
     // The call may send progress and logs before its reply, when the client reads SSE
     // (`streamable`).
-    let (tx, mut rx) = mpsc::channel::<Vec<u8>>(64);
+    let (outbox, inbox) = Outbox::lazy();
     let mut call: CallFuture<ModernReply> = {
         let service = http.service().clone();
-        let notifications = streamable.then_some(tx);
+        let notifications = streamable.then_some(outbox);
         Box::pin(async move {
             // The params are read once, here: the ladder and the method both use the reading.
             let read = ModernParams::parse(request.params.as_deref())
@@ -300,23 +301,22 @@ pub(crate) async fn handle(
         Poll::Pending => tokio::select! {
             biased;
             reply = &mut call => reply,
-            Some(first) = rx.recv() => {
-                return sse_response(vec![first], rx, CallState::Running(call), keep_alive);
-            },
+            rx = inbox.first_message() => return sse_response(rx, CallState::Running(call), keep_alive),
             // A silent call switches to SSE so keep-alive comments hold the connection open.
             () = tokio::time::sleep(keep_alive), if streamable => {
-                return sse_response(Vec::new(), rx, CallState::Running(call), keep_alive);
+                let rx = inbox.open();
+                return sse_response(rx, CallState::Running(call), keep_alive);
             },
         },
     };
-    // A call that finished may still have sent messages first.
-    let queued: Vec<Vec<u8>> = std::iter::from_fn(|| rx.try_recv().ok()).collect();
-    match reply {
-        Some(reply) if queued.is_empty() => {
+    match (reply, inbox.take()) {
+        (Some(reply), None) => {
             let response = json_response(status_for(reply.error_code), reply.body);
             http.challenge(&reply.status, response)
         }
-        reply => sse_response(queued, rx, CallState::Done(reply), keep_alive),
+        // A call that finished may still have sent messages first.
+        (reply, Some(rx)) => sse_response(rx, CallState::Done(reply), keep_alive),
+        (None, None) => sse_response(inbox.open(), CallState::<ModernReply>::Done(None), keep_alive),
     }
 }
 

@@ -33,10 +33,9 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
 use sha2::{Digest, Sha256};
-use tokio::sync::mpsc;
 
 use crate::jsonrpc::RpcError;
-use crate::peer::{capability_for, log_bytes, progress_bytes};
+use crate::peer::{Outbox, capability_for, log_bytes, progress_bytes};
 use crate::session::{LOGS_OFF, lock, log_rank};
 
 type HmacSha256 = Hmac<Sha256>;
@@ -305,7 +304,7 @@ fn check_answer(method: &str, answer: &Value) -> Result<(), &'static str> {
 /// Where a call's request-scoped notifications (progress, logs) go, and which it wants.
 pub(crate) struct Notifications {
     /// The call's stream.
-    pub(crate) out: mpsc::Sender<Vec<u8>>,
+    pub(crate) out: Outbox,
     /// The `_meta.progressToken`, if the client asked for progress.
     pub(crate) progress_token: Option<Value>,
     /// The lowest log level wanted (`LOGS_OFF` for none: logs need a `logLevel` in `_meta`).

@@ -2,13 +2,13 @@
 //! that asked, with the answers matched back by request id.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use async_trait::async_trait;
 use mirobody_core::{ClientPeer, PeerError};
 use serde_json::{Value, json};
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{Notify, mpsc, oneshot};
 
 use crate::jsonrpc::{self, Id};
 use crate::session::{Session, lock, random_token};
@@ -88,9 +88,111 @@ pub(crate) fn log_bytes(level: &str, data: Value) -> Vec<u8> {
     jsonrpc::notification_bytes("notifications/message", &json!({"level": level, "data": data}))
 }
 
+/// How many messages a call may have waiting on its stream before its next one waits.
+const CALL_STREAM_CAPACITY: usize = 64;
+
+/// Where one call's messages to its client go (progress, logs, questions): a channel, or one
+/// that opens at the first message (see [`Outbox::lazy`]).
+#[derive(Clone)]
+pub struct Outbox(OutboxKind);
+
+#[derive(Clone)]
+enum OutboxKind {
+    Open(mpsc::Sender<Vec<u8>>),
+    Lazy(Arc<LazyChannel>),
+}
+
+// A call's channel, made when the call first sends: most calls send nothing, and opening and
+// closing a tokio channel (its block allocation, the drain on drop) was about 2% of the
+// instructions of a `tools/call echo`.
+#[derive(Default)]
+struct LazyChannel {
+    opened: OnceLock<OpenChannel>,
+    first_message: Notify,
+}
+
+struct OpenChannel {
+    sender: mpsc::Sender<Vec<u8>>,
+    // Taken by the inbox, once.
+    receiver: Mutex<Option<mpsc::Receiver<Vec<u8>>>>,
+}
+
+impl From<mpsc::Sender<Vec<u8>>> for Outbox {
+    fn from(sender: mpsc::Sender<Vec<u8>>) -> Outbox {
+        Outbox(OutboxKind::Open(sender))
+    }
+}
+
+impl Outbox {
+    /// An outbox whose channel opens at the first message, with the [`Inbox`] that reads it.
+    pub fn lazy() -> (Outbox, Inbox) {
+        let channel = Arc::new(LazyChannel::default());
+        (Outbox(OutboxKind::Lazy(Arc::clone(&channel))), Inbox(channel))
+    }
+
+    /// Sends a message, waiting while the stream is full; false when nobody reads it any more.
+    pub async fn send(&self, message: Vec<u8>) -> bool {
+        let sender = match &self.0 {
+            OutboxKind::Open(sender) => sender,
+            OutboxKind::Lazy(channel) => channel.sender(),
+        };
+        sender.send(message).await.is_ok()
+    }
+}
+
+impl LazyChannel {
+    fn sender(&self) -> &mpsc::Sender<Vec<u8>> {
+        if let Some(open) = self.opened.get() {
+            return &open.sender;
+        }
+        let mut made = false;
+        let open = self.opened.get_or_init(|| {
+            made = true;
+            let (sender, receiver) = mpsc::channel(CALL_STREAM_CAPACITY);
+            OpenChannel { sender, receiver: Mutex::new(Some(receiver)) }
+        });
+        // Told once the receiver can be taken, never from inside the initialisation.
+        if made {
+            self.first_message.notify_one();
+        }
+        &open.sender
+    }
+}
+
+/// The reading end of a lazy [`Outbox`]. The channel closes once every clone of the outbox and
+/// the inbox are gone.
+pub struct Inbox(Arc<LazyChannel>);
+
+impl Inbox {
+    /// The channel's receiver, if anything has been sent; once.
+    pub fn take(&self) -> Option<mpsc::Receiver<Vec<u8>>> {
+        lock(&self.0.opened.get()?.receiver).take()
+    }
+
+    /// The receiver, opening the channel if nothing has been sent yet: for a stream that starts
+    /// before the call speaks. Once; a closed receiver after that.
+    pub fn open(&self) -> mpsc::Receiver<Vec<u8>> {
+        self.0.sender();
+        self.take().unwrap_or_else(|| mpsc::channel(1).1)
+    }
+
+    /// Waits for the first message, then gives the receiver (with that message still in it).
+    /// Pending for ever once the receiver has been taken.
+    pub async fn first_message(&self) -> mpsc::Receiver<Vec<u8>> {
+        loop {
+            // Registered before looking, so a message sent in between is not missed.
+            let notified = self.0.first_message.notified();
+            if let Some(receiver) = self.take() {
+                return receiver;
+            }
+            notified.await;
+        }
+    }
+}
+
 /// A [`ClientPeer`] that writes to the stream of one call.
 pub struct ChannelPeer {
-    out: mpsc::Sender<Vec<u8>>,
+    out: Outbox,
     session: Arc<Session>,
     pending: Arc<PendingRequests>,
     user: Option<String>,
@@ -99,21 +201,21 @@ pub struct ChannelPeer {
 }
 
 impl ChannelPeer {
-    /// A peer for one call of `session`, writing to `out`.
+    /// A peer for one call of `session`, writing to `out` (a channel, or an [`Outbox`]).
     pub fn new(
-        out: mpsc::Sender<Vec<u8>>,
+        out: impl Into<Outbox>,
         session: Arc<Session>,
         pending: Arc<PendingRequests>,
         user: Option<String>,
         progress_token: Option<Value>,
         answer_timeout: Duration,
     ) -> Self {
-        ChannelPeer { out, session, pending, user, progress_token, answer_timeout }
+        ChannelPeer { out: out.into(), session, pending, user, progress_token, answer_timeout }
     }
 
     async fn send(&self, message: Vec<u8>) {
         // The receiver is gone only when the call's stream is closed; nothing is left to tell.
-        let _ = self.out.send(message).await;
+        self.out.send(message).await;
     }
 }
 
@@ -155,5 +257,55 @@ impl ClientPeer for ChannelPeer {
 
     fn supports(&self, capability: &str) -> bool {
         self.session.client_supports(capability)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_lazy_outbox_opens_its_channel_at_the_first_message() {
+        let (outbox, inbox) = Outbox::lazy();
+        assert!(inbox.take().is_none(), "nothing sent, no channel");
+        assert!(outbox.send(b"one".to_vec()).await);
+        assert!(outbox.clone().send(b"two".to_vec()).await, "clones share the channel");
+        let mut rx = inbox.take().expect("opened by the first message");
+        assert!(inbox.take().is_none(), "the receiver is given once");
+        assert_eq!(rx.recv().await.unwrap(), b"one");
+        assert_eq!(rx.recv().await.unwrap(), b"two");
+        drop(outbox);
+        drop(inbox);
+        assert!(rx.recv().await.is_none(), "closed when the outbox and the inbox are gone");
+    }
+
+    #[tokio::test]
+    async fn first_message_waits_for_a_send_from_another_task() {
+        let (outbox, inbox) = Outbox::lazy();
+        let waiting = tokio::spawn(async move { inbox.first_message().await.recv().await });
+        tokio::task::yield_now().await;
+        assert!(!waiting.is_finished(), "nothing sent yet");
+        assert!(outbox.send(b"progress".to_vec()).await);
+        assert_eq!(waiting.await.unwrap().unwrap(), b"progress");
+    }
+
+    #[tokio::test]
+    async fn open_gives_a_receiver_before_anything_is_sent() {
+        let (outbox, inbox) = Outbox::lazy();
+        let mut rx = inbox.open();
+        assert!(outbox.send(b"later".to_vec()).await);
+        assert_eq!(rx.recv().await.unwrap(), b"later");
+        let mut again = inbox.open();
+        assert!(again.recv().await.is_none(), "a second open gives a closed receiver");
+    }
+
+    #[tokio::test]
+    async fn an_outbox_made_from_a_channel_writes_to_it_and_reports_a_closed_one() {
+        let (tx, mut rx) = mpsc::channel(4);
+        let outbox = Outbox::from(tx);
+        assert!(outbox.send(b"line".to_vec()).await);
+        assert_eq!(rx.recv().await.unwrap(), b"line");
+        drop(rx);
+        assert!(!outbox.send(b"lost".to_vec()).await);
     }
 }
