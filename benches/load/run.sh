@@ -8,10 +8,13 @@
 # 2025-11-25 path.
 # Also the server's CPU time per request, split into user and system time (from /proc), and its
 # resident memory split into anonymous (heap, stacks) and file-backed (the program's code).
-# Usage: benches/load/run.sh [seconds]   (needs wrk: apt-get install wrk)
+# Each round measures the four back to back; the throughput ratios are the median of the rounds'
+# ratios, so one disturbed round on a noisy machine does not decide the result.
+# Usage: benches/load/run.sh [seconds per measurement] [rounds]   (needs wrk: apt-get install wrk)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 secs=${1:-10}
+rounds=${2:-5}
 command -v wrk >/dev/null || { echo "wrk is not installed (apt-get install wrk)"; exit 2; }
 cargo build --release -q -p mirobody-server -p mirobody-benches --bin mirobody-server --bin bare-hyper
 port_mcp=18180; port_bare=18181; port_json=18182
@@ -48,30 +51,40 @@ rss_split() { awk '/RssAnon/{a=$2} /RssFile/{f=$2} END{printf "anon %d KiB, file
 # The server's CPU time (user and system, in clock ticks) so far.
 cpu() { awk '{print $14, $15}' /proc/$1/stat; }
 
-# Warm up both, then measure alternately, twice each.
+# Warm up all four, then measure them in turn, round after round.
 MCP_SESSION=$session taskset -c 1 wrk -t1 -c16 -d2s -s benches/load/post.lua http://127.0.0.1:$port_mcp/mcp >/dev/null
 taskset -c 1 wrk -t1 -c16 -d2s -s benches/load/post_modern.lua http://127.0.0.1:$port_mcp/mcp >/dev/null
 taskset -c 1 wrk -t1 -c16 -d2s -s benches/load/post.lua http://127.0.0.1:$port_bare/ >/dev/null
 taskset -c 1 wrk -t1 -c16 -d2s -s benches/load/post.lua http://127.0.0.1:$port_json/ >/dev/null
 results=()
-for round in 1 2; do
-  results+=("$(run bare http://127.0.0.1:$port_bare/ '' benches/load/post.lua $bare)")
-  results+=("$(run json http://127.0.0.1:$port_json/ '' benches/load/post.lua $json)")
-  results+=("$(run mcp http://127.0.0.1:$port_mcp/mcp "$session" benches/load/post.lua $mcp)")
-  results+=("$(run modern http://127.0.0.1:$port_mcp/mcp '' benches/load/post_modern.lua $mcp)")
+for round in $(seq "$rounds"); do
+  results+=("$round $(run bare http://127.0.0.1:$port_bare/ '' benches/load/post.lua $bare)")
+  results+=("$round $(run json http://127.0.0.1:$port_json/ '' benches/load/post.lua $json)")
+  results+=("$round $(run mcp http://127.0.0.1:$port_mcp/mcp "$session" benches/load/post.lua $mcp)")
+  results+=("$round $(run modern http://127.0.0.1:$port_mcp/mcp '' benches/load/post_modern.lua $mcp)")
 done
 printf '%s\n' "${results[@]}" | awk -v rss_mcp="$(rss $mcp)" -v rss_bare="$(rss $bare)" \
   -v split_mcp="$(rss_split $mcp)" -v split_bare="$(rss_split $bare)" '
-  { rps[$1]+=$2; n[$1]++; p50[$1]=p50[$1] " " $3; p99[$1]=p99[$1] " " $4; usr[$1]+=$5; sys[$1]+=$6 }
+  # The median of the first n entries of a (sorted in place).
+  function median(a, n,   i, j, t) {
+    for (i = 2; i <= n; i++) for (j = i; j > 1 && a[j-1] > a[j]; j--) { t = a[j]; a[j] = a[j-1]; a[j-1] = t }
+    return n % 2 ? a[(n+1)/2] : (a[n/2] + a[n/2+1]) / 2;
+  }
+  { r=$1; k=$2; rate[r, k]=$3; rps[k]+=$3; n[k]++; p50[k]=p50[k] " " $4; p99[k]=p99[k] " " $5; usr[k]+=$6; sys[k]+=$7; last=r }
   END {
     b=rps["bare"]/n["bare"]; j=rps["json"]/n["json"]; m=rps["mcp"]/n["mcp"]; s=rps["modern"]/n["modern"];
+    for (r = 1; r <= last; r++) {
+      mb[r]=rate[r,"mcp"]/rate[r,"bare"]; mj[r]=rate[r,"mcp"]/rate[r,"json"]; jb[r]=rate[r,"json"]/rate[r,"bare"]; sm[r]=rate[r,"modern"]/rate[r,"mcp"];
+      rounds=rounds sprintf(" %.2f", mb[r]);
+    }
     printf "bare hyper:      %9.0f req/s  p50%s  p99%s  CPU/request %.2f us user + %.2f us system\n", b, p50["bare"], p99["bare"], usr["bare"]/n["bare"], sys["bare"]/n["bare"];
     printf "hyper + JSON:    %9.0f req/s  p50%s  p99%s  CPU/request %.2f us user + %.2f us system\n", j, p50["json"], p99["json"], usr["json"]/n["json"], sys["json"]/n["json"];
     printf "mirobody-server: %9.0f req/s  p50%s  p99%s  CPU/request %.2f us user + %.2f us system (2025-11-25, session)\n", m, p50["mcp"], p99["mcp"], usr["mcp"]/n["mcp"], sys["mcp"]/n["mcp"];
     printf "mirobody-server: %9.0f req/s  p50%s  p99%s  CPU/request %.2f us user + %.2f us system (2026-07-28, stateless)\n", s, p50["modern"], p99["modern"], usr["modern"]/n["modern"], sys["modern"]/n["modern"];
     printf "peak RSS: bare %d KiB, mirobody %d KiB (%+d KiB); now bare %s, mirobody %s\n", rss_bare, rss_mcp, rss_mcp-rss_bare, split_bare, split_mcp;
-    printf "throughput ratio mirobody/bare: %.2f (target >= 0.80); mirobody/(hyper + JSON): %.2f; (hyper + JSON)/bare: %.2f\n", m/b, m/j, j/b;
-    printf "throughput ratio 2026-07-28/2025-11-25: %.2f (target >= 1.00)\n", s/m;
+    printf "mirobody/bare by round:%s\n", rounds;
+    printf "throughput ratio mirobody/bare: %.2f (median of %d rounds; target >= 0.80); mirobody/(hyper + JSON): %.2f; (hyper + JSON)/bare: %.2f\n", median(mb, last), last, median(mj, last), median(jb, last);
+    printf "throughput ratio 2026-07-28/2025-11-25: %.2f (median; target >= 1.00)\n", median(sm, last);
   }'
 # Check the MCP server really answered tools/call (not an error) during the run.
 curl -s -H 'content-type: application/json' -H 'accept: application/json, text/event-stream' -H "mcp-session-id: $session" \
