@@ -189,15 +189,14 @@ impl Session {
 
     /// Notes activity now.
     pub fn touch(&self) {
-        self.last_seen_ms.store(self.born.elapsed().as_millis() as u64, Ordering::Relaxed);
+        self.last_seen_ms.store(self.age_ms(), Ordering::Relaxed);
     }
 
     /// Records activity now, unless the session has been idle longer than `idle_timeout`;
     /// whether it was still live. One clock read where `idle_for` then `touch` take two.
     fn renew(&self, idle_timeout: Duration) -> bool {
-        let now = self.born.elapsed().as_millis() as u64;
-        let idle = Duration::from_millis(now.saturating_sub(self.last_seen_ms.load(Ordering::Relaxed)));
-        if idle > idle_timeout {
+        let now = self.age_ms();
+        if self.idle_at(now) > idle_timeout {
             return false;
         }
         self.last_seen_ms.store(now, Ordering::Relaxed);
@@ -206,8 +205,16 @@ impl Session {
 
     /// How long since the last activity.
     pub fn idle_for(&self) -> Duration {
-        let now = self.born.elapsed().as_millis() as u64;
-        Duration::from_millis(now.saturating_sub(self.last_seen_ms.load(Ordering::Relaxed)))
+        self.idle_at(self.age_ms())
+    }
+
+    // Milliseconds since the session began: the clock activity is recorded on.
+    fn age_ms(&self) -> u64 {
+        self.born.elapsed().as_millis() as u64
+    }
+
+    fn idle_at(&self, age_ms: u64) -> Duration {
+        Duration::from_millis(age_ms.saturating_sub(self.last_seen_ms.load(Ordering::Relaxed)))
     }
 
     /// Marks the client as gone: questions to it fail at once from now on.
