@@ -3,8 +3,9 @@
 # one, where requests per second are not. Counts the user-space instructions each server spends
 # answering N keep-alive `tools/call echo` requests after a warm-up: bare hyper, hyper doing only
 # the JSON-RPC work (`bare-hyper --json`), mirobody on the 2025-11-25 session path, and mirobody
-# on the stateless 2026-07-28 path. Kernel time (the
-# socket reads and writes, most of bare hyper's cost) is not counted; run.sh measures it.
+# on the stateless 2026-07-28 path. Each server runs on one CPU, as in run.sh (so mirobody-server
+# runs on one thread). Kernel time (the socket reads and writes, most of bare hyper's cost) is
+# not counted; run.sh measures it.
 # Usage: benches/load/instructions.sh [requests]   (needs valgrind and python3)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -34,7 +35,7 @@ body() { sed -n "s/^wrk.body = '\(.*\)'$/\1/p" "$1"; }
 measure() {
   local name=$1 port=$2 path=$3 script=$4; shift 4
   local headers=(); while [ "$1" != "--" ]; do headers+=("$1"); shift; done; shift
-  (cd "$out" && exec valgrind -q --tool=callgrind --callgrind-out-file="$out/$name.%p" "$@" 2>/dev/null) &
+  (cd "$out" && exec taskset -c 0 valgrind -q --tool=callgrind --callgrind-out-file="$out/$name.%p" "$@" 2>/dev/null) &
   local pid=$!
   for _ in $(seq 300); do (echo > /dev/tcp/127.0.0.1/$port) 2>/dev/null && break; sleep 0.1; done
   if [ "$name" = mcp ]; then

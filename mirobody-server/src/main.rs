@@ -38,7 +38,7 @@ fn main() -> ExitCode {
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
 
-    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+    let runtime = match config.runtime() {
         Ok(runtime) => runtime,
         Err(e) => {
             eprintln!("mirobody-server: cannot start the runtime: {e}");
@@ -64,6 +64,7 @@ async fn run(command: Command, config: Config) -> Result<u8, Box<dyn std::error:
                 address = %listener.local_addr()?,
                 path = %config.mcp_path(),
                 database = %config.backends.database_url(),
+                workers = config.worker_count(),
                 "serving MCP"
             );
             let options = config.serve_options();

@@ -36,11 +36,17 @@ pub(crate) fn start(data_dir: &Path, port: u16) -> Child {
 
 /// Like [`start`], with the log (stderr, at TRACE level) going to `log`.
 pub(crate) fn start_logging(data_dir: &Path, port: u16, log: impl Into<Stdio>) -> Child {
+    start_with(data_dir, port, log, &[])
+}
+
+/// Like [`start_logging`], with more environment variables (settings).
+pub(crate) fn start_with(data_dir: &Path, port: u16, log: impl Into<Stdio>, env: &[(&str, &str)]) -> Child {
     let child = clean_command()
         .args(["--bind", &format!("127.0.0.1:{port}"), "serve"])
         .env("MIROBODY_BACKENDS__DATA_DIR", data_dir)
         .env("MIROBODY_PUBLIC_BASE_URL", format!("http://127.0.0.1:{port}"))
         .env("RUST_LOG", "trace")
+        .envs(env.iter().copied())
         .stdout(Stdio::null())
         .stderr(log)
         .spawn()

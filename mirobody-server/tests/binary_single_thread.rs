@@ -1,0 +1,53 @@
+//! The real binary with `worker_threads: 1`, as it runs on one CPU: the whole server on one
+//! thread (tokio's current-thread scheduler) still serves concurrent callers, including tools
+//! that write to and read from the embedded database.
+
+mod common;
+
+use std::path::Path;
+
+use common::{call, free_port, session, start_with, token};
+use serde_json::json;
+
+#[test]
+fn one_thread_serves_concurrent_callers_and_the_database() {
+    let data_dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("single-thread-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&data_dir);
+    std::fs::create_dir_all(&data_dir).unwrap();
+    let port = free_port();
+    let token = token(&data_dir, port, "one-thread-user");
+    let log_path = data_dir.join("server.log");
+    let log = std::fs::File::create(&log_path).unwrap();
+    let mut server = start_with(&data_dir, port, log, &[("MIROBODY_WORKER_THREADS", "1"), ("RUST_LOG", "info")]);
+    let sid = session(port, &token);
+
+    // Eight callers at once, each storing facts and reading them back.
+    let callers: Vec<_> = (0..8)
+        .map(|caller| {
+            let (token, sid) = (token.clone(), sid.clone());
+            std::thread::spawn(move || {
+                for n in 0..10u64 {
+                    let marker = format!("onethreadmarker{caller}x{n}");
+                    let text = format!("The user noted {marker} today.");
+                    let stored = call(port, &token, &sid, n + 1, "remember", json!({"text": text})).expect("remember");
+                    assert_eq!(stored["result"]["isError"], false, "{stored}");
+                }
+                let echoed =
+                    call(port, &token, &sid, 99, "echo", json!({"text": format!("caller {caller}")})).expect("echo");
+                assert_eq!(echoed["result"]["structuredContent"]["echo"], format!("caller {caller}"));
+            })
+        })
+        .collect();
+    for caller in callers {
+        caller.join().expect("a caller failed");
+    }
+    let recalled =
+        call(port, &token, &sid, 100, "recall_memory", json!({"query": "onethreadmarker3x9"})).expect("recall");
+    let _ = server.kill();
+    let _ = server.wait();
+    assert_eq!(recalled["result"]["isError"], false, "{recalled}");
+    let text = recalled["result"]["content"][0]["text"].as_str().unwrap_or_default();
+    assert!(text.contains("onethreadmarker3x9"), "a stored fact was recalled: {text}");
+    let log = std::fs::read_to_string(&log_path).unwrap();
+    assert!(log.contains("workers=1"), "the start-up line names one worker: {log}");
+}
