@@ -12,6 +12,7 @@ pub mod app;
 pub mod changes;
 pub mod cli;
 pub mod config;
+mod connection;
 pub mod http;
 pub mod jsonrpc;
 pub mod mcp;
@@ -58,8 +59,9 @@ impl<S> HttpApp for S where
 /// How [`serve_with`] treats connections.
 #[derive(Clone, Debug)]
 pub struct ServeOptions {
-    /// How long a client may take to send a request's headers before the connection is closed
-    /// (slow-loris protection).
+    /// How long a client may take to send a request's headers, or leave its connection idle
+    /// between requests, before the connection is closed (slow-loris protection). A connection
+    /// is closed after between one and 1¼ times this.
     pub header_read_timeout: std::time::Duration,
     /// How long a shutdown waits for requests in flight before it closes their connections.
     pub shutdown_grace: std::time::Duration,
@@ -133,18 +135,19 @@ pub async fn serve_until(
 ) -> std::io::Result<()> {
     // By hand rather than `axum::serve`: HTTP/1 only (no protocol sniffing on every read), a
     // header timeout and a bounded shutdown, which `axum::serve` does not have.
-    use hyper_util::rt::{TokioIo, TokioTimer};
+    use hyper_util::rt::TokioIo;
     use hyper_util::server::graceful::GracefulShutdown;
-    use hyper_util::service::TowerToHyperService;
 
     let mut http = hyper::server::conn::http1::Builder::new();
     // Without writev, hyper copies a reply's body behind its head and writes one buffer: MCP
     // replies are small, and queueing the two as separate buffers cost more (about 600
-    // instructions per `tools/call`, benches/load/instructions.sh) than the copy.
-    http.timer(TokioTimer::new()).header_read_timeout(options.header_read_timeout).writev(false);
+    // instructions per `tools/call`, benches/load/instructions.sh) than the copy. The header
+    // timeout is kept by a watchdog per connection (see `connection`), not by hyper's timer.
+    http.writev(false).header_read_timeout(None);
     let graceful = GracefulShutdown::new();
-    // Owned here so that what outlives the grace period is aborted when the set drops.
+    // Owned here so that what outlives the grace period is aborted when the sets drop.
     let mut connections = tokio::task::JoinSet::new();
+    let mut watchdogs = tokio::task::JoinSet::new();
     let mut signal = std::pin::pin!(signal);
     loop {
         let stream = tokio::select! {
@@ -158,14 +161,17 @@ pub async fn serve_until(
             () = &mut signal => break,
         };
         while connections.try_join_next().is_some() {}
+        while watchdogs.try_join_next().is_some() {}
         // Without it, small JSON replies wait on Nagle's algorithm.
         let _ = stream.set_nodelay(true);
-        let connection = http.serve_connection(TokioIo::new(stream), TowerToHyperService::new(app.clone()));
-        let connection = graceful.watch(connection);
-        connections.spawn(async move {
+        let activity = std::sync::Arc::new(connection::Activity::default());
+        let served = connection::Watched::new(app.clone(), std::sync::Arc::clone(&activity));
+        let serving = graceful.watch(http.serve_connection(TokioIo::new(stream), served));
+        let running = connections.spawn(async move {
             // A client that goes away mid-request is not the server's error.
-            let _ = connection.await;
+            let _ = serving.await;
         });
+        watchdogs.spawn(connection::close_when_idle(activity, running, options.header_read_timeout));
     }
     tracing::info!("shutting down: finishing in-flight requests");
     drop(listener);

@@ -1,6 +1,7 @@
 //! `serve_with` and `serve_until` over real sockets: keep-alive connections, the header timeout
-//! that closes a connection whose client never finishes its headers, and graceful shutdown
-//! (in-flight calls finish, new connections are refused, and the grace period is a limit).
+//! (a connection whose client never finishes its headers, or leaves it idle, is closed; one
+//! with a call running is not), and graceful shutdown (in-flight calls finish, new connections
+//! are refused, and the grace period is a limit).
 
 use std::time::{Duration, Instant};
 
@@ -83,6 +84,51 @@ async fn a_client_that_never_finishes_its_headers_is_cut_off() {
     // hyper answers 408 where it can; either way no request was served.
     let answer = String::from_utf8_lossy(&rest);
     assert!(answer.is_empty() || answer.starts_with("HTTP/1.1 408"), "{answer}");
+}
+
+#[tokio::test]
+async fn a_connection_left_idle_is_closed_after_the_header_timeout() {
+    let timeout = Duration::from_millis(300);
+    let port = start(ServeOptions { header_read_timeout: timeout, ..ServeOptions::default() }).await;
+    let mut stream = TcpStream::connect(("127.0.0.1", port)).await.unwrap();
+    stream.write_all(post(INITIALIZE).as_bytes()).await.unwrap();
+    assert!(read_response(&mut stream).await.starts_with("HTTP/1.1 200"));
+    let answered = Instant::now();
+    let mut rest = Vec::new();
+    let read = tokio::time::timeout(Duration::from_secs(10), stream.read_to_end(&mut rest)).await;
+    let idle = answered.elapsed();
+    assert!(read.is_ok(), "the idle connection was kept open for 10 s");
+    assert!(idle >= timeout, "closed after {idle:?} idle, before the {timeout:?} timeout");
+    assert!(rest.is_empty(), "{}", String::from_utf8_lossy(&rest));
+}
+
+#[tokio::test]
+async fn requests_closer_together_than_the_header_timeout_keep_the_connection() {
+    let timeout = Duration::from_millis(300);
+    let port = start(ServeOptions { header_read_timeout: timeout, ..ServeOptions::default() }).await;
+    let mut stream = TcpStream::connect(("127.0.0.1", port)).await.unwrap();
+    // Six requests 200 ms apart: 1.2 s in all, four timeouts, never 300 ms without a request.
+    for _ in 0..6 {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        stream.write_all(post(INITIALIZE).as_bytes()).await.unwrap();
+        let response = read_response(&mut stream).await;
+        assert!(response.starts_with("HTTP/1.1 200"), "{response}");
+    }
+}
+
+#[tokio::test]
+async fn a_call_running_longer_than_the_header_timeout_is_answered() {
+    let timeout = Duration::from_millis(300);
+    // Stateless, so the call needs no session; `_stop` keeps the server up until the test ends.
+    let (port, _stop, _server) =
+        start_until(ServeOptions { header_read_timeout: timeout, ..ServeOptions::default() }).await;
+    let mut stream = TcpStream::connect(("127.0.0.1", port)).await.unwrap();
+    let started = Instant::now();
+    stream.write_all(slow_call(1200).as_bytes()).await.unwrap();
+    let response = read_response(&mut stream).await;
+    assert!(started.elapsed() >= Duration::from_millis(1200), "answered after {:?}", started.elapsed());
+    assert!(response.starts_with("HTTP/1.1 200"), "{response}");
+    assert!(response.contains("\"isError\":false"), "{response}");
 }
 
 // A stateless server that stops when the returned sender fires; the handle says when it has.
