@@ -157,7 +157,13 @@ impl Message {
             );
             return Err(ParseFailure { id: None, error });
         }
-        let envelope: Envelope<'_> = serde_json::from_slice(bytes).map_err(|e| {
+        // JSON is UTF-8 (RFC 8259). Checked once for the whole message rather than string by
+        // string as `from_slice` does: 1% of the instructions of a `tools/call`.
+        let text = std::str::from_utf8(bytes).map_err(|e| ParseFailure {
+            id: None,
+            error: RpcError::new(code::PARSE_ERROR, format!("Parse error: the message is not UTF-8 ({e})")),
+        })?;
+        let envelope: Envelope<'_> = serde_json::from_str(text).map_err(|e| {
             let (code, what) = if e.is_data() {
                 (code::INVALID_REQUEST, "Invalid request")
             } else {
@@ -309,6 +315,9 @@ mod tests {
     fn bad_messages_get_the_right_codes() {
         let code_of = |bytes: &[u8]| Message::parse(bytes).err().map(|f| f.error.code);
         assert_eq!(code_of(b"{not json"), Some(code::PARSE_ERROR));
+        let not_utf8 = Message::parse(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"p\xffing\"}").unwrap_err();
+        assert_eq!(not_utf8.error.code, code::PARSE_ERROR);
+        assert!(not_utf8.error.message.contains("not UTF-8"), "{}", not_utf8.error.message);
         assert_eq!(code_of(b"[1,2]"), Some(code::INVALID_REQUEST));
         assert_eq!(code_of(br#"{"jsonrpc":"1.0","id":1,"method":"ping"}"#), Some(code::INVALID_REQUEST));
         assert_eq!(code_of(br#"{"jsonrpc":"2.0","id":null,"method":"ping"}"#), Some(code::INVALID_REQUEST));
