@@ -46,7 +46,8 @@ pub struct Config {
     /// Seconds a shutdown waits for requests in flight before closing their connections.
     pub shutdown_grace_secs: u64,
     /// Threads that answer requests. Unset: one per CPU the process may use (its CPU affinity
-    /// and cgroup quota). With one, the whole server runs on a single thread.
+    /// and cgroup quota). With one, every request is answered on a single thread (blocking work
+    /// such as SQLite still has threads of its own).
     pub worker_threads: Option<usize>,
     /// Tools per `tools/list` page.
     pub page_size: usize,

@@ -137,7 +137,8 @@ const LOOKS: u32 = 4;
 /// Aborts `connection` once `activity` has shown nothing begun or finished, and nothing
 /// running, for `timeout`; returns when the connection has ended.
 pub(crate) async fn close_when_idle(activity: Arc<Activity>, connection: AbortHandle, timeout: Duration) {
-    let period = timeout / LOOKS;
+    // A zero timeout (possible through the library's `ServeOptions`) still gets ticks.
+    let period = (timeout / LOOKS).max(Duration::from_millis(1));
     let mut ticks = tokio::time::interval_at(tokio::time::Instant::now() + period, period);
     ticks.set_missed_tick_behavior(MissedTickBehavior::Delay);
     let mut last = activity.snapshot();
@@ -214,6 +215,13 @@ mod tests {
         assert!(!task.is_finished(), "closed although requests kept coming");
         watchdog.await.unwrap();
         assert!(task.await.unwrap_err().is_cancelled(), "closed once they stopped");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_zero_timeout_closes_at_once() {
+        let task = connection();
+        close_when_idle(Arc::new(Activity::default()), task.abort_handle(), Duration::ZERO).await;
+        assert!(task.await.unwrap_err().is_cancelled());
     }
 
     #[tokio::test(start_paused = true)]

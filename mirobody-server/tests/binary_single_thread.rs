@@ -1,6 +1,6 @@
-//! The real binary with `worker_threads: 1`, as it runs on one CPU: the whole server on one
-//! thread (tokio's current-thread scheduler) still serves concurrent callers, including tools
-//! that write to and read from the embedded database.
+//! The real binary with `worker_threads: 1`, as it runs on one CPU: every request answered on
+//! one thread (tokio's current-thread scheduler), and still concurrent callers are served,
+//! including tools that write to and read from the embedded database.
 
 mod common;
 
@@ -21,7 +21,7 @@ fn one_thread_serves_concurrent_callers_and_the_database() {
     let mut server = start_with(&data_dir, port, log, &[("MIROBODY_WORKER_THREADS", "1"), ("RUST_LOG", "info")]);
     let sid = session(port, &token);
 
-    // Eight callers at once, each storing facts and reading them back.
+    // Eight callers at once, each storing facts in the database and calling echo.
     let callers: Vec<_> = (0..8)
         .map(|caller| {
             let (token, sid) = (token.clone(), sid.clone());
