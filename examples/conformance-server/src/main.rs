@@ -534,6 +534,8 @@ async fn main() -> std::io::Result<()> {
     let mcp = McpHttp::new(service.clone(), HttpOptions::default());
     let app = mcp.router_at("/mcp");
     let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await?;
+    // With port 0 the system picks one; this line says which (the tests read it).
+    let port = listener.local_addr()?.port();
     eprintln!("conformance fixture on http://127.0.0.1:{port}/mcp");
     mirobody_server::serve(listener, app, service).await
 }

@@ -7,7 +7,6 @@
 
 #![allow(dead_code)]
 
-use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::sync::Mutex;
@@ -92,11 +91,6 @@ pub fn python_venv(name: &str, requirements: &[&str]) -> Result<PathBuf, String>
     Ok(python)
 }
 
-/// A port free right now on loopback.
-pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port()).expect("a free port")
-}
-
 /// The fixture server over HTTP, killed when dropped.
 pub struct Fixture {
     child: Child,
@@ -105,21 +99,28 @@ pub struct Fixture {
 }
 
 impl Fixture {
-    /// Starts the fixture on a free port and waits until it accepts connections.
+    /// Starts the fixture on a port the system picks, and returns once it listens. The port
+    /// comes from the fixture's own start-up line: a port chosen here and passed in could be
+    /// taken by a fixture another test starts at the same moment.
     pub fn start() -> Fixture {
-        let port = free_port();
-        let child = Command::new(fixture_binary())
-            .arg(port.to_string())
+        use std::io::{BufRead, BufReader};
+        let mut child = Command::new(fixture_binary())
+            .arg("0")
             .stdout(Stdio::null())
-            .stderr(Stdio::null())
+            .stderr(Stdio::piped())
             .spawn()
             .expect("start the fixture");
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(Instant::now() < deadline, "the fixture did not start listening");
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        Fixture { child, url: format!("http://127.0.0.1:{port}/mcp") }
+        let mut stderr = BufReader::new(child.stderr.take().expect("the fixture's stderr"));
+        let mut line = String::new();
+        stderr.read_line(&mut line).expect("the fixture's start-up line");
+        let url = line
+            .trim()
+            .strip_prefix("conformance fixture on ")
+            .unwrap_or_else(|| panic!("the fixture did not start: {line:?}"))
+            .to_owned();
+        // Whatever else it writes is drained, so it never blocks on a full pipe.
+        std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
+        Fixture { child, url }
     }
 }
 
