@@ -1,6 +1,7 @@
 //! The MCP methods, independent of any transport: a request and the caller in, response bytes
 //! out. The HTTP and stdio transports both call [`McpService`].
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -269,8 +270,10 @@ impl McpServiceBuilder {
 }
 
 #[derive(Deserialize)]
-pub(crate) struct CallParams {
-    pub(crate) name: String,
+pub(crate) struct CallParams<'a> {
+    // Borrowed from the request unless it has escapes: no allocation per call.
+    #[serde(borrow)]
+    pub(crate) name: Cow<'a, str>,
     #[serde(default)]
     pub(crate) arguments: Value,
 }
@@ -585,14 +588,14 @@ impl McpService {
     }
 
     async fn call_tool(&self, id: &Id, params: Option<&RawValue>, exchange: &Exchange<'_>) -> Reply {
-        let p: CallParams = match parse(params, "tools/call") {
+        let p: CallParams<'_> = match parse(params, "tools/call") {
             Ok(p) => p,
             Err(e) => return Reply::error(id, e),
         };
         if let Some(tool) = self.inner.registry.get(&p.name)
             && !self.visible(exchange.user, tool)
         {
-            let unknown = CallError::UnknownTool { name: p.name };
+            let unknown = CallError::UnknownTool { name: p.name.into_owned() };
             return Reply::error(id, RpcError::invalid_params(unknown.to_string()));
         }
         let started = self.access_started(exchange.user);

@@ -1,12 +1,12 @@
 //! The MCP methods over HTTP: ping, tools (pagination, errors, panics), resources, prompts,
 //! logging, completion, and unknown methods.
 
-use http::StatusCode;
+use http::{Method, StatusCode};
 use mirobody_server::McpOptions;
 use mirobody_server::http::HttpOptions;
 use serde_json::{Value, json};
 
-use crate::support::{TOOL_NAMES, TestServer};
+use crate::support::{TOOL_NAMES, TestServer, json_reply};
 
 fn hex(name: &str) -> String {
     name.bytes().map(|b| format!("{b:02x}")).collect()
@@ -106,6 +106,17 @@ async fn calling_echo_returns_structured_content_and_text() {
     assert_eq!(result["isError"], false);
     assert_eq!(result["structuredContent"], json!({"echo": "héllo"}));
     assert_eq!(result["content"][0], json!({"type": "text", "text": r#"{"echo":"héllo"}"#}));
+}
+
+#[tokio::test]
+async fn a_tool_name_written_with_escapes_names_the_same_tool() {
+    let server = TestServer::new();
+    let client = server.initialized(json!({})).await;
+    let body =
+        r#"{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"ec\u0068o","arguments":{"text":"hi"}}}"#;
+    let reply = json_reply(client.send(client.request(Method::POST, body)).await).await;
+    assert_eq!(reply.status, StatusCode::OK);
+    assert_eq!(reply.result()["structuredContent"], json!({"echo": "hi"}), "{}", reply.body);
 }
 
 #[tokio::test]
