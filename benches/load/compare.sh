@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# Two builds of mirobody-server under the same load, in one run: `tools/call echo` on the
+# 2025-11-25 session path, 16 connections, each server on core 0 and wrk on core 1, beside the
+# bare hyper baseline. Each round measures bare, the old build and the new build back to back;
+# the ratios are medians of the rounds' ratios, so a disturbed round does not decide the result.
+# For telling whether a change helped on a machine whose throughput drifts between runs.
+# Usage: benches/load/compare.sh OLD_BINARY NEW_BINARY [seconds] [rounds]   (needs wrk)
+#   e.g. git worktree add /tmp/old main && (cd /tmp/old && cargo build --release -p mirobody-server)
+#        benches/load/compare.sh /tmp/old/target/release/mirobody-server target/release/mirobody-server
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+[ $# -ge 2 ] || { echo "usage: $0 OLD_BINARY NEW_BINARY [seconds] [rounds]"; exit 2; }
+old=$(realpath "$1"); new=$(realpath "$2"); secs=${3:-6}; rounds=${4:-7}
+command -v wrk >/dev/null || { echo "wrk is not installed (apt-get install wrk)"; exit 2; }
+cargo build --release -q -p mirobody-benches --bin bare-hyper
+port_old=18190; port_new=18191; port_bare=18192
+scratch_old=$(mktemp -d); scratch_new=$(mktemp -d)
+(cd "$scratch_old" && exec taskset -c 0 "$old" --bind 127.0.0.1:$port_old serve 2>/dev/null) & pid_old=$!
+(cd "$scratch_new" && exec taskset -c 0 "$new" --bind 127.0.0.1:$port_new serve 2>/dev/null) & pid_new=$!
+taskset -c 0 target/release/bare-hyper 127.0.0.1:$port_bare & pid_bare=$!
+trap 'kill $pid_old $pid_new $pid_bare 2>/dev/null || true; rm -rf "$scratch_old" "$scratch_new"' EXIT
+for p in $port_old $port_new $port_bare; do
+  for _ in $(seq 100); do (echo > /dev/tcp/127.0.0.1/$p) 2>/dev/null && break; sleep 0.05; done
+done
+session() {
+  curl -si -H 'content-type: application/json' -H 'accept: application/json, text/event-stream' \
+    "http://127.0.0.1:$1/mcp" \
+    -d '{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"wrk","version":"1"}}}' \
+    | tr -d '\r' | awk -F': ' 'tolower($1)=="mcp-session-id"{print $2}'
+}
+session_old=$(session $port_old); session_new=$(session $port_new)
+# rate URL SESSION SECONDS: requests per second.
+rate() {
+  MCP_SESSION=$2 taskset -c 1 wrk -t1 -c16 -d"$3"s -s benches/load/post.lua "$1" | awk '/Requests\/sec/{print $2}'
+}
+for warm in "http://127.0.0.1:$port_old/mcp $session_old" "http://127.0.0.1:$port_new/mcp $session_new" "http://127.0.0.1:$port_bare/ -"; do
+  set -- $warm; rate "$1" "${2#-}" 2 >/dev/null
+done
+for _ in $(seq "$rounds"); do
+  echo "$(rate http://127.0.0.1:$port_bare/ '' "$secs") $(rate http://127.0.0.1:$port_old/mcp "$session_old" "$secs") $(rate http://127.0.0.1:$port_new/mcp "$session_new" "$secs")"
+done | awk '
+  function median(a, n,   i, j, t) {
+    for (i = 2; i <= n; i++) for (j = i; j > 1 && a[j-1] > a[j]; j--) { t = a[j]; a[j] = a[j-1]; a[j-1] = t }
+    return n % 2 ? a[(n+1)/2] : (a[n/2] + a[n/2+1]) / 2;
+  }
+  { n++; ob[n] = $2/$1; nb[n] = $3/$1; no[n] = $3/$2;
+    printf "round %d: bare %.0f, old %.0f, new %.0f req/s; new/old %.2f\n", n, $1, $2, $3, $3/$2 }
+  END { printf "median of %d rounds: old/bare %.2f, new/bare %.2f, new/old %.2f\n", n, median(ob, n), median(nb, n), median(no, n) }'
+# Both builds answered tools/call, not an error, after the load.
+for pair in "$port_old $session_old" "$port_new $session_new"; do
+  set -- $pair
+  curl -s -H 'content-type: application/json' -H 'accept: application/json, text/event-stream' -H "mcp-session-id: $2" \
+    "http://127.0.0.1:$1/mcp" -d "$(sed -n "s/^wrk.body = '\(.*\)'$/\1/p" benches/load/post.lua)" | grep -q '"isError":false' \
+    || { echo "the server on port $1 did not answer tools/call echo"; exit 1; }
+done
+echo "both builds answered tools/call echo correctly"
