@@ -289,10 +289,17 @@ fn check_host_and_origin(headers: &HeaderMap, options: &HttpOptions) -> Result<(
 }
 
 fn strip_port(host: &str) -> &str {
-    if host.starts_with('[') {
-        return host.split_inclusive(']').next().unwrap_or(host);
+    let bytes = host.as_bytes();
+    if bytes.first() == Some(&b'[') {
+        return bytes.iter().position(|&b| b == b']').map_or(host, |end| &host[..=end]);
     }
-    host.rsplit_once(':').map_or(host, |(h, _)| h)
+    bytes.iter().rposition(|&b| b == b':').map_or(host, |colon| &host[..colon])
+}
+
+/// The media type of a `Content-Type` value or an `Accept` entry: what precedes its
+/// parameters, trimmed.
+fn media_type(value: &[u8]) -> &[u8] {
+    memchr::memchr(b';', value).map_or(value, |semicolon| &value[..semicolon]).trim_ascii()
 }
 
 pub(crate) fn accepts(headers: &HeaderMap, mime: &str) -> bool {
@@ -302,11 +309,11 @@ pub(crate) fn accepts(headers: &HeaderMap, mime: &str) -> bool {
     // noticeable cost on every request.
     let mut rest = accept.as_bytes();
     loop {
-        let (range, next) = match memchr::memchr(b',', rest) {
+        let (entry, next) = match memchr::memchr(b',', rest) {
             Some(comma) => (&rest[..comma], Some(&rest[comma + 1..])),
             None => (rest, None),
         };
-        let media = memchr::memchr(b';', range).map_or(range, |semicolon| &range[..semicolon]).trim_ascii();
+        let media = media_type(entry);
         if media == mime || media == b"*/*" || media.strip_suffix(b"/*").is_some_and(|kind| mime.starts_with(kind)) {
             return true;
         }
@@ -391,9 +398,9 @@ async fn handle_post<B: RequestBody>(http: McpHttp, mut parts: Parts, body: B) -
     if let Err(refusal) = check_host_and_origin(headers, &inner.options) {
         return refusal;
     }
-    let is_json = header_str(headers, header::CONTENT_TYPE)
-        .and_then(|ct| ct.split(';').next())
-        .is_some_and(|media| media.trim().eq_ignore_ascii_case("application/json"));
+    let is_json = headers
+        .get(header::CONTENT_TYPE)
+        .is_some_and(|ct| media_type(ct.as_bytes()).eq_ignore_ascii_case(b"application/json"));
     if !is_json {
         return rpc_error(
             StatusCode::UNSUPPORTED_MEDIA_TYPE,
@@ -803,6 +810,19 @@ mod tests {
         assert_eq!(with("application/jsonx, text/event-streams"), (false, false));
         assert_eq!(with(""), (false, false));
         assert!(accepts(&HeaderMap::new(), "application/json"), "no Accept header accepts anything");
+    }
+
+    #[test]
+    fn ports_and_media_type_parameters_are_cut_off() {
+        assert_eq!(strip_port("localhost:8080"), "localhost");
+        assert_eq!(strip_port("localhost"), "localhost");
+        assert_eq!(strip_port("[::1]:8080"), "[::1]");
+        assert_eq!(strip_port("[::1]"), "[::1]");
+        assert_eq!(strip_port("[::1"), "[::1", "an unclosed bracket is kept whole");
+        assert_eq!(strip_port(""), "");
+        assert_eq!(media_type(b"application/json"), b"application/json");
+        assert_eq!(media_type(b" Application/JSON ; charset=utf-8"), b"Application/JSON");
+        assert_eq!(media_type(b";q=1"), b"");
     }
 
     /// A body sent as these frames, then these trailers.
