@@ -173,6 +173,14 @@ mod tests {
         tokio::spawn(std::future::pending())
     }
 
+    // Such a connection with its activity and a watchdog of the given timeout over it.
+    fn watched(timeout: Duration) -> (Arc<Activity>, tokio::task::JoinHandle<()>, tokio::task::JoinHandle<()>) {
+        let activity = Arc::new(Activity::default());
+        let task = connection();
+        let watchdog = tokio::spawn(close_when_idle(Arc::clone(&activity), task.abort_handle(), timeout));
+        (activity, task, watchdog)
+    }
+
     #[tokio::test(start_paused = true)]
     async fn an_idle_connection_is_closed_after_the_timeout_and_not_before() {
         let activity = Arc::new(Activity::default());
@@ -186,10 +194,7 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn a_request_being_answered_keeps_the_connection_open() {
-        let activity = Arc::new(Activity::default());
-        let task = connection();
-        let watchdog =
-            tokio::spawn(close_when_idle(Arc::clone(&activity), task.abort_handle(), Duration::from_secs(8)));
+        let (activity, task, watchdog) = watched(Duration::from_secs(8));
         // A call that runs for a minute, then its connection idles.
         let busy = Busy::begin(&activity);
         tokio::time::sleep(Duration::from_secs(60)).await;
@@ -204,10 +209,7 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn each_request_restarts_the_timeout() {
-        let activity = Arc::new(Activity::default());
-        let task = connection();
-        let watchdog =
-            tokio::spawn(close_when_idle(Arc::clone(&activity), task.abort_handle(), Duration::from_secs(8)));
+        let (activity, task, watchdog) = watched(Duration::from_secs(8));
         // A request every 6 s for a minute: never 8 s without one.
         for _ in 0..10 {
             tokio::time::sleep(Duration::from_secs(6)).await;

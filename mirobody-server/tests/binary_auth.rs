@@ -4,9 +4,7 @@
 
 mod common;
 
-use std::path::Path;
-
-use common::{free_port, raw_post, start_logging, token};
+use common::{free_port, fresh_data_dir, raw_post, start_logging, token};
 use serde_json::{Value, json};
 
 const INIT: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
@@ -35,9 +33,7 @@ fn whoami(port: u16, path: &str, headers: &[(&str, &str)]) -> (String, String) {
 
 #[test]
 fn identity_end_to_end() {
-    let data_dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("binary-auth-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&data_dir);
-    std::fs::create_dir_all(&data_dir).unwrap();
+    let data_dir = fresh_data_dir("binary-auth");
     let port = free_port();
     let token = token(&data_dir, port, "alice");
     let log_path = data_dir.join("server.log");
@@ -119,9 +115,7 @@ fn identity_end_to_end() {
 
 #[test]
 fn resources_list_shows_the_callers_own_uploads_only() {
-    let data_dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("binary-resources-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&data_dir);
-    std::fs::create_dir_all(&data_dir).unwrap();
+    let data_dir = fresh_data_dir("binary-resources");
     let port = free_port();
     let demo = common::clean_command()
         .arg("demo")

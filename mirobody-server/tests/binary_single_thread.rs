@@ -4,16 +4,12 @@
 
 mod common;
 
-use std::path::Path;
-
-use common::{call, free_port, session, start_with, token};
+use common::{call, free_port, fresh_data_dir, session, start_with, token};
 use serde_json::json;
 
 #[test]
 fn one_thread_serves_concurrent_callers_and_the_database() {
-    let data_dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("single-thread-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&data_dir);
-    std::fs::create_dir_all(&data_dir).unwrap();
+    let data_dir = fresh_data_dir("single-thread");
     let port = free_port();
     let token = token(&data_dir, port, "one-thread-user");
     let log_path = data_dir.join("server.log");

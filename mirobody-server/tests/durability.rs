@@ -4,17 +4,15 @@
 
 mod common;
 
-use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use common::{call, free_port, session, start, token};
+use common::{call, free_port, fresh_data_dir, session, start, token};
 use serde_json::json;
 
 #[test]
 fn every_acknowledged_memory_survives_sigkill() {
-    let data_dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("durability-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&data_dir);
+    let data_dir = fresh_data_dir("durability");
     let port = free_port();
     let token = token(&data_dir, port, "durable-user");
     let mut server = start(&data_dir, port);

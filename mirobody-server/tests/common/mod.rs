@@ -5,7 +5,7 @@
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -22,6 +22,14 @@ pub(crate) fn clean_command() -> Command {
         }
     }
     command
+}
+
+/// An empty data folder for one test's server, under the target's scratch folder.
+pub(crate) fn fresh_data_dir(name: &str) -> PathBuf {
+    let data_dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&data_dir);
+    std::fs::create_dir_all(&data_dir).unwrap();
+    data_dir
 }
 
 /// A port free right now.
