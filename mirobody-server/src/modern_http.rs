@@ -34,8 +34,7 @@ use tokio::sync::broadcast;
 
 use crate::changes::{self, SUBSCRIPTION_ID_KEY};
 use crate::http::{
-    CallFuture, CallState, McpHttp, ReplyBody, VERSION_HEADER, accepts, event, header_str, json_response, rpc_error,
-    sse, sse_response,
+    CallFuture, CallState, McpHttp, ReplyBody, VERSION, accepts, event, json_response, rpc_error, sse, sse_response,
 };
 use crate::jsonrpc::{self, Id, Message, Request, RpcError, code};
 use crate::mcp::{self, McpService};
@@ -50,7 +49,6 @@ pub const METHOD_HEADER: &str = "mcp-method";
 pub const NAME_HEADER: &str = "mcp-name";
 
 // The same names, parsed once.
-const VERSION: HeaderName = HeaderName::from_static(VERSION_HEADER);
 const METHOD: HeaderName = HeaderName::from_static(METHOD_HEADER);
 const NAME: HeaderName = HeaderName::from_static(NAME_HEADER);
 
@@ -60,13 +58,7 @@ impl ReplyBody for ModernReply {
     }
 }
 
-/// The `MCP-Protocol-Version` header, read once per request for every rule that needs it.
-pub(crate) fn protocol_version(headers: &HeaderMap) -> Option<&str> {
-    header_str(headers, &VERSION).map(str::trim)
-}
-
-/// Whether the `MCP-Protocol-Version` header (see [`protocol_version`]) names a stateless
-/// revision.
+/// Whether the `MCP-Protocol-Version` header (trimmed) names a stateless revision.
 pub(crate) fn names_modern_version(version: Option<&str>) -> bool {
     version.is_some_and(|v| MODERN_VERSIONS.contains(&v))
 }
@@ -322,7 +314,7 @@ pub(crate) async fn handle(
 
 fn listen(http: &McpHttp, request: &Request, headers: &HeaderMap) -> Response {
     let id = request.id.clone();
-    if !accepts(headers, "text/event-stream") {
+    if !accepts(headers.get(http::header::ACCEPT), "text/event-stream") {
         return rpc_error(
             StatusCode::NOT_ACCEPTABLE,
             Some(&id),
