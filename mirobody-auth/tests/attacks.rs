@@ -570,6 +570,9 @@ async fn only_requests_with_no_credential_anywhere_skip_the_lookup() {
     // Anywhere a credential could be, the full check runs (and refuses or verifies it).
     assert!(!anonymous("POST", "/mcp", &[("authorization", "Bearer x")]));
     assert!(!anonymous("POST", "/mcp", &[("x-mcp-secret", "x")]));
+    // Wherever it comes among the headers, in any case.
+    assert!(!anonymous("POST", "/mcp", &[("accept", "x"), ("host", "h"), ("X-MCP-Secret", "x"), ("origin", "o")]));
+    assert!(!anonymous("POST", "/mcp", &[("content-type", "x"), ("AUTHORIZATION", "Bearer x")]));
     assert!(!anonymous("POST", "/mcp/some-secret", &[]));
     assert!(!anonymous("POST", "/mcp?token=x", &[]));
     assert!(!anonymous("POST", "/mcp?page=2", &[]));
