@@ -239,6 +239,49 @@ impl ToolResult {
         self.meta.as_ref()
     }
 
+    /// Appends the result to `out` as MCP `CallToolResult` JSON: the same bytes as
+    /// `serde_json::to_vec(&result)`, written with its field names as they are rather than run
+    /// through serde's escaping on every call (2% of the instructions of a `tools/call`).
+    ///
+    /// ```
+    /// use mirobody_core::ToolResult;
+    /// use serde_json::json;
+    ///
+    /// let result = ToolResult::json(json!({"echo": "hi"}));
+    /// let mut out = Vec::new();
+    /// result.write_json(&mut out);
+    /// assert_eq!(out, serde_json::to_vec(&result).unwrap());
+    /// ```
+    pub fn write_json(&self, out: &mut Vec<u8>) {
+        // The keys and their order are the derived `Serialize` impl's; a test holds the two
+        // to the same bytes.
+        out.extend_from_slice(br#"{"content":["#);
+        for (i, content) in self.content.iter().enumerate() {
+            if i > 0 {
+                out.push(b',');
+            }
+            match content {
+                Content::Text { text } => {
+                    out.extend_from_slice(br#"{"type":"text","text":"#);
+                    write_value(out, text);
+                    out.push(b'}');
+                }
+                other => write_value(out, other),
+            }
+        }
+        out.push(b']');
+        if let Some(structured) = &self.structured {
+            out.extend_from_slice(br#","structuredContent":"#);
+            write_value(out, structured);
+        }
+        out.extend_from_slice(if self.is_error { br#","isError":true"# } else { br#","isError":false"# });
+        if let Some(meta) = &self.meta {
+            out.extend_from_slice(br#","_meta":"#);
+            write_value(out, meta);
+        }
+        out.push(b'}');
+    }
+
     /// The text of the first text block, if any: what an in-process agent loop feeds back to
     /// the model.
     pub fn first_text(&self) -> Option<&str> {
@@ -247,6 +290,11 @@ impl ToolResult {
             _ => None,
         })
     }
+}
+
+// Strings, Values and content blocks always serialize, and a Vec never refuses a write.
+fn write_value(out: &mut Vec<u8>, value: &impl Serialize) {
+    let _ = serde_json::to_writer(out, value);
 }
 
 fn into_object(value: Value) -> Map<String, Value> {
@@ -354,6 +402,47 @@ impl<T: IntoToolResult, E: fmt::Display> IntoToolResult for Result<T, E> {
         match self {
             Ok(ok) => ok.into_tool_result(),
             Err(e) => ToolResult::error(e.to_string()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn written_json_is_byte_for_byte_what_serde_writes() {
+        let meta: Map<String, Value> =
+            [("trace".to_owned(), json!({"id": "t-1", "n": [1, 2.5]}))].into_iter().collect();
+        let results = [
+            ToolResult::json(json!({"echo": "hi", "nested": {"a": null, "b": [true, "\u{1F600}"]}})),
+            ToolResult::ok(3),
+            ToolResult::text("quotes \" backslash \\ newline \n tab \t bell \u{7} é 日本"),
+            ToolResult::error("The tool failed: try again"),
+            ToolResult::from_content(Vec::new()),
+            ToolResult::text("first")
+                .with(Content::image("aGk=", "image/png"))
+                .with(Content::audio("aGk=", "audio/wav"))
+                .with(Content::resource_link("file:///a", "a"))
+                .with(Content::ResourceLink {
+                    uri: "file:///b".into(),
+                    name: "b".into(),
+                    description: Some("the \"b\" file".into()),
+                    mime_type: Some("text/plain".into()),
+                })
+                .with(Content::embedded_text("file:///c", "text/plain", "c"))
+                .with(Content::embedded_blob("file:///d", "application/octet-stream", "ZA=="))
+                .with(Content::text("last"))
+                .with_meta(meta.clone()),
+            ToolResult::json(json!({"x": 1})).with_meta(meta),
+        ];
+        for result in &results {
+            let mut written = b"prefix:".to_vec();
+            result.write_json(&mut written);
+            let expected = [b"prefix:".as_slice(), &serde_json::to_vec(result).unwrap()].concat();
+            assert_eq!(String::from_utf8(written).unwrap(), String::from_utf8(expected).unwrap());
         }
     }
 }

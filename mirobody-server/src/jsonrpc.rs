@@ -257,6 +257,11 @@ pub fn result_bytes(id: &Id, result: &impl Serialize) -> Vec<u8> {
     })
 }
 
+/// Writes the success response of a `tools/call`.
+pub fn tool_result_bytes(id: &Id, result: &mirobody_core::ToolResult) -> Vec<u8> {
+    result_envelope(id, 256, |out| result.write_json(out))
+}
+
 /// Writes a success response whose result is JSON text already (a pre-rendered listing).
 pub fn raw_result_bytes(id: &Id, result_json: &str) -> Vec<u8> {
     result_envelope(id, result_json.len() + 48, |out| out.extend_from_slice(result_json.as_bytes()))
@@ -331,6 +336,9 @@ mod tests {
         assert_eq!(out, br#"{"jsonrpc":"2.0","id":"x\"y","result":{}}"#);
         let out = result_bytes(&Id::Number(7.into()), &serde_json::json!({"a": [1, "b\n"]}));
         assert_eq!(out, br#"{"jsonrpc":"2.0","id":7,"result":{"a":[1,"b\n"]}}"#);
+        let tool = mirobody_core::ToolResult::text("a \"quoted\" word");
+        let out = tool_result_bytes(&Id::String("t".into()), &tool);
+        assert_eq!(out, result_bytes(&Id::String("t".into()), &tool));
         let out = error_bytes(None, &RpcError::new(code::PARSE_ERROR, "Parse error"));
         assert_eq!(out, br#"{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error"}}"#);
     }

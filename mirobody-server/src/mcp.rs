@@ -605,7 +605,7 @@ impl McpService {
             self.record_access(exchange.user, AccessKind::Tool, &p.name, !result.is_error(), started);
         }
         match outcome.map_err(call_failure) {
-            Ok(result) | Err(CallFailure::Result(result)) => Reply::ok(jsonrpc::result_bytes(id, &result)),
+            Ok(result) | Err(CallFailure::Result(result)) => Reply::ok(jsonrpc::tool_result_bytes(id, &result)),
             Err(CallFailure::Error(error, status)) => Reply { body: jsonrpc::error_bytes(Some(id), &error), status },
         }
     }
