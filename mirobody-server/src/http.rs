@@ -30,7 +30,7 @@ use tokio::sync::mpsc;
 use tracing::Instrument;
 
 use crate::jsonrpc::{self, Id, Message, RpcError, code};
-use crate::mcp::{self, Exchange, McpService, Reply, Status};
+use crate::mcp::{self, Exchange, McpService, Reply, Status, ToolCall};
 use crate::modern_http;
 use crate::peer::{ChannelPeer, Outbox};
 use crate::session::{Session, SessionStore};
@@ -412,6 +412,17 @@ impl HttpInner {
         Ok(session)
     }
 
+    // The session a request runs in, and its caller with the session as its conversation.
+    fn session_and_caller(
+        &self,
+        session_id: Option<&str>,
+        user: UserInfo,
+    ) -> Result<(Arc<Session>, UserInfo), Response> {
+        let session = self.session_for(session_id, user.user_id())?;
+        let user = with_conversation_id(user, &session);
+        Ok((session, user))
+    }
+
     fn challenge(&self, status: &Status, mut response: Response) -> Response {
         if matches!(status, Status::Ok) {
             return response;
@@ -481,6 +492,17 @@ async fn handle_post<B: RequestBody>(http: McpHttp, mut parts: Parts, body: B) -
         }
     };
     let user = parts.extensions.remove::<UserInfo>().unwrap_or_default();
+    let version = headers.version();
+    // The common request, read in one pass: a tools/call at a revision served with sessions.
+    if version.is_some_and(|v| mcp::SUPPORTED_VERSIONS.contains(&v))
+        && let Some((id, call)) = mcp::read_tool_call(&bytes)
+    {
+        let span = tracing::debug_span!("mcp", method = %"tools/call", id = %id);
+        return match inner.session_and_caller(headers.session(), user) {
+            Ok((session, user)) => tool_call_response(http, id, call, user, session, streamable).instrument(span).await,
+            Err(refusal) => refusal,
+        };
+    }
     let message = match Message::parse(&bytes) {
         Ok(message) => message,
         Err(failure) => {
@@ -497,7 +519,6 @@ async fn handle_post<B: RequestBody>(http: McpHttp, mut parts: Parts, body: B) -
     };
     // The revision is chosen per request: 2026-07-28 requests are served statelessly, the rest
     // on the session path below, unchanged.
-    let version = headers.version();
     match message {
         Message::Request(request) if modern_http::is_modern(version, &request) => {
             // Boxed, as `initialize` and methods other than tools/call are: a branch's future is
@@ -561,14 +582,10 @@ async fn dispatch(
         Message::Request(request) if request.method == "initialize" => {
             Box::pin(initialize(http, &request, &user, session_id)).await
         }
-        Message::Request(request) => {
-            let session = match inner.session_for(session_id, user.user_id()) {
-                Ok(session) => session,
-                Err(refusal) => return refusal,
-            };
-            let user = with_conversation_id(user, &session);
-            request_response(http, request, user, session, streamable).await
-        }
+        Message::Request(request) => match inner.session_and_caller(session_id, user) {
+            Ok((session, user)) => request_response(http, request, user, session, streamable).await,
+            Err(refusal) => refusal,
+        },
         Message::Notification(notification) => match inner.session_for(session_id, user.user_id()) {
             Ok(session) => {
                 inner.service.handle_notification(&notification, &session);
@@ -654,12 +671,26 @@ async fn request_response(
         let reply = Box::pin(inner.service.handle_request(&request, &exchange)).await;
         return inner.challenge(&reply.status, json_response(StatusCode::OK, reply.body));
     }
+    // A tools/call the one-pass reading left to `Message::parse`.
+    match mcp::parse::<ToolCall<'_>>(request.params.as_deref(), "tools/call") {
+        Ok(call) => tool_call_response(http, request.id, call.into_owned(), user, session, streamable).await,
+        Err(error) => json_response(StatusCode::OK, jsonrpc::error_bytes(Some(&request.id), &error)),
+    }
+}
 
+async fn tool_call_response(
+    http: &McpHttp,
+    id: Id,
+    call: ToolCall<'static>,
+    user: UserInfo,
+    session: Arc<Session>,
+    streamable: bool,
+) -> Response {
+    let inner = &http.inner;
     // A tool call can be cancelled, and may talk to the client while it runs (when the client
     // accepts SSE): give it a channel, and answer with JSON if it sends nothing, or switch to
     // SSE at its first message.
     let (outbox, inbox) = Outbox::lazy();
-    let id = request.id.clone();
     let (abort, registration) = AbortHandle::new_pair();
     let running = session.start_request(id.clone(), abort);
     let mut call: CallFuture<Reply> = {
@@ -667,7 +698,8 @@ async fn request_response(
         let pending = Arc::clone(service.pending());
         let session = Arc::clone(&session);
         let timeout = service.options().answer_timeout;
-        let token = mcp::progress_token(&request);
+        let token = call.progress_token();
+        let id = id.clone();
         Box::pin(async move {
             // Forgets the request however the call ends, even when its connection drops.
             let _running = running;
@@ -681,7 +713,7 @@ async fn request_response(
             );
             let client: Option<&dyn mirobody_core::ClientPeer> = if streamable { Some(&peer) } else { None };
             let exchange = Exchange { user: &user, session: &session, client };
-            Abortable::new(service.handle_request(&request, &exchange), registration).await.ok()
+            Abortable::new(service.run_tool_call(&id, call, &exchange), registration).await.ok()
         })
     };
     tokio::select! {

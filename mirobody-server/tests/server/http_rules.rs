@@ -346,3 +346,36 @@ async fn a_2026_discovery_probe_without_meta_is_refused_without_a_session() {
     assert_eq!(reply.body["id"], 1);
     assert!(server.http.sessions().is_empty());
 }
+
+#[tokio::test]
+async fn tool_calls_are_answered_alike_with_or_without_the_protocol_version_header() {
+    // With the header, a tools/call is read in one pass; without it, through the envelope.
+    let server = TestServer::new();
+    let user = mirobody_core::UserInfo::authenticated("alice");
+    let client = server.initialized_as(user, json!({})).await;
+    let calls = [
+        json!({"name": "echo", "arguments": {"text": "hi \"there\""}}),
+        json!({"name": "echo", "arguments": {"text": "odd meta"}, "_meta": "x"}),
+        json!({"name": "echo"}),
+        json!({"name": "echo", "arguments": {"text": 5}}),
+        json!({"name": "echo", "arguments": [1]}),
+        json!({"name": "nope", "arguments": {}}),
+        json!({"name": 5}),
+        json!({"arguments": {}}),
+        json!({"name": "whoami", "arguments": {"tag": "alike"}}),
+        json!({"name": "progress", "arguments": {}, "_meta": {"progressToken": "t-1"}}),
+        json!({"name": "panic", "arguments": {}}),
+    ];
+    let sessions = [client.clone(), client.on_session(None), client.on_session(Some("no-such-session"))];
+    for (params, client) in calls.iter().flat_map(|params| sessions.iter().map(move |client| (params, client))) {
+        let message = rpc(9, "tools/call", params.clone());
+        let plain = client.send(client.post_request(&message)).await;
+        let with_header = set_header(client.post_request(&message), "mcp-protocol-version", LATEST);
+        let one_pass = client.send(with_header).await;
+        assert_eq!(plain.status(), one_pass.status(), "{params}");
+        assert_eq!(header_str(plain.headers(), "content-type"), header_str(one_pass.headers(), "content-type"));
+        let (plain, one_pass) = (body_bytes(plain).await, body_bytes(one_pass).await);
+        assert!(!plain.is_empty(), "{params}");
+        assert_eq!(String::from_utf8_lossy(&plain), String::from_utf8_lossy(&one_pass), "{params}");
+    }
+}
