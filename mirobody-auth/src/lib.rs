@@ -9,7 +9,8 @@
 //!   `X-MCP-Secret` header, never in a query string; [`create_secret`], [`rotate_secret`] and
 //!   [`revoke_secret`] for the CLI, [`personal_router`] for `POST`/`DELETE /personal/mcp`.
 //! - [`AuthLayer`] / [`Authenticator::wrap`]: puts the caller in the request extensions as a
-//!   [`UserInfo`](mirobody_core::UserInfo), or answers 401/400 itself.
+//!   [`UserInfo`](mirobody_core::UserInfo), or answers 401/400 itself
+//!   ([`AuthService::unmarked_anonymous_at`] leaves anonymous requests to one path unmarked).
 //! - [`protected_resource_metadata`]: the `/.well-known/oauth-protected-resource` routes.
 //! - [`visibility`]: per-agent allow and deny lists as a tool visibility predicate.
 //!

@@ -579,3 +579,48 @@ async fn only_requests_with_no_credential_anywhere_skip_the_lookup() {
     // The protected resource metadata is public whatever the request carries.
     assert!(anonymous("GET", "/.well-known/oauth-protected-resource", &[("authorization", "Bearer x")]));
 }
+
+#[tokio::test]
+async fn an_unmarked_path_gets_anonymous_callers_without_extensions_and_the_rest_as_always() {
+    use axum::routing::post;
+    use axum::{Json, Router};
+    use mirobody_auth::AuthMethod;
+    use mirobody_core::UserInfo;
+
+    async fn report(request: http::Request<Body>) -> Json<Value> {
+        let extensions = request.extensions();
+        let user = extensions.get::<UserInfo>();
+        Json(json!({
+            "has_user": user.is_some(),
+            "user": user.and_then(UserInfo::user_id),
+            "method": extensions.get::<AuthMethod>().map(|m| format!("{m:?}")),
+        }))
+    }
+    let store = Arc::new(MemorySecrets::default());
+    let auth = authenticator(&config(), Some(Arc::clone(&store))).await;
+    let secret = generate_secret().unwrap();
+    store.put_secret("carol", &secret.hash(), None).await.unwrap();
+    let routes = Router::new().route("/mcp", post(report)).route("/other", post(report));
+    let app = Router::new().fallback_service(auth.wrap(routes).unmarked_anonymous_at("/mcp"));
+    let post_to = |uri: &str, authorization: Option<String>| {
+        let mut builder = request("POST", uri);
+        if let Some(value) = authorization {
+            builder = builder.header("authorization", value);
+        }
+        builder.body(Body::empty()).unwrap()
+    };
+
+    let anonymous_mcp = send(&app, post_to("/mcp", None)).await;
+    assert_eq!(anonymous_mcp.body, json!({"has_user": false, "user": null, "method": null}));
+    let anonymous_other = send(&app, post_to("/other", None)).await;
+    assert_eq!(anonymous_other.body, json!({"has_user": true, "user": null, "method": "Anonymous"}));
+    let token = hs256(&claims("alice"), HS_KEY);
+    let with_token = send(&app, post_to("/mcp", Some(bearer(&token)))).await;
+    assert_eq!(with_token.body["user"], "alice");
+    assert_eq!(with_token.body["method"], "Bearer");
+    let with_secret = send(&app, post_to(&format!("/mcp/{}", secret.expose()), None)).await;
+    assert_eq!(with_secret.body["user"], "carol");
+    assert_eq!(with_secret.body["method"], "Secret");
+    // A bad credential at the unmarked path is still refused.
+    assert_eq!(send(&app, post_to("/mcp", Some(bearer("not-a-token")))).await.status, 401);
+}

@@ -166,8 +166,10 @@ pub async fn build(config: &Config) -> Result<Server, AppError> {
         .merge(mirobody_auth::protected_resource_metadata(&auth))
         .merge(mirobody_auth::personal_router(&auth));
     // The layer goes around every route: it rewrites `/mcp/<secret>` to `/mcp` before routing,
-    // and nothing inside it ever sees the secret.
-    let app = auth.wrap(mcp.mount(&config.mcp_path(), rest));
+    // and nothing inside it ever sees the secret. The MCP endpoint takes a request with no
+    // caller as anonymous, so anonymous requests reach it unmarked.
+    let mcp_path = config.mcp_path();
+    let app = auth.wrap(mcp.mount(&mcp_path, rest)).unmarked_anonymous_at(&mcp_path);
     Ok(Server { app, service, backends: opened, auth, endpoint, tool_backends })
 }
 
