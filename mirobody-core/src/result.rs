@@ -414,6 +414,7 @@ mod tests {
 
     #[test]
     fn written_json_is_byte_for_byte_what_serde_writes() {
+        // Every kind of content: tests/registry.rs, `every_content_kind_serializes_as_mcp_defines_it`.
         let meta: Map<String, Value> =
             [("trace".to_owned(), json!({"id": "t-1", "n": [1, 2.5]}))].into_iter().collect();
         let results = [
@@ -422,20 +423,7 @@ mod tests {
             ToolResult::text("quotes \" backslash \\ newline \n tab \t bell \u{7} é 日本"),
             ToolResult::error("The tool failed: try again"),
             ToolResult::from_content(Vec::new()),
-            ToolResult::text("first")
-                .with(Content::image("aGk=", "image/png"))
-                .with(Content::audio("aGk=", "audio/wav"))
-                .with(Content::resource_link("file:///a", "a"))
-                .with(Content::ResourceLink {
-                    uri: "file:///b".into(),
-                    name: "b".into(),
-                    description: Some("the \"b\" file".into()),
-                    mime_type: Some("text/plain".into()),
-                })
-                .with(Content::embedded_text("file:///c", "text/plain", "c"))
-                .with(Content::embedded_blob("file:///d", "application/octet-stream", "ZA=="))
-                .with(Content::text("last"))
-                .with_meta(meta.clone()),
+            ToolResult::text("first").with(Content::text("second")).with_meta(meta.clone()),
             ToolResult::json(json!({"x": 1})).with_meta(meta),
         ];
         for result in &results {

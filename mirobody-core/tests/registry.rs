@@ -890,6 +890,11 @@ mod results {
                 "isError": false
             })
         );
+        // The writer the server uses gives the same bytes as serde for every kind.
+        let result = result.with_meta(Map::from_iter([("trace".to_owned(), json!("t-1"))]));
+        let mut written = Vec::new();
+        result.write_json(&mut written);
+        assert_eq!(String::from_utf8(written).unwrap(), serde_json::to_string(&result).unwrap());
     }
 
     #[test]
