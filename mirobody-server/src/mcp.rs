@@ -285,7 +285,7 @@ pub(crate) struct ToolCall<'a> {
 impl ToolCall<'_> {
     /// The `_meta.progressToken`, if the call asked for progress.
     pub(crate) fn progress_token(&self) -> Option<Value> {
-        self.meta.as_ref()?.get("progressToken").filter(|token| !token.is_null()).cloned()
+        token_in(self.meta.as_ref())
     }
 
     /// The same params, owning the tool name.
@@ -371,21 +371,21 @@ pub(crate) fn parse<'de, T: Deserialize<'de>>(params: Option<&'de RawValue>, met
 /// The `_meta.progressToken` of a request, if it asked for progress.
 pub fn progress_token(request: &Request) -> Option<Value> {
     #[derive(Deserialize)]
-    struct Meta {
-        #[serde(rename = "progressToken")]
-        progress_token: Option<Value>,
-    }
-    #[derive(Deserialize)]
     struct WithMeta {
         #[serde(rename = "_meta")]
-        meta: Option<Meta>,
+        meta: Option<Value>,
     }
     let raw = request.params.as_deref()?.get();
     // Most calls carry no token: look before parsing the params a second time.
     static FINDER: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
         std::sync::LazyLock::new(|| memchr::memmem::Finder::new("progressToken"));
     FINDER.find(raw.as_bytes())?;
-    serde_json::from_str::<WithMeta>(raw).ok()?.meta?.progress_token
+    token_in(serde_json::from_str::<WithMeta>(raw).ok()?.meta.as_ref())
+}
+
+// The token in a `_meta`: a `_meta` of another shape, or a null token, asks for no progress.
+fn token_in(meta: Option<&Value>) -> Option<Value> {
+    meta?.get("progressToken").filter(|token| !token.is_null()).cloned()
 }
 
 impl McpService {

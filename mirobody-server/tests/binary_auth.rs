@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{free_port, fresh_data_dir, raw_post, start_logging, token};
+use common::{free_port, fresh_data_dir, raw_post, start, start_logged, token};
 use serde_json::{Value, json};
 
 const INIT: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
@@ -36,8 +36,7 @@ fn identity_end_to_end() {
     let data_dir = fresh_data_dir("binary-auth");
     let port = free_port();
     let token = token(&data_dir, port, "alice");
-    let log_path = data_dir.join("server.log");
-    let mut server = start_logging(&data_dir, port, std::fs::File::create(&log_path).unwrap());
+    let (mut server, log_path) = start_logged(&data_dir, port, &[]);
     let bearer = format!("Bearer {token}");
     let base = format!("http://127.0.0.1:{port}");
 
@@ -124,7 +123,7 @@ fn resources_list_shows_the_callers_own_uploads_only() {
         .output()
         .unwrap();
     assert!(demo.status.success(), "{}", String::from_utf8_lossy(&demo.stderr));
-    let mut server = start_logging(&data_dir, port, std::process::Stdio::null());
+    let mut server = start(&data_dir, port);
     let list = r#"{"jsonrpc":"2.0","id":3,"method":"resources/list","params":{}}"#;
     let uris = |user: Option<&str>| -> Vec<String> {
         let bearer = user.map(|u| format!("Bearer {}", token(&data_dir, port, u)));

@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{call, free_port, fresh_data_dir, session, start_with, token};
+use common::{call, free_port, fresh_data_dir, session, start_logged, token};
 use serde_json::json;
 
 #[test]
@@ -12,9 +12,8 @@ fn one_thread_serves_concurrent_callers_and_the_database() {
     let data_dir = fresh_data_dir("single-thread");
     let port = free_port();
     let token = token(&data_dir, port, "one-thread-user");
-    let log_path = data_dir.join("server.log");
-    let log = std::fs::File::create(&log_path).unwrap();
-    let mut server = start_with(&data_dir, port, log, &[("MIROBODY_WORKER_THREADS", "1"), ("RUST_LOG", "info")]);
+    let (mut server, log_path) =
+        start_logged(&data_dir, port, &[("MIROBODY_WORKER_THREADS", "1"), ("RUST_LOG", "info")]);
     let sid = session(port, &token);
 
     // Eight callers at once, each storing facts in the database and calling echo.

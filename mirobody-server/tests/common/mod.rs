@@ -39,15 +39,19 @@ pub(crate) fn free_port() -> u16 {
 
 /// Starts the server on `port` with its data under `data_dir`, and waits until it listens.
 pub(crate) fn start(data_dir: &Path, port: u16) -> Child {
-    start_logging(data_dir, port, Stdio::null())
+    start_with(data_dir, port, Stdio::null(), &[])
 }
 
-/// Like [`start`], with the log (stderr, at TRACE level) going to `log`.
-pub(crate) fn start_logging(data_dir: &Path, port: u16, log: impl Into<Stdio>) -> Child {
-    start_with(data_dir, port, log, &[])
+/// Like [`start_with`], with the log (stderr) going to `server.log` in the data folder, whose
+/// path comes back with the server.
+pub(crate) fn start_logged(data_dir: &Path, port: u16, env: &[(&str, &str)]) -> (Child, PathBuf) {
+    let log_path = data_dir.join("server.log");
+    let log = std::fs::File::create(&log_path).expect("create the server log");
+    (start_with(data_dir, port, log, env), log_path)
 }
 
-/// Like [`start_logging`], with more environment variables (settings).
+/// Like [`start`], with the log (stderr, at TRACE level unless `env` sets `RUST_LOG`) going to
+/// `log`, and more environment variables (settings).
 pub(crate) fn start_with(data_dir: &Path, port: u16, log: impl Into<Stdio>, env: &[(&str, &str)]) -> Child {
     let child = clean_command()
         .args(["--bind", &format!("127.0.0.1:{port}"), "serve"])
