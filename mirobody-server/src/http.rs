@@ -31,9 +31,9 @@ use tracing::Instrument;
 
 use crate::jsonrpc::{self, Id, Message, RpcError, code};
 use crate::mcp::{self, Exchange, McpService, Reply, Status, ToolCall};
-use crate::modern_http;
 use crate::peer::{ChannelPeer, Outbox};
 use crate::session::{Session, SessionStore};
+use crate::{modern, modern_http};
 
 /// The session header.
 pub const SESSION_HEADER: &str = "mcp-session-id";
@@ -500,6 +500,18 @@ async fn handle_post<B: RequestBody>(http: McpHttp, mut parts: Parts, body: B) -
         let span = tracing::debug_span!("mcp", method = %"tools/call", id = %id);
         return match inner.session_and_caller(headers.session(), user) {
             Ok((session, user)) => tool_call_response(http, id, call, user, session, streamable).instrument(span).await,
+            Err(refusal) => refusal,
+        };
+    }
+    // The same for a 2026-07-28 tools/call, boxed as the other 2026-07-28 requests are below.
+    if modern_http::names_modern_version(version)
+        && let Some((id, params)) = modern::read_tool_call(&bytes)
+    {
+        let span = tracing::debug_span!("mcp", method = %"tools/call", id = %id);
+        return match modern_http::check_tool_call(http, &id, params, &parts.headers) {
+            Ok((meta, call)) => {
+                Box::pin(modern_http::tool_call(http, id, meta, call, user, streamable)).instrument(span).await
+            }
             Err(refusal) => refusal,
         };
     }

@@ -300,13 +300,20 @@ impl ToolCall<'_> {
 /// pass cannot read (escapes in `jsonrpc` or `method`, a missing or null `id`, bad params,
 /// bad JSON): `Message::parse` then reads it and judges it, as for every other message.
 pub(crate) fn read_tool_call(bytes: &[u8]) -> Option<(Id, ToolCall<'static>)> {
+    read_call::<ToolCall<'_>>(bytes).map(|(id, params)| (id, params.into_owned()))
+}
+
+/// The id and params `P` of a `tools/call` request, read in one pass; `None` as
+/// [`read_tool_call`] says. Both revisions' one-pass readers share it, so both give up on
+/// exactly the same envelopes.
+pub(crate) fn read_call<'a, P: Deserialize<'a>>(bytes: &'a [u8]) -> Option<(Id, P)> {
     #[derive(Deserialize)]
-    struct Envelope<'a> {
+    #[serde(bound(deserialize = "P: Deserialize<'de>"))]
+    struct Envelope<'a, P> {
         jsonrpc: &'a str,
         id: Id,
         method: ToolsCall,
-        #[serde(borrow)]
-        params: ToolCall<'a>,
+        params: P,
     }
     // Gives up at the method when it is another one, before reading the params.
     struct ToolsCall;
@@ -322,9 +329,9 @@ pub(crate) fn read_tool_call(bytes: &[u8]) -> Option<(Id, ToolCall<'static>)> {
     if bytes.trim_ascii_start().first() != Some(&b'{') {
         return None;
     }
-    let envelope: Envelope<'_> = serde_json::from_str(std::str::from_utf8(bytes).ok()?).ok()?;
+    let envelope: Envelope<'a, P> = serde_json::from_str(std::str::from_utf8(bytes).ok()?).ok()?;
     let Envelope { jsonrpc, id, method: ToolsCall, params } = envelope;
-    (jsonrpc == "2.0").then(|| (id, params.into_owned()))
+    (jsonrpc == "2.0").then_some((id, params))
 }
 
 #[derive(Deserialize)]

@@ -85,6 +85,23 @@ struct MetaEnvelope<'a, M> {
     request_state: Option<&'a RawValue>,
 }
 
+impl<'a> MetaEnvelope<'a, MetaFields> {
+    // The params of a well-formed reading, once `_meta` has what every request carries.
+    fn checked(mut self) -> Result<ModernParams<'a>, RpcError> {
+        let fields = self.meta.take().ok_or_else(|| bad_meta("params._meta is missing"))?;
+        Ok(self.with(RequestMeta::from_fields(fields)?))
+    }
+}
+
+/// A 2026-07-28 `tools/call` read in one pass, envelope, params and `_meta` together, rather
+/// than the envelope first and the params again (a tenth of the instructions of a call): its
+/// id, and its params as [`ModernParams::parse`] gives them. `None` where
+/// [`mcp::read_tool_call`] gives up, and where the params are not a well-formed object:
+/// `Message::parse` and `ModernParams::parse` then read the request and say what is wrong.
+pub(crate) fn read_tool_call(bytes: &[u8]) -> Option<(Id, Result<ModernParams<'_>, RpcError>)> {
+    mcp::read_call::<MetaEnvelope<'_, MetaFields>>(bytes).map(|(id, envelope)| (id, envelope.checked()))
+}
+
 impl<'a, M> MetaEnvelope<'a, M> {
     // The params read, with their checked `_meta`.
     fn with(self, meta: RequestMeta) -> ModernParams<'a> {
@@ -124,10 +141,7 @@ impl<'a> ModernParams<'a> {
         // One pass over well-formed params; anything malformed is read again, `_meta` as text,
         // to say what is wrong with it.
         match serde_json::from_str::<MetaEnvelope<'a, MetaFields>>(raw) {
-            Ok(mut envelope) => {
-                let fields = envelope.meta.take().ok_or_else(|| bad_meta("params._meta is missing"))?;
-                Ok(envelope.with(RequestMeta::from_fields(fields)?))
-            }
+            Ok(envelope) => envelope.checked(),
             Err(_) => {
                 let envelope: MetaEnvelope<'a, &'a RawValue> =
                     serde_json::from_str(raw).map_err(|_| bad_meta("params must be an object"))?;
@@ -154,6 +168,17 @@ impl<'a> ModernParams<'a> {
             arguments: self.arguments,
             input_responses: value(self.input_responses)?,
             request_state: value(self.request_state)?,
+        })
+    }
+
+    /// The `tools/call` params, owned: for a call that outlives the request's bytes.
+    pub(crate) fn owned_call(&self) -> Result<OwnedCall, RpcError> {
+        let ModernCallParams { name, arguments, input_responses, request_state } = self.call()?;
+        Ok(OwnedCall {
+            name: name.into_owned(),
+            arguments: arguments.map(ToOwned::to_owned),
+            input_responses,
+            request_state,
         })
     }
 
@@ -479,6 +504,14 @@ struct ModernCallParams<'a> {
     request_state: Option<Value>,
 }
 
+/// The params of a `tools/call`, read and owned ([`ModernParams::owned_call`]).
+pub(crate) struct OwnedCall {
+    name: String,
+    arguments: Option<Box<RawValue>>,
+    input_responses: Option<Value>,
+    request_state: Option<Value>,
+}
+
 #[derive(Deserialize)]
 struct ListenParams {
     notifications: Option<Value>,
@@ -684,12 +717,13 @@ impl McpService {
 
     fn tool_result(&self, id: &Id, result: &ToolResult) -> Vec<u8> {
         if result.meta().is_none() {
-            let mut out = Vec::with_capacity(256);
+            // Room for the closing fields too: growing the buffer copies it.
+            let mut out = Vec::with_capacity(256 + self.modern().server_info.len());
             out.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
             // Serializing to a Vec cannot fail.
             let _ = serde_json::to_writer(&mut out, id);
             out.extend_from_slice(br#","result":"#);
-            let _ = serde_json::to_writer(&mut out, result);
+            result.write_json(&mut out);
             return self.close_result(out, None);
         }
         // The tool set its own `_meta`: the server's identity joins it.
@@ -716,6 +750,23 @@ impl McpService {
             log_level: exchange.meta.log_rank().unwrap_or(LOGS_OFF),
         });
         MrtrPeer::new(answers, &exchange.meta.client_capabilities, notifications)
+    }
+
+    /// Runs a `tools/call` whose params are read, checked and owned.
+    pub(crate) async fn modern_call_owned(
+        &self,
+        id: &Id,
+        call: OwnedCall,
+        exchange: &ModernExchange<'_>,
+    ) -> ModernReply {
+        let OwnedCall { name, arguments, input_responses, request_state } = call;
+        let params = ModernCallParams {
+            name: Cow::Borrowed(&name),
+            arguments: arguments.as_deref(),
+            input_responses,
+            request_state,
+        };
+        self.modern_call_tool(id, params, exchange).await
     }
 
     async fn modern_call_tool(&self, id: &Id, p: ModernCallParams<'_>, exchange: &ModernExchange<'_>) -> ModernReply {
@@ -889,6 +940,44 @@ mod tests {
         assert_eq!(splice(r#"{"a":1}"#, r#""b":2"#), r#"{"a":1,"b":2}"#);
         assert_eq!(splice("{}", r#""b":2"#), r#"{"b":2}"#);
         assert_eq!(splice("{ }", r#""b":2"#), r#"{"b":2}"#);
+    }
+
+    #[test]
+    fn a_tools_call_is_read_in_one_pass_or_left_to_the_envelope() {
+        let meta = r#"{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}"#;
+        let call = |params: &str| format!(r#"{{"jsonrpc":"2.0","id":"a","method":"tools/call","params":{params}}}"#);
+        let good = call(&format!(r#"{{"name":"ec\u0068o","arguments":{{"text":"hi"}},"_meta":{meta}}}"#));
+        let (id, params) = read_tool_call(good.as_bytes()).unwrap();
+        assert_eq!(id, Id::String("a".into()));
+        let params = params.unwrap();
+        assert_eq!(params.meta.protocol_version(), Some("2026-07-28"));
+        assert_eq!(params.text("name").as_deref(), Some("echo"));
+        assert_eq!(params.arguments.unwrap().get(), r#"{"text":"hi"}"#);
+        // Well-formed params whose `_meta` lacks what every request carries: the same error as
+        // `ModernParams::parse` gives.
+        for params in [
+            r#"{"name":"echo"}"#.to_owned(),
+            r#"{"_meta":{"io.modelcontextprotocol/clientCapabilities":{}}}"#.to_owned(),
+        ] {
+            let (body, raw) = (call(&params), RawValue::from_string(params.clone()).unwrap());
+            let (_, read) = read_tool_call(body.as_bytes()).unwrap();
+            let parsed = ModernParams::parse(Some(&raw));
+            assert_eq!(read.err().map(|e| e.message), parsed.err().map(|e| e.message), "{params}");
+        }
+        // Everything else is the envelope's to read and judge.
+        let left = [
+            call(r#"{"name":"echo","_meta":"x"}"#),
+            call(r#"[1]"#),
+            good.replace("tools/call", "tools/list"),
+            good.replace("tools/call", r"tools\/call"),
+            good.replace(r#""id":"a""#, r#""id":null"#),
+            good.replace(r#""jsonrpc":"2.0""#, r#""jsonrpc":"1.0""#),
+            format!("{good} x"),
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call"}"#.to_owned(),
+        ];
+        for body in left {
+            assert!(read_tool_call(body.as_bytes()).is_none(), "{body}");
+        }
     }
 
     #[test]

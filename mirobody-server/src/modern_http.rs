@@ -21,13 +21,14 @@
 //! change notifications the client asked for.
 
 use std::borrow::Cow;
+use std::future::Future;
 use std::task::Poll;
 
 use axum::response::{IntoResponse, Response};
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use futures::stream;
-use http::{HeaderMap, HeaderName, StatusCode};
+use http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
 use mirobody_core::UserInfo;
 use serde_json::Value;
 use tokio::sync::broadcast;
@@ -39,9 +40,9 @@ use crate::http::{
 use crate::jsonrpc::{self, Id, Message, Request, RpcError, code};
 use crate::mcp::{self, McpService};
 use crate::modern::{
-    self, HeaderParam, MODERN_VERSIONS, ModernExchange, ModernParams, ModernReply, RequestMeta, codes,
+    self, HeaderParam, MODERN_VERSIONS, ModernExchange, ModernParams, ModernReply, OwnedCall, RequestMeta, codes,
 };
-use crate::peer::Outbox;
+use crate::peer::{Inbox, Outbox};
 
 /// The header that mirrors the request's method.
 pub const METHOD_HEADER: &str = "mcp-method";
@@ -116,12 +117,47 @@ fn mismatch(message: impl Into<String>) -> RpcError {
 // bytes that are not visible ASCII, is a mismatch.
 fn single<'a>(headers: &'a HeaderMap, name: &HeaderName) -> Result<Option<&'a str>, RpcError> {
     let mut values = headers.get_all(name).iter();
-    let Some(first) = values.next() else { return Ok(None) };
-    if values.next().is_some() {
+    let first = values.next();
+    one_value(name, first, values.next().is_some())
+}
+
+// The value of a header, given `first` (its first value, if any) and whether it came again.
+fn one_value<'a>(name: &HeaderName, first: Option<&'a HeaderValue>, again: bool) -> Result<Option<&'a str>, RpcError> {
+    let Some(first) = first else { return Ok(None) };
+    if again {
         return Err(mismatch(format!("the {name} header appears more than once")));
     }
     let value = first.to_str().map_err(|_| mismatch(format!("the {name} header has invalid characters")))?;
     Ok(Some(value.trim_matches([' ', '\t'])))
+}
+
+// The three standard headers, found in one walk over the map (looking each up by name hashes
+// it and probes the map): each one's first value, and whether it came again.
+#[derive(Default)]
+struct StandardHeaders<'a> {
+    version: (Option<&'a HeaderValue>, bool),
+    method: (Option<&'a HeaderValue>, bool),
+    name: (Option<&'a HeaderValue>, bool),
+}
+
+impl<'a> StandardHeaders<'a> {
+    fn read(headers: &'a HeaderMap) -> Self {
+        let mut found = StandardHeaders::default();
+        for (name, value) in headers {
+            let (first, again) = if name == VERSION {
+                &mut found.version
+            } else if name == METHOD {
+                &mut found.method
+            } else if name == NAME {
+                &mut found.name
+            } else {
+                continue;
+            };
+            *again |= first.is_some();
+            first.get_or_insert(value);
+        }
+        found
+    }
 }
 
 /// A header value as sent: verbatim, or decoded from the `=?base64?...?=` form. `None` for a
@@ -139,10 +175,12 @@ pub fn decode_header_value(value: &str) -> Option<Cow<'_, str>> {
 fn check_headers(
     service: &McpService,
     headers: &HeaderMap,
-    request: &Request,
+    method: &str,
     params: &ModernParams<'_>,
 ) -> Result<(), RpcError> {
-    match (single(headers, &VERSION)?, params.meta.protocol_version()) {
+    let standard = StandardHeaders::read(headers);
+    let (version, again) = standard.version;
+    match (one_value(&VERSION, version, again)?, params.meta.protocol_version()) {
         (Some(header), Some(body)) if header == body => {}
         (None, _) => return Err(mismatch("the MCP-Protocol-Version header is required")),
         (Some(header), _) => {
@@ -151,30 +189,29 @@ fn check_headers(
             )));
         }
     }
-    match single(headers, &METHOD)? {
-        Some(method) if method == request.method => {}
-        Some(method) => {
-            return Err(mismatch(format!(
-                "the Mcp-Method header ('{method}') does not match the method '{}'",
-                request.method
-            )));
+    let (method_header, again) = standard.method;
+    match one_value(&METHOD, method_header, again)? {
+        Some(header) if header == method => {}
+        Some(header) => {
+            return Err(mismatch(format!("the Mcp-Method header ('{header}') does not match the method '{method}'")));
         }
         None => return Err(mismatch("the Mcp-Method header is required")),
     }
-    let key = match request.method.as_str() {
+    let key = match method {
         "tools/call" | "prompts/get" => "name",
         "resources/read" => "uri",
         _ => return Ok(()),
     };
     // Malformed params are the method's to report.
     let Some(body) = params.text(key) else { return Ok(()) };
-    let header = single(headers, &NAME)?.ok_or_else(|| mismatch("the Mcp-Name header is required"))?;
+    let (name, again) = standard.name;
+    let header = one_value(&NAME, name, again)?.ok_or_else(|| mismatch("the Mcp-Name header is required"))?;
     match decode_header_value(header) {
         Some(decoded) if decoded == body => {}
         Some(_) => return Err(mismatch(format!("the Mcp-Name header does not match the request's {key}"))),
         None => return Err(mismatch("the Mcp-Name header has a malformed base64 value")),
     }
-    if request.method == "tools/call"
+    if method == "tools/call"
         && let Some(mirrored) = service.header_params(&body)
     {
         let arguments: Value =
@@ -259,7 +296,7 @@ pub(crate) async fn handle(
 ) -> Response {
     if request.method == "subscriptions/listen" {
         return match ModernParams::parse(request.params.as_deref())
-            .and_then(|params| check_headers(http.service(), &headers, &request, &params).map(|()| params))
+            .and_then(|params| check_headers(http.service(), &headers, &request.method, &params).map(|()| params))
             .and_then(|params| params.meta.check())
         {
             Ok(()) => listen(http, &request, &headers),
@@ -270,13 +307,13 @@ pub(crate) async fn handle(
     // The call may send progress and logs before its reply, when the client reads SSE
     // (`streamable`).
     let (outbox, inbox) = Outbox::lazy();
-    let mut call: CallFuture<ModernReply> = {
+    let call: CallFuture<ModernReply> = {
         let service = http.service().clone();
         let notifications = streamable.then_some(outbox);
         Box::pin(async move {
             // The params are read once, here: the ladder and the method both use the reading.
             let read = ModernParams::parse(request.params.as_deref())
-                .and_then(|params| check_headers(&service, &headers, &request, &params).map(|()| params))
+                .and_then(|params| check_headers(&service, &headers, &request.method, &params).map(|()| params))
                 .and_then(|params| params.meta.check().map(|()| params));
             let params = match read {
                 Ok(params) => params,
@@ -286,6 +323,57 @@ pub(crate) async fn handle(
             Some(service.handle_modern_read(&request, &exchange, Some(&params)).await)
         })
     };
+    answer(http, call, inbox, streamable).await
+}
+
+/// The checks a 2026-07-28 `tools/call` read in one pass ([`modern::read_tool_call`]) must
+/// pass before it runs, in the order [`handle`] makes them: its params and `_meta`, the
+/// headers, the version and log level, the params of the call. The first failure is the
+/// response; otherwise its `_meta` and params, owned, for [`tool_call`].
+pub(crate) fn check_tool_call(
+    http: &McpHttp,
+    id: &Id,
+    params: Result<ModernParams<'_>, RpcError>,
+    headers: &HeaderMap,
+) -> Result<(RequestMeta, OwnedCall), Response> {
+    let checked = |params: &ModernParams<'_>| {
+        check_headers(http.service(), headers, "tools/call", params)?;
+        params.meta.check()?;
+        params.owned_call()
+    };
+    // By reference and by `match`: the params are large, and each `and_then` would move them.
+    match params {
+        Ok(params) => match checked(&params) {
+            Ok(call) => Ok((params.meta, call)),
+            Err(error) => Err(refusal(id, &error)),
+        },
+        Err(error) => Err(refusal(id, &error)),
+    }
+}
+
+/// Runs a 2026-07-28 `tools/call` that passed [`check_tool_call`], answered as [`handle`]
+/// answers.
+pub(crate) fn tool_call(
+    http: &McpHttp,
+    id: Id,
+    meta: RequestMeta,
+    call: OwnedCall,
+    user: UserInfo,
+    streamable: bool,
+) -> impl Future<Output = Response> + Send + '_ {
+    let (outbox, inbox) = Outbox::lazy();
+    let service = http.service().clone();
+    let notifications = streamable.then_some(outbox);
+    let call: CallFuture<ModernReply> = Box::pin(async move {
+        let exchange = ModernExchange { user: &user, meta: &meta, notifications };
+        Some(service.modern_call_owned(&id, call, &exchange).await)
+    });
+    answer(http, call, inbox, streamable)
+}
+
+// The response to a call: JSON when it finishes without sending anything first, else an SSE
+// stream of what it sends, then its reply.
+async fn answer(http: &McpHttp, mut call: CallFuture<ModernReply>, inbox: Inbox, streamable: bool) -> Response {
     let keep_alive = http.options().keep_alive;
     // Most calls finish in their first poll: they are answered without arming a timer.
     let reply = match futures::poll!(&mut call) {
@@ -383,7 +471,6 @@ fn listen(http: &McpHttp, request: &Request, headers: &HeaderMap) -> Response {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use http::HeaderValue;
 
     #[test]
     fn encoded_header_values_decode_strictly() {
@@ -403,6 +490,29 @@ mod tests {
         assert_eq!(same_integer(&serde_json::json!(42), "43"), Some(false));
         assert_eq!(same_integer(&serde_json::json!(42), "42.5"), None);
         assert_eq!(same_integer(&serde_json::json!(42), "4e1"), None);
+    }
+
+    #[test]
+    fn one_walk_over_the_headers_judges_them_as_lookups_by_name_do() {
+        let mut headers = HeaderMap::new();
+        headers.append("x-other", HeaderValue::from_static("ignored"));
+        headers.append("MCP-Protocol-Version", HeaderValue::from_static(" 2026-07-28\t"));
+        headers.append("mcp-method", HeaderValue::from_static("tools/call"));
+        headers.append("host", HeaderValue::from_static("localhost"));
+        headers.append("Mcp-Method", HeaderValue::from_static("tools/list"));
+        headers.append("mcp-name", HeaderValue::from_bytes(b"caf\xc3\xa9").unwrap());
+        let found = StandardHeaders::read(&headers);
+        let walked = [(&VERSION, found.version), (&METHOD, found.method), (&NAME, found.name)];
+        for (name, (first, again)) in walked {
+            let by_walk = one_value(name, first, again).map_err(|e| e.message);
+            assert_eq!(by_walk, single(&headers, name).map_err(|e| e.message), "{name}");
+        }
+        assert_eq!(one_value(&VERSION, found.version.0, found.version.1).unwrap(), Some("2026-07-28"));
+        assert!(found.method.1, "tools/call came twice");
+        assert!(one_value(&NAME, found.name.0, found.name.1).is_err(), "not visible ASCII");
+        let empty = HeaderMap::new();
+        let none = StandardHeaders::read(&empty);
+        assert_eq!(one_value(&NAME, none.name.0, none.name.1).unwrap(), None);
     }
 
     #[test]

@@ -18,7 +18,7 @@ use mirobody_server::{McpOptions, McpService};
 use serde_json::{Value, json};
 use tower::ServiceExt;
 
-use crate::support::{self, Reply, Sse, TestServer, json_reply, started, stopped, within};
+use crate::support::{self, Reply, Sse, TestServer, body_bytes, header_str, json_reply, started, stopped, within};
 
 const MODERN: &str = "2026-07-28";
 
@@ -320,6 +320,91 @@ async fn headers_that_disagree_with_the_body_get_400_header_mismatch() {
     for name in ["  echo  ", "=?base64?ZWNobw==?="] {
         let reply = json_reply(client.send(set(echo(), "mcp-name", name)).await).await;
         assert_eq!(assert_complete(&reply)["structuredContent"]["echo"], "hi");
+    }
+}
+
+/// The same request with its method written `tools\/call`: the one-pass reader of a
+/// 2026-07-28 `tools/call` leaves a request with escapes in its method to the envelope path.
+async fn through_the_envelope(request: Request<Body>) -> Request<Body> {
+    let (parts, body) = request.into_parts();
+    let text = String::from_utf8(body.collect().await.unwrap().to_bytes().to_vec()).unwrap();
+    assert!(text.contains(r#""method":"tools/call""#), "{text}");
+    Request::from_parts(parts, Body::from(text.replace(r#""method":"tools/call""#, r#""method":"tools\/call""#)))
+}
+
+#[tokio::test]
+async fn tool_calls_are_answered_alike_read_in_one_pass_or_through_the_envelope() {
+    let server = TestServer::new();
+    let client = Modern::of(&server);
+    let extra = Modern::new(extra_router());
+    let call = |client: &Modern, params: Value| client.request_as(7, "tools/call", params);
+    let echo = || call(&client, json!({"name": "echo", "arguments": {"text": "hi \"there\""}}));
+    let route = |region: &str| {
+        let request = call(&extra, json!({"name": "route", "arguments": {"region": "eu", "count": 3}}));
+        set(set(request, "mcp-param-region", region), "mcp-param-count", "3")
+    };
+    // Each case makes its request afresh, once for each reading.
+    type Case<'a> = (&'a Modern, Box<dyn Fn() -> Request<Body> + 'a>);
+    let cases: Vec<Case<'_>> = vec![
+        (&client, Box::new(echo)),
+        (&client, Box::new(|| call(&client, json!({"name": "echo", "arguments": {"text": 5}})))),
+        (&client, Box::new(|| call(&client, json!({"name": "echo"})))),
+        (&client, Box::new(|| call(&client, json!({"name": "nope", "arguments": {}})))),
+        (&client, Box::new(|| call(&client, json!({"name": 5, "arguments": {}})))),
+        (&client, Box::new(|| call(&client, json!({"name": "panic", "arguments": {}})))),
+        (
+            &client,
+            Box::new(|| call(&client, json!({"name": "progress", "arguments": {}, "_meta": {"progressToken": "t"}}))),
+        ),
+        (
+            &client,
+            Box::new(|| {
+                call(
+                    &client,
+                    json!({"name": "echo", "arguments": {}, "_meta": {"io.modelcontextprotocol/logLevel": "loud"}}),
+                )
+            }),
+        ),
+        (
+            &client,
+            Box::new(|| {
+                call(
+                    &client,
+                    json!({"name": "echo", "arguments": {}, "_meta": {"io.modelcontextprotocol/protocolVersion": "v999"}}),
+                )
+            }),
+        ),
+        (
+            &client,
+            Box::new(|| {
+                call(
+                    &client,
+                    json!({"name": "echo", "arguments": {}, "_meta": {"io.modelcontextprotocol/clientInfo": 1}}),
+                )
+            }),
+        ),
+        (&client, Box::new(|| set(echo(), "mcp-name", "other"))),
+        (&client, Box::new(|| unset(echo(), "mcp-method"))),
+        (
+            &client,
+            Box::new(|| {
+                let mut twice = echo();
+                twice.headers_mut().append("mcp-protocol-version", HeaderValue::from_static(MODERN));
+                twice
+            }),
+        ),
+        (&extra, Box::new(|| route("eu"))),
+        (&extra, Box::new(|| route("us"))),
+        (&extra, Box::new(|| call(&extra, json!({"name": "summarize", "arguments": {}})))),
+    ];
+    for (i, (client, request)) in cases.iter().enumerate() {
+        let one_pass = client.send(request()).await;
+        let envelope = client.send(through_the_envelope(request()).await).await;
+        assert_eq!(one_pass.status(), envelope.status(), "case {i}");
+        assert_eq!(header_str(one_pass.headers(), "content-type"), header_str(envelope.headers(), "content-type"));
+        let (one_pass, envelope) = (body_bytes(one_pass).await, body_bytes(envelope).await);
+        assert!(!one_pass.is_empty(), "case {i}");
+        assert_eq!(String::from_utf8_lossy(&one_pass), String::from_utf8_lossy(&envelope), "case {i}");
     }
 }
 
