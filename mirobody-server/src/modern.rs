@@ -184,8 +184,11 @@ impl<'a> ModernParams<'a> {
 
     /// `params.name` (or `params.uri` when `key` is "uri"), when it is a string.
     pub(crate) fn text(&self, key: &str) -> Option<Cow<'a, str>> {
+        // Borrowed from the request unless it has escapes: a bare `Cow` always allocates.
+        #[derive(Deserialize)]
+        struct Text<'a>(#[serde(borrow)] Cow<'a, str>);
         let raw = if key == "uri" { self.uri } else { self.name }?;
-        serde_json::from_str::<Cow<'a, str>>(raw.get()).ok()
+        serde_json::from_str::<Text<'a>>(raw.get()).ok().map(|text| text.0)
     }
 }
 
