@@ -89,7 +89,7 @@ impl<'a> MetaEnvelope<'a, MetaFields> {
     // The params of a well-formed reading, once `_meta` has what every request carries.
     fn checked(mut self) -> Result<ModernParams<'a>, RpcError> {
         let fields = self.meta.take().ok_or_else(|| bad_meta("params._meta is missing"))?;
-        Ok(self.with(RequestMeta::from_fields(fields)?))
+        Ok(self.with(Box::new(RequestMeta::from_fields(fields)?)))
     }
 }
 
@@ -104,7 +104,7 @@ pub(crate) fn read_tool_call(bytes: &[u8]) -> Option<(Id, Result<ModernParams<'_
 
 impl<'a, M> MetaEnvelope<'a, M> {
     // The params read, with their checked `_meta`.
-    fn with(self, meta: RequestMeta) -> ModernParams<'a> {
+    fn with(self, meta: Box<RequestMeta>) -> ModernParams<'a> {
         ModernParams {
             meta,
             name: self.name,
@@ -124,8 +124,8 @@ fn raw_present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<&'de Raw
 /// The params of a 2026-07-28 request as one read of them gives: its `_meta`, and the members
 /// HTTP mirrors into headers (the name or URI, the tool arguments).
 pub(crate) struct ModernParams<'a> {
-    /// The checked-for-presence `_meta`.
-    pub(crate) meta: RequestMeta,
+    /// The checked-for-presence `_meta`; boxed, as it is large and the params move about.
+    pub(crate) meta: Box<RequestMeta>,
     name: Option<&'a RawValue>,
     uri: Option<&'a RawValue>,
     /// The raw `arguments` member, if any.
@@ -148,7 +148,7 @@ impl<'a> ModernParams<'a> {
                 let meta = envelope.meta.ok_or_else(|| bad_meta("params._meta is missing"))?;
                 let fields: MetaFields =
                     serde_json::from_str(meta.get()).map_err(|_| bad_meta("params._meta must be an object"))?;
-                Ok(envelope.with(RequestMeta::from_fields(fields)?))
+                Ok(envelope.with(Box::new(RequestMeta::from_fields(fields)?)))
             }
         }
     }
@@ -226,7 +226,7 @@ impl RequestMeta {
     /// Reads `params._meta`: -32602 when it is missing, not an object, or lacks the protocol
     /// version or the client capabilities.
     pub fn read(params: Option<&RawValue>) -> Result<RequestMeta, RpcError> {
-        ModernParams::parse(params).map(|p| p.meta)
+        ModernParams::parse(params).map(|p| *p.meta)
     }
 
     fn from_fields(fields: MetaFields) -> Result<RequestMeta, RpcError> {

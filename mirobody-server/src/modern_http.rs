@@ -170,6 +170,13 @@ pub fn decode_header_value(value: &str) -> Option<Cow<'_, str>> {
     String::from_utf8(bytes).ok().map(Cow::Owned)
 }
 
+// The rest of the ladder once the params are read: the headers, then the version and the log
+// level.
+fn ladder(service: &McpService, headers: &HeaderMap, method: &str, params: &ModernParams<'_>) -> Result<(), RpcError> {
+    check_headers(service, headers, method, params)?;
+    params.meta.check()
+}
+
 // The standard headers against the body: the version, the method, and the name of the tool or
 // prompt or the resource URI.
 fn check_headers(
@@ -296,8 +303,7 @@ pub(crate) async fn handle(
 ) -> Response {
     if request.method == "subscriptions/listen" {
         return match ModernParams::parse(request.params.as_deref())
-            .and_then(|params| check_headers(http.service(), &headers, &request.method, &params).map(|()| params))
-            .and_then(|params| params.meta.check())
+            .and_then(|params| ladder(http.service(), &headers, &request.method, &params))
         {
             Ok(()) => listen(http, &request, &headers),
             Err(error) => refusal(&request.id, &error),
@@ -313,8 +319,7 @@ pub(crate) async fn handle(
         Box::pin(async move {
             // The params are read once, here: the ladder and the method both use the reading.
             let read = ModernParams::parse(request.params.as_deref())
-                .and_then(|params| check_headers(&service, &headers, &request.method, &params).map(|()| params))
-                .and_then(|params| params.meta.check().map(|()| params));
+                .and_then(|params| ladder(&service, &headers, &request.method, &params).map(|()| params));
             let params = match read {
                 Ok(params) => params,
                 Err(error) => return Some(ModernReply::error(&request.id, &error)),
@@ -335,10 +340,9 @@ pub(crate) fn check_tool_call(
     id: &Id,
     params: Result<ModernParams<'_>, RpcError>,
     headers: &HeaderMap,
-) -> Result<(RequestMeta, OwnedCall), Response> {
+) -> Result<(Box<RequestMeta>, OwnedCall), Response> {
     let checked = |params: &ModernParams<'_>| {
-        check_headers(http.service(), headers, "tools/call", params)?;
-        params.meta.check()?;
+        ladder(http.service(), headers, "tools/call", params)?;
         params.owned_call()
     };
     // By reference and by `match`: the params are large, and each `and_then` would move them.
@@ -356,7 +360,7 @@ pub(crate) fn check_tool_call(
 pub(crate) fn tool_call(
     http: &McpHttp,
     id: Id,
-    meta: RequestMeta,
+    meta: Box<RequestMeta>,
     call: OwnedCall,
     user: UserInfo,
     streamable: bool,
