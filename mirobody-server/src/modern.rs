@@ -66,8 +66,9 @@ pub struct RequestMeta {
     progress_token: Option<Value>,
 }
 
-// The params with `_meta` as `M`: read in place (`MetaFields`) on the fast path, or kept as
-// text (`&RawValue`) to say exactly what is wrong with it.
+// The params with `_meta` as `M`: read in place (`MetaFields`, boxed: it is large, and the
+// envelope moves about whole) on the fast path, or kept as text (`&RawValue`) to say exactly
+// what is wrong with it.
 #[derive(Deserialize)]
 #[serde(bound(deserialize = "M: Deserialize<'de>"))]
 struct MetaEnvelope<'a, M> {
@@ -85,11 +86,11 @@ struct MetaEnvelope<'a, M> {
     request_state: Option<&'a RawValue>,
 }
 
-impl<'a> MetaEnvelope<'a, MetaFields> {
+impl<'a> MetaEnvelope<'a, Box<MetaFields>> {
     // The params of a well-formed reading, once `_meta` has what every request carries.
     fn checked(mut self) -> Result<ModernParams<'a>, RpcError> {
         let fields = self.meta.take().ok_or_else(|| bad_meta("params._meta is missing"))?;
-        Ok(self.with(Box::new(RequestMeta::from_fields(fields)?)))
+        Ok(self.with(Box::new(RequestMeta::from_fields(*fields)?)))
     }
 }
 
@@ -99,7 +100,7 @@ impl<'a> MetaEnvelope<'a, MetaFields> {
 /// [`mcp::read_tool_call`] gives up, and where the params are not a well-formed object:
 /// `Message::parse` and `ModernParams::parse` then read the request and say what is wrong.
 pub(crate) fn read_tool_call(bytes: &[u8]) -> Option<(Id, Result<ModernParams<'_>, RpcError>)> {
-    mcp::read_call::<MetaEnvelope<'_, MetaFields>>(bytes).map(|(id, envelope)| (id, envelope.checked()))
+    mcp::read_call::<MetaEnvelope<'_, Box<MetaFields>>>(bytes).map(|(id, envelope)| (id, envelope.checked()))
 }
 
 impl<'a, M> MetaEnvelope<'a, M> {
@@ -140,7 +141,7 @@ impl<'a> ModernParams<'a> {
         let raw = params.map(RawValue::get).unwrap_or("{}");
         // One pass over well-formed params; anything malformed is read again, `_meta` as text,
         // to say what is wrong with it.
-        match serde_json::from_str::<MetaEnvelope<'a, MetaFields>>(raw) {
+        match serde_json::from_str::<MetaEnvelope<'a, Box<MetaFields>>>(raw) {
             Ok(envelope) => envelope.checked(),
             Err(_) => {
                 let envelope: MetaEnvelope<'a, &'a RawValue> =
@@ -262,7 +263,7 @@ impl RequestMeta {
         if FINDER.find(raw.as_bytes()).is_none() {
             return false;
         }
-        serde_json::from_str::<MetaEnvelope<'_, MetaFields>>(raw)
+        serde_json::from_str::<MetaEnvelope<'_, Box<MetaFields>>>(raw)
             .ok()
             .and_then(|e| e.meta)
             .is_some_and(|fields| fields.protocol_version.is_some())
