@@ -145,8 +145,10 @@ pub struct ToolResult {
     structured: Option<Map<String, Value>>,
     #[serde(rename = "isError")]
     is_error: bool,
+    // Boxed: few results carry it, and a result moves through several futures on its way out
+    // (past 128 bytes, each move is a call to memcpy).
     #[serde(rename = "_meta", skip_serializing_if = "Option::is_none")]
-    meta: Option<Map<String, Value>>,
+    meta: Option<Box<Map<String, Value>>>,
 }
 
 impl ToolResult {
@@ -206,7 +208,7 @@ impl ToolResult {
 
     /// Sets `_meta` on the result.
     pub fn with_meta(mut self, meta: Map<String, Value>) -> Self {
-        self.meta = Some(meta);
+        self.meta = Some(Box::new(meta));
         self
     }
 
@@ -236,7 +238,7 @@ impl ToolResult {
     /// assert_eq!(ToolResult::text("hi").with_meta(meta).meta().unwrap()["trace"], "t-1");
     /// ```
     pub fn meta(&self) -> Option<&Map<String, Value>> {
-        self.meta.as_ref()
+        self.meta.as_deref()
     }
 
     /// Appends the result to `out` as MCP `CallToolResult` JSON: the same bytes as

@@ -277,15 +277,17 @@ pub(crate) struct ToolCall<'a> {
     name: Cow<'a, str>,
     #[serde(default)]
     arguments: Value,
-    // Any JSON: a `_meta` of another shape means no progress token, not a refused call.
+    // Any JSON: a `_meta` of another shape means no progress token, not a refused call. Boxed:
+    // most calls have none, and the params move about whole (past 128 bytes, each move is a
+    // call to memcpy).
     #[serde(rename = "_meta", default)]
-    meta: Option<Value>,
+    meta: Option<Box<Value>>,
 }
 
 impl ToolCall<'_> {
     /// The `_meta.progressToken`, if the call asked for progress.
     pub(crate) fn progress_token(&self) -> Option<Value> {
-        token_in(self.meta.as_ref())
+        token_in(self.meta.as_deref())
     }
 
     /// The same params, owning the tool name.
