@@ -31,7 +31,7 @@ use tracing::Instrument;
 
 use crate::jsonrpc::{self, Id, Message, RpcError, code};
 use crate::mcp::{self, Exchange, McpService, Reply, Status, ToolCall};
-use crate::peer::{ChannelPeer, Outbox};
+use crate::peer::{ChannelPeer, Inbox, Outbox};
 use crate::session::{Session, SessionStore};
 use crate::{modern, modern_http};
 
@@ -690,44 +690,49 @@ async fn request_response(
     }
 }
 
-async fn tool_call_response(
-    http: &McpHttp,
+// Not an async fn: its arguments would be kept in the future for as long as the call runs,
+// and the future is moved twice before it is first polled. The set-up is done here, and the
+// future only waits.
+fn tool_call_response<'a>(
+    http: &'a McpHttp,
     id: Id,
     call: ToolCall<'static>,
     user: UserInfo,
     session: Arc<Session>,
     streamable: bool,
-) -> Response {
-    let inner = &http.inner;
+) -> impl Future<Output = Response> + Send + 'a {
     // A tool call can be cancelled, and may talk to the client while it runs (when the client
     // accepts SSE): give it a channel, and answer with JSON if it sends nothing, or switch to
     // SSE at its first message.
     let (outbox, inbox) = Outbox::lazy();
     let (abort, registration) = AbortHandle::new_pair();
     let running = session.start_request(id.clone(), abort);
-    let mut call: CallFuture<Reply> = {
-        let service = inner.service.clone();
-        let pending = Arc::clone(service.pending());
-        let session = Arc::clone(&session);
-        let timeout = service.options().answer_timeout;
-        let token = call.progress_token();
+    let service = http.inner.service.clone();
+    let peer = ChannelPeer::new(
+        outbox,
+        Arc::clone(&session),
+        Arc::clone(service.pending()),
+        user.user_id().map(str::to_owned),
+        call.progress_token(),
+        service.options().answer_timeout,
+    );
+    let call: CallFuture<Reply> = {
         let id = id.clone();
         Box::pin(async move {
             // Forgets the request however the call ends, even when its connection drops.
             let _running = running;
-            let peer = ChannelPeer::new(
-                outbox,
-                Arc::clone(&session),
-                pending,
-                user.user_id().map(str::to_owned),
-                token,
-                timeout,
-            );
             let client: Option<&dyn mirobody_core::ClientPeer> = if streamable { Some(&peer) } else { None };
             let exchange = Exchange { user: &user, session: &session, client };
             Abortable::new(service.run_tool_call(&id, call, &exchange), registration).await.ok()
         })
     };
+    answer_tool_call(http, id, call, inbox)
+}
+
+// The reply to a running call: JSON when it finishes without sending anything first, else an
+// SSE stream of what it sends, then its reply.
+async fn answer_tool_call(http: &McpHttp, id: Id, mut call: CallFuture<Reply>, inbox: Inbox) -> Response {
+    let inner = &http.inner;
     tokio::select! {
         biased;
         reply = &mut call => match (reply, inbox.take()) {
