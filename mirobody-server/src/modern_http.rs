@@ -341,18 +341,11 @@ pub(crate) fn check_tool_call(
     params: Result<ModernParams<'_>, RpcError>,
     headers: &HeaderMap,
 ) -> Result<(Box<RequestMeta>, OwnedCall), Response> {
-    let checked = |params: &ModernParams<'_>| {
-        ladder(http.service(), headers, "tools/call", params)?;
-        params.owned_call()
-    };
-    // By reference and by `match`: the params are large, and each `and_then` would move them.
-    match params {
-        Ok(params) => match checked(&params) {
-            Ok(call) => Ok((params.meta, call)),
-            Err(error) => Err(refusal(id, &error)),
-        },
-        Err(error) => Err(refusal(id, &error)),
-    }
+    let params = params.map_err(|error| refusal(id, &error))?;
+    let call = ladder(http.service(), headers, "tools/call", &params)
+        .and_then(|()| params.owned_call())
+        .map_err(|error| refusal(id, &error))?;
+    Ok((params.meta, call))
 }
 
 /// Runs a 2026-07-28 `tools/call` that passed [`check_tool_call`], answered as [`handle`]
