@@ -15,20 +15,6 @@ cargo build --release -q -p mirobody-server -p mirobody-benches --bin mirobody-s
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 
-# client.py PORT PATH COUNT [header=value ...]: posts the body on stdin COUNT times on one connection.
-cat > "$out/client.py" <<'PY'
-import http.client, sys
-port, path, count = int(sys.argv[1]), sys.argv[2], int(sys.argv[3])
-headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream", "Host": "localhost"}
-headers.update(h.split("=", 1) for h in sys.argv[4:])
-body = sys.stdin.buffer.read()
-connection = http.client.HTTPConnection("127.0.0.1", port)
-for _ in range(count):
-    connection.request("POST", path, body, headers)
-    response = connection.getresponse()
-    reply = response.read()
-    assert response.status == 200 and b'"isError":false' in reply, (response.status, reply)
-PY
 body() { sed -n "s/^wrk.body = '\(.*\)'$/\1/p" "$1"; }
 
 # measure NAME PORT PATH BODY_SCRIPT [header=value ...] -- COMMAND...: instructions per request.
@@ -46,9 +32,9 @@ measure() {
       | tr -d '\r' | awk -F': ' 'tolower($1)=="mcp-session-id"{print $2}')
     headers+=("Mcp-Session-Id=$session")
   fi
-  body "$script" | python3 "$out/client.py" "$port" "$path" 300 "${headers[@]}"
+  body "$script" | python3 benches/load/client.py "$port" "$path" 300 --expect '"isError":false' "${headers[@]}"
   callgrind_control -z "$pid" >/dev/null 2>&1
-  body "$script" | python3 "$out/client.py" "$port" "$path" "$n" "${headers[@]}"
+  body "$script" | python3 benches/load/client.py "$port" "$path" "$n" --expect '"isError":false' "${headers[@]}"
   callgrind_control -d "$pid" >/dev/null 2>&1
   kill "$pid"; wait "$pid" 2>/dev/null || true
   # The dump after zeroing is the one with the highest part number.

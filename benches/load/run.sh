@@ -10,13 +10,15 @@
 # resident memory split into anonymous (heap, stacks) and file-backed (the program's code).
 # Each round measures the four back to back; the throughput ratios are the median of the rounds'
 # ratios, so one disturbed round on a noisy machine does not decide the result.
-# Usage: benches/load/run.sh [seconds per measurement] [rounds]   (needs wrk: apt-get install wrk)
+# Usage: benches/load/run.sh [seconds per measurement] [rounds]   (needs wrk: apt-get install wrk, and python3)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 secs=${1:-10}
 rounds=${2:-5}
 command -v wrk >/dev/null || { echo "wrk is not installed (apt-get install wrk)"; exit 2; }
 cargo build --release -q -p mirobody-server -p mirobody-benches --bin mirobody-server --bin bare-hyper
+# The server's resident memory depends on its code layout (mirobody-server/build.rs).
+python3 benches/load/symbol_order.py check target/release/mirobody-server mirobody-server/link/symbol-order.txt
 port_mcp=18180; port_bare=18181; port_json=18182
 # The server runs in a scratch folder, so its local state (the SQLite file of the default
 # backends) neither comes from nor lands in the checkout.
