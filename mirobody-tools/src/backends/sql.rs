@@ -197,11 +197,10 @@ impl SqlStore {
                 std::fs::create_dir_all(dir)
                     .map_err(|e| BackendError::new(format!("cannot create {}: {e}", dir.display())))?;
             }
-            let pool = SqlitePoolOptions::new()
-                .max_connections(max_connections.max(1))
-                .connect_with(options)
-                .await
-                .map_err(|e| BackendError::new(format!("cannot open the SQLite database: {e}")))?;
+            // Lazily: the migrations open the first connection, and say when the file cannot
+            // be opened. An eager pool opens a test connection first, whose return to the pool
+            // is asynchronous, so the migrations opened a second one that then stayed idle.
+            let pool = SqlitePoolOptions::new().max_connections(max_connections.max(1)).connect_lazy_with(options);
             SqlStore { pool: Pool::Sqlite(pool) }
         } else if url.starts_with("postgres:") || url.starts_with("postgresql:") {
             let mut options = PgConnectOptions::from_str(url)
@@ -293,15 +292,22 @@ impl SqlStore {
                     .map_err(failed)?
             };
         }
-        for &(version, name, sqlite, postgres) in MIGRATIONS {
-            match &self.pool {
-                Pool::Sqlite(pool) => {
-                    sqlx::query(CREATE).execute(pool).await.map_err(failed)?;
-                    let mut tx = pool.begin_with("BEGIN IMMEDIATE").await.map_err(failed)?;
+        match &self.pool {
+            Pool::Sqlite(pool) => {
+                // Every migration on one connection. Through the pool, a statement could find
+                // the connection the last one released not yet back and open another: a fresh
+                // server kept three connections (three threads and their caches) idle.
+                let mut conn = pool
+                    .acquire()
+                    .await
+                    .map_err(|e| BackendError::new(format!("cannot open the SQLite database: {e}")))?;
+                for &(version, name, script, _) in MIGRATIONS {
+                    sqlx::query(CREATE).execute(&mut *conn).await.map_err(failed)?;
+                    let mut tx = conn.begin_with("BEGIN IMMEDIATE").await.map_err(failed)?;
                     if !applied!(tx, version) {
-                        let (before, after) = sqlite.split_once(FILL_MEMORY_TERMS).unwrap_or((sqlite, ""));
+                        let (before, after) = script.split_once(FILL_MEMORY_TERMS).unwrap_or((script, ""));
                         sqlx::raw_sql(before).execute(&mut *tx).await.map_err(failed)?;
-                        if sqlite.contains(FILL_MEMORY_TERMS) {
+                        if script.contains(FILL_MEMORY_TERMS) {
                             let rows: Vec<(i64, String, String)> =
                                 sqlx::query_as("SELECT id, owner, text FROM memories")
                                     .fetch_all(&mut *tx)
@@ -323,12 +329,14 @@ impl SqlStore {
                     }
                     tx.commit().await.map_err(failed)?;
                 }
-                Pool::Postgres(pool) => {
+            }
+            Pool::Postgres(pool) => {
+                for &(version, name, _, script) in MIGRATIONS {
                     let mut tx = pool.begin().await.map_err(failed)?;
                     sqlx::query("SELECT pg_advisory_xact_lock(7243541853)").execute(&mut *tx).await.map_err(failed)?;
                     sqlx::query(CREATE).execute(&mut *tx).await.map_err(failed)?;
                     if !applied!(tx, version) {
-                        sqlx::raw_sql(postgres).execute(&mut *tx).await.map_err(failed)?;
+                        sqlx::raw_sql(script).execute(&mut *tx).await.map_err(failed)?;
                         record!(tx, version, name);
                     }
                     tx.commit().await.map_err(failed)?;
@@ -886,6 +894,26 @@ impl AccessLog for SqlStore {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test]
+    async fn opening_a_new_sqlite_database_leaves_one_connection() {
+        let dir = tempfile::tempdir().unwrap();
+        let url = format!("sqlite://{}", dir.path().join("db.sqlite").display());
+        let store = SqlStore::connect(&url, None, 8).await.unwrap();
+        let Pool::Sqlite(pool) = &store.pool else { panic!("a sqlite: URL opens SQLite") };
+        // Each SQLite connection is a thread with its own page cache; idle ones are memory.
+        assert_eq!(pool.size(), 1, "connections open after the migrations");
+        assert_eq!(store.schema_version().await.unwrap(), MIGRATIONS.len() as i64);
+    }
+
+    #[tokio::test]
+    async fn a_sqlite_file_that_cannot_be_opened_is_reported_at_connect() {
+        let dir = tempfile::tempdir().unwrap();
+        // A folder where the database file should be.
+        let url = format!("sqlite://{}", dir.path().display());
+        let err = SqlStore::connect(&url, None, 2).await.unwrap_err().to_string();
+        assert!(err.starts_with("cannot open the SQLite database: "), "{err}");
+    }
 
     #[test]
     fn query_terms_are_words_only() {
