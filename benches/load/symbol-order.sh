@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # Regenerates mirobody-server/link/symbol-order.txt, the list of functions the linker puts first
-# in the release binary (see mirobody-server/build.rs): runs the release server under callgrind
+# in the release binary (see mirobody-server/build.rs). Runs the release server under callgrind
 # through start-up, then a session (initialize, tools/list, ping, tools/call echo), stateless
 # 2026-07-28 calls and a graceful shutdown, and lists every function of the binary that ran:
 # those that ran for the requests first, so that the request path is packed together, then the
-# start-up's, the most instructions first in each part. Run it after a toolchain or dependency update, or when run.sh
-# says the list is stale, then rebuild and commit the list.
+# start-up's, the most instructions first in each part. Run it after a toolchain or dependency
+# update, or when run.sh says the list is stale, then rebuild and commit the list.
 # Usage: benches/load/symbol-order.sh   (needs valgrind, python3 and curl)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
