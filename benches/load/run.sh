@@ -53,6 +53,9 @@ rss_split() { awk '/RssAnon/{a=$2} /RssFile/{f=$2} END{printf "anon %d KiB, file
 # The server's CPU time (user and system, in clock ticks) so far.
 cpu() { awk '{print $14, $15}' /proc/$1/stat; }
 
+# Resident memory before any load: what load adds is the peak less this.
+start_mcp=$(rss $mcp); start_bare=$(rss $bare)
+
 # Warm up all four, then measure them in turn, round after round.
 MCP_SESSION=$session taskset -c 1 wrk -t1 -c16 -d2s -s benches/load/post.lua http://127.0.0.1:$port_mcp/mcp >/dev/null
 taskset -c 1 wrk -t1 -c16 -d2s -s benches/load/post_modern.lua http://127.0.0.1:$port_mcp/mcp >/dev/null
@@ -66,6 +69,7 @@ for round in $(seq "$rounds"); do
   results+=("$round $(run modern http://127.0.0.1:$port_mcp/mcp '' benches/load/post_modern.lua $mcp)")
 done
 printf '%s\n' "${results[@]}" | awk -v rss_mcp="$(rss $mcp)" -v rss_bare="$(rss $bare)" \
+  -v start_mcp="$start_mcp" -v start_bare="$start_bare" \
   -v split_mcp="$(rss_split $mcp)" -v split_bare="$(rss_split $bare)" '
   # The median of the first n entries of a (sorted in place).
   function median(a, n,   i, j, t) {
@@ -84,6 +88,7 @@ printf '%s\n' "${results[@]}" | awk -v rss_mcp="$(rss $mcp)" -v rss_bare="$(rss 
     printf "mirobody-server: %9.0f req/s  p50%s  p99%s  CPU/request %.2f us user + %.2f us system (2025-11-25, session)\n", m, p50["mcp"], p99["mcp"], usr["mcp"]/n["mcp"], sys["mcp"]/n["mcp"];
     printf "mirobody-server: %9.0f req/s  p50%s  p99%s  CPU/request %.2f us user + %.2f us system (2026-07-28, stateless)\n", s, p50["modern"], p99["modern"], usr["modern"]/n["modern"], sys["modern"]/n["modern"];
     printf "peak RSS: bare %d KiB, mirobody %d KiB (%+d KiB); now bare %s, mirobody %s\n", rss_bare, rss_mcp, rss_mcp-rss_bare, split_bare, split_mcp;
+    printf "RSS before the load: bare %d KiB, mirobody %d KiB; the load added bare %+d KiB, mirobody %+d KiB\n", start_bare, start_mcp, rss_bare-start_bare, rss_mcp-start_mcp;
     printf "mirobody/bare by round:%s\n", rounds;
     printf "throughput ratio mirobody/bare: %.2f (median of %d rounds; target >= 0.80); mirobody/(hyper + JSON): %.2f; (hyper + JSON)/bare: %.2f\n", median(mb, last), last, median(mj, last), median(jb, last);
     printf "throughput ratio 2026-07-28/2025-11-25: %.2f (median; target >= 1.00)\n", median(sm, last);
