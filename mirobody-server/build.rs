@@ -40,6 +40,7 @@ fn wanted() -> bool {
         && var("TARGET") == "x86_64-unknown-linux-gnu"
         // Cargo names the linker here when the build configures one.
         && var("RUSTC_LINKER").is_empty()
+        // Nor when RUSTFLAGS pick a linker or pass it flags (`-C linker`, `-C link-arg`, ...).
         && !var("CARGO_ENCODED_RUSTFLAGS").contains("link")
         && rustc_minor_version().is_some_and(|minor| minor >= 90)
 }

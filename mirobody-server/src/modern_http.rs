@@ -117,34 +117,42 @@ fn mismatch(message: impl Into<String>) -> RpcError {
 // bytes that are not visible ASCII, is a mismatch.
 fn single<'a>(headers: &'a HeaderMap, name: &HeaderName) -> Result<Option<&'a str>, RpcError> {
     let mut values = headers.get_all(name).iter();
-    let first = values.next();
-    one_value(name, first, values.next().is_some())
+    Seen { first: values.next(), again: values.next().is_some() }.value(name)
 }
 
-// The value of a header, given `first` (its first value, if any) and whether it came again.
-fn one_value<'a>(name: &HeaderName, first: Option<&'a HeaderValue>, again: bool) -> Result<Option<&'a str>, RpcError> {
-    let Some(first) = first else { return Ok(None) };
-    if again {
-        return Err(mismatch(format!("the {name} header appears more than once")));
+// What came of one header: its first value, if any, and whether it came again.
+#[derive(Clone, Copy, Default)]
+struct Seen<'a> {
+    first: Option<&'a HeaderValue>,
+    again: bool,
+}
+
+impl<'a> Seen<'a> {
+    // The header's value, as `single` says.
+    fn value(self, name: &HeaderName) -> Result<Option<&'a str>, RpcError> {
+        let Some(first) = self.first else { return Ok(None) };
+        if self.again {
+            return Err(mismatch(format!("the {name} header appears more than once")));
+        }
+        let value = first.to_str().map_err(|_| mismatch(format!("the {name} header has invalid characters")))?;
+        Ok(Some(value.trim_matches([' ', '\t'])))
     }
-    let value = first.to_str().map_err(|_| mismatch(format!("the {name} header has invalid characters")))?;
-    Ok(Some(value.trim_matches([' ', '\t'])))
 }
 
 // The three standard headers, found in one walk over the map (looking each up by name hashes
-// it and probes the map): each one's first value, and whether it came again.
+// it and probes the map).
 #[derive(Default)]
 struct StandardHeaders<'a> {
-    version: (Option<&'a HeaderValue>, bool),
-    method: (Option<&'a HeaderValue>, bool),
-    name: (Option<&'a HeaderValue>, bool),
+    version: Seen<'a>,
+    method: Seen<'a>,
+    name: Seen<'a>,
 }
 
 impl<'a> StandardHeaders<'a> {
     fn read(headers: &'a HeaderMap) -> Self {
         let mut found = StandardHeaders::default();
         for (name, value) in headers {
-            let (first, again) = if name == VERSION {
+            let seen = if name == VERSION {
                 &mut found.version
             } else if name == METHOD {
                 &mut found.method
@@ -153,8 +161,8 @@ impl<'a> StandardHeaders<'a> {
             } else {
                 continue;
             };
-            *again |= first.is_some();
-            first.get_or_insert(value);
+            seen.again |= seen.first.is_some();
+            seen.first.get_or_insert(value);
         }
         found
     }
@@ -186,8 +194,7 @@ fn check_headers(
     params: &ModernParams<'_>,
 ) -> Result<(), RpcError> {
     let standard = StandardHeaders::read(headers);
-    let (version, again) = standard.version;
-    match (one_value(&VERSION, version, again)?, params.meta.protocol_version()) {
+    match (standard.version.value(&VERSION)?, params.meta.protocol_version()) {
         (Some(header), Some(body)) if header == body => {}
         (None, _) => return Err(mismatch("the MCP-Protocol-Version header is required")),
         (Some(header), _) => {
@@ -196,8 +203,7 @@ fn check_headers(
             )));
         }
     }
-    let (method_header, again) = standard.method;
-    match one_value(&METHOD, method_header, again)? {
+    match standard.method.value(&METHOD)? {
         Some(header) if header == method => {}
         Some(header) => {
             return Err(mismatch(format!("the Mcp-Method header ('{header}') does not match the method '{method}'")));
@@ -211,8 +217,7 @@ fn check_headers(
     };
     // Malformed params are the method's to report.
     let Some(body) = params.text(key) else { return Ok(()) };
-    let (name, again) = standard.name;
-    let header = one_value(&NAME, name, again)?.ok_or_else(|| mismatch("the Mcp-Name header is required"))?;
+    let header = standard.name.value(&NAME)?.ok_or_else(|| mismatch("the Mcp-Name header is required"))?;
     match decode_header_value(header) {
         Some(decoded) if decoded == body => {}
         Some(_) => return Err(mismatch(format!("the Mcp-Name header does not match the request's {key}"))),
@@ -500,16 +505,16 @@ mod tests {
         headers.append("mcp-name", HeaderValue::from_bytes(b"caf\xc3\xa9").unwrap());
         let found = StandardHeaders::read(&headers);
         let walked = [(&VERSION, found.version), (&METHOD, found.method), (&NAME, found.name)];
-        for (name, (first, again)) in walked {
-            let by_walk = one_value(name, first, again).map_err(|e| e.message);
+        for (name, seen) in walked {
+            let by_walk = seen.value(name).map_err(|e| e.message);
             assert_eq!(by_walk, single(&headers, name).map_err(|e| e.message), "{name}");
         }
-        assert_eq!(one_value(&VERSION, found.version.0, found.version.1).unwrap(), Some("2026-07-28"));
-        assert!(found.method.1, "tools/call came twice");
-        assert!(one_value(&NAME, found.name.0, found.name.1).is_err(), "not visible ASCII");
+        assert_eq!(found.version.value(&VERSION).unwrap(), Some("2026-07-28"));
+        assert!(found.method.again, "tools/call came twice");
+        assert!(found.name.value(&NAME).is_err(), "not visible ASCII");
         let empty = HeaderMap::new();
         let none = StandardHeaders::read(&empty);
-        assert_eq!(one_value(&NAME, none.name.0, none.name.1).unwrap(), None);
+        assert_eq!(none.name.value(&NAME).unwrap(), None);
     }
 
     #[test]
