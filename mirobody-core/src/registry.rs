@@ -2,7 +2,7 @@
 
 use std::collections::HashMap;
 use std::panic::AssertUnwindSafe;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use futures::FutureExt;
 use mirobody_schema::{ArgProblem, Format, InvalidArguments, SpecError, Validator};
@@ -157,7 +157,9 @@ pub struct Registry {
     index: foldhash::HashMap<Box<str>, usize>,
     mcp_all: Box<str>,
     mcp_public: Box<str>,
-    functions: Vec<(Format, Rendered)>,
+    // By position in `Format::ALL`, each rendered on first use: a server only ever serves the
+    // MCP list, kept above, and an agent loop uses one or two formats.
+    functions: [OnceLock<Rendered>; Format::ALL.len()],
 }
 
 impl std::fmt::Debug for Registry {
@@ -292,15 +294,7 @@ impl Registry {
         let index = entries.iter().enumerate().map(|(i, e)| (e.tool.name().into(), i)).collect();
         let mcp_all = json_array(entries.iter().map(|e| &*e.mcp_entry));
         let mcp_public = json_array(entries.iter().filter(|e| !e.tool.is_auth()).map(|e| &*e.mcp_entry));
-        let functions = Format::ALL
-            .iter()
-            .map(|&format| {
-                let value = Value::Array(entries.iter().map(|e| e.tool.spec().render(format)).collect());
-                let json = value.to_string().into_boxed_str();
-                (format, Rendered { value, json })
-            })
-            .collect();
-        Registry { entries, index, mcp_all, mcp_public, functions }
+        Registry { entries, index, mcp_all, mcp_public, functions: Default::default() }
     }
 
     /// How many tools there are.
@@ -340,7 +334,8 @@ impl Registry {
         if include_auth { &self.mcp_all } else { &self.mcp_public }
     }
 
-    /// Every tool rendered in `format`, as a JSON array.
+    /// Every tool rendered in `format`, as a JSON array. Each format is rendered on its first
+    /// use and kept.
     pub fn functions(&self, format: Format) -> &Value {
         &self.rendered(format).value
     }
@@ -351,9 +346,12 @@ impl Registry {
     }
 
     fn rendered(&self, format: Format) -> &Rendered {
-        // Every format is rendered in `assemble`, so the search always succeeds.
-        let position = self.functions.iter().position(|(f, _)| *f == format).unwrap_or(0);
-        &self.functions[position].1
+        let position = Format::ALL.iter().position(|&f| f == format).expect("Format::ALL lists every format");
+        self.functions[position].get_or_init(|| {
+            let value = Value::Array(self.entries.iter().map(|e| e.tool.spec().render(format)).collect());
+            let json = value.to_string().into_boxed_str();
+            Rendered { value, json }
+        })
     }
 
     /// Calls a tool: looks it up, checks the caller, validates the arguments (applying

@@ -646,6 +646,29 @@ mod listings {
         assert_eq!(reg.functions(Format::Responses)[0]["strict"], false);
         assert_eq!(reg.functions(Format::Anthropic)[0]["input_schema"]["required"], json!(["text"]));
     }
+
+    #[test]
+    fn each_format_is_rendered_once_on_first_use_and_shared_between_threads() {
+        let reg = mixed();
+        for format in Format::ALL {
+            // Threads racing for the first use all get the one rendering.
+            let seen: Vec<(usize, usize)> = std::thread::scope(|scope| {
+                let handles: Vec<_> = (0..4)
+                    .map(|_| {
+                        scope.spawn(|| {
+                            (
+                                reg.functions_json(format).as_ptr().addr(),
+                                std::ptr::from_ref(reg.functions(format)).addr(),
+                            )
+                        })
+                    })
+                    .collect();
+                handles.into_iter().map(|h| h.join().unwrap()).collect()
+            });
+            assert!(seen.windows(2).all(|pair| pair[0] == pair[1]), "{format}: {seen:?}");
+            assert_eq!(reg.functions_json(format).as_ptr().addr(), seen[0].0, "{format}");
+        }
+    }
 }
 
 // =============================================================================================

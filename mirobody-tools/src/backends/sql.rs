@@ -329,6 +329,10 @@ impl SqlStore {
                     }
                     tx.commit().await.map_err(failed)?;
                 }
+                // The migrations' prepared statements and cached pages are not needed again;
+                // the connection would otherwise keep them for the life of the server.
+                conn.clear_cached_statements().await.map_err(failed)?;
+                sqlx::query("PRAGMA shrink_memory").execute(&mut *conn).await.map_err(failed)?;
             }
             Pool::Postgres(pool) => {
                 for &(version, name, _, script) in MIGRATIONS {
@@ -903,6 +907,10 @@ mod tests {
         let Pool::Sqlite(pool) = &store.pool else { panic!("a sqlite: URL opens SQLite") };
         // Each SQLite connection is a thread with its own page cache; idle ones are memory.
         assert_eq!(pool.size(), 1, "connections open after the migrations");
+        // Nor does that connection keep the migrations' prepared statements.
+        let mut conn = pool.acquire().await.unwrap();
+        assert_eq!(conn.cached_statements_size(), 0, "statements cached after the migrations");
+        drop(conn);
         assert_eq!(store.schema_version().await.unwrap(), MIGRATIONS.len() as i64);
     }
 
