@@ -908,7 +908,7 @@ mod tests {
         // Each SQLite connection is a thread with its own page cache; idle ones are memory.
         assert_eq!(pool.size(), 1, "connections open after the migrations");
         // Nor does that connection keep the migrations' prepared statements.
-        let mut conn = pool.acquire().await.unwrap();
+        let conn = pool.acquire().await.unwrap();
         assert_eq!(conn.cached_statements_size(), 0, "statements cached after the migrations");
         drop(conn);
         assert_eq!(store.schema_version().await.unwrap(), MIGRATIONS.len() as i64);
