@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Regenerates mirobody-server/link/symbol-order.txt, the list of functions the linker puts first
 # in the release binary (see mirobody-server/build.rs). Runs the release server under callgrind,
-# pinned to one CPU and then on all, through start-up, then a session (initialize, tools/list, ping, tools/call echo), stateless
-# 2026-07-28 calls and a graceful shutdown, and lists every function of the binary that ran:
-# those that ran for the requests first, so that the request path is packed together, then the
-# start-up's, then the shutdown's (closing SQLite runs `PRAGMA optimize`, 0.3 MB of code that no
-# request runs), the most instructions first in each part. Run it after a toolchain or dependency
-# update, or when run.sh says the list is stale, then rebuild and commit the list.
+# pinned to one CPU and then on all, through start-up, then a session (initialize, tools/list,
+# ping, tools/call echo), stateless 2026-07-28 calls, clients resetting their connections and a
+# graceful shutdown, and lists every function of the binary that ran: those that ran for the
+# requests first, so that the request path is packed together, then the start-up's, then the
+# shutdown's (closing SQLite runs `PRAGMA optimize`, 0.3 MB of code that no request runs), the
+# most instructions first in each part. Run it after a toolchain or dependency update, or when
+# run.sh says the list is stale, then rebuild and commit the list.
 # Usage: benches/load/symbol-order.sh   (needs valgrind, python3 and curl)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
