@@ -3,7 +3,8 @@
 # 2025-11-25 session path, 16 connections, each server on core 0 and wrk on core 1, beside the
 # bare hyper baseline. Each round measures bare, the old build and the new build back to back;
 # the ratios are medians of the rounds' ratios, so a disturbed round does not decide the result.
-# For telling whether a change helped on a machine whose throughput drifts between runs.
+# Also each build's peak resident memory, before the load and after it. For telling whether a
+# change helped on a machine whose throughput drifts between runs.
 # Usage: benches/load/compare.sh OLD_BINARY NEW_BINARY [seconds] [rounds]   (needs wrk)
 #   e.g. git worktree add /tmp/old main && (cd /tmp/old && cargo build --release -p mirobody-server)
 #        benches/load/compare.sh /tmp/old/target/release/mirobody-server target/release/mirobody-server
@@ -28,6 +29,9 @@ session() {
     -d '{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"wrk","version":"1"}}}' \
     | tr -d '\r' | awk -F': ' 'tolower($1)=="mcp-session-id"{print $2}'
 }
+# Peak resident memory (KiB).
+rss() { awk '/VmHWM/{print $2}' /proc/$1/status; }
+start_old=$(rss $pid_old); start_new=$(rss $pid_new)
 session_old=$(session $port_old); session_new=$(session $port_new)
 # rate URL SESSION SECONDS: requests per second.
 rate() {
@@ -54,3 +58,5 @@ for pair in "$port_old $session_old" "$port_new $session_new"; do
     || { echo "the server on port $1 did not answer tools/call echo"; exit 1; }
 done
 echo "both builds answered tools/call echo correctly"
+echo "peak RSS: old $(rss $pid_old) KiB, new $(rss $pid_new) KiB ($(( $(rss $pid_new) - $(rss $pid_old) )) KiB);" \
+  "before the load: old $start_old KiB, new $start_new KiB"
