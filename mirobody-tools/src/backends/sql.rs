@@ -900,25 +900,32 @@ impl AccessLog for SqlStore {
 mod tests {
     use super::*;
 
-    #[tokio::test]
-    async fn opening_a_new_sqlite_database_leaves_one_connection() {
+    // A new SQLite database in a folder of its own, which lasts as long as the returned folder.
+    async fn new_sqlite_store(max_connections: u32) -> (tempfile::TempDir, SqlStore) {
         let dir = tempfile::tempdir().unwrap();
         let url = format!("sqlite://{}", dir.path().join("db.sqlite").display());
-        let store = SqlStore::connect(&url, None, 8).await.unwrap();
+        let store = SqlStore::connect(&url, None, max_connections).await.unwrap();
+        (dir, store)
+    }
+
+    fn sqlite_pool(store: &SqlStore) -> &SqlitePool {
         let Pool::Sqlite(pool) = &store.pool else { panic!("a sqlite: URL opens SQLite") };
+        pool
+    }
+
+    #[tokio::test]
+    async fn opening_a_new_sqlite_database_leaves_one_connection() {
+        let (_dir, store) = new_sqlite_store(8).await;
         // Each SQLite connection is a thread with its own page cache; idle ones are memory.
-        assert_eq!(pool.size(), 1, "connections open after the migrations");
+        assert_eq!(sqlite_pool(&store).size(), 1, "connections open after the migrations");
         assert_eq!(store.schema_version().await.unwrap(), MIGRATIONS.len() as i64);
     }
 
     #[tokio::test]
     async fn the_sqlite_migrations_leave_no_prepared_statements_behind() {
-        let dir = tempfile::tempdir().unwrap();
-        let url = format!("sqlite://{}", dir.path().join("db.sqlite").display());
         // One connection at most, so the one acquired here is the one that ran the migrations.
-        let store = SqlStore::connect(&url, None, 1).await.unwrap();
-        let Pool::Sqlite(pool) = &store.pool else { panic!("a sqlite: URL opens SQLite") };
-        let mut conn = pool.acquire().await.unwrap();
+        let (_dir, store) = new_sqlite_store(1).await;
+        let mut conn = sqlite_pool(&store).acquire().await.unwrap();
         assert_eq!(conn.cached_statements_size(), 0, "statements cached after the migrations");
         // The count is live: a statement run now is cached and counted.
         sqlx::query("SELECT 1").execute(&mut *conn).await.unwrap();
