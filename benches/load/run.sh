@@ -7,7 +7,8 @@
 # stateless 2026-07-28 path (per-request _meta and mirrored headers, post_modern.lua) against the
 # 2025-11-25 path.
 # Also the server's CPU time per request, split into user and system time (from /proc), and its
-# resident memory split into anonymous (heap, stacks) and file-backed (the program's code).
+# resident memory split into anonymous (heap, stacks) and file-backed (the program's code), and
+# by part (resident.py: the binary's sections, each library, the heap and the rest).
 # Each round measures the four back to back; the throughput ratios are the median of the rounds'
 # ratios, so one disturbed round on a noisy machine does not decide the result.
 # Usage: benches/load/run.sh [seconds per measurement] [rounds]   (needs wrk: apt-get install wrk, and python3)
@@ -93,6 +94,9 @@ printf '%s\n' "${results[@]}" | awk -v rss_mcp="$(rss $mcp)" -v rss_bare="$(rss 
     printf "throughput ratio mirobody/bare: %.2f (median of %d rounds; target >= 0.80); mirobody/(hyper + JSON): %.2f; (hyper + JSON)/bare: %.2f\n", median(mb, last), last, median(mj, last), median(jb, last);
     printf "throughput ratio 2026-07-28/2025-11-25: %.2f (median; target >= 1.00)\n", median(sm, last);
   }'
+# Which parts of each program the resident memory is in: code, data, libraries, heap.
+echo "resident memory now, by part (KiB, benches/load/resident.py):"
+for pid in $bare $mcp; do python3 benches/load/resident.py "$pid" | sed 's/^/  /'; done
 # Check the MCP server really answered tools/call (not an error) during the run.
 curl -s -H 'content-type: application/json' -H 'accept: application/json, text/event-stream' -H "mcp-session-id: $session" \
   http://127.0.0.1:$port_mcp/mcp -d "$(sed -n "s/^wrk.body = '\(.*\)'$/\1/p" benches/load/post.lua)" | grep -q '"isError":false' \
