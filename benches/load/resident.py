@@ -74,6 +74,7 @@ def report(pid):
     base = min(start - offset for start, _, offset, path in maps if path == program)
     bias = base if is_position_independent(program) else 0
     lines = []
+    program_start = min(start for start, _, _, path in maps if path == program)
     counted_to = 0  # the first page not yet counted
     parts = []
     for name, address, size in sections(program):
@@ -97,7 +98,12 @@ def report(pid):
         elif path in ("[heap]", "[stack]"):
             anonymous[path.strip("[]")] += pages.count(start, end)[0] * kib
         elif path == "" or path.startswith("[anon"):
-            anonymous["other"] += pages.count(start, end)[0] * kib
+            resident = pages.count(start, end)[0]
+            # The end of `.bss` lies in an anonymous mapping, and was counted with the sections.
+            overlap = (max(start, program_start), min(end, counted_to * PAGE))
+            if overlap[0] < overlap[1]:
+                resident -= pages.count(*overlap)[0]
+            anonymous["other"] += resident * kib
         # The rest ([vdso], [vvar], [vsyscall]) is the kernel's.
     lines.append("libraries: " + ", ".join(f"{name} {size}" for name, size in libraries.most_common() if size))
     lines.append("anonymous: " + ", ".join(f"{name} {size}" for name, size in anonymous.most_common() if size))
