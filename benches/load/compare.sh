@@ -58,5 +58,6 @@ for pair in "$port_old $session_old" "$port_new $session_new"; do
     || { echo "the server on port $1 did not answer tools/call echo"; exit 1; }
 done
 echo "both builds answered tools/call echo correctly"
-echo "peak RSS: old $(rss $pid_old) KiB, new $(rss $pid_new) KiB ($(( $(rss $pid_new) - $(rss $pid_old) )) KiB);" \
+peak_old=$(rss $pid_old); peak_new=$(rss $pid_new)
+echo "peak RSS: old $peak_old KiB, new $peak_new KiB ($((peak_new - peak_old)) KiB);" \
   "before the load: old $start_old KiB, new $start_new KiB"

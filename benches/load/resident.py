@@ -71,10 +71,9 @@ def report(pid):
     maps = list(mappings(pid))
     pages = Pages(pid)
     kib = PAGE // 1024
-    base = min(start - offset for start, _, offset, path in maps if path == program)
-    bias = base if is_position_independent(program) else 0
-    lines = []
+    # A position-independent program is loaded at its first mapping, which maps offset 0.
     program_start = min(start for start, _, _, path in maps if path == program)
+    bias = program_start if is_position_independent(program) else 0
     counted_to = 0  # the first page not yet counted
     parts = []
     for name, address, size in sections(program):
@@ -87,7 +86,6 @@ def report(pid):
         counted_to = (end + PAGE - 1) // PAGE
         if resident:
             parts.append(f"{name} {resident * kib}" + (f" ({copied * kib} copied)" if copied else ""))
-    lines.append(f"{os.path.basename(program)}: " + ", ".join(parts))
     libraries = collections.Counter()
     anonymous = collections.Counter()
     for start, end, _, path in maps:
@@ -105,9 +103,12 @@ def report(pid):
                 resident -= pages.count(*overlap)[0]
             anonymous["other"] += resident * kib
         # The rest ([vdso], [vvar], [vsyscall]) is the kernel's.
-    lines.append("libraries: " + ", ".join(f"{name} {size}" for name, size in libraries.most_common() if size))
-    lines.append("anonymous: " + ", ".join(f"{name} {size}" for name, size in anonymous.most_common() if size))
-    return lines
+    listed = lambda sizes: ", ".join(f"{name} {size}" for name, size in sizes.most_common() if size)
+    return [
+        f"{os.path.basename(program)}: " + ", ".join(parts),
+        "libraries: " + listed(libraries),
+        "anonymous: " + listed(anonymous),
+    ]
 
 
 if __name__ == "__main__":
