@@ -16,6 +16,7 @@ mod connection;
 pub mod http;
 pub mod jsonrpc;
 pub mod mcp;
+pub mod memory;
 pub mod modern;
 pub mod modern_http;
 pub mod mrtr;

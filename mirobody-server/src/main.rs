@@ -60,11 +60,13 @@ async fn run(command: Command, config: Config) -> Result<u8, Box<dyn std::error:
         Command::Serve => {
             let server = app::build(&config).await?;
             let listener = tokio::net::TcpListener::bind(config.bind).await?;
+            let released = release_startup_pages();
             tracing::info!(
                 address = %listener.local_addr()?,
                 path = %config.mcp_path(),
                 database = %config.backends.database_url(),
                 workers = config.worker_count(),
+                released_kib = released / 1024,
                 "serving MCP"
             );
             let options = config.serve_options();
@@ -76,6 +78,7 @@ async fn run(command: Command, config: Config) -> Result<u8, Box<dyn std::error:
         Command::Stdio { user } => {
             let server = app::build(&config).await?;
             let user = user.map(UserInfo::authenticated).unwrap_or_default();
+            release_startup_pages();
             stdio::serve(server.service, user, tokio::io::stdin(), tokio::io::stdout(), config.max_body_bytes).await?;
             server.backends.close().await;
             Ok(0)
@@ -128,4 +131,13 @@ async fn run(command: Command, config: Config) -> Result<u8, Box<dyn std::error:
             Ok(0)
         }
     }
+}
+
+/// Gives back the pages of the program that only start-up used (`memory`), once start-up is
+/// over. Returns the bytes advised; where the kernel cannot take the advice, 0.
+fn release_startup_pages() -> usize {
+    mirobody_server::memory::release_startup_pages().unwrap_or_else(|e| {
+        tracing::debug!(error = %e, "start-up pages kept");
+        0
+    })
 }

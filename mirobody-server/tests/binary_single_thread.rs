@@ -1,6 +1,7 @@
 //! The real binary with `worker_threads: 1`, as it runs on one CPU: every request answered on
 //! one thread (tokio's current-thread scheduler), and still concurrent callers are served,
-//! including tools that write to and read from the embedded database.
+//! including tools that write to and read from the embedded database, after start-up has
+//! given back its pages.
 
 mod common;
 
@@ -45,4 +46,12 @@ fn one_thread_serves_concurrent_callers_and_the_database() {
     assert!(text.contains("onethreadmarker3x9"), "a stored fact was recalled: {text}");
     let log = std::fs::read_to_string(&log_path).unwrap();
     assert!(log.contains("workers=1"), "the start-up line names one worker: {log}");
+    // Start-up gave back its pages (`memory::release_startup_pages`), and every call above was
+    // served after that.
+    let released: usize = log
+        .split("released_kib=")
+        .nth(1)
+        .and_then(|rest| rest.split(|c: char| !c.is_ascii_digit()).next()?.parse().ok())
+        .expect("the start-up line says how much was released");
+    assert!(released > 1024, "the program's read-only pages were released: {released} KiB");
 }
