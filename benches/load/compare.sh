@@ -3,7 +3,8 @@
 # 2025-11-25 session path, 16 connections, each server on core 0 and wrk on core 1, beside the
 # bare hyper baseline. Each round measures bare, the old build and the new build back to back;
 # the ratios are medians of the rounds' ratios, so a disturbed round does not decide the result.
-# Also each build's peak resident memory, before the load and after it. For telling whether a
+# Also each build's peak resident memory under the load, its memory before the load, and its
+# start-up peak. For telling whether a
 # change helped on a machine whose throughput drifts between runs.
 # Usage: benches/load/compare.sh OLD_BINARY NEW_BINARY [seconds] [rounds]   (needs wrk)
 #   e.g. git worktree add /tmp/old main && (cd /tmp/old && cargo build --release -p mirobody-server)
@@ -31,6 +32,10 @@ session() {
 }
 # Peak resident memory (KiB).
 rss() { awk '/VmHWM/{print $2}' /proc/$1/status; }
+# The start-up peaks; then each peak is reset (clear_refs, Linux 4.0 and later), so that the
+# peak read after the load is the peak under the load.
+startup_old=$(rss $pid_old); startup_new=$(rss $pid_new)
+echo 5 > /proc/$pid_old/clear_refs; echo 5 > /proc/$pid_new/clear_refs
 start_old=$(rss $pid_old); start_new=$(rss $pid_new)
 session_old=$(session $port_old); session_new=$(session $port_new)
 # rate URL SESSION SECONDS: requests per second.
@@ -59,5 +64,6 @@ for pair in "$port_old $session_old" "$port_new $session_new"; do
 done
 echo "both builds answered tools/call echo correctly"
 peak_old=$(rss $pid_old); peak_new=$(rss $pid_new)
-echo "peak RSS: old $peak_old KiB, new $peak_new KiB ($((peak_new - peak_old)) KiB);" \
-  "before the load: old $start_old KiB, new $start_new KiB"
+echo "peak RSS under the load: old $peak_old KiB, new $peak_new KiB ($((peak_new - peak_old)) KiB);" \
+  "before the load: old $start_old KiB, new $start_new KiB;" \
+  "start-up peak: old $startup_old KiB, new $startup_new KiB"

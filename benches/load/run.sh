@@ -9,6 +9,8 @@
 # Also the server's CPU time per request, split into user and system time (from /proc), and its
 # resident memory split into anonymous (heap, stacks) and file-backed (the program's code), and
 # by part (resident.py: the binary's sections, each library, the heap and the rest).
+# Peak memory is the peak under the load: each server's high-water mark is reset (clear_refs)
+# once it has started, so the start-up peak, which it prints apart, does not stand in for it.
 # Each round measures the four back to back; the throughput ratios are the median of the rounds'
 # ratios, so one disturbed round on a noisy machine does not decide the result.
 # Usage: benches/load/run.sh [seconds per measurement] [rounds]   (needs wrk: apt-get install wrk, and python3)
@@ -49,12 +51,16 @@ run() { # name url session script pid
   echo "$1 $rps $p50 $p99 $before $after $n" | awk '{printf "%s %s %s %s %.2f %.2f\n", $1, $2, $3, $4, ($7-$5)*1e4/$9, ($8-$6)*1e4/$9}'
 }
 rss() { awk '/VmHWM/{print $2}' /proc/$1/status; }
+# Resets a process's peak to its present resident memory (Linux 4.0 and later).
+reset_peak() { echo 5 > /proc/$1/clear_refs; }
 # Resident memory by kind (KiB): heap and stacks, and the program's code and data files.
 rss_split() { awk '/RssAnon/{a=$2} /RssFile/{f=$2} END{printf "anon %d KiB, file %d KiB", a, f}' /proc/$1/status; }
 # The server's CPU time (user and system, in clock ticks) so far.
 cpu() { awk '{print $14, $15}' /proc/$1/stat; }
 
-# Resident memory before any load: what load adds is the peak less this.
+# The start-up peaks, then resident memory before any load: what load adds is the peak less this.
+startup_mcp=$(rss $mcp); startup_bare=$(rss $bare)
+reset_peak $mcp; reset_peak $bare
 start_mcp=$(rss $mcp); start_bare=$(rss $bare)
 
 # Warm up all four, then measure them in turn, round after round.
@@ -70,7 +76,7 @@ for round in $(seq "$rounds"); do
   results+=("$round $(run modern http://127.0.0.1:$port_mcp/mcp '' benches/load/post_modern.lua $mcp)")
 done
 printf '%s\n' "${results[@]}" | awk -v rss_mcp="$(rss $mcp)" -v rss_bare="$(rss $bare)" \
-  -v start_mcp="$start_mcp" -v start_bare="$start_bare" \
+  -v start_mcp="$start_mcp" -v start_bare="$start_bare" -v startup_mcp="$startup_mcp" -v startup_bare="$startup_bare" \
   -v split_mcp="$(rss_split $mcp)" -v split_bare="$(rss_split $bare)" '
   # The median of the first n entries of a (sorted in place).
   function median(a, n,   i, j, t) {
@@ -88,7 +94,8 @@ printf '%s\n' "${results[@]}" | awk -v rss_mcp="$(rss $mcp)" -v rss_bare="$(rss 
     printf "hyper + JSON:    %9.0f req/s  p50%s  p99%s  CPU/request %.2f us user + %.2f us system\n", j, p50["json"], p99["json"], usr["json"]/n["json"], sys["json"]/n["json"];
     printf "mirobody-server: %9.0f req/s  p50%s  p99%s  CPU/request %.2f us user + %.2f us system (2025-11-25, session)\n", m, p50["mcp"], p99["mcp"], usr["mcp"]/n["mcp"], sys["mcp"]/n["mcp"];
     printf "mirobody-server: %9.0f req/s  p50%s  p99%s  CPU/request %.2f us user + %.2f us system (2026-07-28, stateless)\n", s, p50["modern"], p99["modern"], usr["modern"]/n["modern"], sys["modern"]/n["modern"];
-    printf "peak RSS: bare %d KiB, mirobody %d KiB (%+d KiB); now bare %s, mirobody %s\n", rss_bare, rss_mcp, rss_mcp-rss_bare, split_bare, split_mcp;
+    printf "peak RSS under the load: bare %d KiB, mirobody %d KiB (%+d KiB); now bare %s, mirobody %s\n", rss_bare, rss_mcp, rss_mcp-rss_bare, split_bare, split_mcp;
+    printf "start-up peak RSS: bare %d KiB, mirobody %d KiB (%+d KiB)\n", startup_bare, startup_mcp, startup_mcp-startup_bare;
     printf "RSS before the load: bare %d KiB, mirobody %d KiB; the load added bare %+d KiB, mirobody %+d KiB\n", start_bare, start_mcp, rss_bare-start_bare, rss_mcp-start_mcp;
     printf "mirobody/bare by round:%s\n", rounds;
     printf "throughput ratio mirobody/bare: %.2f (median of %d rounds; target >= 0.80); mirobody/(hyper + JSON): %.2f; (hyper + JSON)/bare: %.2f\n", median(mb, last), last, median(mj, last), median(jb, last);
