@@ -15,6 +15,8 @@ cd "$(dirname "$0")/../.."
 old=$(realpath "$1"); new=$(realpath "$2"); secs=${3:-6}; rounds=${4:-7}
 command -v wrk >/dev/null || { echo "wrk is not installed (apt-get install wrk)"; exit 2; }
 cargo build --release -q -p mirobody-benches --bin bare-hyper
+. benches/load/common.sh
+drop_cached "$old" "$new" target/release/bare-hyper
 port_old=18190; port_new=18191; port_bare=18192
 scratch_old=$(mktemp -d); scratch_new=$(mktemp -d)
 (cd "$scratch_old" && exec taskset -c 0 "$old" --bind 127.0.0.1:$port_old serve 2>/dev/null) & pid_old=$!
@@ -24,20 +26,12 @@ trap 'kill $pid_old $pid_new $pid_bare 2>/dev/null || true; rm -rf "$scratch_old
 for p in $port_old $port_new $port_bare; do
   for _ in $(seq 100); do (echo > /dev/tcp/127.0.0.1/$p) 2>/dev/null && break; sleep 0.05; done
 done
-session() {
-  curl -si -H 'content-type: application/json' -H 'accept: application/json, text/event-stream' \
-    "http://127.0.0.1:$1/mcp" \
-    -d '{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"wrk","version":"1"}}}' \
-    | tr -d '\r' | awk -F': ' 'tolower($1)=="mcp-session-id"{print $2}'
-}
-# Peak resident memory (KiB).
-rss() { awk '/VmHWM/{print $2}' /proc/$1/status; }
-# The start-up peaks; then each peak is reset (clear_refs, Linux 4.0 and later), so that the
-# peak read after the load is the peak under the load.
-startup_old=$(rss $pid_old); startup_new=$(rss $pid_new)
-echo 5 > /proc/$pid_old/clear_refs; echo 5 > /proc/$pid_new/clear_refs
-start_old=$(rss $pid_old); start_new=$(rss $pid_new)
 session_old=$(session $port_old); session_new=$(session $port_new)
+# The start-up peaks, once each server has answered; then each peak is reset, so that the peak
+# read after the load is the peak under the load.
+startup_old=$(rss $pid_old); startup_new=$(rss $pid_new)
+reset_peak $pid_old; reset_peak $pid_new
+start_old=$(rss $pid_old); start_new=$(rss $pid_new)
 # rate URL SESSION SECONDS: requests per second.
 rate() {
   MCP_SESSION=$2 taskset -c 1 wrk -t1 -c16 -d"$3"s -s benches/load/post.lua "$1" | awk '/Requests\/sec/{print $2}'

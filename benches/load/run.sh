@@ -10,7 +10,8 @@
 # resident memory split into anonymous (heap, stacks) and file-backed (the program's code), and
 # by part (resident.py: the binary's sections, each library, the heap and the rest).
 # Peak memory is the peak under the load: each server's high-water mark is reset (clear_refs)
-# once it has started, so the start-up peak, which it prints apart, does not stand in for it.
+# once it has answered, so the start-up peak, which it prints apart, does not stand in for it.
+# The servers start from a cold page cache, as an installed binary does (common.sh, drop_cached).
 # Each round measures the four back to back; the throughput ratios are the median of the rounds'
 # ratios, so one disturbed round on a noisy machine does not decide the result.
 # Usage: benches/load/run.sh [seconds per measurement] [rounds]   (needs wrk: apt-get install wrk, and python3)
@@ -22,6 +23,8 @@ command -v wrk >/dev/null || { echo "wrk is not installed (apt-get install wrk)"
 cargo build --release -q -p mirobody-server -p mirobody-benches --bin mirobody-server --bin bare-hyper
 # The server's resident memory depends on its code layout (mirobody-server/build.rs).
 python3 benches/load/symbol_order.py check target/release/mirobody-server mirobody-server/link/symbol-order.txt
+. benches/load/common.sh
+drop_cached target/release/mirobody-server target/release/bare-hyper
 port_mcp=18180; port_bare=18181; port_json=18182
 # The server runs in a scratch folder, so its local state (the SQLite file of the default
 # backends) neither comes from nor lands in the checkout.
@@ -33,10 +36,7 @@ trap 'kill $mcp $bare $json 2>/dev/null || true; rm -rf "$scratch"' EXIT
 for p in $port_mcp $port_bare $port_json; do
   for _ in $(seq 100); do (echo > /dev/tcp/127.0.0.1/$p) 2>/dev/null && break; sleep 0.05; done
 done
-session=$(curl -si -H 'content-type: application/json' -H 'accept: application/json, text/event-stream' \
-  http://127.0.0.1:$port_mcp/mcp \
-  -d '{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"wrk","version":"1"}}}' \
-  | tr -d '\r' | awk -F': ' 'tolower($1)=="mcp-session-id"{print $2}')
+session=$(session $port_mcp)
 
 run() { # name url session script pid
   local before after rps p50 p99 n
@@ -50,15 +50,13 @@ run() { # name url session script pid
   # Microseconds of server CPU per request, user and system (ticks are 1/100 s).
   echo "$1 $rps $p50 $p99 $before $after $n" | awk '{printf "%s %s %s %s %.2f %.2f\n", $1, $2, $3, $4, ($7-$5)*1e4/$9, ($8-$6)*1e4/$9}'
 }
-rss() { awk '/VmHWM/{print $2}' /proc/$1/status; }
-# Resets a process's peak to its present resident memory (Linux 4.0 and later).
-reset_peak() { echo 5 > /proc/$1/clear_refs; }
 # Resident memory by kind (KiB): heap and stacks, and the program's code and data files.
 rss_split() { awk '/RssAnon/{a=$2} /RssFile/{f=$2} END{printf "anon %d KiB, file %d KiB", a, f}' /proc/$1/status; }
 # The server's CPU time (user and system, in clock ticks) so far.
 cpu() { awk '{print $14, $15}' /proc/$1/stat; }
 
-# The start-up peaks, then resident memory before any load: what load adds is the peak less this.
+# The start-up peaks (the servers have answered: mirobody's session above), then resident
+# memory before any load: what load adds is the peak less this.
 startup_mcp=$(rss $mcp); startup_bare=$(rss $bare)
 reset_peak $mcp; reset_peak $bare
 start_mcp=$(rss $mcp); start_bare=$(rss $bare)

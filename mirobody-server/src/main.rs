@@ -60,16 +60,16 @@ async fn run(command: Command, config: Config) -> Result<u8, Box<dyn std::error:
         Command::Serve => {
             let server = app::build(&config).await?;
             let listener = tokio::net::TcpListener::bind(config.bind).await?;
-            let released = release_startup_pages();
             tracing::info!(
                 address = %listener.local_addr()?,
                 path = %config.mcp_path(),
                 database = %config.backends.database_url(),
                 workers = config.worker_count(),
-                released_kib = released / 1024,
                 "serving MCP"
             );
             let options = config.serve_options();
+            // Last, so that what start-up still runs (the line above) does not fault back in.
+            release_startup_pages();
             mirobody_server::serve_with(listener, server.app, server.service.clone(), options).await?;
             server.backends.close().await;
             tracing::info!("stopped");
@@ -134,10 +134,11 @@ async fn run(command: Command, config: Config) -> Result<u8, Box<dyn std::error:
 }
 
 /// Gives back the pages of the program that only start-up used (`memory`), once start-up is
-/// over. Returns the bytes advised; where the kernel cannot take the advice, 0.
-fn release_startup_pages() -> usize {
-    mirobody_server::memory::release_startup_pages().unwrap_or_else(|e| {
-        tracing::debug!(error = %e, "start-up pages kept");
-        0
-    })
+/// over. Says so at the debug level only: formatting an info line would bring back the
+/// formatting code that was just given back.
+fn release_startup_pages() {
+    match mirobody_server::memory::release_startup_pages() {
+        Ok(bytes) => tracing::debug!(released_kib = bytes / 1024, "start-up pages given back"),
+        Err(e) => tracing::debug!(error = %e, "start-up pages kept"),
+    }
 }

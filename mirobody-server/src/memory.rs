@@ -17,7 +17,8 @@
 ///
 /// This is only advice (`MADV_PAGEOUT`, Linux 5.4 and later): the contents of memory never
 /// change, a page the program uses again is read back in, and the kernel skips what it cannot
-/// drop. Mappings that hold copied (relocated) pages are left alone, since reclaiming those
+/// drop. Read-ahead is turned off for those mappings (`MADV_RANDOM`), so that a page used
+/// again does not bring back the megabytes around it (some kernels still read ahead for code). Mappings that hold copied (relocated) pages are left alone, since reclaiming those
 /// would mean swapping them. It costs one read of `/proc/self/smaps` and one system call per
 /// mapping, and some page faults afterwards as requests bring their code back; call it once,
 /// after start-up.
@@ -97,23 +98,28 @@ fn parse_header(header: &str, path: &str) -> Option<Mapping> {
         return None;
     }
     let (start, end) = range.split_once('-')?;
-    Some(Mapping {
-        start: usize::from_str_radix(start, 16).ok()?,
-        end: usize::from_str_radix(end, 16).ok()?,
-    })
+    Some(Mapping { start: usize::from_str_radix(start, 16).ok()?, end: usize::from_str_radix(end, 16).ok()? })
 }
 
 #[cfg(target_os = "linux")]
 mod linux {
-    /// `madvise(MADV_PAGEOUT)` over `[start, start + len)`.
+    /// Advises the kernel to reclaim `[start, start + len)` now, and to read back only the
+    /// pages that are used again rather than the read-ahead window around each (8 MiB on some
+    /// machines), which would make resident again much of what was just released.
+    pub(super) fn page_out(start: usize, len: usize) -> std::io::Result<()> {
+        advise(start, len, libc::MADV_RANDOM)?;
+        advise(start, len, libc::MADV_PAGEOUT)
+    }
+
     // The one unsafe call in the server: the standard library has no madvise, and the crates
     // that wrap it (libc, rustix) make it unsafe because other advice can discard memory.
     #[allow(unsafe_code)]
-    pub(super) fn page_out(start: usize, len: usize) -> std::io::Result<()> {
-        // SAFETY: MADV_PAGEOUT never changes what memory holds: a reclaimed page is read back
-        // from its file (or swap) on its next use, and pages the kernel cannot reclaim are
-        // skipped. The range is a whole mapping of this process, read from /proc/self/smaps.
-        let status = unsafe { libc::madvise(start as *mut libc::c_void, len, libc::MADV_PAGEOUT) };
+    fn advise(start: usize, len: usize, advice: libc::c_int) -> std::io::Result<()> {
+        // SAFETY: the two pieces of advice given (`page_out`) never change what memory holds:
+        // MADV_RANDOM only turns read-ahead off, and a page MADV_PAGEOUT reclaims is read back
+        // from its file on its next use (the kernel skips pages it cannot reclaim). The range
+        // is a whole mapping of this process, read from /proc/self/smaps.
+        let status = unsafe { libc::madvise(start as *mut libc::c_void, len, advice) };
         if status == 0 { Ok(()) } else { Err(std::io::Error::last_os_error()) }
     }
 }

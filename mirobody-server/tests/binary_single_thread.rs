@@ -14,7 +14,7 @@ fn one_thread_serves_concurrent_callers_and_the_database() {
     let port = free_port();
     let token = token(&data_dir, port, "one-thread-user");
     let (mut server, log_path) =
-        start_logged(&data_dir, port, &[("MIROBODY_WORKER_THREADS", "1"), ("RUST_LOG", "info")]);
+        start_logged(&data_dir, port, &[("MIROBODY_WORKER_THREADS", "1"), ("RUST_LOG", "info,mirobody_server=debug")]);
     let sid = session(port, &token);
 
     // Eight callers at once, each storing facts in the database and calling echo.
@@ -52,6 +52,6 @@ fn one_thread_serves_concurrent_callers_and_the_database() {
         .split("released_kib=")
         .nth(1)
         .and_then(|rest| rest.split(|c: char| !c.is_ascii_digit()).next()?.parse().ok())
-        .expect("the start-up line says how much was released");
+        .expect("a line says how much start-up gave back");
     assert!(released > 1024, "the program's read-only pages were released: {released} KiB");
 }
