@@ -77,10 +77,10 @@ fn read_only_file_mappings<'a>(smaps: &'a str, path: &'a str) -> impl Iterator<I
                 current = parse_header(line, path);
             } else if first == "Anonymous:" {
                 let candidate = current.take();
-                if fields.next() == Some("0") {
-                    if let Some(mapping) = candidate {
-                        return Some(mapping);
-                    }
+                if fields.next() == Some("0")
+                    && let Some(mapping) = candidate
+                {
+                    return Some(mapping);
                 }
             }
         }
