@@ -4,8 +4,8 @@
 # bare hyper baseline. Each round measures bare, the old build and the new build back to back;
 # the ratios are medians of the rounds' ratios, so a disturbed round does not decide the result.
 # Also each build's peak resident memory under the load, its memory before the load, and its
-# start-up peak. For telling whether a
-# change helped on a machine whose throughput drifts between runs.
+# start-up peak, each build starting from a cold page cache (common.sh, drop_cached). For
+# telling whether a change helped on a machine whose throughput drifts between runs.
 # Usage: benches/load/compare.sh OLD_BINARY NEW_BINARY [seconds] [rounds]   (needs wrk)
 #   e.g. git worktree add /tmp/old main && (cd /tmp/old && cargo build --release -p mirobody-server)
 #        benches/load/compare.sh /tmp/old/target/release/mirobody-server target/release/mirobody-server

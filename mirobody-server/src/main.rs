@@ -138,7 +138,7 @@ async fn run(command: Command, config: Config) -> Result<u8, Box<dyn std::error:
 /// formatting code that was just given back.
 fn release_startup_pages() {
     match mirobody_server::memory::release_startup_pages() {
-        Ok(bytes) => tracing::debug!(released_kib = bytes / 1024, "start-up pages given back"),
+        Ok(bytes) => tracing::debug!(advised_kib = bytes / 1024, "start-up pages given back"),
         Err(e) => tracing::debug!(error = %e, "start-up pages kept"),
     }
 }

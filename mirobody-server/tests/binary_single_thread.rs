@@ -48,10 +48,10 @@ fn one_thread_serves_concurrent_callers_and_the_database() {
     assert!(log.contains("workers=1"), "the start-up line names one worker: {log}");
     // Start-up gave back its pages (`memory::release_startup_pages`), and every call above was
     // served after that.
-    let released: usize = log
-        .split("released_kib=")
+    let advised: usize = log
+        .split("advised_kib=")
         .nth(1)
         .and_then(|rest| rest.split(|c: char| !c.is_ascii_digit()).next()?.parse().ok())
         .expect("a line says how much start-up gave back");
-    assert!(released > 1024, "the program's read-only pages were released: {released} KiB");
+    assert!(advised > 1024, "the program's read-only mappings were given back: {advised} KiB");
 }
