@@ -68,7 +68,9 @@ async fn run(command: Command, config: Config) -> Result<u8, Box<dyn std::error:
                 "serving MCP"
             );
             let options = config.serve_options();
-            // Last, so that what start-up still runs (the line above) does not fault back in.
+            // Last, so that what start-up still runs (the line above, the database connections
+            // going back to their pool) does not fault back in.
+            server.backends.settle().await;
             release_startup_pages();
             mirobody_server::serve_with(listener, server.app, server.service.clone(), options).await?;
             server.backends.close().await;

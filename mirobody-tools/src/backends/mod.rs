@@ -314,6 +314,12 @@ impl OpenedBackends {
         self.signer.verify(path, query)
     }
 
+    /// Waits until the work that opening started is over: the database connections back in
+    /// their pool ([`SqlStore::settle`]).
+    pub async fn settle(&self) {
+        self.sql.settle().await;
+    }
+
     /// Closes the database connections.
     pub async fn close(&self) {
         self.sql.close().await;

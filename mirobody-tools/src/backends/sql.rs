@@ -246,6 +246,16 @@ impl SqlStore {
         }
     }
 
+    /// Waits, for a second at most, until every open connection is back in the pool: a
+    /// connection goes back after its last use in a task of its own, which checks it first.
+    /// For a caller that wants the start-up's work over (`mirobody_server::memory`).
+    pub async fn settle(&self) {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(1);
+        while on_pool!(self, |pool| pool.num_idle() < pool.size() as usize) && tokio::time::Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+    }
+
     /// Closes every connection (waiting for running queries).
     pub async fn close(&self) {
         on_pool!(self, |pool| pool.close().await)
@@ -918,6 +928,21 @@ mod tests {
         let (_dir, store) = new_sqlite_store(8).await;
         // Each SQLite connection is a thread with its own page cache; idle ones are memory.
         assert_eq!(sqlite_pool(&store).size(), 1, "connections open after the migrations");
+        assert_eq!(store.schema_version().await.unwrap(), MIGRATIONS.len() as i64);
+    }
+
+    #[tokio::test]
+    async fn settling_waits_for_every_connection_to_be_back_in_the_pool() {
+        let (_dir, store) = new_sqlite_store(4).await;
+        let pool = sqlite_pool(&store);
+        // Two connections in use at once, then dropped: each goes back in a task of its own.
+        let (first, second) = (pool.acquire().await.unwrap(), pool.acquire().await.unwrap());
+        assert_eq!(pool.size(), 2);
+        drop((first, second));
+        store.settle().await;
+        assert_eq!(pool.num_idle(), 2, "both connections are back in the pool");
+        // A settled pool is settled at once, and still answers.
+        store.settle().await;
         assert_eq!(store.schema_version().await.unwrap(), MIGRATIONS.len() as i64);
     }
 
