@@ -18,7 +18,8 @@
 /// This is only advice (`MADV_PAGEOUT`, Linux 5.4 and later): the contents of memory never
 /// change, a page the program uses again is read back in, and the kernel skips what it cannot
 /// drop. Read-ahead is turned off for those mappings (`MADV_RANDOM`), so that a page used
-/// again does not bring back the megabytes around it (some kernels still read ahead for code). Mappings that hold copied (relocated) pages are left alone, since reclaiming those
+/// again does not bring back the megabytes around it (some kernels still read ahead for
+/// code). Mappings that hold copied (relocated) pages are left alone, since reclaiming those
 /// would mean swapping them. It costs one read of `/proc/self/smaps` and one system call per
 /// mapping, and some page faults afterwards as requests bring their code back; call it once,
 /// after start-up.

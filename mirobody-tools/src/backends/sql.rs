@@ -941,7 +941,7 @@ mod tests {
         drop((first, second));
         store.settle().await;
         assert_eq!(pool.num_idle(), 2, "both connections are back in the pool");
-        // A settled pool is settled at once, and still answers.
+        // Settling again does no harm, and the store still answers.
         store.settle().await;
         assert_eq!(store.schema_version().await.unwrap(), MIGRATIONS.len() as i64);
     }
