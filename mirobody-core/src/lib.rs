@@ -42,6 +42,7 @@ mod args;
 pub mod backend;
 mod catalog;
 mod context;
+pub mod json;
 mod prompt;
 mod registry;
 mod resource;

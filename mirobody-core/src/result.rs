@@ -330,7 +330,7 @@ impl ToolResult {
             match content {
                 Content::Text { text } => {
                     out.extend_from_slice(br#"{"type":"text","text":"#);
-                    write_value(out, text);
+                    crate::json::write_str(out, text);
                     out.push(b'}');
                 }
                 other => write_value(out, other),
