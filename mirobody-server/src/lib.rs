@@ -21,6 +21,7 @@ pub mod modern;
 pub mod modern_http;
 pub mod mrtr;
 pub mod peer;
+mod scan;
 pub mod session;
 pub mod stdio;
 

@@ -19,6 +19,7 @@ use crate::jsonrpc::{self, ClientResponse, Id, Notification, Request, RpcError, 
 use crate::modern::ModernState;
 use crate::mrtr::StateKey;
 use crate::peer::PendingRequests;
+use crate::scan::{Cursor, once};
 use crate::session::{Session, log_rank};
 
 /// The protocol revisions served with the `initialize` handshake and sessions, newest first.
@@ -299,41 +300,48 @@ impl ToolCall<'_> {
 /// A `tools/call` request read in one pass, params and all. Reading the envelope first (as
 /// [`jsonrpc::Message::parse`] does) skips over the params only for `tools/call` to read them
 /// again: 4% of the instructions of a call. `None` for any other message, and for any this
-/// pass cannot read (escapes in `jsonrpc` or `method`, a missing or null `id`, bad params,
-/// bad JSON): `Message::parse` then reads it and judges it, as for every other message.
+/// pass cannot read (escapes in `jsonrpc` or `method` or a member's name, a missing or null
+/// `id`, a member given twice, bad params, bad JSON): `Message::parse` then reads it and
+/// judges it, as for every other message.
 pub(crate) fn read_tool_call(bytes: &[u8]) -> Option<(Id, ToolCall<'static>)> {
-    read_call::<ToolCall<'_>>(bytes).map(|(id, params)| (id, params.into_owned()))
+    read_call(bytes, ToolCall::read).map(|(id, params)| (id, params.into_owned()))
 }
 
-/// The id and params `P` of a `tools/call` request, read in one pass; `None` as
-/// [`read_tool_call`] says. Both revisions' one-pass readers share it, so both give up on
-/// exactly the same envelopes.
-pub(crate) fn read_call<'a, P: Deserialize<'a>>(bytes: &'a [u8]) -> Option<(Id, P)> {
-    #[derive(Deserialize)]
-    #[serde(bound(deserialize = "P: Deserialize<'de>"))]
-    struct Envelope<'a, P> {
-        jsonrpc: &'a str,
-        id: Id,
-        method: ToolsCall,
-        params: P,
+impl<'a> ToolCall<'a> {
+    // The params at `cursor`, as their derived `Deserialize` reads them.
+    fn read(cursor: &mut Cursor<'a>) -> Option<ToolCall<'a>> {
+        let (mut name, mut arguments, mut meta) = (None, None, None);
+        cursor.members(|member, value| match member {
+            "name" => once(&mut name, value.plain_str().map(Cow::Borrowed).or_else(|| value.value().map(Cow::Owned))?),
+            "arguments" => once(&mut arguments, value.value()?),
+            "_meta" => once(&mut meta, value.value::<Option<Box<Value>>>()?),
+            _ => value.skip(),
+        })?;
+        Some(ToolCall { name: name?, arguments: arguments.unwrap_or_default(), meta: meta.flatten() })
     }
-    // Gives up at the method when it is another one, before reading the params.
-    struct ToolsCall;
-    impl<'de> Deserialize<'de> for ToolsCall {
-        fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<ToolsCall, D::Error> {
-            match <&str>::deserialize(deserializer)? {
-                "tools/call" => Ok(ToolsCall),
-                _ => Err(serde::de::Error::custom("not tools/call")),
-            }
-        }
-    }
-    // serde would also read an array of the fields in order as the struct.
-    if bytes.trim_ascii_start().first() != Some(&b'{') {
-        return None;
-    }
-    let envelope: Envelope<'a, P> = serde_json::from_str(std::str::from_utf8(bytes).ok()?).ok()?;
-    let Envelope { jsonrpc, id, method: ToolsCall, params } = envelope;
-    (jsonrpc == "2.0").then_some((id, params))
+}
+
+/// The id and params of a `tools/call` request, read in one pass, the params by
+/// `read_params`; `None` as [`read_tool_call`] says. Both revisions' one-pass readers share
+/// it, so both give up on exactly the same envelopes.
+pub(crate) fn read_call<'a, P>(
+    bytes: &'a [u8],
+    read_params: impl FnOnce(&mut Cursor<'a>) -> Option<P>,
+) -> Option<(Id, P)> {
+    let mut cursor = Cursor::new(std::str::from_utf8(bytes).ok()?);
+    let (mut version, mut id, mut method, mut params) = (None, None, None, None);
+    let mut read_params = Some(read_params);
+    cursor.members(|member, value| match member {
+        "jsonrpc" => once(&mut version, (value.plain_str()? == "2.0").then_some(())?),
+        "id" => once(&mut id, value.plain_u64().map(|n| Id::Number(n.into())).or_else(|| value.value())?),
+        // Gives up at the method when it is another one, before reading the params.
+        "method" => once(&mut method, (value.plain_str()? == "tools/call").then_some(())?),
+        // Read once: a second `params` finds the reader gone.
+        "params" => once(&mut params, read_params.take()?(value)?),
+        _ => value.skip(),
+    })?;
+    (cursor.at_end() && version.is_some() && method.is_some()).then_some(())?;
+    Some((id?, params?))
 }
 
 #[derive(Deserialize)]
@@ -655,8 +663,10 @@ impl McpService {
     /// Runs a `tools/call` whose params are read.
     pub(crate) async fn run_tool_call(&self, id: &Id, call: ToolCall<'_>, exchange: &Exchange<'_>) -> Reply {
         let ToolCall { name, arguments, .. } = call;
-        if let Some(tool) = self.inner.registry.get(&name)
-            && !self.visible(exchange.user, tool)
+        // Looked up here only when a hook decides what is visible: the registry looks again.
+        if let Some(visible) = &self.inner.visibility
+            && let Some(tool) = self.inner.registry.get(&name)
+            && !visible(exchange.user, tool)
         {
             let unknown = CallError::UnknownTool { name: name.into_owned() };
             return Reply::error(id, RpcError::invalid_params(unknown.to_string()));
@@ -906,5 +916,198 @@ mod tests {
         }
         let not_utf8 = b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"e\xff\"}}";
         assert!(read_tool_call(not_utf8).is_none());
+    }
+
+    // What the one-pass walk stands in for: serde's derived readers over the whole text.
+    fn read_with_serde(bytes: &[u8]) -> Option<(Id, ToolCall<'_>)> {
+        #[derive(Deserialize)]
+        struct Envelope<'a> {
+            jsonrpc: &'a str,
+            id: Id,
+            method: &'a str,
+            #[serde(borrow)]
+            params: ToolCall<'a>,
+        }
+        // serde would also read an array of the fields in order as the struct.
+        if bytes.trim_ascii_start().first() != Some(&b'{') {
+            return None;
+        }
+        let envelope: Envelope<'_> = serde_json::from_str(std::str::from_utf8(bytes).ok()?).ok()?;
+        (envelope.jsonrpc == "2.0" && envelope.method == "tools/call").then_some((envelope.id, envelope.params))
+    }
+
+    type Read = (Id, String, Value, Option<Value>);
+
+    fn fields((id, call): (Id, ToolCall<'_>)) -> Read {
+        (id, call.name.into_owned(), call.arguments, call.meta.map(|meta| *meta))
+    }
+
+    // Members of envelopes and params, well and badly formed, as JSON text.
+    const ENVELOPE_MEMBERS: &[&str] = &[
+        r#""jsonrpc":"2.0""#,
+        r#""jsonrpc":"1.0""#,
+        r#""jsonrpc":"2\u002e0""#,
+        r#""jsonrpc":2"#,
+        r#""id":1"#,
+        r#""id":-3"#,
+        r#""id":1.5e3"#,
+        r#""id":01"#,
+        r#""id":12345678901234567890"#,
+        r#""id":"a\"b""#,
+        r#""id":null"#,
+        r#""id":[]"#,
+        r#""method":"tools/call""#,
+        r#""method":"tools\/call""#,
+        r#""method":"tools/list""#,
+        r#""method":null"#,
+        r#""params":[]"#,
+        r#""params":null"#,
+        r#""j\u0073onrpc":"2.0""#,
+        r#""extra":{"jsonrpc":"1.0","id":[1,{"x":null}]}"#,
+        r#""\u00e9":true"#,
+    ];
+    const PARAMS_MEMBERS: &[&str] = &[
+        r#""name":"echo""#,
+        r#""name":"ec\u0068o""#,
+        r#""name":"caf\u00e9 \ud83d\ude00""#,
+        r#""name":5"#,
+        r#""name":null"#,
+        r#""arguments":{"text":"hello, mirobody"}"#,
+        r#""arguments":{"a":{"b":[1,2.5,{"c":null}]},"d":"\n"}"#,
+        r#""arguments":null"#,
+        r#""arguments":[1]"#,
+        r#""arguments":"s""#,
+        r#""_meta":{"progressToken":"p"}"#,
+        r#""_meta":{"progressToken":null}"#,
+        r#""_meta":null"#,
+        r#""_meta":"x""#,
+        r#""n\u0061me":"echo""#,
+        r#""other":[true,false]"#,
+    ];
+
+    // Whether a member name in the JSON `text` has an escape in it.
+    fn has_escaped_name(text: &[u8]) -> bool {
+        let mut bytes = text.iter().enumerate();
+        while let Some((_, &byte)) = bytes.next() {
+            if byte != b'"' {
+                continue;
+            }
+            let mut escaped = false;
+            let end = loop {
+                match bytes.next() {
+                    Some((_, b'\\')) => {
+                        escaped = true;
+                        bytes.next();
+                    }
+                    Some((end, b'"')) => break end,
+                    Some(_) => {}
+                    None => return false,
+                }
+            };
+            let is_name = text[end + 1..].iter().find(|b| !b.is_ascii_whitespace()) == Some(&b':');
+            if escaped && is_name {
+                return true;
+            }
+        }
+        false
+    }
+
+    #[test]
+    fn escaped_names_are_told_from_escaped_values() {
+        assert!(has_escaped_name(br#"{"a":"\"b\":","n\u0061me" :1}"#));
+        assert!(!has_escaped_name(br#"{"a":"\"b\":","name":"x\"y"}"#));
+    }
+
+    // The object of `members` ("name":value), with the whitespace of `gaps` between tokens.
+    fn object(members: &[String], gaps: &[&str]) -> String {
+        let gap = |i: usize| gaps[i % gaps.len()];
+        let mut text = format!("{}{{", gap(0));
+        for (i, member) in members.iter().enumerate() {
+            if i > 0 {
+                text.push_str(&format!("{},", gap(i)));
+            }
+            let (name, value) = member.split_once("\":").expect("a member");
+            text.push_str(&format!("{}{name}\"{}:{}{value}", gap(i + 1), gap(i + 2), gap(i + 3)));
+        }
+        text.push_str(&format!("{}}}", gap(members.len())));
+        text
+    }
+
+    // Envelopes of a call and of near misses: the members a call needs, others, some left
+    // out, all shuffled, with any whitespace; now and then a byte changed, the text cut
+    // short, or more after it.
+    fn envelope_strategy() -> impl proptest::strategy::Strategy<Value = Vec<u8>> {
+        use proptest::collection::vec;
+        use proptest::prelude::*;
+        use proptest::sample::select;
+        let owned = |members: Vec<&str>| members.into_iter().map(str::to_owned).collect::<Vec<_>>();
+        let gaps = || vec(select(vec!["", " ", "\n", "\t", "\r\n "]), 1..6);
+        let params = (vec(select(PARAMS_MEMBERS), 0..4).prop_map(owned).prop_shuffle(), gaps()).prop_map(
+            |(mut members, gaps)| {
+                if !members.iter().any(|m| m.starts_with("\"name\"")) {
+                    members.push(r#""name":"echo""#.to_owned());
+                }
+                object(&members, &gaps)
+            },
+        );
+        let members = (params, vec(select(ENVELOPE_MEMBERS), 0..2), any::<u8>())
+            .prop_map(move |(params, extra, left_out)| {
+                let mut members = owned(vec![r#""jsonrpc":"2.0""#, r#""id":1"#, r#""method":"tools/call""#]);
+                members.push(format!(r#""params":{params}"#));
+                if left_out % 16 < 4 {
+                    members.remove(usize::from(left_out % 16));
+                }
+                members.extend(owned(extra));
+                members
+            })
+            .prop_shuffle();
+        (members, gaps(), any::<(usize, u8)>()).prop_map(|(members, gaps, (at, byte))| {
+            let mut text = object(&members, &gaps).into_bytes();
+            match byte % 16 {
+                0 => {
+                    let at = at % text.len();
+                    text[at] = byte;
+                }
+                1 => text.truncate(at % text.len()),
+                2 => text.extend_from_slice(b" x"),
+                _ => {}
+            }
+            text
+        })
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(2000))]
+        /// The walk reads every call serde reads, the same, except those whose member names
+        /// have escapes, which it leaves (with everything else it gives up on) to
+        /// `Message::parse`; and it reads nothing serde would refuse.
+        #[test]
+        fn the_one_pass_walk_reads_what_serde_reads(text in envelope_strategy()) {
+            let walked = read_call(&text, ToolCall::read).map(fields);
+            let serde = read_with_serde(&text).map(fields);
+            match (&walked, &serde) {
+                (Some(_), _) => proptest::prop_assert_eq!(&walked, &serde, "{}", String::from_utf8_lossy(&text)),
+                (None, Some(_)) => {
+                    proptest::prop_assert!(has_escaped_name(&text), "gave up on {}", String::from_utf8_lossy(&text));
+                }
+                (None, None) => {}
+            }
+        }
+    }
+
+    #[test]
+    fn the_strategy_makes_calls_both_readers_read_and_ones_they_refuse() {
+        use proptest::strategy::{Strategy, ValueTree};
+        let mut runner = proptest::test_runner::TestRunner::deterministic();
+        let (mut both, mut neither) = (0, 0);
+        for _ in 0..500 {
+            let text = envelope_strategy().new_tree(&mut runner).unwrap().current();
+            match (read_call(&text, ToolCall::read), read_with_serde(&text)) {
+                (Some(_), Some(_)) => both += 1,
+                (None, None) => neither += 1,
+                _ => {}
+            }
+        }
+        assert!(both > 50 && neither > 50, "both read {both}, neither {neither}");
     }
 }

@@ -100,7 +100,8 @@ impl<'a> MetaEnvelope<'a, Box<MetaFields>> {
 /// [`mcp::read_tool_call`] gives up, and where the params are not a well-formed object:
 /// `Message::parse` and `ModernParams::parse` then read the request and say what is wrong.
 pub(crate) fn read_tool_call(bytes: &[u8]) -> Option<(Id, Result<ModernParams<'_>, RpcError>)> {
-    mcp::read_call::<MetaEnvelope<'_, Box<MetaFields>>>(bytes).map(|(id, envelope)| (id, envelope.checked()))
+    mcp::read_call(bytes, |params| params.value::<MetaEnvelope<'_, Box<MetaFields>>>())
+        .map(|(id, envelope)| (id, envelope.checked()))
 }
 
 impl<'a, M> MetaEnvelope<'a, M> {

@@ -1,0 +1,253 @@
+//! A walk over a JSON object's members for the one-pass readers: member names are matched
+//! where they stand in the request, and each value is read where it lies by serde_json.
+//!
+//! By hand, because serde's derived readers spent more on a `tools/call` envelope's names and
+//! fixed strings than on the arguments themselves (about 2,300 instructions of a call's
+//! 25,800, `benches/load/instructions.sh`; the walk reads the same for about 1,000), and
+//! neither sonic-rs nor simd-json read the envelope for less (measured: 4,420 and 6,380
+//! instructions to serde_json's 4,450, arguments included). The walk reads only what is plain:
+//! a name or a string with an escape or a control character in it, or anything that is not
+//! JSON, stops it with `None`, and the caller then reads the message with serde_json, as it
+//! reads every other message.
+
+use serde::Deserialize;
+use serde::de::IgnoredAny;
+
+/// A position in a JSON text.
+///
+/// Over `str`, checked as UTF-8 once and whole: serde_json reading from bytes checks each
+/// string it meets, which cost more than the one check.
+pub(crate) struct Cursor<'a> {
+    text: &'a str,
+    // Always just past an ASCII byte or a whole value, so on a char boundary.
+    at: usize,
+}
+
+impl<'a> Cursor<'a> {
+    /// The start of `text`.
+    pub(crate) fn new(text: &'a str) -> Self {
+        Cursor { text, at: 0 }
+    }
+
+    /// Walks the object here: `member` is called with each member's name and reads its value.
+    /// `None` when there is no object here, when a name is not a plain string, or when
+    /// `member` gives up.
+    pub(crate) fn members(&mut self, mut member: impl FnMut(&'a str, &mut Self) -> Option<()>) -> Option<()> {
+        (self.next_byte()? == b'{').then_some(())?;
+        let mut first = true;
+        loop {
+            match self.next_byte()? {
+                b'"' => {}
+                b'}' if first => return Some(()),
+                _ => return None,
+            }
+            let name = self.string_rest()?;
+            (self.next_byte()? == b':').then_some(())?;
+            member(name, self)?;
+            match self.next_byte()? {
+                b',' => first = false,
+                b'}' => return Some(()),
+                _ => return None,
+            }
+        }
+    }
+
+    /// The string here, as it stands in the text, when it has no escape or control character;
+    /// `None`, and the cursor moved past whitespace only, when there is none here or it is not
+    /// plain.
+    pub(crate) fn plain_str(&mut self) -> Option<&'a str> {
+        self.skip_whitespace();
+        if self.text.as_bytes().get(self.at) != Some(&b'"') {
+            return None;
+        }
+        let opening = self.at;
+        self.at += 1;
+        let string = self.string_rest();
+        if string.is_none() {
+            self.at = opening;
+        }
+        string
+    }
+
+    /// The number here when it is a plain unsigned integer (no sign, fraction or exponent) of
+    /// at most 19 digits, so it fits a `u64`; `None`, and the cursor moved past whitespace
+    /// only, otherwise. The ids clients number their requests with.
+    pub(crate) fn plain_u64(&mut self) -> Option<u64> {
+        self.skip_whitespace();
+        let rest = &self.text.as_bytes()[self.at..];
+        let digits = rest.iter().take_while(|b| b.is_ascii_digit()).count();
+        // A leading zero before more digits is not JSON: serde_json says so.
+        if digits == 0 || digits > 19 || (digits > 1 && rest[0] == b'0') {
+            return None;
+        }
+        if let Some(b'.' | b'e' | b'E') = rest.get(digits) {
+            return None;
+        }
+        self.at += digits;
+        Some(rest[..digits].iter().fold(0, |n, digit| n * 10 + u64::from(digit - b'0')))
+    }
+
+    /// The value here, read by serde_json.
+    pub(crate) fn value<T: Deserialize<'a>>(&mut self) -> Option<T> {
+        let mut values = serde_json::Deserializer::from_str(&self.text[self.at..]).into_iter::<T>();
+        let value = values.next()?.ok()?;
+        self.at += values.byte_offset();
+        Some(value)
+    }
+
+    /// Skips the value of a member the reader has no use for.
+    pub(crate) fn skip(&mut self) -> Option<()> {
+        self.value::<IgnoredAny>().map(drop)
+    }
+
+    /// Whether nothing but whitespace is left.
+    pub(crate) fn at_end(&mut self) -> bool {
+        self.skip_whitespace();
+        self.at == self.text.len()
+    }
+
+    // The rest of a plain string whose opening quote the cursor is past; the cursor past its
+    // closing quote. Always inlined, as `special_byte` is: a call for each name cost a sixth
+    // of the walk (callgrind).
+    #[inline(always)]
+    fn string_rest(&mut self) -> Option<&'a str> {
+        let start = self.at;
+        let end = start + mirobody_core::json::special_byte(&self.text.as_bytes()[start..])?;
+        (self.text.as_bytes()[end] == b'"').then_some(())?;
+        self.at = end + 1;
+        // Both ends are next to a quote, so on char boundaries.
+        self.text.get(start..end)
+    }
+
+    // Takes the next byte that is not whitespace.
+    fn next_byte(&mut self) -> Option<u8> {
+        self.skip_whitespace();
+        let byte = *self.text.as_bytes().get(self.at)?;
+        self.at += 1;
+        Some(byte)
+    }
+
+    fn skip_whitespace(&mut self) {
+        let bytes = self.text.as_bytes();
+        while let Some(&byte) = bytes.get(self.at) {
+            // Nothing above the space is whitespace: one test for the usual byte.
+            if byte > b' ' || !matches!(byte, b' ' | b'\n' | b'\r' | b'\t') {
+                return;
+            }
+            self.at += 1;
+        }
+    }
+}
+
+/// Fills `slot` with `value` unless a value is there already: a member given twice is not
+/// plain (serde refuses it), so the walk gives up.
+pub(crate) fn once<T>(slot: &mut Option<T>, value: T) -> Option<()> {
+    if slot.is_some() {
+        return None;
+    }
+    *slot = Some(value);
+    Some(())
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::{Value, json};
+
+    use super::*;
+
+    // Every member of the object in `text`, with its value read as JSON.
+    fn walk(text: &str) -> Option<Vec<(String, Value)>> {
+        let mut cursor = Cursor::new(text);
+        let mut members = Vec::new();
+        cursor.members(|name, value| {
+            members.push((name.to_owned(), value.value::<Value>()?));
+            Some(())
+        })?;
+        cursor.at_end().then_some(members)
+    }
+
+    #[test]
+    fn members_are_walked_in_order_with_any_whitespace() {
+        let members = walk(" {\n\"a\" :1 ,\t\"b\":{\"c\":[1,2]},\"d\":\"x\\\"y\" , \"e\":null}\r\n").unwrap();
+        let expected = [("a", json!(1)), ("b", json!({"c": [1, 2]})), ("d", json!("x\"y")), ("e", Value::Null)];
+        assert_eq!(members, expected.map(|(name, value)| (name.to_owned(), value)));
+        assert_eq!(walk("{}").unwrap(), []);
+        assert_eq!(walk(" { } ").unwrap(), []);
+    }
+
+    #[test]
+    fn what_is_not_plain_json_stops_the_walk() {
+        for text in [
+            "",
+            "[]",
+            "{",
+            r#"{"a"}"#,
+            r#"{"a":}"#,
+            r#"{"a":1,}"#,
+            r#"{"a":1 "b":2}"#,
+            r#"{"a":1}}"#,
+            r#"{"a":1} x"#,
+            r#"{"\u0061":1}"#,
+            "{\"a\nb\":1}",
+            r#"{a:1}"#,
+            r#"{"a":tru}"#,
+            r#"{"a":1x}"#,
+        ] {
+            assert_eq!(walk(text), None, "{text:?}");
+        }
+    }
+
+    #[test]
+    fn plain_strings_are_borrowed_and_others_are_left_to_read_another_way() {
+        let mut cursor = Cursor::new(r#" "2.0" "a\"b" 7 "café""#);
+        assert_eq!(cursor.plain_str(), Some("2.0"));
+        assert_eq!(cursor.plain_str(), None, "an escape");
+        assert_eq!(cursor.value::<String>().as_deref(), Some("a\"b"), "still there to read another way");
+        assert_eq!(cursor.plain_str(), None, "a number");
+        assert_eq!(cursor.value::<u32>(), Some(7));
+        assert_eq!(cursor.plain_str(), Some("café"));
+        assert!(cursor.at_end());
+        assert_eq!(Cursor::new("\"tab\t\"").plain_str(), None, "a control character");
+        assert_eq!(Cursor::new("\"unclosed").plain_str(), None);
+    }
+
+    #[test]
+    fn plain_integers_are_read_and_other_numbers_are_left_to_serde() {
+        for (text, plain) in [
+            ("0", Some(0)),
+            (" 7,", Some(7)),
+            ("9999999999999999999}", Some(9_999_999_999_999_999_999)),
+            ("99999999999999999999", None),
+            ("-1", None),
+            ("1.5", None),
+            ("1e3", None),
+            ("1E3", None),
+            ("01", None),
+            ("\"1\"", None),
+            ("", None),
+        ] {
+            let mut cursor = Cursor::new(text);
+            assert_eq!(cursor.plain_u64(), plain, "{text:?}");
+            if plain.is_none() {
+                // Left where serde_json reads it, whole.
+                let whole = serde_json::from_str::<serde_json::Value>(text.trim()).ok();
+                assert_eq!(cursor.value::<serde_json::Value>(), whole, "{text:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn skipped_values_must_still_be_json() {
+        let mut cursor = Cursor::new(r#"{"x":[1,{"y":2}]}"#);
+        assert_eq!(cursor.members(|_, value| value.skip()), Some(()));
+        assert!(Cursor::new(r#"{"x":[1,}"#).members(|_, value| value.skip()).is_none());
+    }
+
+    #[test]
+    fn a_member_given_twice_fills_its_slot_once() {
+        let mut slot = None;
+        assert_eq!(once(&mut slot, 1), Some(()));
+        assert_eq!(once(&mut slot, 2), None);
+        assert_eq!(slot, Some(1));
+    }
+}
