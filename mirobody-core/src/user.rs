@@ -1,5 +1,7 @@
 //! Who is calling: filled by the server from verified credentials, never from arguments.
 
+use std::sync::Arc;
+
 /// The caller of a tool.
 ///
 /// A server fills it from a verified bearer token or personal MCP secret; an application that
@@ -17,7 +19,8 @@
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct UserInfo {
     user_id: Option<String>,
-    session_id: Option<String>,
+    // Shared: a server gives every call in an MCP session the session's id.
+    session_id: Option<Arc<str>>,
     subject_user_id: Option<String>,
     scopes: Vec<String>,
     agent: Option<String>,
@@ -35,8 +38,9 @@ impl UserInfo {
         UserInfo { user_id: (!id.is_empty()).then_some(id), ..UserInfo::default() }
     }
 
-    /// Sets the conversation or MCP session the call belongs to.
-    pub fn with_session(mut self, session_id: impl Into<String>) -> Self {
+    /// Sets the conversation or MCP session the call belongs to. An `Arc<str>` is shared as
+    /// it is, not copied.
+    pub fn with_session(mut self, session_id: impl Into<Arc<str>>) -> Self {
         self.session_id = Some(session_id.into());
         self
     }

@@ -255,9 +255,27 @@ impl<B: RequestBody> tower::Service<Request<B>> for Mounted {
 }
 
 pub(crate) fn json_response(status: StatusCode, body: Vec<u8>) -> Response {
+    json_response_in(HeaderMap::new(), status, body)
+}
+
+/// The most headers a request's map may have room for and still be used again for the reply
+/// (a client that sent a hundred headers does not keep a map that size for its connection).
+const REUSED_HEADERS_MAX: usize = 64;
+
+/// A JSON response whose headers go in `headers`, emptied first: the request's own map, on the
+/// paths every call takes. hyper keeps a reply's header map to read the next request on the
+/// connection into, so with the request's map passed on, one map sized for what the client
+/// sends serves every request on a connection, where a fresh map for each reply was too small
+/// for the next request and grew on reading it (four allocations a request).
+pub(crate) fn json_response_in(mut headers: HeaderMap, status: StatusCode, body: Vec<u8>) -> Response {
+    if headers.capacity() > REUSED_HEADERS_MAX {
+        headers = HeaderMap::new();
+    }
+    headers.clear();
+    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
     let mut response = Response::new(Body::from(body));
     *response.status_mut() = status;
-    response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    *response.headers_mut() = headers;
     response
 }
 
@@ -499,7 +517,10 @@ async fn handle_post<B: RequestBody>(http: McpHttp, mut parts: Parts, body: B) -
     {
         let span = tracing::debug_span!("mcp", method = %"tools/call", id = %id);
         return match inner.session_and_caller(headers.session(), user) {
-            Ok((session, user)) => tool_call_response(http, id, call, user, session, streamable).instrument(span).await,
+            Ok((session, user)) => {
+                let reply_headers = std::mem::take(&mut parts.headers);
+                tool_call_response(http, id, call, user, session, streamable, reply_headers).instrument(span).await
+            }
             Err(refusal) => refusal,
         };
     }
@@ -510,7 +531,10 @@ async fn handle_post<B: RequestBody>(http: McpHttp, mut parts: Parts, body: B) -
         let span = tracing::debug_span!("mcp", method = %"tools/call", id = %id);
         return match modern_http::check_tool_call(http, &id, params, &parts.headers) {
             Ok((meta, call)) => {
-                Box::pin(modern_http::tool_call(http, id, meta, call, user, streamable)).instrument(span).await
+                let reply_headers = std::mem::take(&mut parts.headers);
+                Box::pin(modern_http::tool_call(http, id, meta, call, user, streamable, reply_headers))
+                    .instrument(span)
+                    .await
             }
             Err(refusal) => refusal,
         };
@@ -577,7 +601,7 @@ async fn read_body<B: RequestBody>(body: B, limit: usize) -> Result<Bytes, axum:
 /// per-conversation state such as `summarize_conversation`) unless the credentials named one.
 fn with_conversation_id(user: UserInfo, session: &Session) -> UserInfo {
     match session.conversation_id() {
-        Some(id) if user.session_id().is_none() => user.with_session(id),
+        Some(id) if user.session_id().is_none() => user.with_session(Arc::clone(id)),
         _ => user,
     }
 }
@@ -685,14 +709,16 @@ async fn request_response(
     }
     // A tools/call the one-pass reading left to `Message::parse`.
     match mcp::parse::<ToolCall<'_>>(request.params.as_deref(), "tools/call") {
-        Ok(call) => tool_call_response(http, request.id, call.into_owned(), user, session, streamable).await,
+        Ok(call) => {
+            tool_call_response(http, request.id, call.into_owned(), user, session, streamable, HeaderMap::new()).await
+        }
         Err(error) => json_response(StatusCode::OK, jsonrpc::error_bytes(Some(&request.id), &error)),
     }
 }
 
 // Not an async fn: its arguments would be kept in the future for as long as the call runs,
 // and the future is moved twice before it is first polled. The set-up is done here, and the
-// future only waits.
+// future only waits. A JSON reply's headers go in `reply_headers` (see `json_response_in`).
 fn tool_call_response<'a>(
     http: &'a McpHttp,
     id: Id,
@@ -700,13 +726,12 @@ fn tool_call_response<'a>(
     user: UserInfo,
     session: Arc<Session>,
     streamable: bool,
+    reply_headers: HeaderMap,
 ) -> impl Future<Output = Response> + Send + 'a {
-    // A tool call can be cancelled, and may talk to the client while it runs (when the client
-    // accepts SSE): give it a channel, and answer with JSON if it sends nothing, or switch to
-    // SSE at its first message.
+    // A tool call may talk to the client while it runs (when the client accepts SSE): give it
+    // a channel, and answer with JSON if it sends nothing, or switch to SSE at its first
+    // message.
     let (outbox, inbox) = Outbox::lazy();
-    let (abort, registration) = AbortHandle::new_pair();
-    let running = session.start_request(id.clone(), abort);
     let service = http.inner.service.clone();
     let peer = ChannelPeer::new(
         outbox,
@@ -717,31 +742,55 @@ fn tool_call_response<'a>(
         service.options().answer_timeout,
     );
     let call: CallFuture<Reply> = {
-        let id = id.clone();
+        let (id, session) = (id.clone(), Arc::clone(&session));
         Box::pin(async move {
-            // Forgets the request however the call ends, even when its connection drops.
-            let _running = running;
             let client: Option<&dyn mirobody_core::ClientPeer> = if streamable { Some(&peer) } else { None };
             let exchange = Exchange { user: &user, session: &session, client };
-            Abortable::new(service.run_tool_call(&id, call, &exchange), registration).await.ok()
+            Some(service.run_tool_call(&id, call, &exchange).await)
         })
     };
-    answer_tool_call(http, id, call, inbox)
+    answer_tool_call(http, id, session, call, inbox, reply_headers)
 }
 
 // The reply to a running call: JSON when it finishes without sending anything first, else an
 // SSE stream of what it sends, then its reply.
-async fn answer_tool_call(http: &McpHttp, id: Id, mut call: CallFuture<Reply>, inbox: Inbox) -> Response {
-    let inner = &http.inner;
-    tokio::select! {
-        biased;
-        reply = &mut call => match (reply, inbox.take()) {
-            (Some(reply), None) => inner.challenge(&reply.status, json_response(StatusCode::OK, reply.body)),
-            // A call that finished in one poll may still have sent messages first.
-            (Some(reply), Some(rx)) => sse_response(rx, CallState::Done(Some(reply)), inner.options.keep_alive),
-            (None, _) => cancelled(&id),
-        },
-        rx = inbox.first_message() => sse_response(rx, CallState::Running(call), inner.options.keep_alive),
+async fn answer_tool_call(
+    http: &McpHttp,
+    id: Id,
+    session: Arc<Session>,
+    mut call: CallFuture<Reply>,
+    inbox: Inbox,
+    reply_headers: HeaderMap,
+) -> Response {
+    let keep_alive = http.inner.options.keep_alive;
+    // Most calls finish in their first poll, and are answered without being registered for
+    // `notifications/cancelled`, which costs a lock and two map updates. Only a call still
+    // running after it can be cancelled; a cancellation read on another thread during that
+    // poll is kept by the session and stops the call as it registers.
+    let reply = match futures::poll!(&mut call) {
+        Poll::Ready(reply) => reply,
+        Poll::Pending => {
+            let (abort, registration) = AbortHandle::new_pair();
+            let running = session.start_request(id.clone(), abort);
+            let mut call: CallFuture<Reply> = Box::pin(async move {
+                // Forgets the request however the call ends, even when its connection drops.
+                let _running = running;
+                Abortable::new(call, registration).await.ok().flatten()
+            });
+            tokio::select! {
+                biased;
+                reply = &mut call => reply,
+                rx = inbox.first_message() => return sse_response(rx, CallState::Running(call), keep_alive),
+            }
+        }
+    };
+    match (reply, inbox.take()) {
+        (Some(reply), None) => {
+            http.inner.challenge(&reply.status, json_response_in(reply_headers, StatusCode::OK, reply.body))
+        }
+        // A call that finished may still have sent messages first.
+        (Some(reply), Some(rx)) => sse_response(rx, CallState::Done(Some(reply)), keep_alive),
+        (None, _) => cancelled(&id),
     }
 }
 

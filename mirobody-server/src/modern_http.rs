@@ -35,7 +35,8 @@ use tokio::sync::broadcast;
 
 use crate::changes::{self, SUBSCRIPTION_ID_KEY};
 use crate::http::{
-    CallFuture, CallState, McpHttp, ReplyBody, VERSION, accepts, event, json_response, rpc_error, sse, sse_response,
+    CallFuture, CallState, McpHttp, ReplyBody, VERSION, accepts, event, json_response, json_response_in, rpc_error,
+    sse, sse_response,
 };
 use crate::jsonrpc::{self, Id, Message, Request, RpcError, code};
 use crate::mcp::{self, McpService};
@@ -333,7 +334,7 @@ pub(crate) async fn handle(
             Some(service.handle_modern_read(&request, &exchange, Some(&params)).await)
         })
     };
-    answer(http, call, inbox, streamable).await
+    answer(http, call, inbox, streamable, HeaderMap::new()).await
 }
 
 /// The checks a 2026-07-28 `tools/call` read in one pass ([`modern::read_tool_call`]) must
@@ -354,7 +355,7 @@ pub(crate) fn check_tool_call(
 }
 
 /// Runs a 2026-07-28 `tools/call` that passed [`check_tool_call`], answered as [`handle`]
-/// answers.
+/// answers; a JSON reply's headers go in `reply_headers` (see [`json_response_in`]).
 pub(crate) fn tool_call(
     http: &McpHttp,
     id: Id,
@@ -362,6 +363,7 @@ pub(crate) fn tool_call(
     call: OwnedCall,
     user: UserInfo,
     streamable: bool,
+    reply_headers: HeaderMap,
 ) -> impl Future<Output = Response> + Send + '_ {
     let (outbox, inbox) = Outbox::lazy();
     let service = http.service().clone();
@@ -370,12 +372,18 @@ pub(crate) fn tool_call(
         let exchange = ModernExchange { user: &user, meta: &meta, notifications };
         Some(service.modern_call_owned(&id, call, &exchange).await)
     });
-    answer(http, call, inbox, streamable)
+    answer(http, call, inbox, streamable, reply_headers)
 }
 
 // The response to a call: JSON when it finishes without sending anything first, else an SSE
 // stream of what it sends, then its reply.
-async fn answer(http: &McpHttp, mut call: CallFuture<ModernReply>, inbox: Inbox, streamable: bool) -> Response {
+async fn answer(
+    http: &McpHttp,
+    mut call: CallFuture<ModernReply>,
+    inbox: Inbox,
+    streamable: bool,
+    reply_headers: HeaderMap,
+) -> Response {
     let keep_alive = http.options().keep_alive;
     // Most calls finish in their first poll: they are answered without arming a timer.
     let reply = match futures::poll!(&mut call) {
@@ -393,7 +401,7 @@ async fn answer(http: &McpHttp, mut call: CallFuture<ModernReply>, inbox: Inbox,
     };
     match (reply, inbox.take()) {
         (Some(reply), None) => {
-            let response = json_response(status_for(reply.error_code), reply.body);
+            let response = json_response_in(reply_headers, status_for(reply.error_code), reply.body);
             http.challenge(&reply.status, response)
         }
         // A call that finished may still have sent messages first.

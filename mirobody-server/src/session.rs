@@ -1,7 +1,7 @@
 //! Per-client state: the negotiated version, what the client can do, its log level, its
 //! subscriptions, the calls it has running, and the stream for unrelated server messages.
 
-use std::collections::HashSet;
+use std::collections::{HashSet, VecDeque};
 use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
@@ -40,14 +40,14 @@ fn conversation_id_for(session_id: &str) -> String {
 /// One client's session.
 pub struct Session {
     id: Option<String>,
-    conversation_id: Option<String>,
+    conversation_id: Option<Arc<str>>,
     owner: Option<String>,
     closing: std::sync::atomic::AtomicBool,
     protocol_version: OnceLock<String>,
     client_capabilities: OnceLock<Value>,
     log_level: AtomicU8,
     subscriptions: Mutex<HashSet<String>>,
-    running: Mutex<foldhash::HashMap<Id, AbortHandle>>,
+    running: Mutex<Running>,
     stream: Mutex<Option<mpsc::Sender<Vec<u8>>>>,
     last_seen_ms: AtomicU64,
     born: Instant,
@@ -64,7 +64,7 @@ impl Session {
     /// A session with an id (stateful HTTP), or without one (stdio, stateless HTTP).
     pub fn new(id: Option<String>) -> Self {
         Session {
-            conversation_id: id.as_deref().map(conversation_id_for),
+            conversation_id: id.as_deref().map(|id| conversation_id_for(id).into()),
             id,
             owner: None,
             closing: std::sync::atomic::AtomicBool::new(false),
@@ -93,8 +93,8 @@ impl Session {
     /// The conversation id tools see for this session (`mcp-` and 24 hex digits): derived from
     /// the session id, which is a bearer of the session and so never handed to tools, models or
     /// the database. Derived once here rather than per request.
-    pub fn conversation_id(&self) -> Option<&str> {
-        self.conversation_id.as_deref()
+    pub fn conversation_id(&self) -> Option<&Arc<str>> {
+        self.conversation_id.as_ref()
     }
 
     /// Whether `user_id` (None for anonymous) is the caller the session belongs to.
@@ -154,21 +154,34 @@ impl Session {
 
     /// Registers a running request so `notifications/cancelled` can stop it; the request is
     /// forgotten when the returned guard drops, however the call ends (done, cancelled, or its
-    /// connection dropped).
+    /// connection dropped). A request whose cancellation came first (see
+    /// [`Session::cancel_request`]) is aborted at once.
     pub fn start_request(self: &Arc<Self>, id: Id, handle: AbortHandle) -> RunningRequest {
-        lock(&self.running).insert(id.clone(), handle);
+        let mut running = lock(&self.running);
+        if let Some(at) = running.cancelled_early.iter().position(|early| *early == id) {
+            running.cancelled_early.remove(at);
+            handle.abort();
+        }
+        running.calls.insert(id.clone(), handle);
         RunningRequest { session: Arc::clone(self), id }
     }
 
-    /// Cancels a running request; whether it was running.
+    /// Cancels a running request; whether it was running. A request not registered yet is
+    /// cancelled when it is: a transport registers a call only once it did not finish in its
+    /// first poll, and a cancellation read on another thread meanwhile must not be lost. MCP
+    /// never reuses a request id within a session, so remembering the id is safe; the last
+    /// [`EARLY_CANCELS_KEPT`] such ids are kept.
     pub fn cancel_request(&self, id: &Id) -> bool {
-        match lock(&self.running).remove(id) {
-            Some(handle) => {
-                handle.abort();
-                true
-            }
-            None => false,
+        let mut running = lock(&self.running);
+        if let Some(handle) = running.calls.remove(id) {
+            handle.abort();
+            return true;
         }
+        if running.cancelled_early.len() == EARLY_CANCELS_KEPT {
+            running.cancelled_early.pop_front();
+        }
+        running.cancelled_early.push_back(id.clone());
+        false
     }
 
     /// Opens the stream for server messages unrelated to a request; `None` if one is open.
@@ -230,11 +243,21 @@ impl Session {
     /// Cancels everything running (the session is ending).
     pub fn close(&self) {
         self.set_closing();
-        for (_, handle) in lock(&self.running).drain() {
+        for (_, handle) in lock(&self.running).calls.drain() {
             handle.abort();
         }
         lock(&self.stream).take();
     }
+}
+
+/// How many cancellations of requests not (yet) running a session remembers.
+pub const EARLY_CANCELS_KEPT: usize = 16;
+
+// The calls a session has running, and the cancellations that came before their call was.
+#[derive(Default)]
+struct Running {
+    calls: foldhash::HashMap<Id, AbortHandle>,
+    cancelled_early: VecDeque<Id>,
 }
 
 /// A request registered as running; dropping it forgets the request.
@@ -245,7 +268,7 @@ pub struct RunningRequest {
 
 impl Drop for RunningRequest {
     fn drop(&mut self) {
-        lock(&self.session.running).remove(&self.id);
+        lock(&self.session.running).calls.remove(&self.id);
     }
 }
 
@@ -358,6 +381,55 @@ pub fn random_token() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn aborted_when(start: impl FnOnce(&Arc<Session>, Id, AbortHandle) -> RunningRequest) -> bool {
+        let session = Arc::new(Session::new(None));
+        let (handle, registration) = AbortHandle::new_pair();
+        let _running = start(&session, Id::Number(7.into()), handle);
+        registration.handle().is_aborted()
+    }
+
+    #[test]
+    fn a_request_cancelled_before_it_registers_is_aborted_as_it_does() {
+        assert!(!aborted_when(|session, id, handle| session.start_request(id, handle)));
+        assert!(aborted_when(|session, id, handle| {
+            assert!(!session.cancel_request(&id), "not running yet");
+            session.start_request(id, handle)
+        }));
+        // Another id's cancellation does not touch it, and a remembered one is used once.
+        assert!(!aborted_when(|session, id, handle| {
+            session.cancel_request(&Id::String("7".into()));
+            session.start_request(id, handle)
+        }));
+        let session = Arc::new(Session::new(None));
+        session.cancel_request(&Id::Number(7.into()));
+        let (first, _) = AbortHandle::new_pair();
+        drop(session.start_request(Id::Number(7.into()), first));
+        assert!(lock(&session.running).cancelled_early.is_empty());
+    }
+
+    #[test]
+    fn a_running_request_is_aborted_and_forgotten_when_cancelled() {
+        let session = Arc::new(Session::new(None));
+        let (handle, registration) = AbortHandle::new_pair();
+        let running = session.start_request(Id::Number(1.into()), handle);
+        assert!(session.cancel_request(&Id::Number(1.into())));
+        assert!(registration.handle().is_aborted());
+        assert!(!session.cancel_request(&Id::Number(1.into())), "forgotten once cancelled");
+        drop(running);
+        assert!(lock(&session.running).calls.is_empty());
+    }
+
+    #[test]
+    fn only_the_latest_early_cancellations_are_kept() {
+        let session = Session::new(None);
+        for n in 0..EARLY_CANCELS_KEPT as u64 + 5 {
+            session.cancel_request(&Id::Number(n.into()));
+        }
+        let early = &lock(&session.running).cancelled_early;
+        assert_eq!(early.len(), EARLY_CANCELS_KEPT);
+        assert_eq!(early.front(), Some(&Id::Number(5.into())), "the oldest went first");
+    }
 
     #[test]
     fn a_full_store_refuses_new_sessions_rather_than_evict_active_ones() {
