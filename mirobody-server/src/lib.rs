@@ -13,6 +13,7 @@ pub mod changes;
 pub mod cli;
 pub mod config;
 mod connection;
+mod graceful;
 pub mod http;
 pub mod jsonrpc;
 pub mod mcp;
@@ -138,7 +139,6 @@ pub async fn serve_until(
     // By hand rather than `axum::serve`: HTTP/1 only (no protocol sniffing on every read), a
     // header timeout and a bounded shutdown, which `axum::serve` does not have.
     use hyper_util::rt::TokioIo;
-    use hyper_util::server::graceful::GracefulShutdown;
 
     let mut http = hyper::server::conn::http1::Builder::new();
     // Without writev, hyper copies a reply's body behind its head and writes one buffer: MCP
@@ -146,7 +146,7 @@ pub async fn serve_until(
     // instructions per `tools/call`, benches/load/instructions.sh) than the copy. The header
     // timeout is kept by a watchdog per connection (see `connection`), not by hyper's timer.
     http.writev(false).header_read_timeout(None);
-    let graceful = GracefulShutdown::new();
+    let graceful = std::sync::Arc::new(graceful::Shutdown::default());
     // Owned here so that what outlives the grace period is aborted when the sets drop.
     let mut connections = tokio::task::JoinSet::new();
     let mut watchdogs = tokio::task::JoinSet::new();
@@ -178,7 +178,9 @@ pub async fn serve_until(
     tracing::info!("shutting down: finishing in-flight requests");
     drop(listener);
     service.changes().end_streams();
-    if tokio::time::timeout(options.shutdown_grace, graceful.shutdown()).await.is_err() {
+    graceful.begin();
+    let finished = async { while connections.join_next().await.is_some() {} };
+    if tokio::time::timeout(options.shutdown_grace, finished).await.is_err() {
         while connections.try_join_next().is_some() {}
         tracing::warn!(open = connections.len(), "shutdown grace period over; closing the connections still open");
     }
