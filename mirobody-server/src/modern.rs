@@ -189,8 +189,16 @@ impl<'a> ModernParams<'a> {
         // Borrowed from the request unless it has escapes: a bare `Cow` always allocates.
         #[derive(Deserialize)]
         struct Text<'a>(#[serde(borrow)] Cow<'a, str>);
-        let raw = if key == "uri" { self.uri } else { self.name }?;
-        serde_json::from_str::<Text<'a>>(raw.get()).ok().map(|text| text.0)
+        let raw = if key == "uri" { self.uri } else { self.name }?.get();
+        // A string without escapes is the text between its quotes: the reader that captured it
+        // already refused control characters. Reading it with serde_json costs more than the
+        // rest of the header check, and a call reads the name twice.
+        if let Some(inner) = raw.strip_prefix('"').and_then(|rest| rest.strip_suffix('"'))
+            && memchr::memchr(b'\\', inner.as_bytes()).is_none()
+        {
+            return Some(Cow::Borrowed(inner));
+        }
+        serde_json::from_str::<Text<'a>>(raw).ok().map(|text| text.0)
     }
 }
 
@@ -939,6 +947,33 @@ fn splice(raw: &str, fields: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    proptest::proptest! {
+        // The quick reading of a plain string and serde's reading of any string agree.
+        #[test]
+        fn a_name_reads_as_serde_reads_it(name in "\\PC*", other in proptest::option::of(-5i64..5)) {
+            let name_json = match other {
+                Some(n) => n.to_string(),
+                None => serde_json::to_string(&name).unwrap(),
+            };
+            let raw = RawValue::from_string(format!(r#"{{"name":{name_json},"_meta":{{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{{}}}}}}"#)).unwrap();
+            let params = ModernParams::parse(Some(&raw)).unwrap();
+            let expected = other.is_none().then(|| name.clone());
+            proptest::prop_assert_eq!(params.text("name").map(Cow::into_owned), expected);
+            proptest::prop_assert_eq!(params.text("uri"), None);
+        }
+    }
+
+    #[test]
+    fn names_with_escapes_are_unescaped() {
+        let raw = RawValue::from_string(
+            r#"{"name":"a\"b\\c\u00e9","uri":"x","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}"#.to_owned(),
+        )
+        .unwrap();
+        let params = ModernParams::parse(Some(&raw)).unwrap();
+        assert_eq!(params.text("name").as_deref(), Some("a\"b\\c\u{e9}"));
+        assert!(matches!(params.text("uri"), Some(Cow::Borrowed("x"))), "a plain string is borrowed");
+    }
 
     #[test]
     fn fields_splice_into_any_object() {
