@@ -948,6 +948,10 @@ fn splice(raw: &str, fields: &str) -> String {
 mod tests {
     use super::*;
 
+    // The `_meta` every 2026-07-28 request carries, and nothing else.
+    const META: &str =
+        r#"{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}"#;
+
     proptest::proptest! {
         // The quick reading of a plain string and serde's reading of any string agree.
         #[test]
@@ -956,7 +960,7 @@ mod tests {
                 Some(n) => n.to_string(),
                 None => serde_json::to_string(&name).unwrap(),
             };
-            let raw = RawValue::from_string(format!(r#"{{"name":{name_json},"_meta":{{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{{}}}}}}"#)).unwrap();
+            let raw = RawValue::from_string(format!(r#"{{"name":{name_json},"_meta":{META}}}"#)).unwrap();
             let params = ModernParams::parse(Some(&raw)).unwrap();
             let expected = other.is_none().then(|| name.clone());
             proptest::prop_assert_eq!(params.text("name").map(Cow::into_owned), expected);
@@ -966,10 +970,7 @@ mod tests {
 
     #[test]
     fn names_with_escapes_are_unescaped() {
-        let raw = RawValue::from_string(
-            r#"{"name":"a\"b\\c\u00e9","uri":"x","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}"#.to_owned(),
-        )
-        .unwrap();
+        let raw = RawValue::from_string(format!(r#"{{"name":"a\"b\\c\u00e9","uri":"x","_meta":{META}}}"#)).unwrap();
         let params = ModernParams::parse(Some(&raw)).unwrap();
         assert_eq!(params.text("name").as_deref(), Some("a\"b\\c\u{e9}"));
         assert!(matches!(params.text("uri"), Some(Cow::Borrowed("x"))), "a plain string is borrowed");
@@ -984,7 +985,7 @@ mod tests {
 
     #[test]
     fn a_tools_call_is_read_in_one_pass_or_left_to_the_envelope() {
-        let meta = r#"{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}"#;
+        let meta = META;
         let call = |params: &str| format!(r#"{{"jsonrpc":"2.0","id":"a","method":"tools/call","params":{params}}}"#);
         let good = call(&format!(r#"{{"name":"ec\u0068o","arguments":{{"text":"hi"}},"_meta":{meta}}}"#));
         let (id, params) = read_tool_call(good.as_bytes()).unwrap();
