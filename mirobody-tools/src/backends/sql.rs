@@ -937,10 +937,12 @@ mod tests {
         let pool = sqlite_pool(&store);
         // Two connections in use at once, then dropped: each goes back in a task of its own.
         let (first, second) = (pool.acquire().await.unwrap(), pool.acquire().await.unwrap());
-        assert_eq!(pool.size(), 2);
+        // The pool may open one more on its own while both are out (seen once in CI).
+        let opened = pool.size();
+        assert!(opened >= 2, "two connections out at once");
         drop((first, second));
         store.settle().await;
-        assert_eq!(pool.num_idle(), 2, "both connections are back in the pool");
+        assert_eq!(pool.num_idle(), opened as usize, "every connection is back in the pool");
         // Settling again does no harm, and the store still answers.
         store.settle().await;
         assert_eq!(store.schema_version().await.unwrap(), MIGRATIONS.len() as i64);
