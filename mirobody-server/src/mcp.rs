@@ -865,6 +865,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+    use crate::scan::testing::{gaps, has_escaped_name, mangled, object};
 
     fn read(message: &str) -> Option<(Id, String, Value, Option<Value>)> {
         read_tool_call(message.as_bytes()).map(|(id, call)| {
@@ -985,54 +986,6 @@ mod tests {
         r#""other":[true,false]"#,
     ];
 
-    // Whether a member name in the JSON `text` has an escape in it.
-    fn has_escaped_name(text: &[u8]) -> bool {
-        let mut bytes = text.iter().enumerate();
-        while let Some((_, &byte)) = bytes.next() {
-            if byte != b'"' {
-                continue;
-            }
-            let mut escaped = false;
-            let end = loop {
-                match bytes.next() {
-                    Some((_, b'\\')) => {
-                        escaped = true;
-                        bytes.next();
-                    }
-                    Some((end, b'"')) => break end,
-                    Some(_) => {}
-                    None => return false,
-                }
-            };
-            let is_name = text[end + 1..].iter().find(|b| !b.is_ascii_whitespace()) == Some(&b':');
-            if escaped && is_name {
-                return true;
-            }
-        }
-        false
-    }
-
-    #[test]
-    fn escaped_names_are_told_from_escaped_values() {
-        assert!(has_escaped_name(br#"{"a":"\"b\":","n\u0061me" :1}"#));
-        assert!(!has_escaped_name(br#"{"a":"\"b\":","name":"x\"y"}"#));
-    }
-
-    // The object of `members` ("name":value), with the whitespace of `gaps` between tokens.
-    fn object(members: &[String], gaps: &[&str]) -> String {
-        let gap = |i: usize| gaps[i % gaps.len()];
-        let mut text = format!("{}{{", gap(0));
-        for (i, member) in members.iter().enumerate() {
-            if i > 0 {
-                text.push_str(&format!("{},", gap(i)));
-            }
-            let (name, value) = member.split_once("\":").expect("a member");
-            text.push_str(&format!("{}{name}\"{}:{}{value}", gap(i + 1), gap(i + 2), gap(i + 3)));
-        }
-        text.push_str(&format!("{}}}", gap(members.len())));
-        text
-    }
-
     // Envelopes of a call and of near misses: the members a call needs, others, some left
     // out, all shuffled, with any whitespace; now and then a byte changed, the text cut
     // short, or more after it.
@@ -1041,7 +994,6 @@ mod tests {
         use proptest::prelude::*;
         use proptest::sample::select;
         let owned = |members: Vec<&str>| members.into_iter().map(str::to_owned).collect::<Vec<_>>();
-        let gaps = || vec(select(vec!["", " ", "\n", "\t", "\r\n "]), 1..6);
         let params = (vec(select(PARAMS_MEMBERS), 0..4).prop_map(owned).prop_shuffle(), gaps()).prop_map(
             |(mut members, gaps)| {
                 if !members.iter().any(|m| m.starts_with("\"name\"")) {
@@ -1061,19 +1013,8 @@ mod tests {
                 members
             })
             .prop_shuffle();
-        (members, gaps(), any::<(usize, u8)>()).prop_map(|(members, gaps, (at, byte))| {
-            let mut text = object(&members, &gaps).into_bytes();
-            match byte % 16 {
-                0 => {
-                    let at = at % text.len();
-                    text[at] = byte;
-                }
-                1 => text.truncate(at % text.len()),
-                2 => text.extend_from_slice(b" x"),
-                _ => {}
-            }
-            text
-        })
+        (members, gaps(), any::<(usize, u8)>())
+            .prop_map(|(members, gaps, change)| mangled(object(&members, &gaps).into_bytes(), change))
     }
 
     proptest::proptest! {

@@ -87,6 +87,12 @@ impl<'a> Cursor<'a> {
         Some(rest[..digits].iter().fold(0, |n, digit| n * 10 + u64::from(digit - b'0')))
     }
 
+    /// The first byte of the value here, past whitespace, without moving past it.
+    pub(crate) fn peek(&mut self) -> Option<u8> {
+        self.skip_whitespace();
+        self.text.as_bytes().get(self.at).copied()
+    }
+
     /// The value here, read by serde_json.
     pub(crate) fn value<T: Deserialize<'a>>(&mut self) -> Option<T> {
         let mut values = serde_json::Deserializer::from_str(&self.text[self.at..]).into_iter::<T>();
@@ -249,5 +255,78 @@ mod tests {
         assert_eq!(once(&mut slot, 1), Some(()));
         assert_eq!(once(&mut slot, 2), None);
         assert_eq!(slot, Some(1));
+    }
+}
+
+/// Helpers for the tests of the one-pass readers: JSON objects made of members, and what
+/// the walk may leave to serde.
+#[cfg(test)]
+pub(crate) mod testing {
+    // Whether a member name in the JSON `text` has an escape in it.
+    pub(crate) fn has_escaped_name(text: &[u8]) -> bool {
+        let mut bytes = text.iter().enumerate();
+        while let Some((_, &byte)) = bytes.next() {
+            if byte != b'"' {
+                continue;
+            }
+            let mut escaped = false;
+            let end = loop {
+                match bytes.next() {
+                    Some((_, b'\\')) => {
+                        escaped = true;
+                        bytes.next();
+                    }
+                    Some((end, b'"')) => break end,
+                    Some(_) => {}
+                    None => return false,
+                }
+            };
+            let is_name = text[end + 1..].iter().find(|b| !b.is_ascii_whitespace()) == Some(&b':');
+            if escaped && is_name {
+                return true;
+            }
+        }
+        false
+    }
+
+    // The object of `members` ("name":value), with the whitespace of `gaps` between tokens.
+    pub(crate) fn object(members: &[String], gaps: &[&str]) -> String {
+        let gap = |i: usize| gaps[i % gaps.len()];
+        let mut text = format!("{}{{", gap(0));
+        for (i, member) in members.iter().enumerate() {
+            if i > 0 {
+                text.push_str(&format!("{},", gap(i)));
+            }
+            let (name, value) = member.split_once("\":").expect("a member");
+            text.push_str(&format!("{}{name}\"{}:{}{value}", gap(i + 1), gap(i + 2), gap(i + 3)));
+        }
+        text.push_str(&format!("{}}}", gap(members.len())));
+        text
+    }
+
+    /// Whitespace to put between a JSON text's tokens.
+    pub(crate) fn gaps() -> impl proptest::strategy::Strategy<Value = Vec<&'static str>> {
+        proptest::collection::vec(proptest::sample::select(vec!["", " ", "\n", "\t", "\r\n "]), 1..6)
+    }
+
+    /// `text`, now and then (as `byte` says) with a byte changed, cut short, or with more
+    /// after it.
+    pub(crate) fn mangled(mut text: Vec<u8>, (at, byte): (usize, u8)) -> Vec<u8> {
+        match byte % 16 {
+            0 => {
+                let at = at % text.len();
+                text[at] = byte;
+            }
+            1 => text.truncate(at % text.len()),
+            2 => text.extend_from_slice(b" x"),
+            _ => {}
+        }
+        text
+    }
+
+    #[test]
+    fn escaped_names_are_told_from_escaped_values() {
+        assert!(has_escaped_name(br#"{"a":"\"b\":","n\u0061me" :1}"#));
+        assert!(!has_escaped_name(br#"{"a":"\"b\":","name":"x\"y"}"#));
     }
 }
