@@ -3,7 +3,13 @@
 //! with a call running is not), and graceful shutdown (in-flight calls finish, new connections
 //! are refused, and the grace period is a limit).
 
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
+
+use http::Request;
+use hyper::body::Incoming;
 
 use mirobody_server::http::{HttpOptions, McpHttp};
 use mirobody_server::{McpOptions, ServeOptions, serve_until, serve_with};
@@ -67,6 +73,58 @@ async fn one_connection_carries_many_requests() {
         assert!(response.starts_with("HTTP/1.1 200"), "{response}");
         assert!(response.contains("\"protocolVersion\":\"2025-11-25\""), "{response}");
     }
+}
+
+// An app that is not ready until the test opens its gate, and then wakes whoever asked last.
+#[derive(Clone)]
+struct Gated<S> {
+    app: S,
+    open: Arc<AtomicBool>,
+    waiting: Arc<Mutex<Option<Waker>>>,
+}
+
+impl<S: tower::Service<Request<Incoming>>> tower::Service<Request<Incoming>> for Gated<S> {
+    type Response = S::Response;
+    type Error = S::Error;
+    type Future = S::Future;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), S::Error>> {
+        if !self.open.load(Ordering::SeqCst) {
+            *self.waiting.lock().unwrap() = Some(cx.waker().clone());
+            return Poll::Pending;
+        }
+        self.app.poll_ready(cx)
+    }
+
+    fn call(&mut self, request: Request<Incoming>) -> S::Future {
+        assert!(self.open.load(Ordering::SeqCst), "called before it was ready");
+        self.app.call(request)
+    }
+}
+
+#[tokio::test]
+async fn an_app_that_is_not_ready_is_called_once_it_is() {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let service = service(McpOptions::default());
+    let (open, waiting) = (Arc::new(AtomicBool::new(false)), Arc::new(Mutex::new(None::<Waker>)));
+    let app = Gated {
+        app: McpHttp::new(service.clone(), HttpOptions::default()).router_at("/mcp"),
+        open: Arc::clone(&open),
+        waiting: Arc::clone(&waiting),
+    };
+    tokio::spawn(serve_with(listener, app, service, ServeOptions::default()));
+    let mut stream = TcpStream::connect(("127.0.0.1", port)).await.unwrap();
+    stream.write_all(post(INITIALIZE).as_bytes()).await.unwrap();
+    let mut early = [0u8; 1];
+    let read = tokio::time::timeout(Duration::from_millis(200), stream.read(&mut early)).await;
+    assert!(read.is_err(), "answered before the app was ready");
+    // Opened, and woken through the waker it was last asked with: the connection's own.
+    open.store(true, Ordering::SeqCst);
+    waiting.lock().unwrap().take().expect("the app was asked").wake();
+    let response = read_response(&mut stream).await;
+    assert!(response.starts_with("HTTP/1.1 200"), "{response}");
+    assert!(response.contains("\"protocolVersion\":\"2025-11-25\""), "{response}");
 }
 
 #[tokio::test]
