@@ -13,6 +13,10 @@
 use serde::Deserialize;
 use serde::de::IgnoredAny;
 
+/// How deep the walk follows arrays and objects inside a skipped value before it leaves the
+/// rest to serde_json (which has a limit of its own): the walk recurses.
+const MAX_DEPTH: u32 = 16;
+
 /// A position in a JSON text.
 ///
 /// Over `str`, checked as UTF-8 once and whole: serde_json reading from bytes checks each
@@ -103,7 +107,66 @@ impl<'a> Cursor<'a> {
 
     /// Skips the value of a member the reader has no use for.
     pub(crate) fn skip(&mut self) -> Option<()> {
-        self.value::<IgnoredAny>().map(drop)
+        self.skip_value(0)
+    }
+
+    /// The JSON text of the value here, without the whitespace around it; the cursor past it.
+    pub(crate) fn raw(&mut self) -> Option<&'a str> {
+        self.skip_whitespace();
+        let start = self.at;
+        self.skip_value(0)?;
+        // Both ends are next to a whole value, so on char boundaries.
+        self.text.get(start..self.at)
+    }
+
+    /// [`Cursor::raw`], with `null` read as no value, as serde reads an `Option`.
+    pub(crate) fn raw_unless_null(&mut self) -> Option<Option<&'a str>> {
+        self.raw().map(|raw| (raw != "null").then_some(raw))
+    }
+
+    // Skips the value here: plain strings, literals, and the arrays and objects made of them
+    // are walked here, which costs less than setting serde_json up for each; numbers, strings
+    // with escapes and values nested deeper than `MAX_DEPTH` are checked by serde_json.
+    fn skip_value(&mut self, depth: u32) -> Option<()> {
+        match self.peek()? {
+            b'"' => {
+                if self.plain_str().is_none() {
+                    self.value::<IgnoredAny>()?;
+                }
+                Some(())
+            }
+            b'{' if depth < MAX_DEPTH => self.members(|_, value| value.skip_value(depth + 1)),
+            b'[' if depth < MAX_DEPTH => self.elements(|value| value.skip_value(depth + 1)),
+            b't' => self.literal("true"),
+            b'f' => self.literal("false"),
+            b'n' => self.literal("null"),
+            _ => self.value::<IgnoredAny>().map(drop),
+        }
+    }
+
+    // Walks the array here: `element` reads each element.
+    fn elements(&mut self, mut element: impl FnMut(&mut Self) -> Option<()>) -> Option<()> {
+        (self.next_byte()? == b'[').then_some(())?;
+        if self.peek()? == b']' {
+            self.at += 1;
+            return Some(());
+        }
+        loop {
+            element(self)?;
+            match self.next_byte()? {
+                b',' => {}
+                b']' => return Some(()),
+                _ => return None,
+            }
+        }
+    }
+
+    // Takes `word` (`true`, `false` or `null`), which must be here. What follows it is the
+    // caller's to judge, as after any value.
+    fn literal(&mut self, word: &str) -> Option<()> {
+        self.text[self.at..].starts_with(word).then_some(())?;
+        self.at += word.len();
+        Some(())
     }
 
     /// Whether nothing but whitespace is left.
@@ -247,6 +310,43 @@ mod tests {
         let mut cursor = Cursor::new(r#"{"x":[1,{"y":2}]}"#);
         assert_eq!(cursor.members(|_, value| value.skip()), Some(()));
         assert!(Cursor::new(r#"{"x":[1,}"#).members(|_, value| value.skip()).is_none());
+    }
+
+    #[test]
+    fn raw_values_are_their_text_whatever_they_hold() {
+        let deep = format!("{}1{}", "[".repeat(200), "]".repeat(200));
+        for value in [
+            r#""plain""#,
+            r#""esc\"aped""#,
+            "-1.5e3",
+            "true",
+            "false",
+            "null",
+            "[]",
+            "[ 1 , \"a\" ,{}]",
+            r#"{"a":{"b":[null,{"c":"d"}]},"e":"f\n"}"#,
+            r#"{"a":1,"a":2}"#,
+            &deep,
+        ] {
+            let text = format!(" {value} ,");
+            let mut cursor = Cursor::new(&text);
+            assert_eq!(cursor.raw(), Some(value), "{value}");
+            assert_eq!(cursor.next_byte(), Some(b','), "{value}: the cursor is just past the value");
+        }
+        assert_eq!(Cursor::new("null").raw_unless_null(), Some(None));
+        assert_eq!(Cursor::new(" \"null\"").raw_unless_null(), Some(Some("\"null\"")));
+    }
+
+    #[test]
+    fn raw_values_must_be_json() {
+        let deep_and_bad = format!("{}1,{}", "[".repeat(200), "]".repeat(200));
+        for text in ["", "nul", "tru", "[1,]", "[1 2]", "{\"a\":}", "\"open", "01", "[", "{\"a\":1", &deep_and_bad] {
+            assert_eq!(Cursor::new(text).raw(), None, "{text:?}");
+        }
+        // What follows a literal is for the caller to judge, as after any value.
+        let mut cursor = Cursor::new("truex");
+        assert_eq!(cursor.raw(), Some("true"));
+        assert!(!cursor.at_end());
     }
 
     #[test]
