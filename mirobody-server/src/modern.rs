@@ -62,7 +62,7 @@ pub fn supported_versions() -> Vec<&'static str> {
 pub struct RequestMeta {
     protocol_version: Value,
     client_capabilities: Value,
-    client_info: Option<Box<RawValue>>,
+    client_info: Option<Box<str>>,
     log_level: Option<Value>,
     progress_token: Option<Value>,
 }
@@ -87,44 +87,85 @@ struct MetaEnvelope<'a, M> {
     request_state: Option<&'a RawValue>,
 }
 
-impl<'a> MetaEnvelope<'a, Box<MetaFields>> {
-    // The params of a well-formed reading, once `_meta` has what every request carries.
-    fn checked(mut self) -> Result<ModernParams<'a>, RpcError> {
-        let fields = self.meta.take().ok_or_else(|| bad_meta("params._meta is missing"))?;
-        Ok(self.with(Box::new(RequestMeta::from_fields(*fields)?)))
+impl<'a, M> MetaEnvelope<'a, M> {
+    // `_meta`, and the other members as JSON text.
+    fn split(self) -> (Option<M>, Members<'a>) {
+        let text = |raw: Option<&'a RawValue>| raw.map(RawValue::get);
+        let members = Members {
+            name: text(self.name),
+            uri: text(self.uri),
+            arguments: text(self.arguments),
+            input_responses: text(self.input_responses),
+            request_state: text(self.request_state),
+        };
+        (self.meta, members)
     }
+}
 
-    // The params at `cursor`, as their derived `Deserialize` reads them, `_meta` walked as
-    // they are: serde's derived readers spent more on the long `_meta` names than on the rest
-    // of the call (about 4,100 of a call's 32,000 instructions, `benches/load/instructions.sh`).
-    // `None` where the walk gives up (see `scan`): the caller then reads them with serde.
+/// The members of a 2026-07-28 request's params besides `_meta`, as JSON text: the name or
+/// URI HTTP mirrors into headers, and what a call reads later.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+struct Members<'a> {
+    name: Option<&'a str>,
+    uri: Option<&'a str>,
+    arguments: Option<&'a str>,
+    // Given, even as `null`.
+    input_responses: Option<&'a str>,
+    request_state: Option<&'a str>,
+}
+
+/// The params of a 2026-07-28 request, read in one pass, `_meta` not yet checked.
+struct ReadParams<'a> {
+    meta: Option<Box<MetaFields>>,
+    members: Members<'a>,
+}
+
+impl<'a> From<MetaEnvelope<'a, Box<MetaFields>>> for ReadParams<'a> {
+    fn from(envelope: MetaEnvelope<'a, Box<MetaFields>>) -> Self {
+        let (meta, members) = envelope.split();
+        ReadParams { meta, members }
+    }
+}
+
+impl<'a> ReadParams<'a> {
+    // The params at `cursor`, as their derived `Deserialize` (`MetaEnvelope`) reads them,
+    // `_meta` included, walked where they stand: serde's derived readers spent more on the
+    // long `_meta` names and on capturing the members' text than on the rest of the call
+    // (about 4,100 of a call's 32,000 instructions, `benches/load/instructions.sh`). `None`
+    // where the walk gives up (see `scan`): the caller then reads them with serde.
     fn read(cursor: &mut Cursor<'a>) -> Option<Self> {
         let (mut meta, mut name, mut uri, mut arguments) = (None, None, None, None);
         let (mut input_responses, mut request_state) = (None, None);
         cursor.members(|member, value| match member {
             "_meta" if value.peek() == Some(b'{') => once(&mut meta, Some(MetaFields::read(value)?)),
             "_meta" => once(&mut meta, value.value::<Option<Box<MetaFields>>>()?),
-            "name" => once(&mut name, value.value::<Option<&RawValue>>()?),
-            "uri" => once(&mut uri, value.value::<Option<&RawValue>>()?),
-            "arguments" => once(&mut arguments, value.value::<Option<&RawValue>>()?),
-            "inputResponses" => once(&mut input_responses, value.value::<&RawValue>()?),
-            "requestState" => once(&mut request_state, value.value::<&RawValue>()?),
+            "name" => once(&mut name, value.raw_unless_null()?),
+            "uri" => once(&mut uri, value.raw_unless_null()?),
+            "arguments" => once(&mut arguments, value.raw_unless_null()?),
+            "inputResponses" => once(&mut input_responses, value.raw()?),
+            "requestState" => once(&mut request_state, value.raw()?),
             _ => value.skip(),
         })?;
-        Some(MetaEnvelope {
-            meta: meta.flatten(),
+        let members = Members {
             name: name.flatten(),
             uri: uri.flatten(),
             arguments: arguments.flatten(),
             input_responses,
             request_state,
-        })
+        };
+        Some(ReadParams { meta: meta.flatten(), members })
     }
 
     // The params in `raw` (JSON text, whole), walked; `None` where the walk gives up.
     fn walk(raw: &'a str) -> Option<Self> {
         let mut cursor = Cursor::new(raw);
-        MetaEnvelope::read(&mut cursor).filter(|_| cursor.at_end())
+        ReadParams::read(&mut cursor).filter(|_| cursor.at_end())
+    }
+
+    // The params, once `_meta` has what every request carries.
+    fn checked(self) -> Result<ModernParams<'a>, RpcError> {
+        let fields = self.meta.ok_or_else(|| bad_meta("params._meta is missing"))?;
+        Ok(ModernParams { meta: Box::new(RequestMeta::from_fields(*fields)?), members: self.members })
     }
 }
 
@@ -134,21 +175,17 @@ impl<'a> MetaEnvelope<'a, Box<MetaFields>> {
 /// [`mcp::read_tool_call`] gives up, and where the params are not a well-formed object:
 /// `Message::parse` and `ModernParams::parse` then read the request and say what is wrong.
 pub(crate) fn read_tool_call(bytes: &[u8]) -> Option<(Id, Result<ModernParams<'_>, RpcError>)> {
-    mcp::read_call(bytes, MetaEnvelope::read).map(|(id, envelope)| (id, envelope.checked()))
+    mcp::read_call(bytes, ReadParams::read).map(|(id, params)| (id, params.checked()))
 }
 
-impl<'a, M> MetaEnvelope<'a, M> {
-    // The params read, with their checked `_meta`.
-    fn with(self, meta: Box<RequestMeta>) -> ModernParams<'a> {
-        ModernParams {
-            meta,
-            name: self.name,
-            uri: self.uri,
-            arguments: self.arguments,
-            input_responses: self.input_responses,
-            request_state: self.request_state,
-        }
-    }
+// A member's JSON text, `null` read as none (as for any `Option`).
+fn raw_unless_null<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<&'de str>, D::Error> {
+    Option::<&'de RawValue>::deserialize(d).map(|raw| raw.map(RawValue::get))
+}
+
+// The same, owned.
+fn text_unless_null<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Box<str>>, D::Error> {
+    Option::<Box<RawValue>>::deserialize(d).map(|raw| raw.map(Box::from))
 }
 
 // A member given (even as `null`), as JSON text.
@@ -161,12 +198,7 @@ fn raw_present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<&'de Raw
 pub(crate) struct ModernParams<'a> {
     /// The checked-for-presence `_meta`; boxed, as it is large and the params move about.
     pub(crate) meta: Box<RequestMeta>,
-    name: Option<&'a RawValue>,
-    uri: Option<&'a RawValue>,
-    /// The raw `arguments` member, if any.
-    pub(crate) arguments: Option<&'a RawValue>,
-    input_responses: Option<&'a RawValue>,
-    request_state: Option<&'a RawValue>,
+    members: Members<'a>,
 }
 
 impl<'a> ModernParams<'a> {
@@ -175,16 +207,18 @@ impl<'a> ModernParams<'a> {
         let raw = params.map(RawValue::get).unwrap_or("{}");
         // One pass over well-formed params; anything malformed is read again, `_meta` as text,
         // to say what is wrong with it.
-        match MetaEnvelope::walk(raw).map_or_else(|| serde_json::from_str::<MetaEnvelope<'a, Box<MetaFields>>>(raw), Ok)
-        {
-            Ok(envelope) => envelope.checked(),
+        let read = ReadParams::walk(raw)
+            .map_or_else(|| serde_json::from_str::<MetaEnvelope<'a, Box<MetaFields>>>(raw).map(ReadParams::from), Ok);
+        match read {
+            Ok(read) => read.checked(),
             Err(_) => {
                 let envelope: MetaEnvelope<'a, &'a RawValue> =
                     serde_json::from_str(raw).map_err(|_| bad_meta("params must be an object"))?;
-                let meta = envelope.meta.ok_or_else(|| bad_meta("params._meta is missing"))?;
+                let (meta, members) = envelope.split();
+                let meta = meta.ok_or_else(|| bad_meta("params._meta is missing"))?;
                 let fields: MetaFields =
                     serde_json::from_str(meta.get()).map_err(|_| bad_meta("params._meta must be an object"))?;
-                Ok(envelope.with(Box::new(RequestMeta::from_fields(fields)?)))
+                Ok(ModernParams { meta: Box::new(RequestMeta::from_fields(fields)?), members })
             }
         }
     }
@@ -194,28 +228,28 @@ impl<'a> ModernParams<'a> {
         let name = self.text("name").ok_or_else(|| {
             RpcError::invalid_params("Invalid params for tools/call: \"name\" must be the name of a tool")
         })?;
-        let value = |raw: Option<&RawValue>| -> Result<Option<Value>, RpcError> {
-            raw.map(|raw| serde_json::from_str(raw.get()))
+        let value = |raw: Option<&str>| -> Result<Option<Value>, RpcError> {
+            raw.map(serde_json::from_str)
                 .transpose()
                 .map_err(|e| RpcError::invalid_params(format!("Invalid params for tools/call: {e}")))
         };
         Ok(ModernCallParams {
             name,
-            arguments: self.arguments,
-            input_responses: value(self.input_responses)?,
-            request_state: value(self.request_state)?,
+            arguments: self.members.arguments,
+            input_responses: value(self.members.input_responses)?,
+            request_state: value(self.members.request_state)?,
         })
     }
 
     /// The `tools/call` params, owned: for a call that outlives the request's bytes.
     pub(crate) fn owned_call(&self) -> Result<OwnedCall, RpcError> {
         let ModernCallParams { name, arguments, input_responses, request_state } = self.call()?;
-        Ok(OwnedCall {
-            name: name.into_owned(),
-            arguments: arguments.map(ToOwned::to_owned),
-            input_responses,
-            request_state,
-        })
+        Ok(OwnedCall { name: name.into_owned(), arguments: arguments.map(Box::from), input_responses, request_state })
+    }
+
+    /// The JSON text of `params.arguments`, if given (and not `null`).
+    pub(crate) fn arguments(&self) -> Option<&'a str> {
+        self.members.arguments
     }
 
     /// `params.name` (or `params.uri` when `key` is "uri"), when it is a string.
@@ -223,7 +257,7 @@ impl<'a> ModernParams<'a> {
         // Borrowed from the request unless it has escapes: a bare `Cow` always allocates.
         #[derive(Deserialize)]
         struct Text<'a>(#[serde(borrow)] Cow<'a, str>);
-        let raw = if key == "uri" { self.uri } else { self.name }?.get();
+        let raw = if key == "uri" { self.members.uri } else { self.members.name }?;
         // A string without escapes is the text between its quotes: the reader that captured it
         // already refused control characters. Reading it with serde_json costs more than the
         // rest of the header check, and a call reads the name twice.
@@ -242,8 +276,8 @@ struct MetaFields {
     protocol_version: Option<Value>,
     #[serde(rename = "io.modelcontextprotocol/clientCapabilities")]
     client_capabilities: Option<Value>,
-    #[serde(rename = "io.modelcontextprotocol/clientInfo")]
-    client_info: Option<Box<RawValue>>,
+    #[serde(rename = "io.modelcontextprotocol/clientInfo", default, deserialize_with = "text_unless_null")]
+    client_info: Option<Box<str>>,
     #[serde(rename = "io.modelcontextprotocol/logLevel")]
     log_level: Option<Value>,
     #[serde(rename = "progressToken")]
@@ -265,7 +299,7 @@ impl MetaFields {
                 },
             ),
             META_CLIENT_CAPABILITIES => once(&mut client_capabilities, value.value()?),
-            META_CLIENT_INFO => once(&mut client_info, value.value::<Option<&RawValue>>()?.map(ToOwned::to_owned)),
+            META_CLIENT_INFO => once(&mut client_info, value.raw_unless_null()?.map(Box::from)),
             META_LOG_LEVEL => once(&mut log_level, value.value()?),
             "progressToken" => once(&mut progress_token, value.value()?),
             _ => value.skip(),
@@ -329,7 +363,7 @@ impl RequestMeta {
             None => return Err(bad_meta(&format!("params._meta lacks \"{META_CLIENT_CAPABILITIES}\""))),
         };
         if let Some(info) = &fields.client_info
-            && !is_implementation(info.get())
+            && !is_implementation(info)
         {
             return Err(bad_meta(&format!("\"{META_CLIENT_INFO}\" must be an object with a name and a version")));
         }
@@ -352,9 +386,9 @@ impl RequestMeta {
         if FINDER.find(raw.as_bytes()).is_none() {
             return false;
         }
-        MetaEnvelope::walk(raw)
-            .or_else(|| serde_json::from_str::<MetaEnvelope<'_, Box<MetaFields>>>(raw).ok())
-            .and_then(|e| e.meta)
+        ReadParams::walk(raw)
+            .or_else(|| serde_json::from_str::<MetaEnvelope<'_, Box<MetaFields>>>(raw).ok().map(ReadParams::from))
+            .and_then(|read| read.meta)
             .is_some_and(|fields| fields.protocol_version.is_some())
     }
 
@@ -369,7 +403,7 @@ impl RequestMeta {
     }
 
     /// The client's name and version (JSON text), if given.
-    pub fn client_info(&self) -> Option<&RawValue> {
+    pub fn client_info(&self) -> Option<&str> {
         self.client_info.as_deref()
     }
 
@@ -589,8 +623,8 @@ struct Cache {
 struct ModernCallParams<'a> {
     #[serde(borrow)]
     name: Cow<'a, str>,
-    #[serde(borrow, default)]
-    arguments: Option<&'a RawValue>,
+    #[serde(borrow, default, deserialize_with = "raw_unless_null")]
+    arguments: Option<&'a str>,
     #[serde(rename = "inputResponses", default, deserialize_with = "crate::mrtr::present")]
     input_responses: Option<Value>,
     #[serde(rename = "requestState", default, deserialize_with = "crate::mrtr::present")]
@@ -600,7 +634,7 @@ struct ModernCallParams<'a> {
 /// The params of a `tools/call`, read and owned ([`ModernParams::owned_call`]).
 pub(crate) struct OwnedCall {
     name: String,
-    arguments: Option<Box<RawValue>>,
+    arguments: Option<Box<str>>,
     input_responses: Option<Value>,
     request_state: Option<Value>,
 }
@@ -866,7 +900,7 @@ impl McpService {
         // The arguments are read here, once; the state's binding digests their text only
         // when a state is opened or sealed.
         let arguments: Value = match p.arguments {
-            Some(raw) => serde_json::from_str(raw.get()).unwrap_or_default(),
+            Some(raw) => serde_json::from_str(raw).unwrap_or_default(),
             None => Value::Null,
         };
         let registry = &self.inner().registry;
@@ -1088,15 +1122,18 @@ mod tests {
     ];
 
     // What the walk and serde's derived reader of the params have read, comparable.
-    type Read = (Option<[Option<Value>; 4]>, Option<String>, [Option<String>; 5]);
+    type Read<'a> = (Option<[Option<Value>; 4]>, Option<Box<str>>, Members<'a>);
 
-    fn read(envelope: MetaEnvelope<'_, Box<MetaFields>>) -> Read {
-        let raw = |raw: Option<&RawValue>| raw.map(|raw| raw.get().to_owned());
-        let meta = envelope.meta.map(|meta| *meta);
-        let info = meta.as_ref().and_then(|meta| raw(meta.client_info.as_deref()));
+    fn read(params: ReadParams<'_>) -> Read<'_> {
+        let meta = params.meta.map(|meta| *meta);
+        let info = meta.as_ref().and_then(|meta| meta.client_info.clone());
         let meta = meta.map(|m| [m.protocol_version, m.client_capabilities, m.log_level, m.progress_token]);
-        let (name, uri, arguments) = (raw(envelope.name), raw(envelope.uri), raw(envelope.arguments));
-        (meta, info, [name, uri, arguments, raw(envelope.input_responses), raw(envelope.request_state)])
+        (meta, info, params.members)
+    }
+
+    // What serde's derived reader reads of the params in `text`.
+    fn read_with_serde(text: &str) -> Option<ReadParams<'_>> {
+        serde_json::from_str::<MetaEnvelope<'_, Box<MetaFields>>>(text).ok().map(ReadParams::from)
     }
 
     // Params of 2026-07-28 requests and of near misses: a `_meta` of the members every request
@@ -1135,8 +1172,8 @@ mod tests {
         #[test]
         fn the_params_walk_reads_what_serde_reads(text in params_strategy()) {
             let Ok(text) = std::str::from_utf8(&text) else { return Ok(()) };
-            let walked = MetaEnvelope::walk(text).map(read);
-            let serde = serde_json::from_str::<MetaEnvelope<'_, Box<MetaFields>>>(text).ok().map(read);
+            let walked = ReadParams::walk(text).map(read);
+            let serde = read_with_serde(text).map(read);
             match (&walked, &serde) {
                 (Some(_), _) => proptest::prop_assert_eq!(&walked, &serde, "{}", text),
                 (None, Some(_)) => {
@@ -1173,7 +1210,7 @@ mod tests {
         for _ in 0..500 {
             let text =
                 String::from_utf8_lossy(&params_strategy().new_tree(&mut runner).unwrap().current()).into_owned();
-            match (MetaEnvelope::walk(&text), serde_json::from_str::<MetaEnvelope<'_, Box<MetaFields>>>(&text).ok()) {
+            match (ReadParams::walk(&text), read_with_serde(&text)) {
                 (Some(walked), Some(_)) => {
                     both += 1;
                     checked += usize::from(walked.checked().is_ok());
@@ -1210,7 +1247,7 @@ mod tests {
         let params = params.unwrap();
         assert_eq!(params.meta.protocol_version(), Some("2026-07-28"));
         assert_eq!(params.text("name").as_deref(), Some("echo"));
-        assert_eq!(params.arguments.unwrap().get(), r#"{"text":"hi"}"#);
+        assert_eq!(params.arguments(), Some(r#"{"text":"hi"}"#));
         // Well-formed params whose `_meta` lacks what every request carries: the same error as
         // `ModernParams::parse` gives.
         for params in [

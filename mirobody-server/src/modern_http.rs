@@ -227,8 +227,7 @@ fn check_headers(
     if method == "tools/call"
         && let Some(mirrored) = service.header_params(&body)
     {
-        let arguments: Value =
-            params.arguments.and_then(|raw| serde_json::from_str(raw.get()).ok()).unwrap_or_default();
+        let arguments: Value = params.arguments().and_then(|raw| serde_json::from_str(raw).ok()).unwrap_or_default();
         for param in mirrored {
             check_param(param, &arguments, headers)?;
         }

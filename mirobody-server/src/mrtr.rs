@@ -30,7 +30,6 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use hmac::{Hmac, KeyInit, Mac};
 use mirobody_core::{ClientPeer, PeerError};
 use serde::Deserialize;
-use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
 use sha2::{Digest, Sha256};
 
@@ -107,7 +106,7 @@ pub(crate) enum Arguments<'a> {
     /// Parsed.
     Value(&'a Value),
     /// The JSON text of the `arguments` member, if any (absent reads as null).
-    Raw(Option<&'a RawValue>),
+    Raw(Option<&'a str>),
 }
 
 impl Arguments<'_> {
@@ -115,7 +114,7 @@ impl Arguments<'_> {
         match self {
             Arguments::Value(value) => arguments_digest(value),
             Arguments::Raw(None) => arguments_digest(&Value::Null),
-            Arguments::Raw(Some(raw)) => arguments_digest(&serde_json::from_str(raw.get()).unwrap_or_default()),
+            Arguments::Raw(Some(raw)) => arguments_digest(&serde_json::from_str(raw).unwrap_or_default()),
         }
     }
 }
