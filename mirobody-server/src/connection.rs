@@ -14,13 +14,12 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::task::{Context, Poll, Waker, ready};
+use std::task::{Context, Poll, ready};
 use std::time::Duration;
 
 use axum::body::Body;
 use axum::response::Response;
 use bytes::Bytes;
-use futures::future::Either;
 use http::Request;
 use http_body::{Frame, SizeHint};
 use hyper::body::Incoming;
@@ -80,22 +79,12 @@ impl<S> Watched<S> {
 impl<S: HttpApp> hyper::service::Service<Request<Incoming>> for Watched<S> {
     type Response = http::Response<WatchedBody>;
     type Error = Infallible;
-    type Future = Answering<Either<S::Future, Oneshot<S, Request<Incoming>>>>;
+    type Future = Answering<Oneshot<S, Request<Incoming>>>;
 
     fn call(&self, request: Request<Incoming>) -> Self::Future {
         // hyper calls with `&self`, tower with `&mut self`: a clone per request, as hyper-util's
         // `TowerToHyperService` does.
-        let mut app = self.app.clone();
-        // An app that is ready at once (the endpoint and the auth layer always are) is called at
-        // once, where a `Oneshot` would hold the request until its first poll: one more move of
-        // the request and of the state around it on every request. One that is not ready is
-        // asked again, with the connection's waker, by the `Oneshot`.
-        let answer = match app.poll_ready(&mut Context::from_waker(Waker::noop())) {
-            Poll::Ready(Ok(())) => Either::Left(app.call(request)),
-            Poll::Ready(Err(never)) => match never {},
-            Poll::Pending => Either::Right(app.oneshot(request)),
-        };
-        Answering { answer, busy: Some(Busy::begin(&self.activity)) }
+        Answering { answer: self.app.clone().oneshot(request), busy: Some(Busy::begin(&self.activity)) }
     }
 }
 
