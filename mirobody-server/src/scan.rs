@@ -424,6 +424,32 @@ pub(crate) mod testing {
         text
     }
 
+    /// JSON objects of the shuffled `members` with any whitespace, now and then mangled.
+    pub(crate) fn mangled_objects(
+        members: impl proptest::strategy::Strategy<Value = Vec<String>>,
+    ) -> impl proptest::strategy::Strategy<Value = Vec<u8>> {
+        use proptest::strategy::Strategy;
+        (members.prop_shuffle(), gaps(), proptest::prelude::any::<(usize, u8)>())
+            .prop_map(|(members, gaps, change)| mangled(object(&members, &gaps).into_bytes(), change))
+    }
+
+    /// What a one-pass walk read of `text` against what serde's derived reader read: the same
+    /// whenever the walk reads, and the walk gives up only on text with an escaped member name
+    /// (which it leaves to serde); it reads nothing serde would refuse.
+    pub(crate) fn walked_as_serde_reads<T: PartialEq + std::fmt::Debug>(
+        text: &[u8],
+        walked: Option<T>,
+        serde: Option<T>,
+    ) -> Result<(), proptest::test_runner::TestCaseError> {
+        let shown = String::from_utf8_lossy(text);
+        match (&walked, &serde) {
+            (Some(_), _) => proptest::prop_assert_eq!(&walked, &serde, "{}", shown),
+            (None, Some(_)) => proptest::prop_assert!(has_escaped_name(text), "gave up on {}", shown),
+            (None, None) => {}
+        }
+        Ok(())
+    }
+
     #[test]
     fn escaped_names_are_told_from_escaped_values() {
         assert!(has_escaped_name(br#"{"a":"\"b\":","n\u0061me" :1}"#));
