@@ -1,5 +1,6 @@
 //! A walk over a JSON object's members for the one-pass readers: member names are matched
-//! where they stand in the request, and each value is read where it lies by serde_json.
+//! where they stand in the request, and each value is read where it lies, by serde_json or,
+//! for the values a reader skips or keeps as text, by the walk itself.
 //!
 //! By hand, because serde's derived readers spent more on a `tools/call` envelope's names and
 //! fixed strings than on the arguments themselves (about 2,300 instructions of a call's
@@ -363,7 +364,7 @@ mod tests {
 #[cfg(test)]
 pub(crate) mod testing {
     // Whether a member name in the JSON `text` has an escape in it.
-    pub(crate) fn has_escaped_name(text: &[u8]) -> bool {
+    fn has_escaped_name(text: &[u8]) -> bool {
         let mut bytes = text.iter().enumerate();
         while let Some((_, &byte)) = bytes.next() {
             if byte != b'"' {
