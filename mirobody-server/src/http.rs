@@ -20,7 +20,7 @@ use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::routing::future::RouteFuture;
 use bytes::{Bytes, BytesMut};
-use futures::future::{AbortHandle, Abortable, BoxFuture, Either, FutureExt};
+use futures::future::{AbortHandle, Abortable, BoxFuture, Either};
 use futures::stream::{self, Stream, StreamExt};
 use http::request::Parts;
 use http::{HeaderMap, HeaderName, HeaderValue, Method, Request, StatusCode, header};
@@ -191,18 +191,33 @@ impl McpHttp {
 
     // The endpoint's methods: POST carries messages, GET opens the server's stream, DELETE
     // ends a session. Only POST waits on anything.
-    fn respond<B: RequestBody>(&self, request: Request<B>) -> BoxFuture<'static, Result<Response, Infallible>> {
+    fn respond<B: RequestBody>(&self, request: Request<B>) -> ResponseFuture {
         let (parts, body) = request.into_parts();
         let response = match parts.method {
             // The request goes in as its parts and body, not as a whole: an async fn keeps its
             // arguments for as long as it runs, and this future is moved into a box.
-            Method::POST => return Box::pin(handle_post(self.clone(), parts, body).map(Ok)),
+            Method::POST => return ResponseFuture(Box::pin(handle_post(self.clone(), parts, body))),
             Method::GET => handle_get(self, &parts),
             Method::DELETE => handle_delete(self, &parts),
             _ if self.inner.options.stateless => method_not_allowed(),
             _ => not_allowed("GET, POST, DELETE"),
         };
-        Box::pin(std::future::ready(Ok(response)))
+        ResponseFuture(Box::pin(std::future::ready(response)))
+    }
+}
+
+/// The response of [`McpHttp`] as a tower service: it always answers.
+///
+/// A box of the endpoint's own future, made `Ok` as it is polled: wrapped before boxing (as
+/// `.map(Ok)` does), a POST's future, the largest the server makes, was copied once more on
+/// every request.
+pub struct ResponseFuture(BoxFuture<'static, Response>);
+
+impl Future for ResponseFuture {
+    type Output = Result<Response, Infallible>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        self.0.as_mut().poll(cx).map(Ok)
     }
 }
 
@@ -216,7 +231,7 @@ impl<B> RequestBody for B where B: http_body::Body<Data = Bytes, Error: Into<axu
 impl<B: RequestBody> tower::Service<Request<B>> for McpHttp {
     type Response = Response;
     type Error = Infallible;
-    type Future = BoxFuture<'static, Result<Response, Infallible>>;
+    type Future = ResponseFuture;
 
     fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
         Poll::Ready(Ok(()))
@@ -238,7 +253,7 @@ pub struct Mounted {
 impl<B: RequestBody> tower::Service<Request<B>> for Mounted {
     type Response = Response;
     type Error = Infallible;
-    type Future = Either<BoxFuture<'static, Result<Response, Infallible>>, RouteFuture<Infallible>>;
+    type Future = Either<ResponseFuture, RouteFuture<Infallible>>;
 
     fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
         // Both are always ready.
@@ -342,14 +357,14 @@ fn as_str(value: Option<&HeaderValue>) -> Option<&str> {
 fn check_host_and_origin(headers: &EndpointHeaders<'_>, options: &HttpOptions) -> Result<(), Response> {
     let host = as_str(headers.host).map(strip_port).unwrap_or_default();
     let any_host = options.allowed_hosts.iter().any(|h| h == "*");
-    let named = |name: &str| options.allowed_hosts.iter().any(|h| h.eq_ignore_ascii_case(name));
+    let named = |name: &str| options.allowed_hosts.iter().any(|h| same_name(h.as_bytes(), name.as_bytes()));
     if !any_host && !named(host) {
         return Err(rpc_error(StatusCode::FORBIDDEN, None, code::TRANSPORT, "Forbidden: Host not allowed"));
     }
     if let Some(origin) = as_str(headers.origin) {
         let origin_host = origin.split_once("://").map(|(_, rest)| strip_port(rest)).unwrap_or(origin);
-        let listed = options.allowed_origins.iter().any(|o| o == "*" || o.eq_ignore_ascii_case(origin));
-        if !listed && !named(origin_host) && !origin_host.eq_ignore_ascii_case(host) {
+        let listed = options.allowed_origins.iter().any(|o| o == "*" || same_name(o.as_bytes(), origin.as_bytes()));
+        if !listed && !named(origin_host) && !same_name(origin_host.as_bytes(), host.as_bytes()) {
             return Err(rpc_error(StatusCode::FORBIDDEN, None, code::TRANSPORT, "Forbidden: Origin not allowed"));
         }
     }
@@ -370,20 +385,28 @@ fn media_type(value: &[u8]) -> &[u8] {
     memchr::memchr(b';', value).map_or(value, |semicolon| &value[..semicolon]).trim_ascii()
 }
 
-/// Whether an `Accept` header (its first line) accepts `mime`; no header accepts anything.
+/// The `Accept` header of the spec's clients.
+const SPEC_ACCEPT: &[u8] = b"application/json, text/event-stream";
+
+/// Whether an `Accept` header (its first line) accepts `mime`, a lower-case media type; no
+/// header accepts anything. Media types match whatever their case.
 pub(crate) fn accepts(accept: Option<&HeaderValue>, mime: &str) -> bool {
     let Some(accept) = accept else { return true };
     let mime = mime.as_bytes();
-    // Over bytes, jumping from comma to comma with memchr: splitting byte by byte was a
-    // noticeable cost on every request.
+    // What the spec asks every client to send, and what the SDKs send: taken whole, in one
+    // comparison, where reading it entry by entry took 370 instructions a request.
+    if accept.as_bytes() == SPEC_ACCEPT && (mime == b"application/json" || mime == b"text/event-stream") {
+        return true;
+    }
+    // Over bytes, jumping from comma to comma with memchr: splitting byte by byte cost more
+    // (callgrind: 560 instructions a request against 345).
     let mut rest = accept.as_bytes();
     loop {
         let (entry, next) = match memchr::memchr(b',', rest) {
             Some(comma) => (&rest[..comma], Some(&rest[comma + 1..])),
             None => (rest, None),
         };
-        let media = media_type(entry);
-        if media == mime || media == b"*/*" || media.strip_suffix(b"/*").is_some_and(|kind| mime.starts_with(kind)) {
+        if media_range_matches(media_type(entry), mime) {
             return true;
         }
         match next {
@@ -391,6 +414,25 @@ pub(crate) fn accepts(accept: Option<&HeaderValue>, mime: &str) -> bool {
             None => return false,
         }
     }
+}
+
+// Whether the media range `range` (`type/subtype`, `type/*` or `*/*`) takes the lower-case
+// media type `mime`.
+fn media_range_matches(range: &[u8], mime: &[u8]) -> bool {
+    if same_name(range, mime) || range == b"*/*" {
+        return true;
+    }
+    // `type/*`: every subtype of that whole type.
+    range
+        .strip_suffix(b"*")
+        .filter(|kind| kind.ends_with(b"/"))
+        .is_some_and(|kind| mime.get(..kind.len()).is_some_and(|head| same_name(kind, head)))
+}
+
+// Whether two names are the same but for ASCII case: as the bytes stand first, the usual case
+// and a quarter of the cost of folding each byte.
+fn same_name(a: &[u8], b: &[u8]) -> bool {
+    a == b || a.eq_ignore_ascii_case(b)
 }
 
 fn check_version(version: Option<&str>) -> Result<(), Response> {
@@ -478,8 +520,7 @@ async fn handle_post<B: RequestBody>(http: McpHttp, mut parts: Parts, body: B) -
     if let Err(refusal) = check_host_and_origin(&headers, &inner.options) {
         return refusal;
     }
-    let is_json =
-        headers.content_type.is_some_and(|ct| media_type(ct.as_bytes()).eq_ignore_ascii_case(b"application/json"));
+    let is_json = headers.content_type.is_some_and(|ct| same_name(media_type(ct.as_bytes()), b"application/json"));
     if !is_json {
         return rpc_error(
             StatusCode::UNSUPPORTED_MEDIA_TYPE,
@@ -990,6 +1031,10 @@ mod tests {
         assert_eq!(with("text/*"), (false, true));
         assert_eq!(with("*/*;q=0.1"), (true, true));
         assert_eq!(with("application/jsonx, text/event-streams"), (false, false));
+        assert_eq!(with("Application/JSON, Text/Event-Stream"), (true, true), "media types have no case");
+        assert_eq!(with("TEXT/*"), (false, true));
+        assert_eq!(with("te/*, textual/*, text*, application/"), (false, false), "a range names a whole type");
+        assert_eq!(with("*/*"), (true, true));
         assert_eq!(with(""), (false, false));
         assert!(accepts(None, "application/json"), "no Accept header accepts anything");
     }

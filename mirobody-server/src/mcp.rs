@@ -313,7 +313,7 @@ impl<'a> ToolCall<'a> {
         let (mut name, mut arguments, mut meta) = (None, None, None);
         cursor.members(|member, value| match member {
             "name" => once(&mut name, value.plain_str().map(Cow::Borrowed).or_else(|| value.value().map(Cow::Owned))?),
-            "arguments" => once(&mut arguments, value.value()?),
+            "arguments" => once(&mut arguments, value.json_value()?),
             "_meta" => once(&mut meta, value.value::<Option<Box<Value>>>()?),
             _ => value.skip(),
         })?;
@@ -937,10 +937,13 @@ mod tests {
         (envelope.jsonrpc == "2.0" && envelope.method == "tools/call").then_some((envelope.id, envelope.params))
     }
 
-    type Read = (Id, String, Value, Option<Value>);
+    // The arguments as their JSON text too: maps compare equal whatever their order, and the
+    // order of the arguments must be the order serde_json reads.
+    type Read = (Id, String, Value, String, Option<Value>);
 
     fn fields((id, call): (Id, ToolCall<'_>)) -> Read {
-        (id, call.name.into_owned(), call.arguments, call.meta.map(|meta| *meta))
+        let text = call.arguments.to_string();
+        (id, call.name.into_owned(), call.arguments, text, call.meta.map(|meta| *meta))
     }
 
     // Members of envelopes and params, well and badly formed, as JSON text.
@@ -975,6 +978,12 @@ mod tests {
         r#""name":null"#,
         r#""arguments":{"text":"hello, mirobody"}"#,
         r#""arguments":{"a":{"b":[1,2.5,{"c":null}]},"d":"\n"}"#,
+        r#""arguments":{"n":1,"n":-2,"f":1.5e3,"big":123456789012345678901,"t":true,"u":false,"z":null}"#,
+        r#""arguments":{"zero":0,"lead":012,"exp":1E2,"s":"caf\u00e9"}"#,
+        r#""arguments":{"k\u0065y":1}"#,
+        r#""arguments":{ }"#,
+        r#""arguments":{"t":tru}"#,
+        r#""arguments":{"a":[],"b":{},"c":"x","a":"again"}"#,
         r#""arguments":null"#,
         r#""arguments":[1]"#,
         r#""arguments":"s""#,

@@ -13,6 +13,7 @@
 
 use serde::Deserialize;
 use serde::de::IgnoredAny;
+use serde_json::{Map, Value};
 
 /// How deep the walk follows arrays and objects inside a skipped value before it leaves the
 /// rest to serde_json (which has a limit of its own): the walk recurses.
@@ -104,6 +105,44 @@ impl<'a> Cursor<'a> {
         let value = values.next()?.ok()?;
         self.at += values.byte_offset();
         Some(value)
+    }
+
+    /// The value here as serde_json reads it into a [`Value`]. An object (a call's arguments)
+    /// is walked member by member: plain strings, plain integers and literals are read where
+    /// they stand, every other member value by serde_json, and the members go into the map as
+    /// serde_json puts them (in order, a repeated name keeping its place and its last value).
+    /// Any other value is read by serde_json. `None` where serde_json would refuse the value,
+    /// and where a member's name is not plain.
+    pub(crate) fn json_value(&mut self) -> Option<Value> {
+        if self.peek()? != b'{' {
+            return self.value();
+        }
+        let mut map = Map::new();
+        self.members(|name, value| {
+            let value = value.member_value()?;
+            map.insert(name.to_owned(), value);
+            Some(())
+        })?;
+        Some(Value::Object(map))
+    }
+
+    // The value of one of `json_value`'s members. Only the first level is walked: arguments
+    // are mostly flat, and serde_json reads what is nested.
+    fn member_value(&mut self) -> Option<Value> {
+        match self.peek()? {
+            b'"' => match self.plain_str() {
+                Some(text) => Some(Value::String(text.to_owned())),
+                None => self.value(),
+            },
+            b'0'..=b'9' => match self.plain_u64() {
+                Some(number) => Some(Value::from(number)),
+                None => self.value(),
+            },
+            b't' => self.literal("true").map(|()| Value::Bool(true)),
+            b'f' => self.literal("false").map(|()| Value::Bool(false)),
+            b'n' => self.literal("null").map(|()| Value::Null),
+            _ => self.value(),
+        }
     }
 
     /// Skips the value of a member the reader has no use for.
@@ -356,6 +395,109 @@ mod tests {
         assert_eq!(once(&mut slot, 1), Some(()));
         assert_eq!(once(&mut slot, 2), None);
         assert_eq!(slot, Some(1));
+    }
+
+    // `json_value` of the whole of `text`, as its value and its JSON text (maps compare equal
+    // in any order; the text says the order too).
+    fn json_value_of(text: &[u8]) -> Option<(Value, String)> {
+        let mut cursor = Cursor::new(std::str::from_utf8(text).ok()?);
+        let value = cursor.json_value()?;
+        let order = value.to_string();
+        cursor.at_end().then_some((value, order))
+    }
+
+    fn serde_value_of(text: &[u8]) -> Option<(Value, String)> {
+        let value: Value = serde_json::from_slice(text).ok()?;
+        let order = value.to_string();
+        Some((value, order))
+    }
+
+    #[test]
+    fn objects_are_read_member_by_member_as_serde_json_reads_them() {
+        let text = br#" { "s" : "plain", "e":"tab\tand \u00e9", "n": 42 ,"neg":-7,"f":2.5,"x":1e3,
+            "big":123456789012345678901, "t":true,"u":false,"z":null, "a":[1,{"b":"c"}], "o":{"p":null},
+            "s":"again" } "#;
+        let (value, order) = json_value_of(text).unwrap();
+        assert_eq!(Some((value.clone(), order.clone())), serde_value_of(text));
+        // A name given again keeps its first place and takes its last value, as in serde_json.
+        assert!(order.starts_with(r#"{"s":"again","e":"tab\tand é","n":42,"neg":-7,"f":2.5,"x":1000.0,"#), "{order}");
+        assert_eq!(value["big"], json!(123456789012345678901.0));
+        for text in [&b"[1,2]"[..], b"\"text\"", b"12", b"-1", b"null", b"{}", b" { } "] {
+            assert_eq!(json_value_of(text), serde_value_of(text), "{}", String::from_utf8_lossy(text));
+        }
+    }
+
+    #[test]
+    fn what_serde_json_refuses_is_not_read() {
+        for text in [
+            &b"{"[..],
+            b"{\"a\":}",
+            b"{\"a\":tru}",
+            b"{\"a\":nul}",
+            b"{\"a\":012}",
+            b"{\"a\":1,}",
+            b"{\"a\" 1}",
+            b"{\"a\":1 \"b\":2}",
+            b"{\"a\":\"\n\"}",
+            b"{\"a\":truex}",
+            b"{\"a\":1}}",
+        ] {
+            assert_eq!(json_value_of(text), None, "{}", String::from_utf8_lossy(text));
+            assert_eq!(serde_value_of(text), None, "serde_json refuses {}", String::from_utf8_lossy(text));
+        }
+        // An escaped name is left to serde_json, which reads it.
+        assert_eq!(json_value_of(br#"{"\u0061":1}"#), None);
+    }
+
+    // Member values of every kind, written as serde_json writes them or by hand.
+    fn member_values() -> impl proptest::strategy::Strategy<Value = String> {
+        use proptest::prelude::*;
+        prop_oneof![
+            any::<String>().prop_map(|s| Value::String(s).to_string()),
+            "[a-z ]{0,8}".prop_map(|s| format!("\"{s}\"")),
+            any::<u64>().prop_map(|n| n.to_string()),
+            any::<i64>().prop_map(|n| n.to_string()),
+            any::<f64>().prop_filter("finite", |f| f.is_finite()).prop_map(|f| json!(f).to_string()),
+            proptest::sample::select(vec![
+                "true",
+                "false",
+                "null",
+                "[]",
+                "{}",
+                "[1,\"a\",{\"b\":[null]}]",
+                "{\"k\":{\"l\":2}}",
+                "0",
+                "00",
+                "1.",
+                "-",
+                "1e",
+                "12345678901234567890",
+                "9999999999999999999",
+                "tru",
+                "\"\\u00e9\"",
+            ])
+            .prop_map(str::to_owned),
+        ]
+    }
+
+    // Objects of those values under a few names (one escaped, some given twice), with any
+    // whitespace, now and then mangled.
+    fn argument_objects() -> impl proptest::strategy::Strategy<Value = Vec<u8>> {
+        use proptest::prelude::*;
+        let names = proptest::sample::select(vec!["a", "b", "text", "a\\u0062"]);
+        let member = (names, member_values()).prop_map(|(name, value)| format!("\"{name}\":{value}"));
+        testing::mangled_objects(proptest::collection::vec(member, 0..6))
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(2000))]
+        /// `json_value` reads every object serde_json reads, the same and in the same order,
+        /// except those with an escaped member name (left to serde_json); and it reads nothing
+        /// serde_json refuses.
+        #[test]
+        fn json_value_reads_what_serde_json_reads(text in argument_objects()) {
+            testing::walked_as_serde_reads(&text, json_value_of(&text), serde_value_of(&text))?;
+        }
     }
 }
 

@@ -220,6 +220,8 @@ async fn allowed_origins_admit_a_listed_origin() {
     let ping = rpc(1, "ping", json!({}));
     let listed = set_header(client.post_request(&ping), "origin", "https://app.example.com");
     assert_eq!(client.send(listed).await.status(), StatusCode::OK);
+    let other_case = set_header(client.post_request(&ping), "origin", "HTTPS://App.Example.COM");
+    assert_eq!(client.send(other_case).await.status(), StatusCode::OK, "origins compare without case");
     let other = set_header(client.post_request(&ping), "origin", "https://other.example.com");
     assert_eq!(client.send(other).await.status(), StatusCode::FORBIDDEN);
 }
