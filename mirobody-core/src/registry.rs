@@ -359,13 +359,25 @@ impl Registry {
     /// panics.
     ///
     /// `arguments` is the call's JSON arguments; null means none.
-    pub async fn call(
-        &self,
-        name: &str,
+    pub fn call<'a>(
+        &'a self,
+        name: &'a str,
         arguments: Value,
-        user: &UserInfo,
-        ctx: &ToolContext<'_>,
-    ) -> Result<ToolResult, CallError> {
+        user: &'a UserInfo,
+        ctx: &'a ToolContext<'_>,
+    ) -> impl Future<Output = Result<ToolResult, CallError>> + Send + 'a {
+        // The checks run here, not in the future, which then holds only the handler's
+        // arguments and its run: as an async fn it kept every step's state (424 bytes), and
+        // each future around it, up to the server's one per request, carried and copied that.
+        let checked = self.check_call(name, arguments, user);
+        async move {
+            let (handler, args) = checked?;
+            Ok(run_handler(name, handler, args, user, ctx).await)
+        }
+    }
+
+    // What `call` does before the handler runs: the tool, its gates, its arguments.
+    fn check_call(&self, name: &str, arguments: Value, user: &UserInfo) -> Result<(&dyn Handler, Args), CallError> {
         let entry = self
             .index
             .get(name)
@@ -397,7 +409,7 @@ impl Registry {
             .validator
             .validate(&mut args)
             .map_err(|error| CallError::InvalidArguments { tool: name.to_owned(), error })?;
-        Ok(run_handler(name, &*entry.handler, Args::new(args), user, ctx).await)
+        Ok((&*entry.handler, Args::new(args)))
     }
 
     /// Calls a tool and folds a [`CallError`] into an error result: what an in-process agent

@@ -1,6 +1,7 @@
 //! A walk over a JSON object's members for the one-pass readers: member names are matched
 //! where they stand in the request, and each value is read where it lies, by serde_json or,
-//! for the values a reader skips or keeps as text, by the walk itself.
+//! for the values a reader skips or keeps as text and for the plain members of a call's
+//! arguments ([`Cursor::json_value`]), by the walk itself.
 //!
 //! By hand, because serde's derived readers spent more on a `tools/call` envelope's names and
 //! fixed strings than on the arguments themselves (about 2,300 instructions of a call's

