@@ -358,7 +358,8 @@ impl Registry {
     /// defaults), runs the handler. A panicking handler gives an error result; this never
     /// panics.
     ///
-    /// `arguments` is the call's JSON arguments; null means none.
+    /// `arguments` is the call's JSON arguments; null means none. The tool, the caller and the
+    /// arguments are checked when `call` is called; the future it returns runs the handler.
     pub fn call<'a>(
         &'a self,
         name: &'a str,
