@@ -6,6 +6,10 @@
 # on the stateless 2026-07-28 path. Each server runs on one CPU, as in run.sh (so mirobody-server
 # runs on one thread). Kernel time (the socket reads and writes, most of bare hyper's cost) is
 # not counted; run.sh measures it.
+# Beside each total, the connection task's share: the future that serves one connection (hyper's
+# reading and writing, the endpoint, the call). The rest is the runtime's parking and timers,
+# which run by the clock rather than per request, so the totals move by a few hundred between
+# runs, more on a busy machine; the connection task's count is the one to compare two builds by.
 # Usage: benches/load/instructions.sh [requests]   (needs valgrind and python3)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -17,9 +21,10 @@ trap 'rm -rf "$out"' EXIT
 
 body() { sed -n "s/^wrk.body = '\(.*\)'$/\1/p" "$1"; }
 
-# measure NAME PORT PATH BODY_SCRIPT [header=value ...] -- COMMAND...: instructions per request.
+# measure NAME PORT PATH BODY_SCRIPT TASK [header=value ...] -- COMMAND...: instructions per
+# request, in all and in TASK (the function that serves a connection).
 measure() {
-  local name=$1 port=$2 path=$3 script=$4; shift 4
+  local name=$1 port=$2 path=$3 script=$4 task=$5; shift 5
   local headers=(); while [ "$1" != "--" ]; do headers+=("$1"); shift; done; shift
   (cd "$out" && exec taskset -c 0 valgrind -q --tool=callgrind --callgrind-out-file="$out/$name.%p" "$@" 2>/dev/null) &
   local pid=$!
@@ -39,17 +44,27 @@ measure() {
   kill "$pid"; wait "$pid" 2>/dev/null || true
   # The dump after zeroing is the one with the highest part number.
   local dump; dump=$(ls "$out/$name".*.1 | head -1)
-  awk -v n="$n" '/^totals:/{printf "%.0f\n", $2/n}' "$dump"
+  local total in_task
+  total=$(awk -v n="$n" '/^totals:/{printf "%.0f", $2/n}' "$dump")
+  in_task=$(callgrind_annotate --inclusive=yes "$dump" 2>/dev/null |
+    awk -v n="$n" -v task="$task [" 'index($0, task) {gsub(",", "", $1); printf "%.0f", $1/n; exit}')
+  echo "$total ${in_task:-0}"
 }
 
 bin=$PWD/target/release
-bare=$(measure bare 18281 / benches/load/post.lua MCP-Protocol-Version=2025-11-25 -- "$bin/bare-hyper" 127.0.0.1:18281)
-json=$(measure json 18283 / benches/load/post.lua MCP-Protocol-Version=2025-11-25 -- "$bin/bare-hyper" 127.0.0.1:18283 --json)
-mcp=$(measure mcp 18280 /mcp benches/load/post.lua MCP-Protocol-Version=2025-11-25 -- "$bin/mirobody-server" --bind 127.0.0.1:18280 serve)
-modern=$(measure modern 18282 /mcp benches/load/post_modern.lua MCP-Protocol-Version=2026-07-28 Mcp-Method=tools/call Mcp-Name=echo \
-  -- "$bin/mirobody-server" --bind 127.0.0.1:18282 serve)
-echo "instructions per tools/call echo ($n requests, one keep-alive connection):"
-echo "  bare hyper:                  $bare"
-echo "  hyper + JSON:                $json ($(awk -v a="$json" -v b="$bare" 'BEGIN{printf "%.2f", a/b}')x bare)"
-echo "  mirobody 2025-11-25 session: $mcp ($(awk -v a="$mcp" -v b="$bare" 'BEGIN{printf "%.2f", a/b}')x bare, $(awk -v a="$mcp" -v b="$json" 'BEGIN{printf "%.2f", a/b}')x hyper + JSON)"
-echo "  mirobody 2026-07-28:         $modern ($(awk -v a="$modern" -v b="$mcp" 'BEGIN{printf "%.2f", a/b}')x the session path)"
+bare_task='bare_hyper::main::{{closure}}::{{closure}}'
+mcp_task='mirobody_server::serve_until::{{closure}}::{{closure}}'
+read -r bare bare_task_n < <(measure bare 18281 / benches/load/post.lua "$bare_task" MCP-Protocol-Version=2025-11-25 \
+  -- "$bin/bare-hyper" 127.0.0.1:18281)
+read -r json json_task_n < <(measure json 18283 / benches/load/post.lua "$bare_task" MCP-Protocol-Version=2025-11-25 \
+  -- "$bin/bare-hyper" 127.0.0.1:18283 --json)
+read -r mcp mcp_task_n < <(measure mcp 18280 /mcp benches/load/post.lua "$mcp_task" MCP-Protocol-Version=2025-11-25 \
+  -- "$bin/mirobody-server" --bind 127.0.0.1:18280 serve)
+read -r modern modern_task_n < <(measure modern 18282 /mcp benches/load/post_modern.lua "$mcp_task" \
+  MCP-Protocol-Version=2026-07-28 Mcp-Method=tools/call Mcp-Name=echo -- "$bin/mirobody-server" --bind 127.0.0.1:18282 serve)
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN{printf "%.2f", a/b}'; }
+echo "instructions per tools/call echo ($n requests, one keep-alive connection), in all and in the connection task:"
+echo "  bare hyper:                  $bare, $bare_task_n"
+echo "  hyper + JSON:                $json, $json_task_n ($(ratio "$json" "$bare")x bare)"
+echo "  mirobody 2025-11-25 session: $mcp, $mcp_task_n ($(ratio "$mcp" "$bare")x bare, $(ratio "$mcp_task_n" "$bare_task_n")x in the connection task; $(ratio "$mcp" "$json")x hyper + JSON)"
+echo "  mirobody 2026-07-28:         $modern, $modern_task_n ($(ratio "$modern" "$mcp")x the session path, $(ratio "$modern_task_n" "$mcp_task_n")x in the connection task)"
