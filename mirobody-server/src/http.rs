@@ -395,8 +395,8 @@ pub(crate) fn accepts(accept: Option<&HeaderValue>, mime: &str) -> bool {
     let mime = mime.as_bytes();
     // What the spec asks every client to send, and what the SDKs send: taken whole, in one
     // comparison, where reading it entry by entry took 370 instructions a request.
-    if accept.as_bytes() == SPEC_ACCEPT && (mime == b"application/json" || mime == b"text/event-stream") {
-        return true;
+    if accept.as_bytes() == SPEC_ACCEPT {
+        return mime == b"application/json" || mime == b"text/event-stream";
     }
     // Over bytes, jumping from comma to comma with memchr: splitting byte by byte cost more
     // (callgrind: 560 instructions a request against 345).
@@ -1026,6 +1026,8 @@ mod tests {
             (accepts(accept, "application/json"), accepts(accept, "text/event-stream"))
         };
         assert_eq!(with("application/json, text/event-stream"), (true, true));
+        let spec = HeaderValue::from_static("application/json, text/event-stream");
+        assert!(!accepts(Some(&spec), "text/html"), "the spec's value accepts its two types only");
         assert_eq!(with(" text/event-stream ; q=1 ,application/json;q=0.9"), (true, true));
         assert_eq!(with("application/json,"), (true, false));
         assert_eq!(with("text/html"), (false, false));

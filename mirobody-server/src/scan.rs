@@ -448,6 +448,7 @@ mod tests {
         }
         // An escaped name is left to serde_json, which reads it.
         assert_eq!(json_value_of(br#"{"\u0061":1}"#), None);
+        assert_eq!(serde_value_of(br#"{"\u0061":1}"#).unwrap().0, json!({"a": 1}));
     }
 
     // Member values of every kind, written as serde_json writes them or by hand.
