@@ -561,7 +561,8 @@ async fn handle_post<B: RequestBody>(http: McpHttp, mut parts: Parts, body: B) -
         return match inner.session_and_caller(headers.session(), user) {
             Ok((session, user)) => {
                 let reply_headers = std::mem::take(&mut parts.headers);
-                tool_call_response(http, id, call, user, session, streamable, reply_headers).instrument(span).await
+                let started = start_tool_call(http, &id, call, user, &session, streamable);
+                answer_tool_call(http, id, session, started, reply_headers, span).await
             }
             Err(refusal) => refusal,
         };
@@ -752,87 +753,99 @@ async fn request_response(
     // A tools/call the one-pass reading left to `Message::parse`.
     match mcp::parse::<ToolCall<'_>>(request.params.as_deref(), "tools/call") {
         Ok(call) => {
-            tool_call_response(http, request.id, call.into_owned(), user, session, streamable, HeaderMap::new()).await
+            let started = start_tool_call(http, &request.id, call.into_owned(), user, &session, streamable);
+            // In the span `dispatch` runs in already.
+            answer_tool_call(http, request.id, session, started, HeaderMap::new(), tracing::Span::none()).await
         }
         Err(error) => json_response(StatusCode::OK, jsonrpc::error_bytes(Some(&request.id), &error)),
     }
 }
 
-// Not an async fn: its arguments would be kept in the future for as long as the call runs,
-// and the future is moved twice before it is first polled. The set-up is done here, and the
-// future only waits. A JSON reply's headers go in `reply_headers` (see `json_response_in`).
-fn tool_call_response<'a>(
-    http: &'a McpHttp,
-    id: Id,
+// A tool call, started: its future, not yet polled, and the inbox of what it sends to the
+// client while it runs. A call may talk to the client while it runs (when the client accepts
+// SSE), so it gets a channel, which opens at its first message.
+fn start_tool_call(
+    http: &McpHttp,
+    id: &Id,
     call: ToolCall<'static>,
     user: UserInfo,
-    session: Arc<Session>,
+    session: &Arc<Session>,
     streamable: bool,
-    reply_headers: HeaderMap,
-) -> impl Future<Output = Response> + Send + 'a {
-    // A tool call may talk to the client while it runs (when the client accepts SSE): give it
-    // a channel, and answer with JSON if it sends nothing, or switch to SSE at its first
-    // message.
+) -> (CallFuture<Reply>, Inbox) {
     let (outbox, inbox) = Outbox::lazy();
     let service = http.inner.service.clone();
     let peer = ChannelPeer::new(
         outbox,
-        Arc::clone(&session),
+        Arc::clone(session),
         Arc::clone(service.pending()),
         user.user_id().map(str::to_owned),
         call.progress_token(),
         service.options().answer_timeout,
     );
-    let call: CallFuture<Reply> = {
-        let (id, session) = (id.clone(), Arc::clone(&session));
-        Box::pin(async move {
-            let client: Option<&dyn mirobody_core::ClientPeer> = if streamable { Some(&peer) } else { None };
-            let exchange = Exchange { user: &user, session: &session, client };
-            Some(service.run_tool_call(&id, call, &exchange).await)
-        })
-    };
-    answer_tool_call(http, id, session, call, inbox, reply_headers)
+    let (id, session) = (id.clone(), Arc::clone(session));
+    let call: CallFuture<Reply> = Box::pin(async move {
+        let client: Option<&dyn mirobody_core::ClientPeer> = if streamable { Some(&peer) } else { None };
+        let exchange = Exchange { user: &user, session: &session, client };
+        Some(service.run_tool_call(&id, call, &exchange).await)
+    });
+    (call, inbox)
 }
 
-// The reply to a running call: JSON when it finishes without sending anything first, else an
-// SSE stream of what it sends, then its reply.
+// The reply to a started call: JSON when it finishes without sending anything first, else an
+// SSE stream of what it sends, then its reply. Most calls finish in their first poll, made
+// here in `span`: they are answered at once, with no span wrapper or waiting state carried in
+// the request's future, and without being registered for `notifications/cancelled`, which
+// costs a lock and two map updates. A call still running after it goes on in `keep_running`,
+// boxed.
 async fn answer_tool_call(
     http: &McpHttp,
     id: Id,
     session: Arc<Session>,
-    mut call: CallFuture<Reply>,
+    (mut call, inbox): (CallFuture<Reply>, Inbox),
+    reply_headers: HeaderMap,
+    span: tracing::Span,
+) -> Response {
+    let first = std::future::poll_fn(|cx| Poll::Ready(span.in_scope(|| call.as_mut().poll(cx)))).await;
+    match first {
+        Poll::Ready(reply) => finish_tool_call(http, &id, reply, inbox, reply_headers),
+        Poll::Pending => Box::pin(keep_running(http, id, session, call, inbox, reply_headers)).instrument(span).await,
+    }
+}
+
+// A call still running after its first poll: it can be cancelled now (a cancellation read on
+// another thread during that poll is kept by the session and stops the call as it registers),
+// and switches the reply to SSE at its first message.
+async fn keep_running(
+    http: &McpHttp,
+    id: Id,
+    session: Arc<Session>,
+    call: CallFuture<Reply>,
     inbox: Inbox,
     reply_headers: HeaderMap,
 ) -> Response {
-    let keep_alive = http.inner.options.keep_alive;
-    // Most calls finish in their first poll, and are answered without being registered for
-    // `notifications/cancelled`, which costs a lock and two map updates. Only a call still
-    // running after it can be cancelled; a cancellation read on another thread during that
-    // poll is kept by the session and stops the call as it registers.
-    let reply = match futures::poll!(&mut call) {
-        Poll::Ready(reply) => reply,
-        Poll::Pending => {
-            let (abort, registration) = AbortHandle::new_pair();
-            let running = session.start_request(id.clone(), abort);
-            let mut call: CallFuture<Reply> = Box::pin(async move {
-                // Forgets the request however the call ends, even when its connection drops.
-                let _running = running;
-                Abortable::new(call, registration).await.ok().flatten()
-            });
-            tokio::select! {
-                biased;
-                reply = &mut call => reply,
-                rx = inbox.first_message() => return sse_response(rx, CallState::Running(call), keep_alive),
-            }
-        }
-    };
+    let (abort, registration) = AbortHandle::new_pair();
+    let running = session.start_request(id.clone(), abort);
+    let mut call: CallFuture<Reply> = Box::pin(async move {
+        // Forgets the request however the call ends, even when its connection drops.
+        let _running = running;
+        Abortable::new(call, registration).await.ok().flatten()
+    });
+    tokio::select! {
+        biased;
+        reply = &mut call => finish_tool_call(http, &id, reply, inbox, reply_headers),
+        rx = inbox.first_message() => sse_response(rx, CallState::Running(call), http.inner.options.keep_alive),
+    }
+}
+
+// The response to a call that finished with `reply` (`None`: cancelled).
+fn finish_tool_call(http: &McpHttp, id: &Id, reply: Option<Reply>, inbox: Inbox, reply_headers: HeaderMap) -> Response {
     match (reply, inbox.take()) {
         (Some(reply), None) => {
             http.inner.challenge(&reply.status, json_response_in(reply_headers, StatusCode::OK, reply.body))
         }
         // A call that finished may still have sent messages first.
-        (Some(reply), Some(rx)) => sse_response(rx, CallState::Done(Some(reply)), keep_alive),
-        (None, _) => cancelled(&id),
+        (Some(reply), Some(rx)) => sse_response(rx, CallState::Done(Some(reply)), http.inner.options.keep_alive),
+        (None, _) => cancelled(id),
     }
 }
 
