@@ -200,28 +200,38 @@ impl Validator {
 
 fn validate_params(params: &[Param], args: &mut Map<String, Value>) -> Vec<ArgProblem> {
     let mut problems = Vec::new();
+    // How many of the keys left in `args` are declared parameters, counted on the way rather
+    // than looked up again: one lookup a parameter on every call.
+    let mut declared = 0;
     for param in params {
         let name = param.name();
         match args.get_mut(name) {
-            None | Some(Value::Null) => {
+            Some(value) if !value.is_null() => {
+                check_value(param, value, &mut problems);
+                declared += 1;
+            }
+            sent => {
+                let sent_null = sent.is_some();
                 if let Some(default) = param.default_value() {
                     args.insert(name.to_owned(), default.clone());
+                    declared += 1;
                 } else if param.is_required() {
                     problems.push(ArgProblem::Missing {
                         name: name.to_owned(),
                         expected: param.ty(),
                         description: param.description().to_owned(),
                     });
-                } else {
+                    // A null sent for it stays, reported as missing.
+                    declared += usize::from(sent_null);
+                } else if sent_null {
                     // An explicit null for an optional argument means "absent".
                     args.remove(name);
                 }
             }
-            Some(value) => check_value(param, value, &mut problems),
         }
     }
     // Cheap common case: every key present is a declared parameter.
-    if args.len() > count_present(params, args) {
+    if args.len() > declared {
         for key in args.keys() {
             if !params.iter().any(|p| p.name() == key) {
                 problems.push(ArgProblem::Unknown {
@@ -232,10 +242,6 @@ fn validate_params(params: &[Param], args: &mut Map<String, Value>) -> Vec<ArgPr
         }
     }
     problems
-}
-
-fn count_present(params: &[Param], args: &Map<String, Value>) -> usize {
-    params.iter().filter(|p| args.contains_key(p.name())).count()
 }
 
 fn check_value(param: &Param, value: &mut Value, problems: &mut Vec<ArgProblem>) {

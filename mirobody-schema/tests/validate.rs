@@ -804,6 +804,27 @@ mod properties {
             }
         }
 
+        /// Every key the table does not declare is reported, whatever else is wrong with the
+        /// arguments (nulls, missing and defaulted parameters beside it), and nothing else is.
+        #[test]
+        fn every_undeclared_key_is_reported((params, mut args) in table_and_arguments()) {
+            let undeclared: Vec<String> =
+                args.keys().filter(|key| !params.iter().any(|p| p.name() == *key)).cloned().collect();
+            let validator = ToolSpec::new("t", "d").params(params).validator().unwrap();
+            let reported: Vec<String> = match validator.validate(&mut args) {
+                Ok(()) => Vec::new(),
+                Err(err) => err
+                    .problems
+                    .iter()
+                    .filter_map(|problem| match problem {
+                        ArgProblem::Unknown { name, .. } => Some(name.clone()),
+                        _ => None,
+                    })
+                    .collect(),
+            };
+            prop_assert_eq!(reported, undeclared);
+        }
+
         /// Validating the output of a successful validation succeeds and changes nothing.
         #[test]
         fn validation_is_idempotent((params, mut args) in table_and_arguments()) {

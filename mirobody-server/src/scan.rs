@@ -20,6 +20,9 @@ use serde_json::{Map, Value};
 /// rest to serde_json (which has a limit of its own): the walk recurses.
 const MAX_DEPTH: u32 = 16;
 
+/// The members [`Cursor::json_value`] makes room for at its first: most tools take a few.
+const ARGUMENTS_CAPACITY: usize = 4;
+
 /// A position in a JSON text.
 ///
 /// Over `str`, checked as UTF-8 once and whole: serde_json reading from bytes checks each
@@ -121,6 +124,11 @@ impl<'a> Cursor<'a> {
         let mut map = Map::new();
         self.members(|name, value| {
             let value = value.member_value()?;
+            if map.is_empty() {
+                // Room for a usual call's arguments at once, where the first insert into an
+                // empty map grew it through the general resizing path.
+                map = Map::with_capacity(ARGUMENTS_CAPACITY);
+            }
             map.insert(name.to_owned(), value);
             Some(())
         })?;
