@@ -21,7 +21,7 @@ use crate::mcp::{
 };
 use crate::mrtr::{Arguments, Binding, MrtrPeer, Notifications, RetryParams, Round, Sealer, StateKey, run_round};
 use crate::peer::Outbox;
-use crate::scan::{Cursor, once};
+use crate::scan::{Cursor, once, read_value};
 use crate::session::{LOGS_OFF, log_rank};
 
 /// The revisions served statelessly, with per-request `_meta`, newest first.
@@ -900,7 +900,7 @@ impl McpService {
         // The arguments are read here, once; the state's binding digests their text only
         // when a state is opened or sealed.
         let arguments: Value = match p.arguments {
-            Some(raw) => serde_json::from_str(raw).unwrap_or_default(),
+            Some(raw) => read_value(raw).unwrap_or_default(),
             None => Value::Null,
         };
         let registry = &self.inner().registry;

@@ -257,6 +257,17 @@ impl<'a> Cursor<'a> {
     }
 }
 
+/// The JSON text `text` as serde_json reads it into a [`Value`] (`None` where it refuses it):
+/// walked as [`Cursor::json_value`] walks a call's arguments, and read by serde_json where the
+/// walk gives up.
+pub(crate) fn read_value(text: &str) -> Option<Value> {
+    let mut cursor = Cursor::new(text);
+    match cursor.json_value() {
+        Some(value) if cursor.at_end() => Some(value),
+        _ => serde_json::from_str(text).ok(),
+    }
+}
+
 /// Fills `slot` with `value` unless a value is there already: a member given twice is not
 /// plain (serde refuses it), so the walk gives up.
 pub(crate) fn once<T>(slot: &mut Option<T>, value: T) -> Option<()> {
@@ -507,6 +518,15 @@ mod tests {
         #[test]
         fn json_value_reads_what_serde_json_reads(text in argument_objects()) {
             testing::walked_as_serde_reads(&text, json_value_of(&text), serde_value_of(&text))?;
+        }
+
+        /// `read_value` is serde_json's reading, value and member order, escaped names and
+        /// refusals included: where the walk gives up, serde_json reads.
+        #[test]
+        fn read_value_reads_as_serde_json_reads(text in argument_objects()) {
+            let Ok(text) = std::str::from_utf8(&text) else { return Ok(()) };
+            let read = read_value(text).map(|value| { let order = value.to_string(); (value, order) });
+            proptest::prop_assert_eq!(read, serde_value_of(text.as_bytes()));
         }
     }
 }
