@@ -525,7 +525,10 @@ mod tests {
         #[test]
         fn read_value_reads_as_serde_json_reads(text in argument_objects()) {
             let Ok(text) = std::str::from_utf8(&text) else { return Ok(()) };
-            let read = read_value(text).map(|value| { let order = value.to_string(); (value, order) });
+            let read = read_value(text).map(|value| {
+                let order = value.to_string();
+                (value, order)
+            });
             proptest::prop_assert_eq!(read, serde_value_of(text.as_bytes()));
         }
     }
