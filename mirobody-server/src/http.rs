@@ -796,7 +796,7 @@ fn start_tool_call(
 // here in `span`: they are answered at once, with no span wrapper or waiting state carried in
 // the request's future, and without being registered for `notifications/cancelled`, which
 // costs a lock and two map updates. A call still running after it goes on in `keep_running`,
-// boxed.
+// boxed. A JSON reply's headers go in `reply_headers` (see `json_response_in`).
 async fn answer_tool_call(
     http: &McpHttp,
     id: Id,
