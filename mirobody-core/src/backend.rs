@@ -189,19 +189,37 @@ pub struct SecretOwner {
 ///
 /// Not for tools: the server's auth layer uses it. Every method takes the SHA-256 of the
 /// secret, never the secret.
+///
+/// A secret may expire: `expires_at_ms` is the time (milliseconds since the Unix epoch) from
+/// which it identifies nobody, `None` for never. An expired secret is treated as absent by
+/// every method: its lookup finds no owner, `has_secret` is false, and `add_secret` replaces it.
 #[async_trait]
 pub trait SecretStore: Send + Sync {
-    /// The owner of the secret with this hash, if it exists and is not revoked.
+    /// The owner of the secret with this hash, if it exists, is not revoked and has not
+    /// expired.
     async fn secret_owner(&self, secret_hash: &[u8; 32]) -> BackendResult<Option<SecretOwner>>;
     /// Stores the hash of `user_id`'s new secret, replacing any earlier one (so the old secret
     /// stops working).
-    async fn put_secret(&self, user_id: &str, secret_hash: &[u8; 32], agent: Option<&str>) -> BackendResult<()>;
+    async fn put_secret(
+        &self,
+        user_id: &str,
+        secret_hash: &[u8; 32],
+        agent: Option<&str>,
+        expires_at_ms: Option<u64>,
+    ) -> BackendResult<()>;
     /// Stores the hash of `user_id`'s first secret: false, storing nothing, when they already
-    /// have one. Atomic: of two concurrent calls for one user, one stores and one gets false.
-    async fn add_secret(&self, user_id: &str, secret_hash: &[u8; 32], agent: Option<&str>) -> BackendResult<bool>;
-    /// Whether `user_id` has a live secret.
+    /// have a live one (an expired one is replaced). Atomic: of two concurrent calls for one
+    /// user, one stores and one gets false.
+    async fn add_secret(
+        &self,
+        user_id: &str,
+        secret_hash: &[u8; 32],
+        agent: Option<&str>,
+        expires_at_ms: Option<u64>,
+    ) -> BackendResult<bool>;
+    /// Whether `user_id` has a live (stored, unexpired) secret.
     async fn has_secret(&self, user_id: &str) -> BackendResult<bool>;
-    /// Revokes `user_id`'s secret; whether there was one.
+    /// Revokes `user_id`'s secret; whether there was one (an expired one counts).
     async fn revoke_secret(&self, user_id: &str) -> BackendResult<bool>;
 }
 
@@ -214,7 +232,68 @@ pub enum AccessKind {
     Resource,
 }
 
-/// The record of tool calls and resource reads: who, what, whether it worked, how long.
+/// What came of an access, for the access log: whether it ran, and if not, why it was refused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum AccessOutcome {
+    /// It ran and succeeded.
+    Ok,
+    /// It ran and failed: the tool returned an error result, or the read failed.
+    Failed,
+    /// No tool or resource has that name.
+    UnknownTool,
+    /// It exists but is not visible to this caller or agent.
+    Hidden,
+    /// Refused before running: authentication or a scope it needs is missing.
+    Forbidden,
+    /// Refused before running: the arguments do not match the declared parameters.
+    InvalidArguments,
+}
+
+impl AccessOutcome {
+    /// Every outcome, in declaration order.
+    pub const ALL: [AccessOutcome; 6] = [
+        AccessOutcome::Ok,
+        AccessOutcome::Failed,
+        AccessOutcome::UnknownTool,
+        AccessOutcome::Hidden,
+        AccessOutcome::Forbidden,
+        AccessOutcome::InvalidArguments,
+    ];
+
+    /// The outcome's name, in snake case as serde writes it: `"ok"`, `"failed"`,
+    /// `"unknown_tool"`, `"hidden"`, `"forbidden"`, `"invalid_arguments"`.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            AccessOutcome::Ok => "ok",
+            AccessOutcome::Failed => "failed",
+            AccessOutcome::UnknownTool => "unknown_tool",
+            AccessOutcome::Hidden => "hidden",
+            AccessOutcome::Forbidden => "forbidden",
+            AccessOutcome::InvalidArguments => "invalid_arguments",
+        }
+    }
+
+    /// The outcome [`as_str`](Self::as_str) names, if any.
+    pub fn from_name(name: &str) -> Option<AccessOutcome> {
+        AccessOutcome::ALL.into_iter().find(|outcome| outcome.as_str() == name)
+    }
+
+    /// Whether the access ran and succeeded.
+    pub const fn is_ok(self) -> bool {
+        matches!(self, AccessOutcome::Ok)
+    }
+}
+
+impl fmt::Display for AccessOutcome {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The record of tool calls and resource reads, refused attempts included: who, what, what
+/// came of it, how long.
 #[async_trait]
 pub trait AccessLog: Send + Sync {
     /// Records one access. Best effort: a failure here never fails the call.
@@ -223,7 +302,26 @@ pub trait AccessLog: Send + Sync {
         user_id: &str,
         kind: AccessKind,
         name: &str,
-        success: bool,
+        outcome: AccessOutcome,
         duration_ms: u64,
     ) -> BackendResult<()>;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::AccessOutcome;
+
+    #[test]
+    fn access_outcome_names_are_serde_names_and_read_back() {
+        for outcome in AccessOutcome::ALL {
+            let name = outcome.as_str();
+            assert_eq!(serde_json::to_value(outcome).unwrap(), serde_json::Value::from(name));
+            assert_eq!(serde_json::from_value::<AccessOutcome>(name.into()).unwrap(), outcome);
+            assert_eq!(AccessOutcome::from_name(name), Some(outcome));
+            assert_eq!(outcome.to_string(), name);
+            assert_eq!(outcome.is_ok(), outcome == AccessOutcome::Ok);
+        }
+        assert_eq!(AccessOutcome::from_name("Ok"), None);
+        assert_eq!(AccessOutcome::InvalidArguments.as_str(), "invalid_arguments");
+    }
 }

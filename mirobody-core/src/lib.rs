@@ -52,7 +52,8 @@ mod user;
 
 pub use args::Args;
 pub use backend::{
-    AccessKind, AccessLog, BackendError, Cache, Db, Memory, MissingBackend, SecretOwner, SecretStore, Storage,
+    AccessKind, AccessLog, AccessOutcome, BackendError, Cache, Db, Memory, MissingBackend, SecretOwner, SecretStore,
+    Storage,
 };
 pub use catalog::{DuplicateEntry, PromptRegistry, ResourceRegistry};
 pub use context::{ClientPeer, PeerError, ToolContext};

@@ -28,6 +28,15 @@ mod backends;
 #[path = "builtins/durability.rs"]
 mod durability;
 
+/// Files on disk are owner-only: the data folder, the database and its WAL, uploads, keys.
+#[path = "builtins/private_files.rs"]
+mod private_files;
+
+/// TLS to PostgreSQL and Redis: servers of its own with a CA it makes, opened with
+/// `sslmode=verify-full` and `rediss://`.
+#[path = "builtins/tls.rs"]
+mod tls;
+
 /// A JSON value shortened for a failure message.
 fn short(value: &serde_json::Value) -> String {
     let text = value.to_string();

@@ -2,6 +2,7 @@
 //! Nothing durable lives only here.
 
 use std::fmt;
+use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -103,9 +104,28 @@ fn redis_error(e: redis::RedisError) -> BackendError {
 }
 
 impl RedisCache {
-    /// Connects to `url` (`redis://host:port/db`), prefixing every key with `prefix`.
+    /// Connects to `url` (`redis://host:port/db`, or `rediss://` for TLS verified against the
+    /// system's CA certificates), prefixing every key with `prefix`.
     pub async fn connect(url: &str, prefix: &str) -> Result<Self, String> {
-        let client = redis::Client::open(url).map_err(|e| format!("invalid redis_url: {e}"))?;
+        Self::connect_with_ca_file(url, prefix, None).await
+    }
+
+    /// [`connect`](Self::connect), trusting the CA certificates of the PEM file `ca_file`
+    /// instead of the system's for a `rediss://` URL (a `redis://` URL with a CA file is
+    /// refused: the file says TLS was meant).
+    pub async fn connect_with_ca_file(url: &str, prefix: &str, ca_file: Option<&Path>) -> Result<Self, String> {
+        let client = match ca_file {
+            None => redis::Client::open(url).map_err(|e| format!("invalid redis_url: {e}"))?,
+            Some(ca_file) => {
+                let root_cert = std::fs::read(ca_file)
+                    .map_err(|e| format!("redis_ca_file: cannot read {}: {e}", ca_file.display()))?;
+                if !url.starts_with("rediss://") {
+                    return Err("redis_ca_file is set, so redis_url must be rediss:// (TLS)".into());
+                }
+                let certificates = redis::TlsCertificates { client_tls: None, root_cert: Some(root_cert) };
+                redis::Client::build_with_tls(url, certificates).map_err(|e| format!("invalid redis_url: {e}"))?
+            }
+        };
         let config = ConnectionManagerConfig::new()
             .set_connection_timeout(Some(Duration::from_secs(5)))
             .set_response_timeout(Some(Duration::from_secs(5)))

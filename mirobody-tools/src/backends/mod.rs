@@ -22,12 +22,13 @@
 
 mod cache;
 mod cipher;
+mod private;
 mod signing;
 mod sql;
 mod storage;
 
 use std::fmt;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use mirobody_core::{AccessLog, Cache, Db, Memory, SecretStore, Storage};
@@ -35,6 +36,7 @@ use serde::Deserialize;
 
 pub use cache::{MemoryCache, RedisCache};
 pub use cipher::FileCipher;
+pub use private::write_private_atomically;
 pub use signing::{SignedUrlError, UrlSigner};
 pub use sql::{Dialect, SqlStore};
 pub use storage::{ObjectStorage, valid_key};
@@ -117,6 +119,8 @@ pub struct BackendConfig {
     /// The folder for the embedded database, local files and the generated signing key.
     pub data_dir: PathBuf,
     /// `sqlite://<file>` or `postgres://...`; default `sqlite://<data_dir>/mirobody.db`.
+    /// PostgreSQL over TLS: `?sslmode=require` (encrypted, server not verified),
+    /// `?sslmode=verify-full` (and `&sslrootcert=<CA file>` for a CA the system does not trust).
     pub database_url: Option<String>,
     /// PostgreSQL only: a schema to create if missing and keep every table in.
     pub database_schema: Option<String>,
@@ -126,8 +130,12 @@ pub struct BackendConfig {
     pub storage: StorageConfig,
     /// A 32-byte key (base64 or 64 hex digits) to encrypt stored files with (AES-256-GCM).
     pub file_encryption_key: Option<String>,
-    /// `redis://...` to use Redis as the cache; the in-process cache otherwise.
+    /// `redis://...` to use Redis as the cache; the in-process cache otherwise. `rediss://...`
+    /// for TLS, the server verified against the system's CA certificates or `redis_ca_file`.
     pub redis_url: Option<String>,
+    /// A PEM file of the CA certificates to trust for a `rediss://` Redis instead of the
+    /// system's (a private CA, a self-signed server).
+    pub redis_ca_file: Option<PathBuf>,
     /// Prepended to every Redis key.
     pub redis_key_prefix: String,
     /// The in-process cache's size limit, in bytes.
@@ -152,6 +160,7 @@ impl Default for BackendConfig {
             storage: StorageConfig::default(),
             file_encryption_key: None,
             redis_url: None,
+            redis_ca_file: None,
             redis_key_prefix: "mirobody:".into(),
             cache_max_bytes: 64 * 1024 * 1024,
             memory: true,
@@ -183,6 +192,7 @@ impl fmt::Debug for BackendConfig {
             .field("storage", &self.storage)
             .field("file_encryption_key", &self.file_encryption_key.as_ref().map(|_| "<redacted>"))
             .field("redis_url", &self.redis_url.as_deref().map(redact_url))
+            .field("redis_ca_file", &self.redis_ca_file)
             .field("redis_key_prefix", &self.redis_key_prefix)
             .field("cache_max_bytes", &self.cache_max_bytes)
             .field("memory", &self.memory)
@@ -334,34 +344,35 @@ fn signing_key(config: &BackendConfig) -> Result<Vec<u8>, OpenError> {
         return Ok(key.as_bytes().to_vec());
     }
     let path = config.data_dir.join("signing.key");
-    match std::fs::read_to_string(&path) {
-        Ok(text) if text.trim().len() >= 64 => return Ok(text.trim().as_bytes().to_vec()),
-        Ok(_) => {
-            return Err(OpenError::SigningKey(format!("{} is too short; delete it to make a new one", path.display())));
+    // Twice at most: when another process writes the key between our read and our write, its
+    // key is the one to use.
+    for _ in 0..2 {
+        match std::fs::read_to_string(&path) {
+            Ok(text) if text.trim().len() >= 64 => return Ok(text.trim().as_bytes().to_vec()),
+            // Never replaced silently: the URLs signed with it would stop working unannounced.
+            Ok(text) => {
+                return Err(OpenError::SigningKey(format!(
+                    "{} is empty or too short ({} characters, 64 needed); delete it to make a new one \
+                     (URLs signed with the old key stop working)",
+                    path.display(),
+                    text.trim().len()
+                )));
+            }
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                return Err(OpenError::SigningKey(format!("cannot read {}: {e}", path.display())));
+            }
+            Err(_) => {}
         }
-        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
-            return Err(OpenError::SigningKey(format!("cannot read {}: {e}", path.display())));
+        let mut bytes = [0u8; 32];
+        rand::RngCore::fill_bytes(&mut rand::rng(), &mut bytes);
+        let key = crate::text::hex(&bytes);
+        match write_private_atomically(&path, key.as_bytes()) {
+            Ok(()) => return Ok(key.into_bytes()),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(OpenError::SigningKey(format!("cannot write {}: {e}", path.display()))),
         }
-        Err(_) => {}
     }
-    let mut bytes = [0u8; 32];
-    rand::RngCore::fill_bytes(&mut rand::rng(), &mut bytes);
-    let key = crate::text::hex(&bytes);
-    write_private(&path, &key).map_err(|e| OpenError::SigningKey(format!("cannot write {}: {e}", path.display())))?;
-    Ok(key.into_bytes())
-}
-
-// Creates the file readable by its owner only, failing if it appeared meanwhile.
-fn write_private(path: &Path, text: &str) -> std::io::Result<()> {
-    use std::io::Write;
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir)?;
-    }
-    let mut options = std::fs::OpenOptions::new();
-    options.write(true).create_new(true);
-    #[cfg(unix)]
-    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
-    options.open(path)?.write_all(text.as_bytes())
+    Err(OpenError::SigningKey(format!("{} keeps changing; is another server writing it?", path.display())))
 }
 
 /// Opens every configured backend: connects to (and migrates) the database, sets up object
@@ -380,9 +391,19 @@ pub async fn open(config: &BackendConfig) -> Result<OpenedBackends, OpenError> {
     let signer = UrlSigner::new(signing_key(config)?, config.signed_url_base.clone()).map_err(OpenError::SigningKey)?;
     let storage = match &config.storage {
         StorageConfig::None => None,
-        StorageConfig::Local { dir } => {
-            let dir = dir.clone().unwrap_or_else(|| config.data_dir.join("files"));
-            Some(ObjectStorage::local(&dir, signer.clone(), cipher).map_err(OpenError::Storage)?)
+        StorageConfig::Local { dir: Some(dir) } => {
+            let storage = ObjectStorage::local(dir, signer.clone(), cipher).map_err(OpenError::Storage)?;
+            private::warn_if_shared(dir, "uploaded files");
+            Some(storage)
+        }
+        StorageConfig::Local { dir: None } => {
+            // The folder mirobody names is mirobody's own: made owner-only even when an earlier
+            // version created it with the umask's bits, since it holds that version's uploads.
+            let dir = config.data_dir.join("files");
+            let storage = ObjectStorage::local(&dir, signer.clone(), cipher).map_err(OpenError::Storage)?;
+            private::tighten_dir(&dir)
+                .map_err(|e| OpenError::Storage(format!("cannot restrict {}: {e}", dir.display())))?;
+            Some(storage)
         }
         StorageConfig::S3 { bucket, endpoint, region, access_key_id, secret_access_key, allow_http } => {
             let mut builder = object_store::aws::AmazonS3Builder::from_env().with_bucket_name(bucket);
@@ -403,9 +424,14 @@ pub async fn open(config: &BackendConfig) -> Result<OpenedBackends, OpenError> {
         }
     };
     let cache: Arc<dyn Cache> = match &config.redis_url {
-        Some(url) => Arc::new(RedisCache::connect(url, &config.redis_key_prefix).await.map_err(OpenError::Redis)?),
+        Some(url) => Arc::new(
+            RedisCache::connect_with_ca_file(url, &config.redis_key_prefix, config.redis_ca_file.as_deref())
+                .await
+                .map_err(OpenError::Redis)?,
+        ),
         None => Arc::new(MemoryCache::new(config.cache_max_bytes)),
     };
+    private::warn_if_shared(&config.data_dir, "the database, uploads and keys");
     tracing::info!(database = %redact_url(&url), storage = ?config.storage, memory = config.memory, "backends open");
     Ok(OpenedBackends::new(Arc::new(sql), storage.map(Arc::new), cache, config.memory, signer))
 }
@@ -459,5 +485,20 @@ mod tests {
         }
         let short = BackendConfig { signing_key: Some("short".into()), ..config };
         assert!(signing_key(&short).unwrap_err().to_string().contains("at least 32"));
+    }
+
+    #[test]
+    fn an_empty_or_short_signing_key_file_stops_the_start_and_is_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = BackendConfig::embedded(dir.path());
+        let path = dir.path().join("signing.key");
+        for text in ["", "\n", "abc123"] {
+            std::fs::write(&path, text).unwrap();
+            let err = signing_key(&config).unwrap_err().to_string();
+            assert!(err.contains("empty or too short") && err.contains("delete it"), "{err}");
+            assert_eq!(std::fs::read_to_string(&path).unwrap(), text, "never replaced silently");
+        }
+        std::fs::remove_file(&path).unwrap();
+        assert_eq!(signing_key(&config).unwrap().len(), 64, "a deleted key is made again");
     }
 }

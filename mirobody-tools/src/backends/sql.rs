@@ -15,7 +15,7 @@ use async_trait::async_trait;
 use mirobody_core::backend::{
     BackendError, BackendResult, CircleMember, FileRecord, MemoryRecord, NewMemory, ObservationPage,
 };
-use mirobody_core::{AccessKind, AccessLog, Db, Memory, SecretOwner, SecretStore};
+use mirobody_core::{AccessKind, AccessLog, AccessOutcome, Db, Memory, SecretOwner, SecretStore};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
@@ -38,6 +38,18 @@ const MIGRATIONS: &[(i64, &str, &str, &str)] = &[
         "owner_terms",
         include_str!("../../migrations/sqlite/0002_owner_terms.sql"),
         include_str!("../../migrations/postgres/0002_owner_terms.sql"),
+    ),
+    (
+        3,
+        "secret_expiry",
+        include_str!("../../migrations/sqlite/0003_secret_expiry.sql"),
+        include_str!("../../migrations/postgres/0003_secret_expiry.sql"),
+    ),
+    (
+        4,
+        "access_outcome",
+        include_str!("../../migrations/sqlite/0004_access_outcome.sql"),
+        include_str!("../../migrations/postgres/0004_access_outcome.sql"),
     ),
 ];
 
@@ -174,17 +186,30 @@ fn valid_schema_name(name: &str) -> bool {
         && !name.starts_with("pg_")
 }
 
+// Whether SQLite, opening `url` (read as sqlx reads it), makes a file: not for `:memory:` or
+// `mode=memory`, nor read-only (`mode=ro`), which never creates one.
+fn sqlite_url_makes_a_file(url: &str) -> bool {
+    let rest = url.trim_start_matches("sqlite://").trim_start_matches("sqlite:");
+    let (database, params) = rest.split_once('?').unwrap_or((rest, ""));
+    let mode = params.split('&').filter_map(|pair| pair.split_once('=')).find(|(key, _)| *key == "mode");
+    database != ":memory:" && !matches!(mode, Some((_, "memory" | "ro")))
+}
+
 impl SqlStore {
     /// Connects to `url` and brings the schema up to date.
     ///
     /// `sqlite://path/to/file.db` (the file and its folder are created, WAL mode,
-    /// `synchronous=FULL` so an acknowledged write survives power loss) or
-    /// `postgres://...`; on PostgreSQL, `schema` names a schema to create if missing and to
-    /// use for every table (tests and tenants that share a database).
+    /// `synchronous=FULL` so an acknowledged write survives power loss; on Unix the file and
+    /// its `-wal`/`-shm` files are `0600`, a folder created for them `0700`) or
+    /// `postgres://...` (TLS with `?sslmode=require`, or `verify-full` with
+    /// `&sslrootcert=<CA file>`); on PostgreSQL, `schema` names a schema to create if missing
+    /// and to use for every table (tests and tenants that share a database).
     pub async fn connect(url: &str, schema: Option<&str>, max_connections: u32) -> Result<SqlStore, BackendError> {
         let store = if url.starts_with("sqlite:") {
             let options = SqliteConnectOptions::from_str(url)
-                .map_err(|e| BackendError::new(format!("invalid SQLite URL: {e}")))?
+                .map_err(|e| BackendError::new(format!("invalid SQLite URL: {e}")))?;
+            let on_disk = sqlite_url_makes_a_file(url);
+            let options = options
                 .create_if_missing(true)
                 .journal_mode(SqliteJournalMode::Wal)
                 .synchronous(SqliteSynchronous::Full)
@@ -194,8 +219,24 @@ impl SqlStore {
                 .optimize_on_close(true, 400);
             let path = options.get_filename();
             if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-                std::fs::create_dir_all(dir)
+                super::private::create_private_dir(dir)
                     .map_err(|e| BackendError::new(format!("cannot create {}: {e}", dir.display())))?;
+            }
+            if on_disk {
+                // The file is made here, 0600, before SQLite opens it: SQLite would create it
+                // with the umask's bits, and gives the -wal, -shm and -journal files it makes the
+                // mode of the database file. An existing file (and any of those left beside
+                // it) is made owner-only too.
+                let restrict = |file: &std::path::Path, result: std::io::Result<()>| {
+                    result.map_err(|e| BackendError::new(format!("cannot restrict {}: {e}", file.display())))
+                };
+                restrict(path, super::private::create_private_file(path))?;
+                for suffix in ["-wal", "-shm", "-journal"] {
+                    let mut side = path.as_os_str().to_owned();
+                    side.push(suffix);
+                    let side = std::path::PathBuf::from(side);
+                    restrict(&side, super::private::tighten_file(&side))?;
+                }
             }
             // Lazily: the migrations open the first connection, and say when the file cannot
             // be opened. An eager pool opens a test connection first, whose return to the pool
@@ -548,17 +589,26 @@ impl SqlStore {
         })
     }
 
-    /// `user_id`'s access-log rows, oldest first: (kind, name, success, duration in ms).
-    pub async fn access_log_of(&self, user_id: &str) -> BackendResult<Vec<(AccessKind, String, bool, u64)>> {
-        const SQL: &str = "SELECT kind, name, success, duration_ms FROM access_log WHERE user_id = $1 ORDER BY id";
+    /// `user_id`'s access-log rows, oldest first: (kind, name, outcome, duration in ms). Rows
+    /// logged before outcomes were (schema 4) read as [`AccessOutcome::Ok`] or
+    /// [`AccessOutcome::Failed`]; a name this version does not know reads as `Failed`.
+    pub async fn access_log_of(&self, user_id: &str) -> BackendResult<Vec<(AccessKind, String, AccessOutcome, u64)>> {
+        const SQL: &str =
+            "SELECT kind, name, success, outcome, duration_ms FROM access_log WHERE user_id = $1 ORDER BY id";
         on_pool!(self, |pool| {
             let rows = sqlx::query(SQL).bind(user_id).fetch_all(pool).await.map_err(db_error)?;
             rows.iter()
                 .map(|row| {
                     let kind =
                         if row.try_get::<i64, _>("kind")? == 2 { AccessKind::Resource } else { AccessKind::Tool };
+                    let success: bool = row.try_get("success")?;
+                    let outcome = match row.try_get::<Option<String>, _>("outcome")? {
+                        Some(name) => AccessOutcome::from_name(&name).unwrap_or(AccessOutcome::Failed),
+                        None if success => AccessOutcome::Ok,
+                        None => AccessOutcome::Failed,
+                    };
                     let duration: i64 = row.try_get("duration_ms")?;
-                    Ok((kind, row.try_get("name")?, row.try_get("success")?, duration.max(0) as u64))
+                    Ok((kind, row.try_get("name")?, outcome, duration.max(0) as u64))
                 })
                 .collect::<Result<Vec<_>, sqlx::Error>>()
                 .map_err(db_error)
@@ -785,7 +835,7 @@ impl Memory for SqlStore {
 enum SecretWrite {
     /// The new secret replaces it.
     Replace,
-    /// Nothing is stored.
+    /// Nothing is stored, unless the one they have has expired (then it is replaced).
     IfAbsent,
 }
 
@@ -797,24 +847,32 @@ impl SqlStore {
         user_id: &str,
         secret_hash: &[u8; 32],
         agent: Option<&str>,
+        expires_at_ms: Option<u64>,
     ) -> BackendResult<u64> {
         let sql = match mode {
             SecretWrite::Replace => {
-                "INSERT INTO personal_secrets (user_id, secret_hash, agent, created_at_ms) \
-                 VALUES ($1, $2, $3, $4) ON CONFLICT (user_id) DO UPDATE SET \
-                 secret_hash = excluded.secret_hash, agent = excluded.agent, created_at_ms = excluded.created_at_ms"
+                "INSERT INTO personal_secrets (user_id, secret_hash, agent, created_at_ms, expires_at_ms) \
+                 VALUES ($1, $2, $3, $4, $5) ON CONFLICT (user_id) DO UPDATE SET \
+                 secret_hash = excluded.secret_hash, agent = excluded.agent, created_at_ms = excluded.created_at_ms, \
+                 expires_at_ms = excluded.expires_at_ms"
             }
+            // An expired secret is no secret: it is replaced, in the same one statement.
             SecretWrite::IfAbsent => {
-                "INSERT INTO personal_secrets (user_id, secret_hash, agent, created_at_ms) \
-                 VALUES ($1, $2, $3, $4) ON CONFLICT (user_id) DO NOTHING"
+                "INSERT INTO personal_secrets (user_id, secret_hash, agent, created_at_ms, expires_at_ms) \
+                 VALUES ($1, $2, $3, $4, $5) ON CONFLICT (user_id) DO UPDATE SET \
+                 secret_hash = excluded.secret_hash, agent = excluded.agent, created_at_ms = excluded.created_at_ms, \
+                 expires_at_ms = excluded.expires_at_ms \
+                 WHERE personal_secrets.expires_at_ms IS NOT NULL AND personal_secrets.expires_at_ms <= $4"
             }
         };
+        let expires_at_ms = expires_at_ms.map(|ms| i64::try_from(ms).unwrap_or(i64::MAX));
         on_pool!(self, |pool| {
             sqlx::query(sql)
                 .bind(user_id)
                 .bind(&secret_hash[..])
                 .bind(agent)
                 .bind(now_ms())
+                .bind(expires_at_ms)
                 .execute(pool)
                 .await
                 .map(|done| done.rows_affected())
@@ -826,31 +884,44 @@ impl SqlStore {
 #[async_trait]
 impl SecretStore for SqlStore {
     async fn secret_owner(&self, secret_hash: &[u8; 32]) -> BackendResult<Option<SecretOwner>> {
-        const SQL: &str = "SELECT user_id, agent FROM personal_secrets WHERE secret_hash = $1";
+        // An expired secret is found by nobody, as a revoked one.
+        const SQL: &str = "SELECT user_id, agent FROM personal_secrets \
+             WHERE secret_hash = $1 AND (expires_at_ms IS NULL OR expires_at_ms > $2)";
         on_pool!(self, |pool| {
-            let row = sqlx::query(SQL).bind(&secret_hash[..]).fetch_optional(pool).await.map_err(db_error)?;
+            let row =
+                sqlx::query(SQL).bind(&secret_hash[..]).bind(now_ms()).fetch_optional(pool).await.map_err(db_error)?;
             row.map(|row| Ok(SecretOwner { user_id: row.try_get("user_id")?, agent: row.try_get("agent")? }))
                 .transpose()
                 .map_err(db_error)
         })
     }
 
-    async fn put_secret(&self, user_id: &str, secret_hash: &[u8; 32], agent: Option<&str>) -> BackendResult<()> {
-        self.write_secret(SecretWrite::Replace, user_id, secret_hash, agent).await.map(|_| ())
+    async fn put_secret(
+        &self,
+        user_id: &str,
+        secret_hash: &[u8; 32],
+        agent: Option<&str>,
+        expires_at_ms: Option<u64>,
+    ) -> BackendResult<()> {
+        self.write_secret(SecretWrite::Replace, user_id, secret_hash, agent, expires_at_ms).await.map(|_| ())
     }
 
-    async fn add_secret(&self, user_id: &str, secret_hash: &[u8; 32], agent: Option<&str>) -> BackendResult<bool> {
+    async fn add_secret(
+        &self,
+        user_id: &str,
+        secret_hash: &[u8; 32],
+        agent: Option<&str>,
+        expires_at_ms: Option<u64>,
+    ) -> BackendResult<bool> {
         // One statement, so two concurrent first secrets cannot both be stored.
-        Ok(self.write_secret(SecretWrite::IfAbsent, user_id, secret_hash, agent).await? == 1)
+        Ok(self.write_secret(SecretWrite::IfAbsent, user_id, secret_hash, agent, expires_at_ms).await? == 1)
     }
 
     async fn has_secret(&self, user_id: &str) -> BackendResult<bool> {
+        const SQL: &str = "SELECT CAST(1 AS BIGINT) FROM personal_secrets \
+             WHERE user_id = $1 AND (expires_at_ms IS NULL OR expires_at_ms > $2)";
         let found: Option<i64> = on_pool!(self, |pool| {
-            sqlx::query_scalar("SELECT CAST(1 AS BIGINT) FROM personal_secrets WHERE user_id = $1")
-                .bind(user_id)
-                .fetch_optional(pool)
-                .await
-                .map_err(db_error)
+            sqlx::query_scalar(SQL).bind(user_id).bind(now_ms()).fetch_optional(pool).await.map_err(db_error)
         })?;
         Ok(found.is_some())
     }
@@ -878,11 +949,11 @@ impl AccessLog for SqlStore {
         user_id: &str,
         kind: AccessKind,
         name: &str,
-        success: bool,
+        outcome: AccessOutcome,
         duration_ms: u64,
     ) -> BackendResult<()> {
-        const SQL: &str = "INSERT INTO access_log (user_id, kind, name, success, duration_ms, created_at_ms) \
-             VALUES ($1, $2, $3, $4, $5, $6)";
+        const SQL: &str = "INSERT INTO access_log (user_id, kind, name, success, outcome, duration_ms, created_at_ms) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7)";
         let kind: i64 = match kind {
             AccessKind::Tool => 1,
             AccessKind::Resource => 2,
@@ -894,7 +965,8 @@ impl AccessLog for SqlStore {
                 .bind(user_id)
                 .bind(kind)
                 .bind(name)
-                .bind(success)
+                .bind(outcome.is_ok())
+                .bind(outcome.as_str())
                 .bind(duration)
                 .bind(now_ms())
                 .execute(pool)
@@ -928,7 +1000,12 @@ mod tests {
         let (_dir, store) = new_sqlite_store(8).await;
         // Each SQLite connection is a thread with its own page cache; idle ones are memory.
         assert_eq!(sqlite_pool(&store).size(), 1, "connections open after the migrations");
-        assert_eq!(store.schema_version().await.unwrap(), MIGRATIONS.len() as i64);
+        assert_eq!(store.schema_version().await.unwrap(), latest_version());
+    }
+
+    // The newest migration's version (versions may skip a number while one is being written).
+    fn latest_version() -> i64 {
+        MIGRATIONS.last().unwrap().0
     }
 
     #[tokio::test]
@@ -945,7 +1022,7 @@ mod tests {
         assert_eq!(pool.num_idle(), opened as usize, "every connection is back in the pool");
         // Settling again does no harm, and the store still answers.
         store.settle().await;
-        assert_eq!(store.schema_version().await.unwrap(), MIGRATIONS.len() as i64);
+        assert_eq!(store.schema_version().await.unwrap(), latest_version());
     }
 
     #[tokio::test]
@@ -957,6 +1034,58 @@ mod tests {
         // The count is live: a statement run now is cached and counted.
         sqlx::query("SELECT 1").execute(&mut *conn).await.unwrap();
         assert_eq!(conn.cached_statements_size(), 1);
+    }
+
+    #[tokio::test]
+    async fn the_access_log_keeps_success_beside_the_outcome_and_reads_old_rows() {
+        let (_dir, store) = new_sqlite_store(1).await;
+        for outcome in AccessOutcome::ALL {
+            store.record("u1", AccessKind::Tool, "t", outcome, 0).await.unwrap();
+        }
+        let pool = sqlite_pool(&store);
+        let success: Vec<bool> =
+            sqlx::query_scalar("SELECT success FROM access_log ORDER BY id").fetch_all(pool).await.unwrap();
+        let expected: Vec<bool> = AccessOutcome::ALL.iter().map(|o| o.is_ok()).collect();
+        assert_eq!(success, expected, "success is true exactly when the outcome is ok");
+        // Rows logged before schema 4 have no outcome: they read from `success`.
+        sqlx::query(
+            "INSERT INTO access_log (user_id, kind, name, success, duration_ms, created_at_ms) \
+             VALUES ('u2', 1, 'old', 1, 0, 0), ('u2', 1, 'old', 0, 0, 0), ('u2', 1, 'new', 0, 0, 0)",
+        )
+        .execute(pool)
+        .await
+        .unwrap();
+        sqlx::query("UPDATE access_log SET outcome = 'from_a_newer_version' WHERE name = 'new'")
+            .execute(pool)
+            .await
+            .unwrap();
+        let outcomes: Vec<AccessOutcome> =
+            store.access_log_of("u2").await.unwrap().into_iter().map(|(_, _, outcome, _)| outcome).collect();
+        assert_eq!(outcomes, [AccessOutcome::Ok, AccessOutcome::Failed, AccessOutcome::Failed]);
+    }
+
+    #[test]
+    fn only_a_sqlite_file_url_makes_a_file() {
+        assert!(sqlite_url_makes_a_file("sqlite://./.mirobody/mirobody.db"));
+        assert!(sqlite_url_makes_a_file("sqlite:data.db?mode=rwc"));
+        assert!(!sqlite_url_makes_a_file("sqlite::memory:"));
+        assert!(!sqlite_url_makes_a_file("sqlite://x.db?cache=shared&mode=memory"));
+        assert!(!sqlite_url_makes_a_file("sqlite://x.db?mode=ro"));
+    }
+
+    #[tokio::test]
+    async fn an_in_memory_database_makes_no_file() {
+        for url in ["sqlite::memory:", "sqlite://in-memory-test.db?mode=memory"] {
+            let store = SqlStore::connect(url, None, 1).await.unwrap();
+            assert_eq!(store.schema_version().await.unwrap(), latest_version());
+            store.close().await;
+        }
+        let made: Vec<_> = std::fs::read_dir(".")
+            .unwrap()
+            .filter_map(|e| e.ok()?.file_name().into_string().ok())
+            .filter(|name| name.contains("in-memory"))
+            .collect();
+        assert!(made.is_empty(), "files made for an in-memory database: {made:?}");
     }
 
     #[tokio::test]

@@ -48,6 +48,8 @@ enum Urls {
 /// Object storage for uploaded files, implementing [`Storage`].
 pub struct ObjectStorage {
     store: Arc<dyn ObjectStore>,
+    // The same store when it is a local folder, whose files are made owner-only.
+    local: Option<Arc<LocalFileSystem>>,
     s3: bool,
     urls: Urls,
     cipher: Option<FileCipher>,
@@ -79,11 +81,13 @@ fn path(key: &str) -> BackendResult<Path> {
 }
 
 impl ObjectStorage {
-    /// Files under the folder `dir` (created if missing); signed URLs from `signer`.
+    /// Files under the folder `dir` (created owner-only if missing: `0700` on Unix, and each
+    /// stored file `0600`); signed URLs from `signer`.
     pub fn local(dir: &std::path::Path, signer: UrlSigner, cipher: Option<FileCipher>) -> Result<Self, String> {
-        std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-        let store = LocalFileSystem::new_with_prefix(dir).map_err(|e| e.to_string())?;
-        Ok(ObjectStorage { store: Arc::new(store), s3: false, urls: Urls::Server(signer), cipher })
+        super::private::create_private_dir(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        let store = Arc::new(LocalFileSystem::new_with_prefix(dir).map_err(|e| e.to_string())?);
+        let local = Some(Arc::clone(&store));
+        Ok(ObjectStorage { store, local, s3: false, urls: Urls::Server(signer), cipher })
     }
 
     /// An S3-compatible store. With a cipher, URLs are the server's own (`signer`): a URL the
@@ -91,7 +95,7 @@ impl ObjectStorage {
     pub fn s3(store: AmazonS3, signer: UrlSigner, cipher: Option<FileCipher>) -> Self {
         let store = Arc::new(store);
         let urls = if cipher.is_some() { Urls::Server(signer) } else { Urls::Native(Arc::clone(&store)) };
-        ObjectStorage { store, s3: true, urls, cipher }
+        ObjectStorage { store, local: None, s3: true, urls, cipher }
     }
 
     /// The signer of server-served URLs, when this store uses them.
@@ -146,6 +150,18 @@ impl Storage for ObjectStorage {
             .put_opts(&location, PutPayload::from(bytes), options)
             .await
             .map_err(|e| storage_error("store the file", e))?;
+        if let Some(local) = &self.local {
+            // object_store writes with the process umask's bits (0644 by default); until this
+            // runs the file is still out of other users' reach inside the owner-only folder.
+            let file = local.path_to_filesystem(&location).map_err(|e| storage_error("store the file", e))?;
+            tokio::task::spawn_blocking(move || super::private::tighten_file(&file))
+                .await
+                .map_err(|_| BackendError::new("Object storage failed to store the file; try again later."))?
+                .map_err(|e| {
+                    tracing::warn!(error = %e, "cannot make a stored file owner-only");
+                    BackendError::new("Object storage failed to store the file; try again later.")
+                })?;
+        }
         Ok(())
     }
 
@@ -197,6 +213,23 @@ mod tests {
         let err = storage.get("a/b.txt").await.unwrap_err();
         assert_eq!(err.to_string(), "File not found in storage.");
         assert_eq!(storage.get("../x").await.unwrap_err().to_string(), "Invalid storage key.");
+    }
+
+    #[cfg(unix)]
+    #[tokio::test]
+    async fn local_files_and_their_folder_are_owner_only() {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        let root = tempfile::tempdir().unwrap();
+        let dir = root.path().join("files");
+        let storage = ObjectStorage::local(&dir, signer(), None).unwrap();
+        assert_eq!(mode(&dir), 0o700);
+        storage.put("u/1/report.pdf", b"%PDF".to_vec(), "application/pdf").await.unwrap();
+        assert_eq!(mode(&dir.join("u/1/report.pdf")), 0o600);
+        // Replacing a file keeps it owner-only.
+        storage.put("u/1/report.pdf", b"%PDF-2".to_vec(), "application/pdf").await.unwrap();
+        assert_eq!(mode(&dir.join("u/1/report.pdf")), 0o600);
+        assert_eq!(storage.get("u/1/report.pdf").await.unwrap(), b"%PDF-2");
     }
 
     #[tokio::test]

@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use mirobody_core::backend::{FileRecord, NewMemory};
-use mirobody_core::{AccessKind, AccessLog, Cache, Db, Memory, SecretStore};
+use mirobody_core::{AccessKind, AccessLog, AccessOutcome, Cache, Db, Memory, SecretStore};
 use mirobody_tools::backends::{Dialect, MemoryCache, RedisCache, SqlStore};
 use serde_json::json;
 
@@ -46,7 +46,9 @@ on_both_databases! {
     common_words_do_not_drown_rare_ones;
     secrets_are_hashes_with_one_per_user;
     a_first_secret_is_added_once_even_under_concurrency;
+    an_expired_secret_identifies_nobody;
     access_log_rows;
+    access_log_outcomes_round_trip;
 }
 
 fn obs(code: &str, value: i64, time: &str) -> serde_json::Value {
@@ -179,11 +181,11 @@ async fn common_words_do_not_drown_rare_ones(db: &SqlStore) {
 async fn secrets_are_hashes_with_one_per_user(db: &SqlStore) {
     let (h1, h2) = ([1u8; 32], [2u8; 32]);
     assert!(!db.has_secret("u1").await.unwrap());
-    db.put_secret("u1", &h1, Some("agent-x")).await.unwrap();
+    db.put_secret("u1", &h1, Some("agent-x"), None).await.unwrap();
     assert!(db.has_secret("u1").await.unwrap());
     let owner = db.secret_owner(&h1).await.unwrap().unwrap();
     assert_eq!((owner.user_id.as_str(), owner.agent.as_deref()), ("u1", Some("agent-x")));
-    db.put_secret("u1", &h2, None).await.unwrap();
+    db.put_secret("u1", &h2, None, None).await.unwrap();
     assert_eq!(db.secret_owner(&h1).await.unwrap(), None, "the old secret stops working");
     assert_eq!(db.secret_owner(&h2).await.unwrap().unwrap().user_id, "u1");
     assert!(db.revoke_secret("u1").await.unwrap());
@@ -193,14 +195,14 @@ async fn secrets_are_hashes_with_one_per_user(db: &SqlStore) {
 
 async fn a_first_secret_is_added_once_even_under_concurrency(db: &SqlStore) {
     let (h1, h2) = ([3u8; 32], [4u8; 32]);
-    assert!(db.add_secret("u1", &h1, None).await.unwrap());
-    assert!(!db.add_secret("u1", &h2, Some("agent-x")).await.unwrap(), "u1 already has a secret");
+    assert!(db.add_secret("u1", &h1, None, None).await.unwrap());
+    assert!(!db.add_secret("u1", &h2, Some("agent-x"), None).await.unwrap(), "u1 already has a secret");
     assert_eq!(db.secret_owner(&h1).await.unwrap().unwrap().user_id, "u1", "the first secret still works");
     assert_eq!(db.secret_owner(&h2).await.unwrap(), None, "the second was not stored");
 
     // Many first secrets for one new user at once: exactly one is stored.
     let hashes: Vec<[u8; 32]> = (10u8..26).map(|i| [i; 32]).collect();
-    let attempts = hashes.iter().map(|hash| db.add_secret("u2", hash, None));
+    let attempts = hashes.iter().map(|hash| db.add_secret("u2", hash, None, None));
     let added = futures::future::join_all(attempts).await;
     let winners: Vec<&[u8; 32]> =
         added.iter().zip(&hashes).filter(|(added, _)| *added.as_ref().unwrap()).map(|(_, hash)| hash).collect();
@@ -211,17 +213,47 @@ async fn a_first_secret_is_added_once_even_under_concurrency(db: &SqlStore) {
     }
 }
 
+async fn an_expired_secret_identifies_nobody(db: &SqlStore) {
+    let now_ms = || std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as u64;
+    let (expired, live, replacement) = ([40u8; 32], [41u8; 32], [42u8; 32]);
+    db.put_secret("u1", &expired, None, Some(now_ms() - 1000)).await.unwrap();
+    assert_eq!(db.secret_owner(&expired).await.unwrap(), None, "an expired secret's lookup finds nobody");
+    assert!(!db.has_secret("u1").await.unwrap(), "an expired secret is no secret");
+    // A first secret replaces an expired one, and may itself expire later.
+    assert!(db.add_secret("u1", &live, Some("agent-x"), Some(now_ms() + 3_600_000)).await.unwrap());
+    assert_eq!(db.secret_owner(&expired).await.unwrap(), None);
+    assert_eq!(db.secret_owner(&live).await.unwrap().unwrap().user_id, "u1", "not yet expired");
+    assert!(db.has_secret("u1").await.unwrap());
+    assert!(!db.add_secret("u1", &replacement, None, None).await.unwrap(), "a live one is not replaced");
+    // Rotation to a secret without expiry.
+    db.put_secret("u1", &replacement, None, None).await.unwrap();
+    assert_eq!(db.secret_owner(&live).await.unwrap(), None);
+    assert_eq!(db.secret_owner(&replacement).await.unwrap().unwrap().user_id, "u1");
+}
+
 async fn access_log_rows(db: &SqlStore) {
-    db.record("u1", AccessKind::Tool, "echo", true, 3).await.unwrap();
+    db.record("u1", AccessKind::Tool, "echo", AccessOutcome::Ok, 3).await.unwrap();
     let long = "é".repeat(100);
-    db.record("u1", AccessKind::Resource, &long, false, 0).await.unwrap();
-    db.record("u2", AccessKind::Tool, "whoami", true, 1).await.unwrap();
+    db.record("u1", AccessKind::Resource, &long, AccessOutcome::Failed, 0).await.unwrap();
+    db.record("u2", AccessKind::Tool, "whoami", AccessOutcome::Ok, 1).await.unwrap();
     let rows = db.access_log_of("u1").await.unwrap();
     assert_eq!(rows.len(), 2);
-    assert_eq!(rows[0], (AccessKind::Tool, "echo".to_owned(), true, 3));
+    assert_eq!(rows[0], (AccessKind::Tool, "echo".to_owned(), AccessOutcome::Ok, 3));
     assert_eq!(rows[1].0, AccessKind::Resource);
     assert_eq!(rows[1].1, "é".repeat(64), "capped at 128 bytes on a character boundary");
-    assert!(!rows[1].2);
+    assert_eq!(rows[1].2, AccessOutcome::Failed);
+}
+
+async fn access_log_outcomes_round_trip(db: &SqlStore) {
+    for (i, outcome) in AccessOutcome::ALL.into_iter().enumerate() {
+        db.record("u3", AccessKind::Tool, outcome.as_str(), outcome, i as u64).await.unwrap();
+    }
+    let rows = db.access_log_of("u3").await.unwrap();
+    let read: Vec<AccessOutcome> = rows.iter().map(|(_, _, outcome, _)| *outcome).collect();
+    assert_eq!(read, AccessOutcome::ALL, "every outcome reads back as written");
+    for (_, name, outcome, _) in &rows {
+        assert_eq!(name, outcome.as_str());
+    }
 }
 
 #[tokio::test]
@@ -232,7 +264,7 @@ async fn reopening_migrates_once_and_keeps_data() {
     db.remember("u1", memory("kept across restarts")).await.unwrap();
     db.close().await;
     let again = SqlStore::connect(&url, None, 2).await.unwrap();
-    assert_eq!(again.schema_version().await.unwrap(), 2);
+    assert_eq!(again.schema_version().await.unwrap(), 4);
     assert_eq!(again.recall("u1", "restarts", 5).await.unwrap().len(), 1);
     assert_eq!(again.dialect(), Dialect::Sqlite);
 }
@@ -259,7 +291,7 @@ async fn a_schema_1_database_is_upgraded_with_its_memories_searchable() {
         conn.close().await.unwrap();
     }
     let db = SqlStore::connect(&url, None, 2).await.expect("schema 1 upgrades");
-    assert_eq!(db.schema_version().await.unwrap(), 2);
+    assert_eq!(db.schema_version().await.unwrap(), 4);
     let found = db.recall("u1", "penicillin", 5).await.unwrap();
     assert_eq!(found.len(), 1, "{found:?}");
     assert_eq!(found[0].text, "Allergic to penicillin");
@@ -272,7 +304,7 @@ async fn postgres_migrates_once_per_schema() {
     let Some(env) = Env::postgres("postgres_migrates_once_per_schema").await else { return };
     let schema = env._schema.as_ref().unwrap();
     let again = SqlStore::connect(&schema.url, Some(&schema.name), 2).await.unwrap();
-    assert_eq!(again.schema_version().await.unwrap(), 2);
+    assert_eq!(again.schema_version().await.unwrap(), 4);
     let bad = SqlStore::connect(&schema.url, Some("Robert'); DROP TABLE users;--"), 1).await.unwrap_err();
     assert!(bad.to_string().contains("invalid database_schema"), "{bad}");
 }

@@ -156,7 +156,12 @@ pub(crate) fn router(backends: &OpenedBackends, edit: impl FnOnce(Backends) -> B
         .backends(edit(handles(backends)))
         .access_log(backends.access_log())
         .build();
-    McpHttp::new(service, HttpOptions::default()).router()
+    // Tests send as fast as they can from one caller: no rate limit.
+    let options = HttpOptions {
+        caller_limits: mirobody_server::limits::CallerLimits::default().with_rate(0, 0),
+        ..HttpOptions::default()
+    };
+    McpHttp::new(service, options).router()
 }
 
 /// A JSON-RPC request.

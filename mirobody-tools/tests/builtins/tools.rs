@@ -498,20 +498,28 @@ async fn calls_and_reads_are_in_the_access_log() {
     u1.tool("echo", json!({"text": "x"})).await.ok();
     u1.tool("read_file", json!({"file_key": "nope"})).await.tool_error();
     u1.call("resources/read", json!({"uri": "info://server"})).await.result();
+    // Refused before running, and recorded all the same.
+    u1.call("tools/call", json!({"name": "no_such_tool", "arguments": {}})).await;
+    u1.call("tools/call", json!({"name": "echo", "arguments": {"text": 7}})).await;
     let rows = within("the access log", async {
         loop {
             let rows = env.backends.sql().access_log_of("u1").await.unwrap();
-            if rows.len() >= 3 {
+            if rows.len() >= 5 {
                 return rows;
             }
             tokio::time::sleep(std::time::Duration::from_millis(20)).await;
         }
     })
     .await;
-    let summary: Vec<(AccessKind, &str, bool)> = rows.iter().map(|(k, n, s, _)| (*k, n.as_str(), *s)).collect();
+    let summary: Vec<(AccessKind, &str, bool)> = rows.iter().map(|(k, n, s, _)| (*k, n.as_str(), s.is_ok())).collect();
     assert!(summary.contains(&(AccessKind::Tool, "echo", true)), "{summary:?}");
     assert!(summary.contains(&(AccessKind::Tool, "read_file", false)), "{summary:?}");
     assert!(summary.contains(&(AccessKind::Resource, "info://server", true)), "{summary:?}");
+    let outcomes: Vec<(&str, mirobody_core::AccessOutcome)> =
+        rows.iter().map(|(_, n, o, _)| (n.as_str(), *o)).collect();
+    assert!(outcomes.contains(&("no_such_tool", mirobody_core::AccessOutcome::UnknownTool)), "{outcomes:?}");
+    assert!(outcomes.contains(&("echo", mirobody_core::AccessOutcome::InvalidArguments)), "{outcomes:?}");
+    assert!(outcomes.contains(&("read_file", mirobody_core::AccessOutcome::Failed)), "{outcomes:?}");
 }
 
 #[tokio::test]
