@@ -31,10 +31,10 @@ impl SecretStore for IndexedSecrets {
     async fn secret_owner(&self, secret_hash: &[u8; 32]) -> BackendResult<Option<SecretOwner>> {
         Ok(self.0.get(secret_hash).cloned())
     }
-    async fn put_secret(&self, _: &str, _: &[u8; 32], _: Option<&str>) -> BackendResult<()> {
+    async fn put_secret(&self, _: &str, _: &[u8; 32], _: Option<&str>, _: Option<u64>) -> BackendResult<()> {
         Ok(())
     }
-    async fn add_secret(&self, _: &str, _: &[u8; 32], _: Option<&str>) -> BackendResult<bool> {
+    async fn add_secret(&self, _: &str, _: &[u8; 32], _: Option<&str>, _: Option<u64>) -> BackendResult<bool> {
         Ok(false)
     }
     async fn has_secret(&self, _: &str) -> BackendResult<bool> {

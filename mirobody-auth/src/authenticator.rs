@@ -48,6 +48,7 @@ struct Inner {
     metadata_url: String,
     metadata_paths: Vec<String>,
     secret_scopes: Vec<String>,
+    personal_url_scope: String,
     scopes_supported: Vec<String>,
     authorization_servers: Vec<String>,
 }
@@ -70,11 +71,19 @@ impl Authenticator {
         endpoint: McpEndpoint,
         secrets: Option<Arc<dyn SecretStore>>,
     ) -> Result<Self, AuthConfigError> {
+        let scope = &config.personal_url_scope;
+        if scope.is_empty() || scope.contains(|c: char| c.is_whitespace() || c == '"' || c == '\\' || c.is_control()) {
+            return Err(AuthConfigError::Invalid(
+                "personal_url_scope: must be one scope token (no spaces, quotes or backslashes)".into(),
+            ));
+        }
         let verifier = JwtVerifier::load(config, &endpoint.mcp_url()).await?;
         Ok(Self::with_verifier(config, verifier, endpoint, secrets))
     }
 
-    /// Like [`new`](Authenticator::new) with a verifier built elsewhere.
+    /// Like [`new`](Authenticator::new) with a verifier built elsewhere. An empty
+    /// `personal_url_scope` is taken as [`PERSONAL_URL_SCOPE`](crate::PERSONAL_URL_SCOPE): the
+    /// scope is never waived.
     pub fn with_verifier(
         config: &AuthConfig,
         verifier: JwtVerifier,
@@ -95,6 +104,10 @@ impl Authenticator {
                 metadata_paths: endpoint.resource_metadata_paths(),
                 endpoint,
                 secret_scopes: config.secret_scopes.clone(),
+                personal_url_scope: match config.personal_url_scope.trim() {
+                    "" => crate::PERSONAL_URL_SCOPE.to_owned(),
+                    scope => scope.to_owned(),
+                },
                 scopes_supported: config.scopes_supported.clone(),
                 authorization_servers: config.authorization_servers.clone(),
             }),
@@ -115,6 +128,11 @@ impl Authenticator {
     /// The token verifier.
     pub fn verifier(&self) -> &JwtVerifier {
         &self.inner.verifier
+    }
+
+    /// The scope a bearer token needs to mint, rotate or revoke a personal MCP URL over HTTP.
+    pub fn personal_url_scope(&self) -> &str {
+        &self.inner.personal_url_scope
     }
 
     /// The secret store, if personal secrets are enabled.
@@ -160,7 +178,7 @@ impl Authenticator {
     }
 
     /// The caller of a request that must carry a bearer token (as `/personal/mcp` does): a
-    /// personal secret is not enough.
+    /// personal secret is not enough, and is not even looked at.
     pub async fn bearer_user(&self, headers: &HeaderMap) -> Result<UserInfo, AuthError> {
         match single_header(headers, &header::AUTHORIZATION, "Authorization")? {
             None => Err(AuthError::Missing),

@@ -33,19 +33,28 @@ pub struct AuthConfig {
     pub es256: Option<PemKeyConfig>,
     /// Keys that no longer sign but still verify, for rotation. Default: none.
     pub previous_keys: Vec<PreviousKey>,
-    /// A JWKS document with the keys of tokens issued elsewhere: a file path, or an `http(s)://`
+    /// A JWKS document with the keys of tokens issued elsewhere: a file path, or an `https://`
     /// URL fetched at start and again (at most once per [`jwks_refresh_secs`]) when a token
     /// names an unknown `kid` or the cached keys are older than [`jwks_max_age_secs`].
     /// Only its RS256 and ES256 keys are used. Default: none.
     ///
+    /// A plain `http://` URL is refused unless its host is a loopback one (`localhost`,
+    /// `127.0.0.0/8`, `[::1]`): anyone on the path could swap in their own keys. A fetch follows
+    /// at most three redirects, never to plain http (but from a loopback http URL to another),
+    /// reads at most 1 MiB, and gives up after [`jwks_timeout_secs`].
+    ///
     /// [`jwks_refresh_secs`]: AuthConfig::jwks_refresh_secs
     /// [`jwks_max_age_secs`]: AuthConfig::jwks_max_age_secs
+    /// [`jwks_timeout_secs`]: AuthConfig::jwks_timeout_secs
     pub jwks: Option<String>,
     /// The least number of seconds between two JWKS refreshes. Default: 60.
     pub jwks_refresh_secs: u64,
     /// How old the cached JWKS may get before the next token verification refreshes it.
     /// Default: 3600.
     pub jwks_max_age_secs: u64,
+    /// How long one JWKS fetch may take, connecting, waiting and reading included, in seconds
+    /// (at least 1). Default: 10.
+    pub jwks_timeout_secs: u64,
     /// The `iss` tokens must carry; when set, a token without `iss` is refused. Default: none
     /// (not checked).
     pub issuer: Option<String>,
@@ -71,6 +80,11 @@ pub struct AuthConfig {
     /// The scopes a caller identified by a personal MCP secret holds (a secret carries no
     /// token, so no scopes of its own). Default: none.
     pub secret_scopes: Vec<String>,
+    /// The scope a bearer token must carry to mint, rotate or revoke a personal MCP URL
+    /// through `POST`/`DELETE /personal/mcp` (a personal URL is a credential that lasts, so
+    /// a plain access token is not enough; a personal secret never is). Default:
+    /// [`PERSONAL_URL_SCOPE`](crate::PERSONAL_URL_SCOPE), `mcp:personal_url`.
+    pub personal_url_scope: String,
     /// The claim naming the agent a token was issued for. Default: `agent`.
     pub agent_claim: String,
     /// The claim holding the session (conversation) id. Default: `sid`.
@@ -89,6 +103,7 @@ impl Default for AuthConfig {
             jwks: None,
             jwks_refresh_secs: 60,
             jwks_max_age_secs: 3600,
+            jwks_timeout_secs: 10,
             issuer: None,
             audience: None,
             leeway_secs: 30,
@@ -97,6 +112,7 @@ impl Default for AuthConfig {
             authorization_servers: Vec::new(),
             scopes_supported: Vec::new(),
             secret_scopes: Vec::new(),
+            personal_url_scope: crate::PERSONAL_URL_SCOPE.into(),
             agent_claim: "agent".into(),
             session_claim: "sid".into(),
             subject_claim: "subject_user_id".into(),

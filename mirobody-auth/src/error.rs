@@ -63,6 +63,10 @@ pub enum AuthError {
     /// The secret store failed, so the caller cannot be identified now (503).
     #[error("The credential store is unavailable; try again later.")]
     StoreUnavailable,
+    /// A valid bearer token without the scope this request needs, named here (403,
+    /// `error="insufficient_scope"` with that `scope`: RFC 6750 §3.1).
+    #[error("Insufficient scope: this needs a bearer token with the '{0}' scope.")]
+    InsufficientScope(String),
 }
 
 impl AuthError {
@@ -71,13 +75,23 @@ impl AuthError {
         match self {
             AuthError::CredentialInQuery(_) | AuthError::MalformedHeader(_) => StatusCode::BAD_REQUEST,
             AuthError::StoreUnavailable => StatusCode::SERVICE_UNAVAILABLE,
+            AuthError::InsufficientScope(_) => StatusCode::FORBIDDEN,
             _ => StatusCode::UNAUTHORIZED,
         }
     }
 
     /// The `WWW-Authenticate` value for a 401, given the protected resource metadata URL and
-    /// the scopes to name (none for an empty slice).
+    /// the scopes to name (none for an empty slice), or for a 403 for want of a scope (which
+    /// names that scope instead).
     pub fn challenge(&self, resource_metadata_url: &str, scopes: &[String]) -> Option<String> {
+        if let AuthError::InsufficientScope(scope) = self {
+            return Some(format!(
+                "Bearer resource_metadata=\"{}\", scope=\"{}\", error=\"insufficient_scope\", error_description=\"{}\"",
+                quoted(resource_metadata_url),
+                quoted(scope),
+                quoted(self.to_string().trim_end_matches('.'))
+            ));
+        }
         if self.status() != StatusCode::UNAUTHORIZED {
             return None;
         }
@@ -98,17 +112,17 @@ impl AuthError {
         Some(value)
     }
 
-    /// The JSON-RPC error code of the body: -32001 (unauthorized) for a 401, -32600 (invalid
-    /// request) for a 400, -32603 (internal error) for a 503.
+    /// The JSON-RPC error code of the body: -32001 (unauthorized) for a 401 or 403, -32600
+    /// (invalid request) for a 400, -32603 (internal error) for a 503.
     pub fn rpc_code(&self) -> i64 {
         match self.status() {
-            StatusCode::UNAUTHORIZED => -32001,
+            StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN => -32001,
             StatusCode::BAD_REQUEST => -32600,
             _ => -32603,
         }
     }
 
-    /// The whole refusal: status, `WWW-Authenticate` for a 401, `Cache-Control: no-store`,
+    /// The whole refusal: status, `WWW-Authenticate` for a 401 or 403, `Cache-Control: no-store`,
     /// and a JSON-RPC error body `{"jsonrpc":"2.0","id":null,"error":{"code","message"}}`.
     pub fn into_response<B: From<String>>(&self, resource_metadata_url: &str, scopes: &[String]) -> Response<B> {
         let body = json!({

@@ -24,7 +24,12 @@ pub const MAX_TOKEN_BYTES: usize = 8 * 1024;
 /// The `token_type` values that mark an access token; any other value is refused.
 pub const ACCESS_TOKEN_TYPES: [&str; 2] = ["access_token", "oauth_access_token"];
 
+/// The largest JWKS document read, in bytes: a fetch stops reading at this size, whatever the
+/// server announces or keeps sending.
 const MAX_JWKS_BYTES: usize = 1024 * 1024;
+
+/// The most redirects a JWKS fetch follows.
+const MAX_JWKS_REDIRECTS: usize = 3;
 
 /// Why a bearer token was refused. The messages are safe to send to the client and to log:
 /// none carries any part of the token.
@@ -116,6 +121,8 @@ impl fmt::Debug for JwtVerifier {
 struct JwksCache {
     source: String,
     client: Option<reqwest::Client>,
+    // The whole fetch, connecting, waiting and reading the body included.
+    timeout: Duration,
     keys: RwLock<Arc<Vec<VerifyKey>>>,
     loaded_at: RwLock<Option<Instant>>,
     // Held while refreshing; the time of the last refresh attempt (not of the first load).
@@ -493,13 +500,72 @@ fn public_components(key: &DecodingKey, alg: Algorithm) -> Option<AlgorithmParam
     }
 }
 
+// Whether a JWKS may be fetched from `url`: over https, or over plain http from a loopback host
+// only (a local issuer or a test), since anyone on the path of a plain http fetch could hand
+// the server keys of their own.
+fn jwks_url_allowed(url: &reqwest::Url) -> bool {
+    match url.scheme() {
+        "https" => true,
+        "http" => is_loopback(url),
+        _ => false,
+    }
+}
+
+fn is_loopback(url: &reqwest::Url) -> bool {
+    let Some(host) = url.host_str() else { return false };
+    // An IPv6 host comes bracketed; the parser has already normalised the forms of an address.
+    let host = host.strip_prefix('[').and_then(|h| h.strip_suffix(']')).unwrap_or(host);
+    host.eq_ignore_ascii_case("localhost") || host.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback())
+}
+
+// Redirects are followed (an issuer may move its keys), at most `MAX_JWKS_REDIRECTS`, but only
+// to a URL the configuration itself would accept, and never from https down to http: a
+// redirect to plain http would give the keys to whoever is on the path, and one from a remote
+// https server to a loopback http URL would turn the fetch against this host's own services.
+// So plain http is followed only from a loopback http URL to another.
+fn jwks_redirect_policy() -> reqwest::redirect::Policy {
+    reqwest::redirect::Policy::custom(|attempt| {
+        if attempt.previous().len() > MAX_JWKS_REDIRECTS {
+            return attempt.error("too many redirects");
+        }
+        let to = attempt.url();
+        let from_plain_http = attempt.previous().iter().all(|url| url.scheme() == "http");
+        let allowed = match to.scheme() {
+            "https" => true,
+            "http" => from_plain_http && is_loopback(to),
+            _ => false,
+        };
+        if allowed {
+            attempt.follow()
+        } else {
+            let refused = format!("a redirect to {}://{} is not followed", to.scheme(), to.host_str().unwrap_or(""));
+            attempt.error(refused)
+        }
+    })
+}
+
 impl JwksCache {
     fn new(source: &str, config: &AuthConfig) -> Result<Self, AuthConfigError> {
-        let is_url = source.starts_with("https://") || source.starts_with("http://");
+        let lower = source.get(..8).unwrap_or(source).to_ascii_lowercase();
+        let is_url = lower.starts_with("https://") || lower.starts_with("http://");
+        if config.jwks_timeout_secs == 0 {
+            return Err(AuthConfigError::key("jwks_timeout_secs", "must be at least 1"));
+        }
+        let timeout = Duration::from_secs(config.jwks_timeout_secs);
         let client = if is_url {
+            let url = reqwest::Url::parse(source)
+                .map_err(|e| AuthConfigError::key("jwks", format!("not a valid URL ({e})")))?;
+            if !jwks_url_allowed(&url) {
+                return Err(AuthConfigError::key(
+                    "jwks",
+                    "a JWKS URL must use https; plain http is allowed only for a loopback host \
+                     (localhost, 127.0.0.0/8, [::1])",
+                ));
+            }
             let client = reqwest::Client::builder()
-                .timeout(Duration::from_secs(10))
-                .redirect(reqwest::redirect::Policy::limited(3))
+                .connect_timeout(timeout)
+                .timeout(timeout)
+                .redirect(jwks_redirect_policy())
                 .build()
                 .map_err(|e| AuthConfigError::key("jwks", format!("cannot build the HTTP client: {e}")))?;
             Some(client)
@@ -509,6 +575,7 @@ impl JwksCache {
         let cache = JwksCache {
             source: source.to_owned(),
             client,
+            timeout,
             keys: RwLock::new(Arc::new(Vec::new())),
             loaded_at: RwLock::new(None),
             refresh: tokio::sync::Mutex::new(None),
@@ -574,23 +641,51 @@ impl JwksCache {
     async fn fetch(&self) -> Result<Vec<VerifyKey>, String> {
         let bytes = match &self.client {
             None => tokio::fs::read(&self.source).await.map_err(|e| format!("cannot read {}: {e}", self.source))?,
-            Some(client) => {
-                let response = client.get(&self.source).send().await.map_err(|e| format!("fetch failed: {e}"))?;
-                if !response.status().is_success() {
-                    return Err(format!("fetch answered {}", response.status()));
-                }
-                if response.content_length().is_some_and(|n| n > MAX_JWKS_BYTES as u64) {
-                    return Err("the document is too large".into());
-                }
-                let body = response.bytes().await.map_err(|e| format!("fetch failed: {e}"))?;
-                if body.len() > MAX_JWKS_BYTES {
-                    return Err("the document is too large".into());
-                }
-                body.to_vec()
-            }
+            // The client's own timeout covers the body too; this one bounds the whole fetch
+            // whatever the client does.
+            Some(client) => match tokio::time::timeout(self.timeout, fetch_capped(client, &self.source)).await {
+                Ok(result) => result?,
+                Err(_) => return Err(format!("fetch timed out after {} s", self.timeout.as_secs())),
+            },
         };
         parse_jwks(&bytes)
     }
+}
+
+// GETs `url` and reads its body chunk by chunk, giving up as soon as it passes `MAX_JWKS_BYTES`
+// (an announced length over the cap is refused before any of the body is read).
+async fn fetch_capped(client: &reqwest::Client, url: &str) -> Result<Vec<u8>, String> {
+    let failed = |e: reqwest::Error| format!("fetch failed: {}", error_chain(&e));
+    let mut response = client.get(url).send().await.map_err(failed)?;
+    if !response.status().is_success() {
+        return Err(format!("fetch answered {}", response.status()));
+    }
+    let too_large = || format!("the document is larger than {MAX_JWKS_BYTES} bytes");
+    if response.content_length().is_some_and(|n| n > MAX_JWKS_BYTES as u64) {
+        return Err(too_large());
+    }
+    let mut body = Vec::new();
+    while let Some(chunk) = response.chunk().await.map_err(failed)? {
+        if body.len() + chunk.len() > MAX_JWKS_BYTES {
+            // Dropping the response closes the connection: nothing more is read.
+            return Err(too_large());
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(body)
+}
+
+// An error and its causes, `: `-separated (reqwest's own message leaves out the cause, such as
+// which redirect was refused).
+fn error_chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
 }
 
 // The RS256 and ES256 signing keys of a JWKS document. Keys for encryption, of other types or

@@ -6,8 +6,10 @@
 //!   previous keys and a JWKS document; the algorithm is the key's, never the header's.
 //! - Personal MCP secrets: 256 random bits, stored as SHA-256 hashes through
 //!   [`mirobody_core::SecretStore`], accepted in the path (`/mcp/<secret>`) or the
-//!   `X-MCP-Secret` header, never in a query string; [`create_secret`], [`rotate_secret`] and
-//!   [`revoke_secret`] for the CLI, [`personal_router`] for `POST`/`DELETE /personal/mcp`.
+//!   `X-MCP-Secret` header, never in a query string, optionally expiring; [`create_secret`],
+//!   [`rotate_secret`] and [`revoke_secret`] for the CLI, [`personal_router`] for
+//!   `POST`/`DELETE /personal/mcp` (which needs a bearer token with the
+//!   [`PERSONAL_URL_SCOPE`] scope, or the configured `personal_url_scope`).
 //! - [`AuthLayer`] / [`Authenticator::wrap`]: puts the caller in the request extensions as a
 //!   [`UserInfo`](mirobody_core::UserInfo), or answers 401/400 itself
 //!   ([`AuthService::unmarked_anonymous_at`] leaves anonymous requests to one path unmarked).
@@ -78,7 +80,8 @@ pub use jwt::{ACCESS_TOKEN_TYPES, JwtVerifier, MAX_TOKEN_BYTES, TokenError};
 pub use layer::{AuthLayer, AuthService};
 pub use routes::{personal_router, protected_resource_metadata};
 pub use secret::{
-    PersonalSecret, PersonalUrl, RngError, SECRET_BYTES, SECRET_HEADER, SECRET_LEN, SecretAdminError, create_secret,
-    generate_secret, hash_secret, looks_like_secret, revoke_secret, rotate_secret, secret_matches,
+    MAX_SECRET_LIFETIME, MIN_SECRET_LIFETIME, PERSONAL_URL_SCOPE, PersonalSecret, PersonalUrl, RngError, SECRET_BYTES,
+    SECRET_HEADER, SECRET_LEN, SecretAdminError, create_secret, generate_secret, hash_secret, looks_like_secret,
+    revoke_secret, rotate_secret, secret_expiry, secret_matches,
 };
 pub use visibility::{ToolFilter, ToolVisibilityFn, visibility};

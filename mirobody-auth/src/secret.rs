@@ -2,6 +2,7 @@
 //! admin operations behind `POST`/`DELETE /personal/mcp` and `mirobody-server secret ...`.
 
 use std::fmt;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
@@ -19,6 +20,17 @@ pub const SECRET_BYTES: usize = 32;
 
 /// The length of a secret's text: 32 bytes in unpadded base64url.
 pub const SECRET_LEN: usize = 43;
+
+/// The scope a bearer token needs, by default, to mint, rotate or revoke a personal MCP URL
+/// over HTTP (`POST`/`DELETE /personal/mcp`); `auth.personal_url_scope` names another.
+pub const PERSONAL_URL_SCOPE: &str = "mcp:personal_url";
+
+/// The shortest lifetime a personal MCP URL may be given: one minute.
+pub const MIN_SECRET_LIFETIME: Duration = Duration::from_secs(60);
+
+/// The longest lifetime a personal MCP URL may be given: 365 days (without one, it lasts until
+/// rotated or revoked).
+pub const MAX_SECRET_LIFETIME: Duration = Duration::from_secs(365 * 24 * 3600);
 
 /// A personal MCP secret. `Debug` prints `[redacted]`; there is no `Display`, so it cannot be
 /// formatted into a log line by accident: [`expose`](PersonalSecret::expose) is the only way
@@ -121,6 +133,14 @@ pub enum SecretAdminError {
     /// The user id is empty.
     #[error("the user id must not be empty")]
     NoUser,
+    /// The lifetime asked for is shorter than [`MIN_SECRET_LIFETIME`] or longer than
+    /// [`MAX_SECRET_LIFETIME`] (in whole seconds).
+    #[error(
+        "a personal MCP URL's lifetime must be from {min} to {max} seconds (365 days), not {0} seconds",
+        min = MIN_SECRET_LIFETIME.as_secs(),
+        max = MAX_SECRET_LIFETIME.as_secs()
+    )]
+    Lifetime(u64),
     /// The secret store failed.
     #[error("the secret store failed: {0}")]
     Store(#[from] BackendError),
@@ -129,38 +149,57 @@ pub enum SecretAdminError {
     Rng(#[from] RngError),
 }
 
-/// Creates `user_id`'s personal MCP URL, bound to `agent` if given. Refuses with
-/// [`SecretAdminError::Exists`] when the user already has one: its URL cannot be shown again,
-/// so the caller must [`rotate_secret`] instead.
+/// When a secret made now with lifetime `expires_in` expires, in milliseconds since the Unix
+/// epoch (`None` for never). Refuses a lifetime outside [`MIN_SECRET_LIFETIME`] ..=
+/// [`MAX_SECRET_LIFETIME`].
+pub fn secret_expiry(expires_in: Option<Duration>) -> Result<Option<u64>, SecretAdminError> {
+    let Some(lifetime) = expires_in else { return Ok(None) };
+    if !(MIN_SECRET_LIFETIME..=MAX_SECRET_LIFETIME).contains(&lifetime) {
+        return Err(SecretAdminError::Lifetime(lifetime.as_secs()));
+    }
+    let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
+    Ok(Some(u64::try_from((now + lifetime).as_millis()).unwrap_or(u64::MAX)))
+}
+
+/// Creates `user_id`'s personal MCP URL, bound to `agent` if given, and expiring after
+/// `expires_in` if given (from [`MIN_SECRET_LIFETIME`] to [`MAX_SECRET_LIFETIME`]). Refuses
+/// with [`SecretAdminError::Exists`] when the user already has a live one: its URL cannot be
+/// shown again, so the caller must [`rotate_secret`] instead.
 pub async fn create_secret(
     store: &dyn SecretStore,
     endpoint: &McpEndpoint,
     user_id: &str,
     agent: Option<&str>,
+    expires_in: Option<Duration>,
 ) -> Result<PersonalUrl, SecretAdminError> {
     if user_id.is_empty() {
         return Err(SecretAdminError::NoUser);
     }
+    let expires_at_ms = secret_expiry(expires_in)?;
     let secret = generate_secret()?;
     // Checked and stored in one step: of two concurrent creations, one gets `Exists`.
-    if !store.add_secret(user_id, &secret.hash(), agent).await? {
+    if !store.add_secret(user_id, &secret.hash(), agent, expires_at_ms).await? {
         return Err(SecretAdminError::Exists(user_id.to_owned()));
     }
     Ok(PersonalUrl::new(endpoint, &secret))
 }
 
-/// Replaces `user_id`'s personal MCP URL with a new one (creating it if there was none): the
-/// old URL stops working at once.
+/// Replaces `user_id`'s personal MCP URL with a new one (creating it if there was none),
+/// expiring after `expires_in` if given: the old URL stops working at once.
 pub async fn rotate_secret(
     store: &dyn SecretStore,
     endpoint: &McpEndpoint,
     user_id: &str,
     agent: Option<&str>,
+    expires_in: Option<Duration>,
 ) -> Result<PersonalUrl, SecretAdminError> {
     if user_id.is_empty() {
         return Err(SecretAdminError::NoUser);
     }
-    put(store, endpoint, user_id, agent).await
+    let expires_at_ms = secret_expiry(expires_in)?;
+    let secret = generate_secret()?;
+    store.put_secret(user_id, &secret.hash(), agent, expires_at_ms).await?;
+    Ok(PersonalUrl::new(endpoint, &secret))
 }
 
 /// Revokes `user_id`'s personal MCP URL; whether there was one.
@@ -169,15 +208,4 @@ pub async fn revoke_secret(store: &dyn SecretStore, user_id: &str) -> Result<boo
         return Err(SecretAdminError::NoUser);
     }
     Ok(store.revoke_secret(user_id).await?)
-}
-
-async fn put(
-    store: &dyn SecretStore,
-    endpoint: &McpEndpoint,
-    user_id: &str,
-    agent: Option<&str>,
-) -> Result<PersonalUrl, SecretAdminError> {
-    let secret = generate_secret()?;
-    store.put_secret(user_id, &secret.hash(), agent).await?;
-    Ok(PersonalUrl::new(endpoint, &secret))
 }

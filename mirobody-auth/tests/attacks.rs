@@ -47,16 +47,16 @@ async fn attack_table() {
 
     // Secrets: alice's live one, bob's live one, a revoked one, and one rotated away.
     let alice = generate_secret().unwrap();
-    store.put_secret("alice", &alice.hash(), None).await.unwrap();
+    store.put_secret("alice", &alice.hash(), None, None).await.unwrap();
     let bob = generate_secret().unwrap();
-    store.put_secret("bob", &bob.hash(), None).await.unwrap();
+    store.put_secret("bob", &bob.hash(), None, None).await.unwrap();
     let revoked = generate_secret().unwrap();
-    store.put_secret("carol", &revoked.hash(), None).await.unwrap();
+    store.put_secret("carol", &revoked.hash(), None, None).await.unwrap();
     store.revoke_secret("carol").await.unwrap();
     let rotated_away = generate_secret().unwrap();
-    store.put_secret("dave", &rotated_away.hash(), None).await.unwrap();
+    store.put_secret("dave", &rotated_away.hash(), None, None).await.unwrap();
     let dave_now = generate_secret().unwrap();
-    store.put_secret("dave", &dave_now.hash(), None).await.unwrap();
+    store.put_secret("dave", &dave_now.hash(), None, None).await.unwrap();
     let (alice, bob, revoked, rotated_away, dave_now) = (
         alice.expose().to_owned(),
         bob.expose().to_owned(),
@@ -530,7 +530,7 @@ async fn the_path_secret_is_taken_out_of_the_uri_and_the_query_kept() {
     let auth = authenticator(&config(), Some(Arc::clone(&store))).await;
     let app = app(&auth);
     let secret = generate_secret().unwrap();
-    store.put_secret("alice", &secret.hash(), Some("baseline")).await.unwrap();
+    store.put_secret("alice", &secret.hash(), Some("baseline"), None).await.unwrap();
     let uri = format!("/mcp/{}?page=2", secret.expose());
     let reply = send(&app, request("GET", &uri).body(Body::empty()).unwrap()).await;
     assert_eq!(reply.status, 200, "{}", reply.text);
@@ -550,7 +550,7 @@ async fn secret_scopes_are_granted_to_secret_callers() {
     c.secret_scopes = vec!["mcp:read".into()];
     let auth = authenticator(&c, Some(Arc::clone(&store))).await;
     let secret = generate_secret().unwrap();
-    store.put_secret("alice", &secret.hash(), None).await.unwrap();
+    store.put_secret("alice", &secret.hash(), None, None).await.unwrap();
     let reply = call_mcp(&app(&auth), None, Some(secret.expose())).await;
     assert_eq!(reply.body["scopes"], json!(["mcp:read"]));
 }
@@ -599,7 +599,7 @@ async fn an_unmarked_path_gets_anonymous_callers_without_extensions_and_the_rest
     let store = Arc::new(MemorySecrets::default());
     let auth = authenticator(&config(), Some(Arc::clone(&store))).await;
     let secret = generate_secret().unwrap();
-    store.put_secret("carol", &secret.hash(), None).await.unwrap();
+    store.put_secret("carol", &secret.hash(), None, None).await.unwrap();
     let routes = Router::new().route("/mcp", post(report)).route("/other", post(report));
     let app = Router::new().fallback_service(auth.wrap(routes).unmarked_anonymous_at("/mcp"));
     let post_to = |uri: &str, authorization: Option<String>| {

@@ -7,6 +7,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use axum::Router;
 use axum::routing::get;
@@ -185,6 +186,188 @@ async fn an_unreachable_jwks_url_does_not_stop_the_server() {
     let v = verifier(&from(json!({"jwks": "http://127.0.0.1:9/jwks.json"}))).await;
     let token = rs256(&claims("u"), "test-only-rs256-a-private.pem", Some("a"));
     assert_eq!(v.verify(&token).await.unwrap_err(), TokenError::UnknownKey);
+}
+
+#[tokio::test]
+async fn a_plain_http_jwks_url_is_refused_unless_its_host_is_loopback() {
+    for url in [
+        "http://keys.example.com/jwks.json",
+        "http://10.0.0.1/jwks.json",
+        "http://0.0.0.0:8080/jwks.json",
+        "http://localhost.example.com/jwks.json",
+        "HTTP://keys.example.com/jwks.json",
+    ] {
+        let err = JwtVerifier::new(&from(json!({"jwks": url})), MCP_URL).unwrap_err().to_string();
+        assert!(err.starts_with("auth.jwks: ") && err.contains("https"), "{url}: {err}");
+    }
+    for url in [
+        "https://keys.example.com/jwks.json",
+        "http://localhost:1/jwks.json",
+        "http://LOCALHOST:1/jwks.json",
+        "http://127.0.0.1:1/jwks.json",
+        "http://127.3.2.1:1/jwks.json",
+        "http://[::1]:1/jwks.json",
+    ] {
+        assert!(JwtVerifier::new(&from(json!({"jwks": url})), MCP_URL).is_ok(), "{url}");
+    }
+    let err = JwtVerifier::new(&from(json!({"jwks": "https://keys.example.com/", "jwks_timeout_secs": 0})), MCP_URL)
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("jwks_timeout_secs"), "{err}");
+}
+
+/// A log writer for one test: what the verifier logs about a failed fetch.
+#[derive(Clone, Default)]
+struct Log(Arc<Mutex<Vec<u8>>>);
+
+impl std::io::Write for Log {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(bytes);
+        Ok(bytes.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Loads a verifier (fetching its JWKS URL) with this thread's log captured: the verifier, the
+/// log, and how long the load took. Fails if it takes more than 20 seconds.
+async fn load_logged(config: &AuthConfig) -> (JwtVerifier, String, Duration) {
+    let log = Log::default();
+    let writer = log.clone();
+    let subscriber = tracing_subscriber::fmt().with_writer(move || writer.clone()).with_ansi(false).finish();
+    let _guard = tracing::subscriber::set_default(subscriber);
+    let started = Instant::now();
+    let verifier = tokio::time::timeout(Duration::from_secs(20), JwtVerifier::load(config, MCP_URL))
+        .await
+        .expect("the load returns")
+        .expect("valid config");
+    let elapsed = started.elapsed();
+    let text = String::from_utf8_lossy(&log.0.lock().unwrap()).into_owned();
+    (verifier, text, elapsed)
+}
+
+async fn serve(router: Router) -> SocketAddr {
+    let listener = tokio::net::TcpListener::bind(SocketAddr::from(([127, 0, 0, 1], 0))).await.unwrap();
+    let address = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, router).await.unwrap() });
+    address
+}
+
+#[tokio::test]
+async fn an_endless_jwks_body_is_cut_off_at_the_cap() {
+    // A body with no length that never ends, counting what the server managed to send.
+    let sent = Arc::new(AtomicUsize::new(0));
+    let counter = Arc::clone(&sent);
+    let router = Router::new().route(
+        "/jwks.json",
+        get(move || {
+            let counter = Arc::clone(&counter);
+            async move {
+                let chunk = axum::body::Bytes::from(vec![b' '; 64 * 1024]);
+                let stream = futures::stream::repeat_with(move || {
+                    counter.fetch_add(chunk.len(), Ordering::SeqCst);
+                    Ok::<_, std::io::Error>(chunk.clone())
+                });
+                axum::body::Body::from_stream(stream)
+            }
+        }),
+    );
+    let address = serve(router).await;
+    // A long timeout: only the cap can end this fetch quickly.
+    let config = from(json!({"jwks": format!("http://{address}/jwks.json"), "jwks_timeout_secs": 60}));
+    let (v, log, elapsed) = load_logged(&config).await;
+    assert!(elapsed < Duration::from_secs(5), "the fetch took {elapsed:?}");
+    assert!(log.contains("larger than 1048576 bytes"), "{log}");
+    let sent = sent.load(Ordering::SeqCst);
+    assert!(sent < 32 * 1024 * 1024, "the server got {sent} bytes out before the client hung up");
+    let token = rs256(&claims("u"), "test-only-rs256-a-private.pem", Some("a"));
+    assert_eq!(v.verify(&token).await.unwrap_err(), TokenError::UnknownKey);
+}
+
+#[tokio::test]
+async fn a_jwks_server_that_never_answers_or_trickles_times_out() {
+    // Accepts connections and never writes a byte.
+    let silent = tokio::net::TcpListener::bind(SocketAddr::from(([127, 0, 0, 1], 0))).await.unwrap();
+    let silent_address = silent.local_addr().unwrap();
+    tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((socket, _)) = silent.accept().await {
+            held.push(socket);
+        }
+    });
+    // Answers at once, then sends a byte every 100 ms, forever.
+    let router = Router::new().route(
+        "/jwks.json",
+        get(|| async {
+            let stream = futures::stream::unfold((), |()| async {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                Some((Ok::<_, std::io::Error>(axum::body::Bytes::from_static(b" ")), ()))
+            });
+            axum::body::Body::from_stream(stream)
+        }),
+    );
+    let trickle_address = serve(router).await;
+    for address in [silent_address, trickle_address] {
+        let config = from(json!({"jwks": format!("http://{address}/jwks.json"), "jwks_timeout_secs": 1}));
+        let (v, log, elapsed) = load_logged(&config).await;
+        assert!(elapsed >= Duration::from_millis(900) && elapsed < Duration::from_secs(5), "{address}: {elapsed:?}");
+        assert!(log.contains("JWKS not loaded") && log.contains("timed out"), "{address}: {log}");
+        assert!(
+            !v.has_keys() || v.verify(&rs256(&claims("u"), "test-only-rs256-a-private.pem", Some("a"))).await.is_err()
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_redirect_to_plain_http_is_not_followed() {
+    let document =
+        serde_json::to_string(&JwkSet { keys: vec![jwk("test-only-rs256-a-private.pem", Algorithm::RS256, "a")] })
+            .unwrap();
+    let hits = Arc::new(AtomicUsize::new(0));
+    let port = Arc::new(Mutex::new(0u16));
+    let (count, p1, p2) = (Arc::clone(&hits), Arc::clone(&port), Arc::clone(&port));
+    let redirect = |location: String| (http::StatusCode::FOUND, [(http::header::LOCATION, location)]);
+    let router = Router::new()
+        .route(
+            "/jwks.json",
+            get(move || {
+                count.fetch_add(1, Ordering::SeqCst);
+                let body = document.clone();
+                async move { body }
+            }),
+        )
+        // Loopback http to loopback http: followed.
+        .route(
+            "/moved",
+            get(move || {
+                let port = *p1.lock().unwrap();
+                async move { redirect(format!("http://127.0.0.1:{port}/jwks.json")) }
+            }),
+        )
+        // To plain http on a host that is not loopback (on Linux, 0.0.0.0 reaches this very
+        // server, so a followed redirect would show up as a hit).
+        .route(
+            "/to-http",
+            get(move || {
+                let port = *p2.lock().unwrap();
+                async move { redirect(format!("http://0.0.0.0:{port}/jwks.json")) }
+            }),
+        );
+    let address = serve(router).await;
+    *port.lock().unwrap() = address.port();
+    let token = rs256(&claims("u"), "test-only-rs256-a-private.pem", Some("a"));
+
+    let (v, log, _) = load_logged(&from(json!({"jwks": format!("http://{address}/to-http")}))).await;
+    assert!(log.contains("a redirect to http://0.0.0.0 is not followed"), "{log}");
+    assert_eq!(hits.load(Ordering::SeqCst), 0, "the redirect was followed");
+    assert_eq!(v.verify(&token).await.unwrap_err(), TokenError::UnknownKey);
+    assert_eq!(hits.load(Ordering::SeqCst), 0, "nor on the refresh a token's kid asks for");
+
+    let (v, log, _) = load_logged(&from(json!({"jwks": format!("http://{address}/moved")}))).await;
+    assert!(!log.contains("JWKS not loaded"), "{log}");
+    assert_eq!(hits.load(Ordering::SeqCst), 1);
+    assert_eq!(v.verify(&token).await.unwrap().user_id(), Some("u"));
 }
 
 #[tokio::test]

@@ -45,7 +45,7 @@ async fn no_token_or_secret_in_a_sessions_logs() {
     let config = config();
     let auth = authenticator(&config, Some(Arc::clone(&store))).await;
     let app = app(&auth);
-    let token = hs256(&claims("alice"), HS_KEY);
+    let token = hs256(&personal_claims("alice"), HS_KEY);
     let post = |uri: &str| request("POST", uri);
 
     // Discovery, minting, every way of calling, the refusals, rotation and revocation.
@@ -97,7 +97,7 @@ async fn no_token_or_secret_in_a_sessions_logs() {
     store.fail.store(false, Ordering::SeqCst);
 
     // The CLI path, and the Debug forms of everything that holds a key or a secret.
-    let url = create_secret(store.as_ref(), &McpEndpoint::new(BASE, ""), "bob", None).await.unwrap();
+    let url = create_secret(store.as_ref(), &McpEndpoint::new(BASE, ""), "bob", None, None).await.unwrap();
     secrets.push(secret_of(url.expose()));
     tracing::info!(?url, ?config, ?auth, "debug forms");
 

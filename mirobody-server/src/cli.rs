@@ -52,6 +52,10 @@ pub enum Command {
         /// Seconds until it expires.
         #[arg(long, default_value_t = 3600)]
         ttl: u64,
+        /// A scope the token carries (repeat for more), such as `mcp:personal_url`, which
+        /// `POST`/`DELETE /personal/mcp` needs.
+        #[arg(long = "scope", value_name = "SCOPE")]
+        scopes: Vec<String>,
     },
     /// Manage a user's personal MCP URL (the secret in it is shown once and stored as a hash).
     Secret {
@@ -63,6 +67,10 @@ pub enum Command {
         /// Bind the URL to an agent, for per-agent tool lists.
         #[arg(long)]
         agent: Option<String>,
+        /// With create or rotate: the URL stops working after this many seconds (60 to
+        /// 31536000, 365 days). Without it, it lasts until rotated or revoked.
+        #[arg(long, value_name = "SECS", value_parser = clap::value_parser!(u64).range(60..=31_536_000))]
+        expires_in: Option<u64>,
     },
 }
 
@@ -178,12 +186,14 @@ pub async fn run_tools_with(
     }
 }
 
-/// Mints an HS256 access token for `user_id`, for the endpoint's audience.
+/// Mints an HS256 access token for `user_id`, for the endpoint's audience, carrying `scopes`
+/// (as a space-separated `scope` claim, left out when there are none).
 pub fn mint_token(
     auth: &mirobody_auth::AuthConfig,
     endpoint: &mirobody_auth::McpEndpoint,
     user_id: &str,
     ttl_secs: u64,
+    scopes: &[String],
 ) -> Result<String, String> {
     let key =
         auth.hs256_secret.as_ref().ok_or("no auth.hs256_secret is configured, so this server cannot mint tokens")?;
@@ -197,6 +207,10 @@ pub fn mint_token(
     });
     if let Some(issuer) = &auth.issuer {
         claims["iss"] = serde_json::json!(issuer);
+    }
+    let scopes: Vec<&str> = scopes.iter().flat_map(|s| s.split_whitespace()).collect();
+    if !scopes.is_empty() {
+        claims["scope"] = serde_json::json!(scopes.join(" "));
     }
     let key = jsonwebtoken::EncodingKey::from_secret(key.expose().as_bytes()).map_err(|e| e.to_string())?;
     jsonwebtoken::encode(&jsonwebtoken::Header::default(), &claims, &key).map_err(|e| e.to_string())

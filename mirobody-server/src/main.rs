@@ -92,27 +92,27 @@ async fn run(command: Command, config: Config) -> Result<u8, Box<dyn std::error:
             server.backends.close().await;
             Ok(u8::try_from(code).unwrap_or(1))
         }
-        Command::Token { user, ttl } => {
-            println!("{}", cli::mint_token(&config.auth, &app::endpoint(&config), &user, ttl)?);
+        Command::Token { user, ttl, scopes } => {
+            println!("{}", cli::mint_token(&config.auth, &app::endpoint(&config), &user, ttl, &scopes)?);
             Ok(0)
         }
-        Command::Secret { action, user, agent } => {
+        Command::Secret { action, user, agent, expires_in } => {
+            if matches!(action, SecretAction::Revoke) && expires_in.is_some() {
+                return Err("--expires-in applies to create and rotate, not revoke".into());
+            }
             let server = app::build(&config).await?;
             let store = server.backends.secrets();
             let endpoint = &server.endpoint;
             let agent = agent.as_deref();
+            let expires_in = expires_in.map(std::time::Duration::from_secs);
             match action {
                 SecretAction::Create => {
-                    println!(
-                        "{}",
-                        mirobody_auth::create_secret(store.as_ref(), endpoint, &user, agent).await?.expose()
-                    );
+                    let url = mirobody_auth::create_secret(store.as_ref(), endpoint, &user, agent, expires_in).await?;
+                    println!("{}", url.expose());
                 }
                 SecretAction::Rotate => {
-                    println!(
-                        "{}",
-                        mirobody_auth::rotate_secret(store.as_ref(), endpoint, &user, agent).await?.expose()
-                    );
+                    let url = mirobody_auth::rotate_secret(store.as_ref(), endpoint, &user, agent, expires_in).await?;
+                    println!("{}", url.expose());
                 }
                 SecretAction::Revoke => {
                     let revoked = mirobody_auth::revoke_secret(store.as_ref(), &user).await?;
@@ -125,9 +125,9 @@ async fn run(command: Command, config: Config) -> Result<u8, Box<dyn std::error:
         Command::Demo => {
             let server = app::build(&config).await?;
             let info = mirobody_tools::demo::load_demo(&server.backends).await?;
-            let token = cli::mint_token(&config.auth, &server.endpoint, &info.user_id, 24 * 3600)?;
+            let token = cli::mint_token(&config.auth, &server.endpoint, &info.user_id, 24 * 3600, &[])?;
             let store = server.backends.secrets();
-            let url = mirobody_auth::rotate_secret(store.as_ref(), &server.endpoint, &info.user_id, None).await?;
+            let url = mirobody_auth::rotate_secret(store.as_ref(), &server.endpoint, &info.user_id, None, None).await?;
             print!("{}", cli::demo_instructions(&info, &token, url.expose(), &server.endpoint.mcp_url()));
             server.backends.close().await;
             Ok(0)

@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{free_port, fresh_data_dir, raw_post, start, start_logged, token};
+use common::{free_port, fresh_data_dir, raw_post, scoped_token, start, start_logged, token};
 use serde_json::{Value, json};
 
 const INIT: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
@@ -60,6 +60,15 @@ fn identity_end_to_end() {
     assert_eq!(status(&head), 401);
     assert!(header(&head, "www-authenticate").unwrap().contains(r#"error="invalid_token""#));
 
+    // A personal URL needs a token with the personal URL scope: a plain one gets 403.
+    let (head, body) = raw_post(port, "/personal/mcp", &[("Authorization", &bearer)], "");
+    assert_eq!(status(&head), 403, "{head}\n{body}");
+    let challenge = header(&head, "www-authenticate").expect("a challenge");
+    assert!(challenge.contains(r#"error="insufficient_scope""#), "{challenge}");
+    assert!(challenge.contains(r#"scope="mcp:personal_url""#), "{challenge}");
+    let scoped = scoped_token(&data_dir, port, "alice", &["mcp:personal_url"]);
+    let bearer = format!("Bearer {scoped}");
+
     // A personal URL: made once, then 409, then rotated.
     let (head, body) = raw_post(port, "/personal/mcp", &[("Authorization", &bearer)], "");
     assert_eq!(status(&head), 200, "{head}\n{body}");
@@ -104,11 +113,41 @@ fn identity_end_to_end() {
     assert!(log.contains("caller resolved") && log.contains("personal MCP URL issued"), "the TRACE log was captured");
     for (what, needle) in [
         ("the token", token.as_str()),
+        ("the scoped token", scoped.as_str()),
         ("the first secret", first_path.trim_start_matches("/mcp/")),
         ("the second secret", secret.as_str()),
     ] {
         assert!(!log.contains(needle), "{what} reached the log");
     }
+    let _ = std::fs::remove_dir_all(&data_dir);
+}
+
+#[test]
+fn the_secret_cli_takes_an_expiry_within_bounds() {
+    let data_dir = fresh_data_dir("binary-secret-expiry");
+    let port = free_port();
+    let secret = |args: &[&str]| {
+        common::clean_command()
+            .arg("secret")
+            .args(args)
+            .env("MIROBODY_BACKENDS__DATA_DIR", &data_dir)
+            .env("MIROBODY_PUBLIC_BASE_URL", format!("http://127.0.0.1:{port}"))
+            .output()
+            .unwrap()
+    };
+    for bad in ["59", "31536001", "soon"] {
+        let output = secret(&["create", "--user", "bob", "--expires-in", bad]);
+        assert!(!output.status.success(), "--expires-in {bad} accepted");
+        assert!(String::from_utf8_lossy(&output.stderr).contains("--expires-in"), "{output:?}");
+    }
+    let output = secret(&["create", "--user", "bob", "--expires-in", "3600"]);
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let url = String::from_utf8(output.stdout).unwrap();
+    assert!(url.trim().starts_with(&format!("http://127.0.0.1:{port}/mcp/")), "{url}");
+    let output = secret(&["rotate", "--user", "bob", "--expires-in", "60"]);
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    assert!(!secret(&["revoke", "--user", "bob", "--expires-in", "60"]).status.success());
+    assert!(secret(&["revoke", "--user", "bob"]).status.success());
     let _ = std::fs::remove_dir_all(&data_dir);
 }
 

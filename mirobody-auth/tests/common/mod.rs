@@ -45,6 +45,13 @@ pub fn claims(sub: &str) -> Value {
     json!({"sub": sub, "iss": ISSUER, "aud": MCP_URL, "exp": now() + 600, "iat": now()})
 }
 
+/// Claims with the scope `POST`/`DELETE /personal/mcp` needs.
+pub fn personal_claims(sub: &str) -> Value {
+    let mut claims = claims(sub);
+    claims["scope"] = json!(format!("mcp:read {}", mirobody_auth::PERSONAL_URL_SCOPE));
+    claims
+}
+
 pub fn hs256(claims: &Value, key: &str) -> String {
     jsonwebtoken::encode(&Header::new(Algorithm::HS256), claims, &EncodingKey::from_secret(key.as_bytes()).unwrap())
         .unwrap()
@@ -78,8 +85,16 @@ pub fn forged(header: &Value, claims: &Value, key: Option<&[u8]>) -> String {
 }
 
 /// Personal secrets in memory, compared in constant time (every entry is compared, whatever
-/// matches).
-type Entry = (String, [u8; 32], Option<String>);
+/// matches), with their expiry (unix ms).
+type Entry = (String, [u8; 32], Option<String>, Option<u64>);
+
+pub fn now_ms() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as u64
+}
+
+fn live(expires_at_ms: Option<u64>) -> bool {
+    expires_at_ms.is_none_or(|at| at > now_ms())
+}
 
 #[derive(Default)]
 pub struct MemorySecrets {
@@ -90,6 +105,12 @@ pub struct MemorySecrets {
 impl MemorySecrets {
     pub fn len(&self) -> usize {
         self.entries.lock().unwrap().len()
+    }
+
+    /// The stored expiry of `user`'s secret: `None` when there is no secret, `Some(None)` when it
+    /// never expires.
+    pub fn expiry(&self, user: &str) -> Option<Option<u64>> {
+        self.entries.lock().unwrap().iter().find(|(u, ..)| u == user).map(|(.., at)| *at)
     }
 
     fn check(&self) -> BackendResult<()> {
@@ -107,42 +128,55 @@ impl SecretStore for MemorySecrets {
         self.check()?;
         let entries = self.entries.lock().unwrap();
         let mut found = None;
-        for (user, hash, agent) in entries.iter() {
-            if bool::from(hash.ct_eq(secret_hash)) {
+        for (user, hash, agent, expires_at_ms) in entries.iter() {
+            if bool::from(hash.ct_eq(secret_hash)) && live(*expires_at_ms) {
                 found = Some(SecretOwner { user_id: user.clone(), agent: agent.clone() });
             }
         }
         Ok(found)
     }
 
-    async fn put_secret(&self, user_id: &str, secret_hash: &[u8; 32], agent: Option<&str>) -> BackendResult<()> {
+    async fn put_secret(
+        &self,
+        user_id: &str,
+        secret_hash: &[u8; 32],
+        agent: Option<&str>,
+        expires_at_ms: Option<u64>,
+    ) -> BackendResult<()> {
         self.check()?;
         let mut entries = self.entries.lock().unwrap();
-        entries.retain(|(user, _, _)| user != user_id);
-        entries.push((user_id.to_owned(), *secret_hash, agent.map(str::to_owned)));
+        entries.retain(|(user, ..)| user != user_id);
+        entries.push((user_id.to_owned(), *secret_hash, agent.map(str::to_owned), expires_at_ms));
         Ok(())
     }
 
-    async fn add_secret(&self, user_id: &str, secret_hash: &[u8; 32], agent: Option<&str>) -> BackendResult<bool> {
+    async fn add_secret(
+        &self,
+        user_id: &str,
+        secret_hash: &[u8; 32],
+        agent: Option<&str>,
+        expires_at_ms: Option<u64>,
+    ) -> BackendResult<bool> {
         self.check()?;
         let mut entries = self.entries.lock().unwrap();
-        if entries.iter().any(|(user, _, _)| user == user_id) {
+        if entries.iter().any(|(user, _, _, at)| user == user_id && live(*at)) {
             return Ok(false);
         }
-        entries.push((user_id.to_owned(), *secret_hash, agent.map(str::to_owned)));
+        entries.retain(|(user, ..)| user != user_id);
+        entries.push((user_id.to_owned(), *secret_hash, agent.map(str::to_owned), expires_at_ms));
         Ok(true)
     }
 
     async fn has_secret(&self, user_id: &str) -> BackendResult<bool> {
         self.check()?;
-        Ok(self.entries.lock().unwrap().iter().any(|(user, _, _)| user == user_id))
+        Ok(self.entries.lock().unwrap().iter().any(|(user, _, _, at)| user == user_id && live(*at)))
     }
 
     async fn revoke_secret(&self, user_id: &str) -> BackendResult<bool> {
         self.check()?;
         let mut entries = self.entries.lock().unwrap();
         let before = entries.len();
-        entries.retain(|(user, _, _)| user != user_id);
+        entries.retain(|(user, ..)| user != user_id);
         Ok(entries.len() != before)
     }
 }

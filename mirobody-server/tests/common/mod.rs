@@ -73,8 +73,14 @@ pub(crate) fn start_with(data_dir: &Path, port: u16, log: impl Into<Stdio>, env:
 
 /// A token for `user` minted by the server's own `token` command (same key, same audience).
 pub(crate) fn token(data_dir: &Path, port: u16, user: &str) -> String {
+    scoped_token(data_dir, port, user, &[])
+}
+
+/// A token from `mirobody-server token --scope <scope>...`.
+pub(crate) fn scoped_token(data_dir: &Path, port: u16, user: &str, scopes: &[&str]) -> String {
     let output = clean_command()
         .args(["token", "--user", user, "--ttl", "3600"])
+        .args(scopes.iter().flat_map(|scope| ["--scope", scope]))
         .env("MIROBODY_BACKENDS__DATA_DIR", data_dir)
         .env("MIROBODY_PUBLIC_BASE_URL", format!("http://127.0.0.1:{port}"))
         .output()
