@@ -7,6 +7,10 @@
 # start-up peak, each build starting from a cold page cache (common.sh, drop_cached). For
 # telling whether a change helped on a machine whose throughput drifts between runs.
 # Usage: benches/load/compare.sh OLD_BINARY NEW_BINARY [seconds] [rounds]   (needs wrk)
+#   OLD_ENV / NEW_ENV: settings for one build only, e.g. NEW_ENV='MIROBODY_REQUESTS_PER_SECOND=1000000000
+#   MIROBODY_REQUESTS_BURST=1000000000' when the old build predates the per-caller rate limit
+#   (an older build refuses settings it does not know). The load generator is one caller, far
+#   over the default rate, so a build that has the limit needs it raised.
 #   e.g. git worktree add /tmp/old main && (cd /tmp/old && cargo build --release -p mirobody-server)
 #        benches/load/compare.sh /tmp/old/target/release/mirobody-server target/release/mirobody-server
 set -euo pipefail
@@ -19,8 +23,8 @@ cargo build --release -q -p mirobody-benches --bin bare-hyper
 drop_cached "$old" "$new" target/release/bare-hyper
 port_old=18190; port_new=18191; port_bare=18192
 scratch_old=$(mktemp -d); scratch_new=$(mktemp -d)
-(cd "$scratch_old" && exec taskset -c 0 "$old" --bind 127.0.0.1:$port_old serve 2>/dev/null) & pid_old=$!
-(cd "$scratch_new" && exec taskset -c 0 "$new" --bind 127.0.0.1:$port_new serve 2>/dev/null) & pid_new=$!
+(cd "$scratch_old" && exec env ${OLD_ENV:-} taskset -c 0 "$old" --bind 127.0.0.1:$port_old serve 2>/dev/null) & pid_old=$!
+(cd "$scratch_new" && exec env ${NEW_ENV:-} taskset -c 0 "$new" --bind 127.0.0.1:$port_new serve 2>/dev/null) & pid_new=$!
 taskset -c 0 target/release/bare-hyper 127.0.0.1:$port_bare & pid_bare=$!
 trap 'kill $pid_old $pid_new $pid_bare 2>/dev/null || true; rm -rf "$scratch_old" "$scratch_new"' EXIT
 for p in $port_old $port_new $port_bare; do

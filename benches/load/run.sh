@@ -17,6 +17,10 @@
 # Usage: benches/load/run.sh [seconds per measurement] [rounds]   (needs wrk: apt-get install wrk, and python3)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+# The load generator is one caller sending far more requests a second than the per-caller rate
+# limit lets through: the limit is raised out of its way (not turned off, so its check is still
+# paid on every request), as an operator would for a trusted load generator.
+export MIROBODY_REQUESTS_PER_SECOND=1000000000 MIROBODY_REQUESTS_BURST=1000000000
 secs=${1:-10}
 rounds=${2:-5}
 command -v wrk >/dev/null || { echo "wrk is not installed (apt-get install wrk)"; exit 2; }

@@ -11,6 +11,10 @@
 # Usage: benches/load/symbol-order.sh   (needs valgrind, python3 and curl)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+# The load generator is one caller sending far more requests a second than the per-caller rate
+# limit lets through: the limit is raised out of its way (not turned off, so its check is still
+# paid on every request), as an operator would for a trusted load generator.
+export MIROBODY_REQUESTS_PER_SECOND=1000000000 MIROBODY_REQUESTS_BURST=1000000000
 command -v valgrind >/dev/null || { echo "valgrind is not installed (apt-get install valgrind)"; exit 2; }
 cargo build --release -q -p mirobody-server --bin mirobody-server
 bin=$PWD/target/release/mirobody-server

@@ -83,31 +83,36 @@ pub fn resolved(config: &Config) -> Result<Config, AppError> {
     Ok(config)
 }
 
-// A random HS256 key kept in `<data_dir>/token.key` (owner-only), so tokens minted by
-// `mirobody-server demo` or `token` stay valid across restarts with no set-up.
+// A random HS256 key kept in `<data_dir>/token.key` (owner-only, written atomically), so
+// tokens minted by `mirobody-server demo` or `token` stay valid across restarts with no set-up.
 fn embedded_token_key(data_dir: &Path) -> Result<String, String> {
     let path = data_dir.join("token.key");
-    if let Ok(existing) = std::fs::read_to_string(&path) {
-        let key = existing.trim().to_owned();
-        return if key.len() >= 32 {
-            Ok(key)
-        } else {
-            Err(format!("{} holds a key shorter than 32 characters", path.display()))
-        };
+    // Twice at most: when another process writes the key between our read and our write, its
+    // key is the one to use.
+    for _ in 0..2 {
+        match std::fs::read_to_string(&path) {
+            Ok(existing) if existing.trim().len() >= 32 => return Ok(existing.trim().to_owned()),
+            // Never replaced silently: every token signed with it would stop working.
+            Ok(_) => {
+                return Err(format!(
+                    "{} is empty or holds a key shorter than 32 characters; delete it to make a new one \
+                     (tokens signed with the old key stop working)",
+                    path.display()
+                ));
+            }
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                return Err(format!("cannot read {}: {e}", path.display()));
+            }
+            Err(_) => {}
+        }
+        let key = mirobody_auth::generate_secret().map_err(|e| e.to_string())?.expose().to_owned();
+        match backends::write_private_atomically(&path, key.as_bytes()) {
+            Ok(()) => return Ok(key),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(format!("cannot write {}: {e}", path.display())),
+        }
     }
-    std::fs::create_dir_all(data_dir).map_err(|e| format!("cannot create {}: {e}", data_dir.display()))?;
-    let key = mirobody_auth::generate_secret().map_err(|e| e.to_string())?.expose().to_owned();
-    write_private(&path, &key).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
-    Ok(key)
-}
-
-fn write_private(path: &Path, contents: &str) -> std::io::Result<()> {
-    use std::io::Write;
-    let mut options = std::fs::OpenOptions::new();
-    options.write(true).create_new(true);
-    #[cfg(unix)]
-    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
-    options.open(path)?.write_all(contents.as_bytes())
+    Err(format!("{} keeps changing; is another server writing it?", path.display()))
 }
 
 /// The MCP endpoint of a configuration.
@@ -146,8 +151,12 @@ pub async fn build(config: &Config) -> Result<Server, AppError> {
     // The caller's uploads, as `file://` resources.
     builder =
         builder.resource_lister(Arc::new(|user, ctx| Box::pin(mirobody_tools::resources::list_uploads(user, ctx))));
+    // The uploads are the files tools' data: an agent denied those tools does not reach them
+    // as resources either.
+    builder = builder.guard_resources("file://", "list_files", "read_file");
     if let Some(key) = &config.request_state_key {
-        let key = crate::mrtr::StateKey::new(key.as_bytes().to_vec()).map_err(|e| AppError::StateKey(e.to_string()))?;
+        let key = crate::mrtr::StateKey::new(key.expose().as_bytes().to_vec())
+            .map_err(|e| AppError::StateKey(e.to_string()))?;
         builder = builder.request_state_key(key);
     }
     builder = builder

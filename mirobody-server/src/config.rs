@@ -8,7 +8,7 @@ use std::time::Duration;
 use serde::Deserialize;
 use serde_yaml_ng::{Mapping, Value};
 
-use mirobody_auth::AuthConfig;
+use mirobody_auth::{AuthConfig, SecretString};
 use mirobody_tools::backends::BackendConfig;
 
 use crate::http::HttpOptions;
@@ -20,6 +20,7 @@ pub const ENV_PREFIX: &str = "MIROBODY_";
 /// Every setting, with its default.
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields, default)]
+// `Debug` prints no secret: the keys are `SecretString`s, the backends' URLs are redacted.
 pub struct Config {
     /// Where to listen.
     pub bind: SocketAddr,
@@ -45,6 +46,29 @@ pub struct Config {
     pub header_read_timeout_secs: u64,
     /// Seconds a shutdown waits for requests in flight before closing their connections.
     pub shutdown_grace_secs: u64,
+    /// Seconds a write to a client may wait for it to read before its connection is closed.
+    pub write_timeout_secs: u64,
+    /// Seconds a client may take to send a whole request body.
+    pub request_body_timeout_secs: u64,
+    /// The most connections open at once.
+    pub max_connections: usize,
+    /// The most connections open at once from one client address (0: no bound).
+    pub max_connections_per_address: usize,
+    /// Request bodies being read or answered at once, in bytes (0: no bound).
+    pub max_inflight_body_bytes: usize,
+    /// How many of `max_sessions` anonymous callers may hold.
+    pub max_anonymous_sessions: usize,
+    /// Sessions one caller (a user, or an anonymous client's address) may hold (0: no bound).
+    pub max_sessions_per_caller: usize,
+    /// Tool calls one caller may have running at once (0: no bound).
+    pub max_calls_per_caller: usize,
+    /// Streams one caller may hold open at once: GET streams and `subscriptions/listen` (0: no
+    /// bound).
+    pub max_streams_per_caller: usize,
+    /// Requests per second one caller may send on average (0: no bound).
+    pub requests_per_second: u32,
+    /// Requests one caller may send at once above that rate.
+    pub requests_burst: u32,
     /// Threads that answer requests. Unset: one per CPU the process may use (its CPU affinity
     /// and cgroup quota). With one, every request is answered on a single thread (blocking work
     /// such as SQLite still has threads of its own).
@@ -63,7 +87,7 @@ pub struct Config {
     pub log: String,
     /// The key (32+ bytes) that signs 2026-07-28 `requestState`s; instances behind one load
     /// balancer need the same one. A random key per process when unset.
-    pub request_state_key: Option<String>,
+    pub request_state_key: Option<SecretString>,
     /// Seconds a 2026-07-28 `requestState` stays valid.
     pub request_state_ttl_secs: u64,
     /// The `ttlMs` caching hint on 2026-07-28 listings, in seconds.
@@ -81,6 +105,8 @@ impl Default for Config {
     fn default() -> Self {
         let http = HttpOptions::default();
         let mcp = McpOptions::default();
+        let serve = crate::ServeOptions::default();
+        let callers = &http.caller_limits;
         Config {
             bind: SocketAddr::from(([127, 0, 0, 1], 8080)),
             public_base_url: None,
@@ -91,8 +117,19 @@ impl Default for Config {
             allowed_origins: http.allowed_origins,
             max_sessions: http.max_sessions,
             session_idle_timeout_secs: http.session_idle_timeout.as_secs(),
-            header_read_timeout_secs: crate::ServeOptions::default().header_read_timeout.as_secs(),
-            shutdown_grace_secs: crate::ServeOptions::default().shutdown_grace.as_secs(),
+            header_read_timeout_secs: serve.header_read_timeout.as_secs(),
+            shutdown_grace_secs: serve.shutdown_grace.as_secs(),
+            write_timeout_secs: serve.write_timeout.as_secs(),
+            request_body_timeout_secs: http.request_body_timeout.as_secs(),
+            max_connections: serve.max_connections,
+            max_connections_per_address: serve.max_connections_per_address,
+            max_inflight_body_bytes: http.max_inflight_body_bytes,
+            max_anonymous_sessions: http.max_anonymous_sessions,
+            max_sessions_per_caller: callers.max_sessions,
+            max_calls_per_caller: callers.max_calls,
+            max_streams_per_caller: callers.max_streams,
+            requests_per_second: callers.requests_per_second,
+            requests_burst: callers.burst,
             worker_threads: None,
             page_size: mcp.page_size,
             hide_auth_tools_from_anonymous: mcp.hide_auth_tools_from_anonymous,
@@ -199,7 +236,7 @@ impl Config {
         if self.max_body_bytes < 1024 {
             return Err(format!("max_body_bytes must be at least 1024, not {}", self.max_body_bytes));
         }
-        if self.request_state_key.as_ref().is_some_and(|k| k.len() < 32) {
+        if self.request_state_key.as_ref().is_some_and(|k| k.expose().len() < 32) {
             return Err("request_state_key must be at least 32 bytes".into());
         }
         if self.page_size == 0 {
@@ -213,6 +250,21 @@ impl Config {
         }
         if self.max_sessions == 0 {
             return Err("max_sessions must be at least 1".into());
+        }
+        for (key, value) in [
+            ("write_timeout_secs", self.write_timeout_secs),
+            ("request_body_timeout_secs", self.request_body_timeout_secs),
+            ("max_connections", self.max_connections as u64),
+        ] {
+            if value == 0 {
+                return Err(format!("{key} must be at least 1"));
+            }
+        }
+        if self.max_anonymous_sessions > self.max_sessions {
+            return Err(format!(
+                "max_anonymous_sessions ({}) must not be more than max_sessions ({})",
+                self.max_anonymous_sessions, self.max_sessions
+            ));
         }
         if let Some(url) = &self.public_base_url
             && !(url.starts_with("http://") || url.starts_with("https://"))
@@ -249,7 +301,22 @@ impl Config {
             max_sessions: self.max_sessions,
             session_idle_timeout: Duration::from_secs(self.session_idle_timeout_secs),
             max_subscriptions: self.max_subscriptions,
+            max_anonymous_sessions: self.max_anonymous_sessions,
+            request_body_timeout: Duration::from_secs(self.request_body_timeout_secs),
+            max_inflight_body_bytes: self.max_inflight_body_bytes,
+            caller_limits: self.caller_limits(),
             ..HttpOptions::default()
+        }
+    }
+
+    /// What one caller may hold and how fast it may ask.
+    pub fn caller_limits(&self) -> crate::limits::CallerLimits {
+        crate::limits::CallerLimits {
+            max_sessions: self.max_sessions_per_caller,
+            max_calls: self.max_calls_per_caller,
+            max_streams: self.max_streams_per_caller,
+            requests_per_second: self.requests_per_second,
+            burst: self.requests_burst,
         }
     }
 
@@ -258,6 +325,9 @@ impl Config {
         crate::ServeOptions {
             header_read_timeout: Duration::from_secs(self.header_read_timeout_secs),
             shutdown_grace: Duration::from_secs(self.shutdown_grace_secs),
+            write_timeout: Duration::from_secs(self.write_timeout_secs),
+            max_connections: self.max_connections,
+            max_connections_per_address: self.max_connections_per_address,
         }
     }
 
@@ -431,6 +501,48 @@ mod tests {
         assert_eq!(default.worker_count(), cpus);
         let expected = if cpus == 1 { RuntimeFlavor::CurrentThread } else { RuntimeFlavor::MultiThread };
         assert_eq!(default.runtime().unwrap().handle().runtime_flavor(), expected);
+    }
+
+    #[test]
+    fn debug_prints_no_secret() {
+        let config = Config::load(
+            None,
+            env(&[
+                ("MIROBODY_REQUEST_STATE_KEY", "state-key-0123456789-0123456789-abcdef"),
+                ("MIROBODY_AUTH__HS256_SECRET", "token-key-0123456789-0123456789-abcdef"),
+                ("MIROBODY_BACKENDS__DATABASE_URL", "postgres://user:db-password@127.0.0.1/x"),
+                ("MIROBODY_BACKENDS__REDIS_URL", "redis://:redis-password@127.0.0.1:6379"),
+            ]),
+        )
+        .unwrap();
+        assert_eq!(config.request_state_key.as_ref().unwrap().expose(), "state-key-0123456789-0123456789-abcdef");
+        let printed = format!("{config:?} {config:#?}");
+        for secret in ["state-key", "token-key", "db-password", "redis-password"] {
+            assert!(!printed.contains(secret), "{secret} in {printed}");
+        }
+    }
+
+    #[test]
+    fn the_limits_reach_the_transport_and_the_connections() {
+        let vars = [
+            ("MIROBODY_MAX_CALLS_PER_CALLER", "3"),
+            ("MIROBODY_REQUESTS_PER_SECOND", "0"),
+            ("MIROBODY_MAX_CONNECTIONS_PER_ADDRESS", "9"),
+            ("MIROBODY_WRITE_TIMEOUT_SECS", "4"),
+            ("MIROBODY_REQUEST_BODY_TIMEOUT_SECS", "5"),
+            ("MIROBODY_MAX_ANONYMOUS_SESSIONS", "10"),
+        ];
+        let config = Config::load(None, env(&vars)).unwrap();
+        let http = config.http_options();
+        assert_eq!((http.caller_limits.max_calls, http.caller_limits.requests_per_second), (3, 0));
+        assert_eq!(http.request_body_timeout, Duration::from_secs(5));
+        assert_eq!(http.max_anonymous_sessions, 10);
+        let serve = config.serve_options();
+        assert_eq!((serve.max_connections_per_address, serve.write_timeout), (9, Duration::from_secs(4)));
+        let err = Config::load(None, env(&[("MIROBODY_MAX_ANONYMOUS_SESSIONS", "20000")])).unwrap_err().to_string();
+        assert!(err.contains("max_anonymous_sessions"), "{err}");
+        let err = Config::load(None, env(&[("MIROBODY_WRITE_TIMEOUT_SECS", "0")])).unwrap_err().to_string();
+        assert!(err.contains("write_timeout_secs must be at least 1"), "{err}");
     }
 
     #[test]

@@ -8,6 +8,10 @@
 //! `tools/call` (benches/load/instructions.sh). Here a request costs two counter increments and
 //! a reference count, and each connection has one watchdog task that looks at the counters a
 //! few times per timeout.
+//!
+//! The same watchdog closes a connection whose client stops reading its responses: the socket
+//! notes when a write first had to wait ([`Timed`]), and a write that waits longer than the
+//! write timeout ends the connection, SSE streams included.
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -29,12 +33,99 @@ use tower::ServiceExt;
 use tower::util::Oneshot;
 
 use crate::HttpApp;
+use crate::limits::ClientAddr;
+use crate::session::clock_ms;
 
-/// Requests begun and answered on one connection.
+pin_project_lite::pin_project! {
+    /// A connection's socket that notes in its [`Activity`] when a write has to wait for the
+    /// client to read, and when writes go through again.
+    pub(crate) struct Timed<T> {
+        #[pin]
+        io: T,
+        activity: Arc<Activity>,
+    }
+}
+
+impl<T> Timed<T> {
+    pub(crate) fn new(io: T, activity: Arc<Activity>) -> Self {
+        Timed { io, activity }
+    }
+}
+
+impl Activity {
+    fn note_write<R>(&self, poll: &Poll<R>) {
+        let blocked = &self.write_blocked_since_ms;
+        match poll {
+            Poll::Pending if blocked.load(Ordering::Relaxed) == 0 => {
+                blocked.store(clock_ms().max(1), Ordering::Relaxed)
+            }
+            Poll::Ready(_) if blocked.load(Ordering::Relaxed) != 0 => blocked.store(0, Ordering::Relaxed),
+            _ => {}
+        }
+    }
+
+    // How long the current write has waited, if one waits.
+    fn write_blocked_for(&self) -> Option<Duration> {
+        match self.write_blocked_since_ms.load(Ordering::Relaxed) {
+            0 => None,
+            since => Some(Duration::from_millis(clock_ms().saturating_sub(since))),
+        }
+    }
+}
+
+impl<T: tokio::io::AsyncRead> tokio::io::AsyncRead for Timed<T> {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        self.project().io.poll_read(cx, buf)
+    }
+}
+
+impl<T: tokio::io::AsyncWrite> tokio::io::AsyncWrite for Timed<T> {
+    fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<std::io::Result<usize>> {
+        let this = self.project();
+        let poll = this.io.poll_write(cx, buf);
+        this.activity.note_write(&poll);
+        poll
+    }
+
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[std::io::IoSlice<'_>],
+    ) -> Poll<std::io::Result<usize>> {
+        let this = self.project();
+        let poll = this.io.poll_write_vectored(cx, bufs);
+        this.activity.note_write(&poll);
+        poll
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.io.is_write_vectored()
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        let this = self.project();
+        let poll = this.io.poll_flush(cx);
+        this.activity.note_write(&poll);
+        poll
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        self.project().io.poll_shutdown(cx)
+    }
+}
+
+/// Requests begun and answered on one connection, and whether its writes are stuck.
 #[derive(Debug, Default)]
 pub(crate) struct Activity {
     started: AtomicU64,
     finished: AtomicU64,
+    // When a write to the client last had to wait and has not gone through since, on
+    // `session::clock_ms`; zero while writes go through.
+    write_blocked_since_ms: AtomicU64,
 }
 
 impl Activity {
@@ -64,15 +155,17 @@ impl Drop for Busy {
     }
 }
 
-/// `app` as a hyper service that counts its requests in `activity`.
+/// `app` as a hyper service that counts its requests in `activity`, and tells each request
+/// the client's address ([`ClientAddr`]).
 pub(crate) struct Watched<S> {
     app: S,
     activity: Arc<Activity>,
+    client: Option<ClientAddr>,
 }
 
 impl<S> Watched<S> {
-    pub(crate) fn new(app: S, activity: Arc<Activity>) -> Self {
-        Watched { app, activity }
+    pub(crate) fn new(app: S, activity: Arc<Activity>, client: Option<std::net::IpAddr>) -> Self {
+        Watched { app, activity, client: client.map(ClientAddr) }
     }
 }
 
@@ -81,7 +174,10 @@ impl<S: HttpApp> hyper::service::Service<Request<Incoming>> for Watched<S> {
     type Error = Infallible;
     type Future = Answering<Oneshot<S, Request<Incoming>>>;
 
-    fn call(&self, request: Request<Incoming>) -> Self::Future {
+    fn call(&self, mut request: Request<Incoming>) -> Self::Future {
+        if let Some(client) = self.client {
+            request.extensions_mut().insert(client);
+        }
         // hyper calls with `&self`, tower with `&mut self`: a clone per request, as hyper-util's
         // `TowerToHyperService` does.
         Answering { answer: self.app.clone().oneshot(request), busy: Some(Busy::begin(&self.activity)) }
@@ -136,10 +232,18 @@ impl http_body::Body for WatchedBody {
 const LOOKS: u32 = 4;
 
 /// Aborts `connection` once `activity` has shown nothing begun or finished, and nothing
-/// running, for `timeout`; returns when the connection has ended.
-pub(crate) async fn close_when_idle(activity: Arc<Activity>, connection: AbortHandle, timeout: Duration) {
+/// running, for `timeout`, or once a write to the client has waited longer than
+/// `write_timeout`; returns when the connection has ended.
+pub(crate) async fn close_when_idle(
+    activity: Arc<Activity>,
+    connection: AbortHandle,
+    timeout: Duration,
+    write_timeout: Duration,
+) {
     // A zero timeout (possible through the library's `ServeOptions`) still gets ticks.
-    let period = (timeout / LOOKS).max(Duration::from_millis(1));
+    let period = (timeout.min(write_timeout) / LOOKS).max(Duration::from_millis(1));
+    // Looks a quiet connection must pass to be closed: at least `timeout`'s worth.
+    let looks_to_close = u32::try_from(timeout.as_nanos().div_ceil(period.as_nanos())).unwrap_or(u32::MAX).max(1);
     let mut ticks = tokio::time::interval_at(tokio::time::Instant::now() + period, period);
     ticks.set_missed_tick_behavior(MissedTickBehavior::Delay);
     let mut last = activity.snapshot();
@@ -149,14 +253,20 @@ pub(crate) async fn close_when_idle(activity: Arc<Activity>, connection: AbortHa
         if connection.is_finished() {
             return;
         }
+        if activity.write_blocked_for().is_some_and(|blocked| blocked > write_timeout) {
+            tracing::debug!(?write_timeout, "closing a connection whose client stopped reading");
+            connection.abort();
+            return;
+        }
         let now = activity.snapshot();
         let (started, finished) = now;
         if started != finished || now != last {
             (last, quiet_looks) = (now, 0);
             continue;
         }
+
         quiet_looks += 1;
-        if quiet_looks == LOOKS {
+        if quiet_looks >= looks_to_close {
             tracing::debug!(?timeout, "closing a connection that sent no request within the header timeout");
             connection.abort();
             return;
@@ -177,7 +287,8 @@ mod tests {
     fn watched(timeout: Duration) -> (Arc<Activity>, tokio::task::JoinHandle<()>, tokio::task::JoinHandle<()>) {
         let activity = Arc::new(Activity::default());
         let task = connection();
-        let watchdog = tokio::spawn(close_when_idle(Arc::clone(&activity), task.abort_handle(), timeout));
+        let watchdog =
+            tokio::spawn(close_when_idle(Arc::clone(&activity), task.abort_handle(), timeout, Duration::MAX));
         (activity, task, watchdog)
     }
 
@@ -225,7 +336,7 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn a_zero_timeout_closes_at_once() {
         let task = connection();
-        close_when_idle(Arc::new(Activity::default()), task.abort_handle(), Duration::ZERO).await;
+        close_when_idle(Arc::new(Activity::default()), task.abort_handle(), Duration::ZERO, Duration::MAX).await;
         assert!(task.await.unwrap_err().is_cancelled());
     }
 
@@ -234,8 +345,36 @@ mod tests {
         let activity = Arc::new(Activity::default());
         let task = tokio::spawn(tokio::time::sleep(Duration::from_secs(3)));
         let started = tokio::time::Instant::now();
-        close_when_idle(activity, task.abort_handle(), Duration::from_secs(60)).await;
+        close_when_idle(activity, task.abort_handle(), Duration::from_secs(60), Duration::MAX).await;
         assert!(task.await.is_ok(), "the connection ended by itself, not aborted");
         assert!(started.elapsed() <= Duration::from_secs(15), "the watchdog lingered {:?}", started.elapsed());
+    }
+
+    // Real time: the write clock is the coarse monotonic clock, which tokio's paused time does
+    // not move.
+    #[tokio::test]
+    async fn a_write_stuck_past_the_write_timeout_closes_the_connection_while_busy() {
+        let activity = Arc::new(Activity::default());
+        let task = connection();
+        let _busy = Busy::begin(&activity);
+        let watchdog = tokio::spawn(close_when_idle(
+            Arc::clone(&activity),
+            task.abort_handle(),
+            Duration::from_secs(3600),
+            Duration::from_millis(200),
+        ));
+        // Writes that wait and then go through do not count.
+        activity.note_write(&Poll::<()>::Pending);
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        activity.note_write(&Poll::Ready(()));
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        assert!(!task.is_finished(), "closed though its writes went through");
+        // One that stays stuck does.
+        let stuck = std::time::Instant::now();
+        activity.note_write(&Poll::<()>::Pending);
+        watchdog.await.unwrap();
+        assert!(task.await.unwrap_err().is_cancelled());
+        let after = stuck.elapsed();
+        assert!(after >= Duration::from_millis(200) && after < Duration::from_secs(2), "closed after {after:?}");
     }
 }

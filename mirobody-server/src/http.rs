@@ -30,9 +30,10 @@ use tokio::sync::mpsc;
 use tracing::Instrument;
 
 use crate::jsonrpc::{self, Id, Message, RpcError, code};
+use crate::limits::{BodyBudget, CallerKey, CallerLimits, Callers, retry_after_secs};
 use crate::mcp::{self, Exchange, McpService, Reply, Status, ToolCall};
 use crate::peer::{ChannelPeer, Inbox, Outbox};
-use crate::session::{Session, SessionStore};
+use crate::session::{Session, SessionRefused, SessionStore};
 use crate::{modern, modern_http};
 
 /// The session header.
@@ -67,6 +68,17 @@ pub struct HttpOptions {
     pub resource_metadata_url: Option<String>,
     /// The most `subscriptions/listen` streams (MCP 2026-07-28) open at once.
     pub max_subscriptions: usize,
+    /// How many of [`max_sessions`](Self::max_sessions) anonymous callers may hold; the rest
+    /// are kept for signed-in callers.
+    pub max_anonymous_sessions: usize,
+    /// How long a client may take to send a whole request body, from its headers on (408
+    /// beyond, and the connection closes).
+    pub request_body_timeout: Duration,
+    /// Request bodies being read or answered at once, in bytes, for the whole endpoint (503
+    /// with `Retry-After` beyond); zero for no bound.
+    pub max_inflight_body_bytes: usize,
+    /// What one caller may hold at once and how fast it may ask.
+    pub caller_limits: CallerLimits,
 }
 
 impl Default for HttpOptions {
@@ -81,6 +93,10 @@ impl Default for HttpOptions {
             keep_alive: Duration::from_secs(15),
             resource_metadata_url: None,
             max_subscriptions: 1024,
+            max_anonymous_sessions: 5_000,
+            request_body_timeout: Duration::from_secs(30),
+            max_inflight_body_bytes: 64 * 1024 * 1024,
+            caller_limits: CallerLimits::default(),
         }
     }
 }
@@ -95,6 +111,8 @@ struct HttpInner {
     service: McpService,
     sessions: SessionStore,
     options: HttpOptions,
+    callers: Arc<Callers>,
+    body_budget: BodyBudget,
 }
 
 /// A call in progress; `None` when it was cancelled.
@@ -115,8 +133,16 @@ impl ReplyBody for Reply {
 impl McpHttp {
     /// The endpoint for `service`.
     pub fn new(service: McpService, options: HttpOptions) -> Self {
-        let sessions = SessionStore::new(options.max_sessions, options.session_idle_timeout);
-        McpHttp { inner: Arc::new(HttpInner { service, sessions, options }) }
+        let sessions = SessionStore::new(options.max_sessions, options.session_idle_timeout)
+            .with_anonymous_share(options.max_anonymous_sessions);
+        let callers = Callers::new(options.caller_limits.clone());
+        let body_budget = BodyBudget::new(options.max_inflight_body_bytes);
+        McpHttp { inner: Arc::new(HttpInner { service, sessions, options, callers, body_budget }) }
+    }
+
+    /// Who holds what now, and the bounds per caller.
+    pub fn callers(&self) -> &Arc<Callers> {
+        &self.inner.callers
     }
 
     /// The live sessions.
@@ -182,6 +208,7 @@ impl McpHttp {
                 tick.tick().await;
                 let Some(inner) = weak.upgrade() else { break };
                 let gone = inner.sessions.sweep();
+                inner.callers.forget_quiet();
                 if gone > 0 {
                     tracing::debug!(gone, "idle sessions dropped");
                 }
@@ -292,6 +319,33 @@ pub(crate) fn json_response_in(mut headers: HeaderMap, status: StatusCode, body:
     *response.status_mut() = status;
     *response.headers_mut() = headers;
     response
+}
+
+/// 429 (or 503 for `status`) with `Retry-After`: the caller, or the server, is over a limit.
+pub(crate) fn over_limit(status: StatusCode, id: Option<&Id>, message: &str, retry_after: Duration) -> Response {
+    let mut response = rpc_error(status, id, code::TRANSPORT, message);
+    response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(retry_after_secs(retry_after)));
+    response
+}
+
+/// 429 for a caller holding as many calls as it may.
+pub(crate) fn too_many_calls(id: &Id) -> Response {
+    over_limit(
+        StatusCode::TOO_MANY_REQUESTS,
+        Some(id),
+        "Too Many Requests: too many calls running for this caller; wait for one to finish",
+        Duration::from_secs(1),
+    )
+}
+
+/// 429 for a caller holding as many streams as it may.
+pub(crate) fn too_many_streams() -> Response {
+    over_limit(
+        StatusCode::TOO_MANY_REQUESTS,
+        None,
+        "Too Many Requests: too many open streams for this caller; close one first",
+        Duration::from_secs(5),
+    )
 }
 
 pub(crate) fn rpc_error(status: StatusCode, id: Option<&Id>, code: i64, message: impl Into<String>) -> Response {
@@ -452,6 +506,20 @@ fn check_version(version: Option<&str>) -> Result<(), Response> {
 }
 
 impl HttpInner {
+    // A running call counted against its caller: the session's, or in stateless mode the
+    // request's. `None` when the caller has as many running as it may.
+    fn call_slot(
+        &self,
+        session: &Session,
+        user: &UserInfo,
+        extensions: &http::Extensions,
+    ) -> Option<crate::limits::Slot> {
+        match session.caller() {
+            Some(caller) => caller.try_call(),
+            None => self.callers.caller(CallerKey::of(user, extensions)).try_call(),
+        }
+    }
+
     // The caller's session: it must exist and belong to the caller. (Any supported
     // MCP-Protocol-Version is accepted on it: clients send older ones on follow-up requests.)
     fn session_for(&self, session_id: Option<&str>, user_id: Option<&str>) -> Result<Arc<Session>, Response> {
@@ -539,19 +607,16 @@ async fn handle_post<B: RequestBody>(http: McpHttp, mut parts: Parts, body: B) -
             "Not Acceptable: Accept must include application/json and text/event-stream",
         );
     }
-    let bytes = match read_body(body, inner.options.max_body_bytes).await {
-        Ok(bytes) => bytes,
-        Err(_) => {
-            let limit = inner.options.max_body_bytes;
-            return rpc_error(
-                StatusCode::PAYLOAD_TOO_LARGE,
-                None,
-                code::INVALID_REQUEST,
-                format!("Payload Too Large: the limit is {limit} bytes"),
-            );
-        }
-    };
     let user = parts.extensions.remove::<UserInfo>().unwrap_or_default();
+    if let Err(wait) = inner.callers.admit_request(&user, &parts.extensions) {
+        return over_limit(StatusCode::TOO_MANY_REQUESTS, None, "Too Many Requests: slow down", wait);
+    }
+    // Held until the request is answered: the body, and what is read from it, stay until then.
+    let mut budget = None;
+    let bytes = match read_body_in_time(inner, body, &mut budget).await {
+        Ok(bytes) => bytes,
+        Err(refusal) => return refusal,
+    };
     let version = headers.version();
     // The common request, read in one pass: a tools/call at a revision served with sessions.
     if version.is_some_and(|v| mcp::SUPPORTED_VERSIONS.contains(&v))
@@ -560,8 +625,11 @@ async fn handle_post<B: RequestBody>(http: McpHttp, mut parts: Parts, body: B) -
         let span = tracing::debug_span!("mcp", method = %"tools/call", id = %id);
         return match inner.session_and_caller(headers.session(), user) {
             Ok((session, user)) => {
+                let Some(slot) = inner.call_slot(&session, &user, &parts.extensions) else {
+                    return too_many_calls(&id);
+                };
                 let reply_headers = std::mem::take(&mut parts.headers);
-                let started = start_tool_call(http, &id, call, user, &session, streamable);
+                let started = start_tool_call(http, &id, call, user, &session, streamable, slot);
                 answer_tool_call(http, id, session, started, reply_headers, span).await
             }
             Err(refusal) => refusal,
@@ -573,9 +641,12 @@ async fn handle_post<B: RequestBody>(http: McpHttp, mut parts: Parts, body: B) -
     {
         let span = tracing::debug_span!("mcp", method = %"tools/call", id = %id);
         return match modern_http::check_tool_call(http, &id, params, &parts.headers) {
-            Ok((meta, call)) => {
+            Ok(checked) => {
+                let Some(slot) = inner.callers.caller(CallerKey::of(&user, &parts.extensions)).try_call() else {
+                    return too_many_calls(&id);
+                };
                 let reply_headers = std::mem::take(&mut parts.headers);
-                Box::pin(modern_http::tool_call(http, id, meta, call, user, streamable, reply_headers))
+                Box::pin(modern_http::tool_call(http, id, checked, user, streamable, reply_headers, slot))
                     .instrument(span)
                     .await
             }
@@ -603,29 +674,92 @@ async fn handle_post<B: RequestBody>(http: McpHttp, mut parts: Parts, body: B) -
         // a box once per request (and twice more on the way), so only the one-pass tools/call
         // above is kept inline. Inline, these made it 2.6 KB rather than 1.8 KB.
         Message::Request(request) if modern_http::is_modern(version, &request) => {
-            Box::pin(modern_http::handle(http, request, user, parts.headers, streamable)).instrument(span).await
+            let caller = inner.callers.caller(CallerKey::of(&user, &parts.extensions));
+            Box::pin(modern_http::handle(http, request, user, parts.headers, streamable, caller)).instrument(span).await
         }
         other if modern_http::names_modern_version(version) => modern_http::not_a_request(&other),
         message => {
             if let Err(refusal) = check_version(version) {
                 return refusal;
             }
-            Box::pin(dispatch(http, message, user, headers.session(), streamable)).instrument(span).await
+            Box::pin(dispatch(http, message, user, headers.session(), streamable, &parts.extensions))
+                .instrument(span)
+                .await
         }
     }
 }
 
-/// Reads a whole request body of at most `limit` bytes.
+/// Why a body was not read.
+#[derive(Debug)]
+enum BodyRefused {
+    /// Over the size limit, or the stream failed.
+    TooLarge,
+    /// The endpoint's budget of bodies in flight is spent.
+    Busy,
+}
+
+// The request's body within the size limit, the body budget and the body timeout, or the
+// response that refuses it. A body that is all there at once (nearly every one) is read with no
+// timer: one is armed only when the first read has to wait.
+async fn read_body_in_time<B: RequestBody>(
+    inner: &HttpInner,
+    body: B,
+    budget: &mut Option<tokio::sync::OwnedSemaphorePermit>,
+) -> Result<Bytes, Response> {
+    let limit = inner.options.max_body_bytes;
+    let mut read = std::pin::pin!(read_body(body, limit, &inner.body_budget, budget));
+    let read = match std::future::poll_fn(|cx| Poll::Ready(read.as_mut().poll(cx))).await {
+        Poll::Ready(read) => read,
+        Poll::Pending => match tokio::time::timeout(inner.options.request_body_timeout, read).await {
+            Ok(read) => read,
+            Err(_) => {
+                let mut response = rpc_error(
+                    StatusCode::REQUEST_TIMEOUT,
+                    None,
+                    code::TRANSPORT,
+                    "Request Timeout: the request body did not arrive in time",
+                );
+                response.headers_mut().insert(header::CONNECTION, HeaderValue::from_static("close"));
+                return Err(response);
+            }
+        },
+    };
+    read.map_err(|refused| match refused {
+        BodyRefused::TooLarge => rpc_error(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            None,
+            code::INVALID_REQUEST,
+            format!("Payload Too Large: the limit is {limit} bytes"),
+        ),
+        BodyRefused::Busy => over_limit(
+            StatusCode::SERVICE_UNAVAILABLE,
+            None,
+            "Service Unavailable: too many large requests at once; try again shortly",
+            Duration::from_secs(1),
+        ),
+    })
+}
+
+/// Reads a whole request body of at most `limit` bytes, taking each frame's size from
+/// `budget` into `held` as it arrives.
 ///
 /// By hand rather than with `collect()`, which queues every frame and then joins them: a
 /// request almost always arrives as one data frame, and that frame is returned as it is.
-async fn read_body<B: RequestBody>(body: B, limit: usize) -> Result<Bytes, axum::BoxError> {
+async fn read_body<B: RequestBody>(
+    body: B,
+    limit: usize,
+    budget: &BodyBudget,
+    held: &mut Option<tokio::sync::OwnedSemaphorePermit>,
+) -> Result<Bytes, BodyRefused> {
     let mut body = std::pin::pin!(Limited::new(body, limit));
     let mut first = Bytes::new();
     let mut joined: Option<BytesMut> = None;
     while let Some(frame) = body.frame().await {
         // Trailers carry nothing a JSON-RPC message needs.
-        let Ok(data) = frame?.into_data() else { continue };
+        let Ok(data) = frame.map_err(|_| BodyRefused::TooLarge)?.into_data() else { continue };
+        if !budget.take(held, data.len()) {
+            return Err(BodyRefused::Busy);
+        }
         match &mut joined {
             Some(buffer) => buffer.extend_from_slice(&data),
             None if first.is_empty() => first = data,
@@ -655,14 +789,15 @@ async fn dispatch(
     user: UserInfo,
     session_id: Option<&str>,
     streamable: bool,
+    extensions: &http::Extensions,
 ) -> Response {
     let inner = &http.inner;
     match message {
         Message::Request(request) if request.method == "initialize" => {
-            Box::pin(initialize(http, &request, &user, session_id)).await
+            Box::pin(initialize(http, &request, &user, session_id, extensions)).await
         }
         Message::Request(request) => match inner.session_and_caller(session_id, user) {
-            Ok((session, user)) => request_response(http, request, user, session, streamable).await,
+            Ok((session, user)) => request_response(http, request, user, session, streamable, extensions).await,
             Err(refusal) => refusal,
         },
         Message::Notification(notification) => match inner.session_for(session_id, user.user_id()) {
@@ -695,7 +830,13 @@ fn accepted() -> Response {
     StatusCode::ACCEPTED.into_response()
 }
 
-async fn initialize(http: &McpHttp, request: &jsonrpc::Request, user: &UserInfo, session_id: Option<&str>) -> Response {
+async fn initialize(
+    http: &McpHttp,
+    request: &jsonrpc::Request,
+    user: &UserInfo,
+    session_id: Option<&str>,
+    extensions: &http::Extensions,
+) -> Response {
     let inner = &http.inner;
     if !inner.options.stateless
         && let Some(existing) = session_id.and_then(|id| inner.sessions.get(id, user.user_id()))
@@ -707,15 +848,18 @@ async fn initialize(http: &McpHttp, request: &jsonrpc::Request, user: &UserInfo,
     let session = if inner.options.stateless {
         Arc::new(Session::new(None))
     } else {
-        match inner.sessions.create(user.user_id()) {
-            Some(session) => session,
-            None => {
-                return rpc_error(
-                    StatusCode::SERVICE_UNAVAILABLE,
-                    Some(&request.id),
-                    code::TRANSPORT,
-                    "Service Unavailable: too many active sessions; try again later",
-                );
+        match inner.sessions.create(inner.callers.caller(CallerKey::of(user, extensions))) {
+            Ok(session) => session,
+            Err(refused) => {
+                let status = match refused {
+                    SessionRefused::CallerLimit => StatusCode::TOO_MANY_REQUESTS,
+                    _ => StatusCode::SERVICE_UNAVAILABLE,
+                };
+                let message = match refused {
+                    SessionRefused::CallerLimit => "Too Many Requests: too many sessions for this caller, each busy",
+                    _ => "Service Unavailable: too many active sessions; try again later",
+                };
+                return over_limit(status, Some(&request.id), message, Duration::from_secs(60));
             }
         }
     };
@@ -743,6 +887,7 @@ async fn request_response(
     user: UserInfo,
     session: Arc<Session>,
     streamable: bool,
+    extensions: &http::Extensions,
 ) -> Response {
     let inner = &http.inner;
     if request.method != "tools/call" {
@@ -753,7 +898,10 @@ async fn request_response(
     // A tools/call the one-pass reading left to `Message::parse`.
     match mcp::parse::<ToolCall<'_>>(request.params.as_deref(), "tools/call") {
         Ok(call) => {
-            let started = start_tool_call(http, &request.id, call.into_owned(), user, &session, streamable);
+            let Some(slot) = inner.call_slot(&session, &user, extensions) else {
+                return too_many_calls(&request.id);
+            };
+            let started = start_tool_call(http, &request.id, call.into_owned(), user, &session, streamable, slot);
             // In the span `dispatch` runs in already.
             answer_tool_call(http, request.id, session, started, HeaderMap::new(), tracing::Span::none()).await
         }
@@ -771,6 +919,7 @@ fn start_tool_call(
     user: UserInfo,
     session: &Arc<Session>,
     streamable: bool,
+    slot: crate::limits::Slot,
 ) -> (CallFuture<Reply>, Inbox) {
     let (outbox, inbox) = Outbox::lazy();
     let service = http.inner.service.clone();
@@ -784,6 +933,8 @@ fn start_tool_call(
     );
     let (id, session) = (id.clone(), Arc::clone(session));
     let call: CallFuture<Reply> = Box::pin(async move {
+        // The caller's count of running calls holds until the call ends, however it ends.
+        let _slot = slot;
         let client: Option<&dyn mirobody_core::ClientPeer> = if streamable { Some(&peer) } else { None };
         let exchange = Exchange { user: &user, session: &session, client };
         Some(service.run_tool_call(&id, call, &exchange).await)
@@ -946,6 +1097,9 @@ fn handle_get(http: &McpHttp, request: &Parts) -> Response {
         Ok(session) => session,
         Err(refusal) => return refusal,
     };
+    let Some(slot) = session.caller().and_then(crate::limits::Caller::try_stream) else {
+        return too_many_streams();
+    };
     let Some(rx) = session.open_stream(64) else {
         return rpc_error(
             StatusCode::CONFLICT,
@@ -957,8 +1111,10 @@ fn handle_get(http: &McpHttp, request: &Parts) -> Response {
     // The stream ends when the session does, or when the server begins to shut down: an idle
     // stream would otherwise hold the graceful shutdown up for as long as the client keeps it.
     let changes = inner.service.changes().clone();
-    let events = stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|m| (event(m), rx)) })
-        .take_until(async move { changes.ended().await });
+    // The caller's count of streams holds while the stream is open.
+    let events =
+        stream::unfold((rx, slot), |(mut rx, slot)| async move { rx.recv().await.map(|m| (event(m), (rx, slot))) })
+            .take_until(async move { changes.ended().await });
     sse(events, inner.options.keep_alive)
 }
 
@@ -1080,7 +1236,10 @@ mod tests {
 
     #[tokio::test]
     async fn bodies_are_read_whole_in_any_number_of_frames_up_to_the_limit() {
-        let read = |parts: &'static [&'static str], trailers, limit| read_body(framed(parts, trailers), limit);
+        let budget = BodyBudget::new(0);
+        let read = async |parts: &'static [&'static str], trailers, limit| {
+            read_body(framed(parts, trailers), limit, &budget, &mut None).await
+        };
         assert_eq!(read(&[], false, 10).await.unwrap(), "");
         assert_eq!(read(&["{\"a\":1}"], false, 10).await.unwrap(), "{\"a\":1}");
         assert_eq!(read(&["{\"a\"", ":", "1}"], true, 10).await.unwrap(), "{\"a\":1}");
@@ -1088,5 +1247,19 @@ mod tests {
         assert_eq!(read(&["12345", "67890"], false, 10).await.unwrap(), "1234567890", "exactly the limit");
         assert!(read(&["12345", "678901"], false, 10).await.is_err(), "over the limit across frames");
         assert!(read(&["12345678901"], false, 10).await.is_err(), "over the limit in one frame");
+    }
+
+    #[tokio::test]
+    async fn bodies_draw_on_the_budget_until_their_request_is_answered() {
+        let budget = BodyBudget::new(12);
+        let mut first = None;
+        let body = read_body(framed(&["12345", "678"], false), 100, &budget, &mut first).await.unwrap();
+        assert_eq!(body, "12345678");
+        assert_eq!(budget.available(), 4, "held while the first request is answered");
+        let mut second = None;
+        let refused = read_body(framed(&["123", "45"], false), 100, &budget, &mut second).await;
+        assert!(matches!(refused, Err(BodyRefused::Busy)), "{refused:?}");
+        drop((first, second));
+        assert_eq!(budget.available(), 12, "all given back");
     }
 }

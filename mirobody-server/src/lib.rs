@@ -8,6 +8,7 @@
 // request at most; boxing them would buy nothing.
 #![allow(clippy::result_large_err)]
 
+mod access;
 pub mod app;
 pub mod changes;
 pub mod cli;
@@ -16,6 +17,7 @@ mod connection;
 mod graceful;
 pub mod http;
 pub mod jsonrpc;
+pub mod limits;
 pub mod mcp;
 pub mod memory;
 pub mod modern;
@@ -68,6 +70,14 @@ pub struct ServeOptions {
     pub header_read_timeout: std::time::Duration,
     /// How long a shutdown waits for requests in flight before it closes their connections.
     pub shutdown_grace: std::time::Duration,
+    /// How long a write to a client may wait for it to read before its connection is closed
+    /// (a client that stops reading its responses or streams).
+    pub write_timeout: std::time::Duration,
+    /// The most connections open at once; more are answered 503 and closed at once.
+    pub max_connections: usize,
+    /// The most connections open at once from one client address (an IPv6 address by its
+    /// /64); more are answered 503 and closed at once. Zero for no bound.
+    pub max_connections_per_address: usize,
 }
 
 impl Default for ServeOptions {
@@ -75,6 +85,45 @@ impl Default for ServeOptions {
         ServeOptions {
             header_read_timeout: std::time::Duration::from_secs(30),
             shutdown_grace: std::time::Duration::from_secs(30),
+            write_timeout: std::time::Duration::from_secs(30),
+            max_connections: 10_000,
+            max_connections_per_address: 256,
+        }
+    }
+}
+
+// What a connection refused at the door is told, written if the socket takes it at once.
+const REFUSED: &[u8] =
+    b"HTTP/1.1 503 Service Unavailable\r\nretry-after: 1\r\nconnection: close\r\ncontent-length: 0\r\n\r\n";
+
+// Connections open per client address, each counted until its task ends.
+#[derive(Default)]
+struct PerAddress(std::sync::Mutex<foldhash::HashMap<std::net::IpAddr, usize>>);
+
+// One connection of an address, counted while it lives.
+struct AddressSlot(std::sync::Arc<PerAddress>, std::net::IpAddr);
+
+impl PerAddress {
+    fn admit(self: &std::sync::Arc<Self>, addr: std::net::IpAddr, max: usize) -> Option<AddressSlot> {
+        let addr = limits::network_of(addr);
+        let mut open = session::lock(&self.0);
+        let count = open.entry(addr).or_default();
+        if max > 0 && *count >= max {
+            return None;
+        }
+        *count += 1;
+        Some(AddressSlot(std::sync::Arc::clone(self), addr))
+    }
+}
+
+impl Drop for AddressSlot {
+    fn drop(&mut self) {
+        let mut open = session::lock(&(self.0).0);
+        if let Some(count) = open.get_mut(&self.1) {
+            *count -= 1;
+            if *count == 0 {
+                open.remove(&self.1);
+            }
         }
     }
 }
@@ -151,10 +200,11 @@ pub async fn serve_until(
     let mut connections = tokio::task::JoinSet::new();
     let mut watchdogs = tokio::task::JoinSet::new();
     let mut signal = std::pin::pin!(signal);
+    let per_address = std::sync::Arc::new(PerAddress::default());
     loop {
-        let stream = tokio::select! {
+        let (stream, peer) = tokio::select! {
             accepted = listener.accept() => match accepted {
-                Ok((stream, _)) => stream,
+                Ok(accepted) => accepted,
                 Err(e) => {
                     accept_failed(e).await;
                     continue;
@@ -164,16 +214,32 @@ pub async fn serve_until(
         };
         while connections.try_join_next().is_some() {}
         while watchdogs.try_join_next().is_some() {}
+        let slot = match per_address.admit(peer.ip(), options.max_connections_per_address) {
+            Some(slot) if connections.len() < options.max_connections => slot,
+            _ => {
+                // Refused at the door, before any task or buffer is made for it.
+                let _ = stream.try_write(REFUSED);
+                tracing::debug!("connection refused: too many open");
+                continue;
+            }
+        };
         // Without it, small JSON replies wait on Nagle's algorithm.
         let _ = stream.set_nodelay(true);
         let activity = std::sync::Arc::new(connection::Activity::default());
-        let served = connection::Watched::new(app.clone(), std::sync::Arc::clone(&activity));
-        let serving = graceful.watch(http.serve_connection(TokioIo::new(stream), served));
+        let served = connection::Watched::new(app.clone(), std::sync::Arc::clone(&activity), Some(peer.ip()));
+        let io = connection::Timed::new(stream, std::sync::Arc::clone(&activity));
+        let serving = graceful.watch(http.serve_connection(TokioIo::new(io), served));
         let running = connections.spawn(async move {
+            let _counted = slot;
             // A client that goes away mid-request is not the server's error.
             let _ = serving.await;
         });
-        watchdogs.spawn(connection::close_when_idle(activity, running, options.header_read_timeout));
+        watchdogs.spawn(connection::close_when_idle(
+            activity,
+            running,
+            options.header_read_timeout,
+            options.write_timeout,
+        ));
     }
     tracing::info!("shutting down: finishing in-flight requests");
     drop(listener);

@@ -7,20 +7,21 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use mirobody_core::{
-    AccessKind, AccessLog, Cache, CallError, ClientPeer, Db, Memory, PromptMessage, PromptRegistry, Registry,
-    ResourceContents, ResourceError, ResourceRegistry, Storage, ToolContext, ToolResult, UserInfo,
+    AccessKind, AccessLog, AccessOutcome, Cache, CallError, ClientPeer, Db, Memory, PromptMessage, PromptRegistry,
+    Registry, ResourceContents, ResourceError, ResourceRegistry, Storage, ToolContext, ToolResult, UserInfo,
 };
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::{Value, json};
 
+use crate::access::AccessWriter;
 use crate::changes::ChangeNotifier;
 use crate::jsonrpc::{self, ClientResponse, Id, Notification, Request, RpcError, code};
 use crate::modern::ModernState;
 use crate::mrtr::StateKey;
 use crate::peer::PendingRequests;
 use crate::scan::{Cursor, once};
-use crate::session::{Session, log_rank};
+use crate::session::{ClientInfo, Session, log_rank};
 
 /// The protocol revisions served with the `initialize` handshake and sessions, newest first.
 pub const SUPPORTED_VERSIONS: [&str; 4] = ["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"];
@@ -158,10 +159,30 @@ pub type ResourceLister = Arc<
 /// Decides whether a caller may see and call a tool (per-agent allow and deny lists, say).
 pub type ToolVisibility = Arc<dyn Fn(&UserInfo, &mirobody_core::Tool) -> bool + Send + Sync>;
 
+/// Resources under a URI prefix that are the data of tools: listing them needs what calling
+/// `list_tool` needs, reading one what calling `read_tool` needs.
+#[derive(Clone, Debug)]
+pub(crate) struct ResourceGuard {
+    prefix: String,
+    list_tool: String,
+    read_tool: String,
+}
+
+// A resource read's outcome, for the access log.
+pub(crate) fn resource_outcome<T>(read: &Result<T, ResourceError>) -> AccessOutcome {
+    match read {
+        Ok(_) => AccessOutcome::Ok,
+        Err(ResourceError::NotFound(_)) => AccessOutcome::UnknownTool,
+        Err(ResourceError::Unauthenticated(_)) => AccessOutcome::Forbidden,
+        Err(_) => AccessOutcome::Failed,
+    }
+}
+
 pub(crate) struct Inner {
     pub(crate) resource_lister: Option<ResourceLister>,
+    pub(crate) resource_guards: Vec<ResourceGuard>,
     pub(crate) visibility: Option<ToolVisibility>,
-    pub(crate) access_log: Option<Arc<dyn AccessLog>>,
+    pub(crate) access_log: Option<AccessWriter>,
     pub(crate) registry: Arc<Registry>,
     pub(crate) resources: ResourceRegistry,
     pub(crate) prompts: PromptRegistry,
@@ -219,9 +240,26 @@ impl McpServiceBuilder {
         self
     }
 
+    /// Serves the resources whose URIs start with `prefix` only to callers who may call the
+    /// tools that serve the same data: `resources/list` shows them to a caller who may call
+    /// `list_tool`, and `resources/read` reads one for a caller who may call `read_tool`
+    /// (visible to it under [`visibility`](Self::visibility), and its auth and scopes held).
+    /// Others get the list without them, and "not found" for a read. Then an agent denied a
+    /// tool cannot reach its data by another method.
+    pub fn guard_resources(
+        mut self,
+        prefix: impl Into<String>,
+        list_tool: impl Into<String>,
+        read_tool: impl Into<String>,
+    ) -> Self {
+        let guard = ResourceGuard { prefix: prefix.into(), list_tool: list_tool.into(), read_tool: read_tool.into() };
+        self.inner.resource_guards.push(guard);
+        self
+    }
+
     /// Records every tool call and resource read of an authenticated caller.
     pub fn access_log(mut self, log: Arc<dyn AccessLog>) -> Self {
-        self.inner.access_log = Some(log);
+        self.inner.access_log = Some(AccessWriter::new(log));
         self
     }
 
@@ -344,12 +382,47 @@ pub(crate) fn read_call<'a, P>(
     Some((id?, params?))
 }
 
+// What `initialize` reads of its params: the version, which known capabilities are declared,
+// and the client's name and version. Everything else is skipped as it is read, never built into
+// a value, so a client's capabilities cost nothing however large it makes them.
 #[derive(Deserialize)]
-struct InitializeParams {
+struct InitializeParams<'a> {
     #[serde(rename = "protocolVersion")]
-    protocol_version: String,
+    protocol_version: std::borrow::Cow<'a, str>,
     #[serde(default)]
-    capabilities: Value,
+    capabilities: DeclaredCapabilities,
+    #[serde(rename = "clientInfo", default)]
+    #[serde(borrow)]
+    client_info: InitializeClientInfo<'a>,
+}
+
+#[derive(Deserialize, Default)]
+struct DeclaredCapabilities {
+    roots: Option<serde::de::IgnoredAny>,
+    sampling: Option<serde::de::IgnoredAny>,
+    elicitation: Option<serde::de::IgnoredAny>,
+    tasks: Option<serde::de::IgnoredAny>,
+}
+
+impl DeclaredCapabilities {
+    fn names(&self) -> impl Iterator<Item = &'static str> {
+        [
+            ("roots", &self.roots),
+            ("sampling", &self.sampling),
+            ("elicitation", &self.elicitation),
+            ("tasks", &self.tasks),
+        ]
+        .into_iter()
+        .filter_map(|(name, declared)| declared.is_some().then_some(name))
+    }
+}
+
+#[derive(Deserialize, Default)]
+struct InitializeClientInfo<'a> {
+    #[serde(default, borrow)]
+    name: std::borrow::Cow<'a, str>,
+    #[serde(default, borrow)]
+    version: std::borrow::Cow<'a, str>,
 }
 
 #[derive(Deserialize, Default)]
@@ -411,6 +484,7 @@ impl McpService {
         McpServiceBuilder {
             inner: Inner {
                 resource_lister: None,
+                resource_guards: Vec::new(),
                 visibility: None,
                 access_log: None,
                 registry,
@@ -467,13 +541,13 @@ impl McpService {
             "resources/templates/list" => single_page(params, "resources/templates/list").map(|()| self.list_templates()),
             "resources/read" => return self.read_resource(id, params, exchange).await,
             "resources/subscribe" | "resources/unsubscribe" => {
-                parse::<UriParams>(params, &request.method).map(|p| {
+                parse::<UriParams>(params, &request.method).and_then(|p| {
                     if request.method == "resources/subscribe" {
-                        exchange.session.subscribe(&p.uri);
+                        exchange.session.subscribe(&p.uri).map_err(|e| RpcError::invalid_params(e.to_string()))?;
                     } else {
                         exchange.session.unsubscribe(&p.uri);
                     }
-                    json!({})
+                    Ok(json!({}))
                 })
             }
             "prompts/list" => self.list_prompts(params),
@@ -533,13 +607,11 @@ impl McpService {
     }
 
     fn initialize(&self, params: Option<&RawValue>, session: &Session) -> Result<Value, RpcError> {
-        let p: InitializeParams = parse(params, "initialize")?;
-        let version = if SUPPORTED_VERSIONS.contains(&p.protocol_version.as_str()) {
-            p.protocol_version.as_str()
-        } else {
-            LATEST_VERSION
-        };
-        if !session.initialize(version, p.capabilities) {
+        let p: InitializeParams<'_> = parse(params, "initialize")?;
+        let version = SUPPORTED_VERSIONS.iter().copied().find(|v| *v == p.protocol_version).unwrap_or(LATEST_VERSION);
+        let client = ClientInfo::new(p.capabilities.names(), &p.client_info.name, &p.client_info.version);
+        tracing::debug!(client = %client.name, client_version = %client.version, version, "initialize");
+        if !session.initialize(version, client) {
             return Err(RpcError::new(code::INVALID_REQUEST, "Invalid request: the session is already initialized"));
         }
         let info = &self.inner.info;
@@ -624,6 +696,24 @@ impl McpService {
         self.inner.visibility.as_ref().is_none_or(|visible| visible(user, tool))
     }
 
+    // Whether `user` may call the tool named `name` as far as who they are goes: it exists, is
+    // visible to them, and its auth and scopes hold (its arguments are not in question).
+    fn may_call(&self, user: &UserInfo, name: &str) -> bool {
+        self.inner.registry.get(name).is_some_and(|tool| {
+            self.visible(user, tool)
+                && (!tool.is_auth() || user.authed())
+                && tool.scopes().iter().all(|scope| user.has_scope(scope))
+        })
+    }
+
+    // Whether `user` may see (`list`) or read the resource at `uri`.
+    fn may_reach(&self, user: &UserInfo, uri: &str, list: bool) -> bool {
+        self.inner.resource_guards.iter().filter(|g| uri.starts_with(&g.prefix)).all(|guard| {
+            let tool = if list { &guard.list_tool } else { &guard.read_tool };
+            self.may_call(user, tool)
+        })
+    }
+
     // When an access by `user` starts: only an authenticated caller's accesses are logged, and
     // only theirs read the clock (a noticeable cost on every call otherwise).
     pub(crate) fn access_started(&self, user: &UserInfo) -> Option<Instant> {
@@ -636,21 +726,31 @@ impl McpService {
         user: &UserInfo,
         kind: AccessKind,
         name: &str,
-        success: bool,
+        outcome: AccessOutcome,
         started: Option<Instant>,
     ) {
         let (Some(log), Some(user_id), Some(started)) = (&self.inner.access_log, user.user_id(), started) else {
             return;
         };
-        let (log, user_id) = (Arc::clone(log), user_id.to_owned());
-        // Names are capped so a caller cannot make the log store arbitrary text.
-        let name: String = name.chars().take(128).collect();
-        let duration_ms = started.elapsed().as_millis() as u64;
-        tokio::spawn(async move {
-            if let Err(e) = log.record(&user_id, kind, &name, success, duration_ms).await {
-                tracing::warn!(error = %e, "access log write failed");
-            }
-        });
+        log.record(user_id, kind, name, outcome, started.elapsed());
+    }
+
+    // A tool call's outcome, for the access log, recorded when the caller is signed in.
+    pub(crate) fn record_call(
+        &self,
+        user: &UserInfo,
+        name: &str,
+        outcome: &Result<ToolResult, CallError>,
+        started: Option<Instant>,
+    ) {
+        let outcome = match outcome {
+            Ok(result) if result.is_error() => AccessOutcome::Failed,
+            Ok(_) => AccessOutcome::Ok,
+            Err(CallError::UnknownTool { .. }) => AccessOutcome::UnknownTool,
+            Err(CallError::InvalidArguments { .. }) => AccessOutcome::InvalidArguments,
+            Err(_) => AccessOutcome::Forbidden,
+        };
+        self.record_access(user, AccessKind::Tool, name, outcome, started);
     }
 
     async fn call_tool(&self, id: &Id, params: Option<&RawValue>, exchange: &Exchange<'_>) -> Reply {
@@ -668,15 +768,15 @@ impl McpService {
             && let Some(tool) = self.inner.registry.get(&name)
             && !visible(exchange.user, tool)
         {
+            let started = self.access_started(exchange.user);
+            self.record_access(exchange.user, AccessKind::Tool, &name, AccessOutcome::Hidden, started);
             let unknown = CallError::UnknownTool { name: name.into_owned() };
             return Reply::error(id, RpcError::invalid_params(unknown.to_string()));
         }
         let started = self.access_started(exchange.user);
         let ctx = self.inner.backends.context(exchange.client);
         let outcome = self.inner.registry.call(&name, arguments, exchange.user, &ctx).await;
-        if let Ok(result) = &outcome {
-            self.record_access(exchange.user, AccessKind::Tool, &name, !result.is_error(), started);
-        }
+        self.record_call(exchange.user, &name, &outcome, started);
         match outcome.map_err(call_failure) {
             Ok(result) | Err(CallFailure::Result(result)) => Reply::ok(jsonrpc::tool_result_bytes(id, &result)),
             Err(CallFailure::Error(error, status)) => Reply { body: jsonrpc::error_bytes(Some(id), &error), status },
@@ -690,12 +790,14 @@ impl McpService {
             .resources
             .resources()
             .iter()
+            .filter(|r| self.may_reach(user, &r.info().uri, true))
             .map(|r| serde_json::to_value(r.info()).unwrap_or_default())
             .collect();
         if let Some(lister) = &self.inner.resource_lister {
             let ctx = self.inner.backends.context(None);
             let own = lister(user, &ctx).await.map_err(|e| RpcError::new(code::INTERNAL_ERROR, e.to_string()))?;
-            resources.extend(own.iter().map(|r| serde_json::to_value(r).unwrap_or_default()));
+            let reachable = own.iter().filter(|r| self.may_reach(user, &r.uri, true));
+            resources.extend(reachable.map(|r| serde_json::to_value(r).unwrap_or_default()));
         }
         Ok(json!({"resources": resources}))
     }
@@ -718,7 +820,7 @@ impl McpService {
         let started = self.access_started(exchange.user);
         let ctx = self.inner.backends.context(exchange.client);
         let read = self.read_contents(&p.uri, exchange.user, &ctx).await;
-        self.record_access(exchange.user, AccessKind::Resource, &p.uri, read.is_ok(), started);
+        self.record_access(exchange.user, AccessKind::Resource, &p.uri, resource_outcome(&read), started);
         match read {
             Ok(contents) => Reply::ok(jsonrpc::result_bytes(id, &json!({"contents": contents}))),
             Err(ResourceError::NotFound(uri)) => Reply::error(
@@ -742,6 +844,9 @@ impl McpService {
         ctx: &ToolContext<'_>,
     ) -> Result<Vec<ResourceContents>, ResourceError> {
         let resources = &self.inner.resources;
+        if !self.may_reach(user, uri, false) {
+            return Err(ResourceError::NotFound(uri.to_owned()));
+        }
         if let Some(resource) = resources.get(uri) {
             resource.read(user, ctx).await
         } else if let Some(template) = resources.template_for(uri) {

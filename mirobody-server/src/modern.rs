@@ -9,7 +9,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 
-use mirobody_core::{AccessKind, CallError, ResourceError, ToolContext, ToolResult, UserInfo};
+use mirobody_core::{AccessKind, AccessOutcome, CallError, ResourceError, ToolContext, ToolResult, UserInfo};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
@@ -906,6 +906,8 @@ impl McpService {
         let registry = &self.inner().registry;
         if let Some(tool) = registry.get(&p.name) {
             if !self.visible(exchange.user, tool) {
+                let started = self.access_started(exchange.user);
+                self.record_access(exchange.user, AccessKind::Tool, &p.name, AccessOutcome::Hidden, started);
                 let unknown = CallError::UnknownTool { name: p.name.into_owned() };
                 return ModernReply::error(id, &RpcError::invalid_params(unknown.to_string()));
             }
@@ -938,9 +940,7 @@ impl McpService {
             Ok(outcome) => outcome,
             Err(reply) => return reply,
         };
-        if let Ok(result) = &outcome {
-            self.record_access(exchange.user, AccessKind::Tool, &p.name, !result.is_error(), started);
-        }
+        self.record_call(exchange.user, &p.name, &outcome, started);
         match outcome.map_err(call_failure) {
             Ok(result) | Err(CallFailure::Result(result)) => ModernReply::ok(self.tool_result(id, &result)),
             Err(CallFailure::Error(error, status)) => ModernReply::error_with(id, &error, status),
@@ -1022,7 +1022,7 @@ impl McpService {
             Ok(read) => read,
             Err(reply) => return reply,
         };
-        self.record_access(exchange.user, AccessKind::Resource, &p.uri, read.is_ok(), started);
+        self.record_access(exchange.user, AccessKind::Resource, &p.uri, crate::mcp::resource_outcome(&read), started);
         match read {
             Ok(contents) => {
                 // A read may depend on who reads: only an anonymous read of a public resource

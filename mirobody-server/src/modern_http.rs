@@ -20,6 +20,7 @@
 //! `subscriptions/listen` answers with a stream that acknowledges first and then carries the
 //! change notifications the client asked for.
 
+use crate::limits::{Caller, Slot};
 use std::borrow::Cow;
 use std::future::Future;
 use std::task::Poll;
@@ -305,15 +306,24 @@ pub(crate) async fn handle(
     user: UserInfo,
     headers: HeaderMap,
     streamable: bool,
+    caller: Caller,
 ) -> Response {
     if request.method == "subscriptions/listen" {
         return match ModernParams::parse(request.params.as_deref())
             .and_then(|params| ladder(http.service(), &headers, &request.method, &params))
         {
-            Ok(()) => listen(http, &request, &headers),
+            Ok(()) => listen(http, &request, &headers, &caller),
             Err(error) => refusal(&request.id, &error),
         };
     }
+    // A call counts against its caller's running calls until it ends.
+    let slot = match request.method.as_str() {
+        "tools/call" => match caller.try_call() {
+            Some(slot) => Some(slot),
+            None => return crate::http::too_many_calls(&request.id),
+        },
+        _ => None,
+    };
 
     // The call may send progress and logs before its reply, when the client reads SSE
     // (`streamable`).
@@ -322,6 +332,7 @@ pub(crate) async fn handle(
         let service = http.service().clone();
         let notifications = streamable.then_some(outbox);
         Box::pin(async move {
+            let _slot = slot;
             // The params are read once, here: the ladder and the method both use the reading.
             let read = ModernParams::parse(request.params.as_deref())
                 .and_then(|params| ladder(&service, &headers, &request.method, &params).map(|()| params));
@@ -358,16 +369,17 @@ pub(crate) fn check_tool_call(
 pub(crate) fn tool_call(
     http: &McpHttp,
     id: Id,
-    meta: Box<RequestMeta>,
-    call: OwnedCall,
+    (meta, call): (Box<RequestMeta>, OwnedCall),
     user: UserInfo,
     streamable: bool,
     reply_headers: HeaderMap,
+    slot: Slot,
 ) -> impl Future<Output = Response> + Send + '_ {
     let (outbox, inbox) = Outbox::lazy();
     let service = http.service().clone();
     let notifications = streamable.then_some(outbox);
     let call: CallFuture<ModernReply> = Box::pin(async move {
+        let _slot = slot;
         let exchange = ModernExchange { user: &user, meta: &meta, notifications };
         Some(service.modern_call_owned(&id, call, &exchange).await)
     });
@@ -409,7 +421,7 @@ async fn answer(
     }
 }
 
-fn listen(http: &McpHttp, request: &Request, headers: &HeaderMap) -> Response {
+fn listen(http: &McpHttp, request: &Request, headers: &HeaderMap, caller: &Caller) -> Response {
     let id = request.id.clone();
     if !accepts(headers.get(http::header::ACCEPT), "text/event-stream") {
         return rpc_error(
@@ -432,6 +444,9 @@ fn listen(http: &McpHttp, request: &Request, headers: &HeaderMap) -> Response {
             "Service Unavailable: too many open subscriptions; try again later",
         );
     }
+    let Some(slot) = caller.try_stream() else {
+        return crate::http::too_many_streams();
+    };
     // Subscribed before the acknowledgement goes out, so no change after it is missed.
     let rx = changes.subscribe();
     let ack = changes::acknowledgement(&filter, &id);
@@ -442,8 +457,10 @@ fn listen(http: &McpHttp, request: &Request, headers: &HeaderMap) -> Response {
         filter: changes::SubscriptionFilter,
         id: Id,
         ended: bool,
+        // The caller's count of streams holds while the stream is open.
+        _slot: Slot,
     }
-    let state = Listening { first: Some(ack), rx, changes: changes.clone(), filter, id, ended: false };
+    let state = Listening { first: Some(ack), rx, changes: changes.clone(), filter, id, ended: false, _slot: slot };
     let events = stream::unfold(state, |mut s| async move {
         if let Some(ack) = s.first.take() {
             return Some((event(ack), s));

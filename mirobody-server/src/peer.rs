@@ -47,6 +47,16 @@ impl PendingRequests {
         lock(&self.waiting).retain(|_, p| p.session.as_deref() != session);
     }
 
+    /// How many questions wait for an answer.
+    pub fn len(&self) -> usize {
+        lock(&self.waiting).len()
+    }
+
+    /// Whether none does.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
     /// Delivers the client's answer; false when no request of this session and user waits
     /// under that id.
     pub fn complete(&self, id: &Id, session: Option<&str>, user: Option<&str>, outcome: Result<Value, Value>) -> bool {
@@ -57,6 +67,18 @@ impl PendingRequests {
             return false;
         }
         waiting.remove(key).is_some_and(|p| p.answer.send(outcome).is_ok())
+    }
+}
+
+// A question waiting for its answer, forgotten when this drops.
+struct Asked<'a> {
+    pending: &'a PendingRequests,
+    key: &'a str,
+}
+
+impl Drop for Asked<'_> {
+    fn drop(&mut self) {
+        self.pending.forget(self.key);
     }
 }
 
@@ -242,9 +264,11 @@ impl ClientPeer for ChannelPeer {
             return Err(PeerError::NoAnswer);
         }
         let (key, answer) = self.pending.register(self.session.id(), self.user.as_deref());
+        // Forgets the question however this ends: answered, timed out, or the call dropped
+        // (cancelled, or its client gone) while it waits.
+        let _asked = Asked { pending: &self.pending, key: &key };
         self.send(jsonrpc::request_bytes(&Id::String(key.clone()), method, &params)).await;
         let outcome = tokio::time::timeout(self.answer_timeout, answer).await;
-        self.pending.forget(&key);
         match outcome {
             Ok(Ok(Ok(result))) => Ok(result),
             Ok(Ok(Err(error))) => Err(PeerError::Client {
@@ -307,5 +331,22 @@ mod tests {
         assert_eq!(rx.recv().await.unwrap(), b"line");
         drop(rx);
         assert!(!outbox.send(b"lost".to_vec()).await);
+    }
+
+    #[tokio::test]
+    async fn a_question_is_forgotten_when_its_call_is_dropped_while_it_waits() {
+        let session = Arc::new(Session::new(Some(random_token())));
+        session.initialize("2025-11-25", crate::session::ClientInfo::new(["elicitation"], "c", "1"));
+        let pending = Arc::new(PendingRequests::default());
+        let (tx, mut rx) = mpsc::channel(4);
+        let peer = ChannelPeer::new(tx, session, Arc::clone(&pending), None, None, Duration::from_secs(3600));
+        let asking = tokio::spawn(async move { peer.request("elicitation/create", json!({})).await });
+        // The question went out and waits.
+        assert!(rx.recv().await.is_some());
+        assert_eq!(pending.len(), 1);
+        // The call is dropped (its client went away, or it was cancelled): nothing is kept.
+        asking.abort();
+        assert!(asking.await.unwrap_err().is_cancelled());
+        assert!(pending.is_empty(), "an abandoned question is forgotten");
     }
 }

@@ -7,7 +7,6 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use futures::future::AbortHandle;
-use serde_json::Value;
 use tokio::sync::mpsc;
 
 use crate::jsonrpc::Id;
@@ -37,21 +36,102 @@ fn conversation_id_for(session_id: &str) -> String {
     id
 }
 
+/// The client capabilities a server acts on, of all a client may declare in `initialize`.
+pub const KNOWN_CAPABILITIES: [&str; 4] = ["roots", "sampling", "elicitation", "tasks"];
+
+/// The longest client name or version kept from `initialize`, in bytes (cut on a character
+/// boundary).
+pub const MAX_CLIENT_INFO_BYTES: usize = 64;
+
+/// How many resources one session may subscribe to.
+pub const MAX_SUBSCRIPTIONS: usize = 16;
+
+/// The longest resource URI a session may subscribe to, in bytes.
+pub const MAX_SUBSCRIBED_URI_BYTES: usize = 512;
+
+/// The longest request id a session remembers a cancellation of before its request runs, in
+/// bytes of JSON text; a longer one is not remembered (no client sends one).
+pub const MAX_REMEMBERED_ID_BYTES: usize = 128;
+
+/// What a session keeps of the client's `initialize`: which of [`KNOWN_CAPABILITIES`] it
+/// declared, and its name and version cut to [`MAX_CLIENT_INFO_BYTES`]. Never the raw value,
+/// which a client may make as large as a request body.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ClientInfo {
+    capabilities: u8,
+    /// The client's name, as it said.
+    pub name: Box<str>,
+    /// The client's version, as it said.
+    pub version: Box<str>,
+}
+
+impl ClientInfo {
+    /// A client that declared `capabilities` (names from [`KNOWN_CAPABILITIES`]; others are
+    /// ignored), with its name and version cut to [`MAX_CLIENT_INFO_BYTES`].
+    pub fn new<'a>(capabilities: impl IntoIterator<Item = &'a str>, name: &str, version: &str) -> Self {
+        let capabilities = capabilities
+            .into_iter()
+            .filter_map(|c| KNOWN_CAPABILITIES.iter().position(|known| *known == c))
+            .fold(0u8, |bits, at| bits | 1 << at);
+        ClientInfo { capabilities, name: cut(name).into(), version: cut(version).into() }
+    }
+
+    /// Whether the client declared `capability`.
+    pub fn supports(&self, capability: &str) -> bool {
+        KNOWN_CAPABILITIES
+            .iter()
+            .position(|known| *known == capability)
+            .is_some_and(|at| self.capabilities & 1 << at != 0)
+    }
+}
+
+fn cut(text: &str) -> &str {
+    if text.len() <= MAX_CLIENT_INFO_BYTES {
+        return text;
+    }
+    let mut end = MAX_CLIENT_INFO_BYTES;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    &text[..end]
+}
+
+/// Why a subscription was refused.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum SubscribeError {
+    /// The session has [`MAX_SUBSCRIPTIONS`] already.
+    #[error("too many subscriptions: a session may subscribe to at most {MAX_SUBSCRIPTIONS} resources")]
+    TooMany,
+    /// The URI is longer than [`MAX_SUBSCRIBED_URI_BYTES`].
+    #[error("the resource URI is too long to subscribe to: the limit is {MAX_SUBSCRIBED_URI_BYTES} bytes")]
+    UriTooLong,
+}
+
 /// One client's session.
 pub struct Session {
     id: Option<String>,
     conversation_id: Option<Arc<str>>,
     owner: Option<String>,
+    caller: Option<crate::limits::Caller>,
+    // The caller's count of sessions, given back when the session goes.
+    slot: Mutex<Option<crate::limits::Slot>>,
     closing: std::sync::atomic::AtomicBool,
-    protocol_version: OnceLock<String>,
-    client_capabilities: OnceLock<Value>,
+    protocol_version: OnceLock<&'static str>,
+    client: OnceLock<ClientInfo>,
     log_level: AtomicU8,
     subscriptions: Mutex<HashSet<String>>,
     running: Mutex<Running>,
     stream: Mutex<Option<mpsc::Sender<Vec<u8>>>>,
     // When the client was last seen, on `clock_ms`.
     last_seen_ms: AtomicU64,
+    // The order sessions were made in: of two idle equally long (the clock is coarse), the
+    // older goes first.
+    born: u64,
 }
+
+static SESSIONS_MADE: AtomicU64 = AtomicU64::new(0);
 
 impl std::fmt::Debug for Session {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -67,14 +147,17 @@ impl Session {
             conversation_id: id.as_deref().map(|id| conversation_id_for(id).into()),
             id,
             owner: None,
+            caller: None,
+            slot: Mutex::new(None),
             closing: std::sync::atomic::AtomicBool::new(false),
             protocol_version: OnceLock::new(),
-            client_capabilities: OnceLock::new(),
+            client: OnceLock::new(),
             log_level: AtomicU8::new(LOGS_OFF),
             subscriptions: Mutex::new(HashSet::new()),
             running: Mutex::default(),
             stream: Mutex::new(None),
             last_seen_ms: AtomicU64::new(clock_ms()),
+            born: SESSIONS_MADE.fetch_add(1, Ordering::Relaxed),
         }
     }
 
@@ -101,13 +184,23 @@ impl Session {
         self.owner.as_deref() == user_id
     }
 
+    /// The caller whose calls and streams on this session count against its limits.
+    pub fn caller(&self) -> Option<&crate::limits::Caller> {
+        self.caller.as_ref()
+    }
+
     /// Records what `initialize` settled; false if it was already settled.
-    pub fn initialize(&self, version: &str, capabilities: Value) -> bool {
-        let first = self.protocol_version.set(version.to_owned()).is_ok();
+    pub fn initialize(&self, version: &'static str, client: ClientInfo) -> bool {
+        let first = self.protocol_version.set(version).is_ok();
         if first {
-            let _ = self.client_capabilities.set(capabilities);
+            let _ = self.client.set(client);
         }
         first
+    }
+
+    /// What the client said of itself in `initialize`.
+    pub fn client(&self) -> Option<&ClientInfo> {
+        self.client.get()
     }
 
     /// Whether `initialize` has happened.
@@ -117,12 +210,12 @@ impl Session {
 
     /// The negotiated protocol version.
     pub fn protocol_version(&self) -> Option<&str> {
-        self.protocol_version.get().map(String::as_str)
+        self.protocol_version.get().copied()
     }
 
     /// Whether the client declared a capability.
     pub fn client_supports(&self, capability: &str) -> bool {
-        self.client_capabilities.get().and_then(|c| c.get(capability)).is_some_and(|v| !v.is_null())
+        self.client.get().is_some_and(|c| c.supports(capability))
     }
 
     /// Sets the lowest level of log messages the client wants.
@@ -136,9 +229,18 @@ impl Session {
         min != LOGS_OFF && log_rank(level).is_some_and(|rank| rank >= min)
     }
 
-    /// Subscribes to updates of a resource.
-    pub fn subscribe(&self, uri: &str) {
-        lock(&self.subscriptions).insert(uri.to_owned());
+    /// Subscribes to updates of a resource, within [`MAX_SUBSCRIPTIONS`] and
+    /// [`MAX_SUBSCRIBED_URI_BYTES`]. Subscribing again to the same URI is not another one.
+    pub fn subscribe(&self, uri: &str) -> Result<(), SubscribeError> {
+        if uri.len() > MAX_SUBSCRIBED_URI_BYTES {
+            return Err(SubscribeError::UriTooLong);
+        }
+        let mut subscriptions = lock(&self.subscriptions);
+        if subscriptions.len() >= MAX_SUBSCRIPTIONS && !subscriptions.contains(uri) {
+            return Err(SubscribeError::TooMany);
+        }
+        subscriptions.insert(uri.to_owned());
+        Ok(())
     }
 
     /// Unsubscribes.
@@ -169,12 +271,17 @@ impl Session {
     /// cancelled when it is: a transport registers a call only once it did not finish in its
     /// first poll, and a cancellation read on another thread meanwhile must not be lost. MCP
     /// never reuses a request id within a session, so remembering the id is safe; the last
-    /// [`EARLY_CANCELS_KEPT`] such ids are kept.
+    /// [`EARLY_CANCELS_KEPT`] such ids of at most [`MAX_REMEMBERED_ID_BYTES`] are kept.
     pub fn cancel_request(&self, id: &Id) -> bool {
         let mut running = lock(&self.running);
         if let Some(handle) = running.calls.remove(id) {
             handle.abort();
             return true;
+        }
+        if let Id::String(text) = id
+            && text.len() > MAX_REMEMBERED_ID_BYTES
+        {
+            return false;
         }
         if running.cancelled_early.len() == EARLY_CANCELS_KEPT {
             running.cancelled_early.pop_front();
@@ -234,13 +341,20 @@ impl Session {
         self.closing.load(Ordering::Relaxed)
     }
 
-    /// Cancels everything running (the session is ending).
+    /// Whether a call of this session is running (registered after its first poll).
+    pub fn has_running_calls(&self) -> bool {
+        !lock(&self.running).calls.is_empty()
+    }
+
+    /// Cancels everything running (the session is ending), and gives its caller's session
+    /// slot back.
     pub fn close(&self) {
         self.set_closing();
         for (_, handle) in lock(&self.running).calls.drain() {
             handle.abort();
         }
         lock(&self.stream).take();
+        lock(&self.slot).take();
     }
 }
 
@@ -271,7 +385,7 @@ impl Drop for RunningRequest {
 /// (`Instant::elapsed` took 56 more instructions a request, callgrind), at the resolution of
 /// the kernel's tick (1 to 10 ms): far finer than an idle timeout needs.
 #[cfg(target_os = "linux")]
-fn clock_ms() -> u64 {
+pub(crate) fn clock_ms() -> u64 {
     let now = rustix::time::clock_gettime(rustix::time::ClockId::MonotonicCoarse);
     let (secs, nanos) = (u64::try_from(now.tv_sec).unwrap_or(0), u64::try_from(now.tv_nsec).unwrap_or(0));
     secs * 1000 + nanos / 1_000_000
@@ -279,7 +393,7 @@ fn clock_ms() -> u64 {
 
 /// Milliseconds on a monotonic clock: the clock sessions note their activity on.
 #[cfg(not(target_os = "linux"))]
-fn clock_ms() -> u64 {
+pub(crate) fn clock_ms() -> u64 {
     static START: OnceLock<std::time::Instant> = OnceLock::new();
     START.get_or_init(std::time::Instant::now).elapsed().as_millis() as u64
 }
@@ -293,53 +407,134 @@ pub(crate) fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 /// How long a session must have been unused before a new one may push it out of a full store.
 pub const MIN_IDLE_TO_EVICT: Duration = Duration::from_secs(60);
 
-/// Sessions of stateful HTTP, bounded in number and evicted when idle.
+/// Why a session could not be made.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum SessionRefused {
+    /// The store is full of sessions in use (for anonymous callers: their share of it).
+    #[error("too many active sessions; try again later")]
+    Full,
+    /// The caller holds as many sessions as it may, each with a call running.
+    #[error("too many sessions for this caller; end one (DELETE) or try again later")]
+    CallerLimit,
+}
+
+/// Sessions of stateful HTTP, bounded in number and evicted when idle. Anonymous callers may
+/// hold only part of the store, so they cannot crowd out signed-in ones; a session with a call
+/// running (a tool waiting on a person's answer, say) is never pushed out for a new one.
 pub struct SessionStore {
-    sessions: Mutex<foldhash::HashMap<String, Arc<Session>>>,
+    sessions: Mutex<Sessions>,
     max_sessions: usize,
+    max_anonymous: usize,
     idle_timeout: Duration,
+}
+
+#[derive(Default)]
+struct Sessions {
+    by_id: foldhash::HashMap<String, Arc<Session>>,
+    anonymous: usize,
+}
+
+impl Sessions {
+    fn insert(&mut self, id: String, session: Arc<Session>) {
+        self.anonymous += usize::from(session.owner.is_none());
+        self.by_id.insert(id, session);
+    }
+
+    fn remove(&mut self, id: &str) -> Option<Arc<Session>> {
+        let gone = self.by_id.remove(id)?;
+        self.anonymous -= usize::from(gone.owner.is_none());
+        gone.close();
+        Some(gone)
+    }
+
+    // The longest-idle session that `may_go` lets go and that has nothing running.
+    fn evictable(&self, may_go: impl Fn(&Session, Duration) -> bool) -> Option<String> {
+        let now = clock_ms();
+        self.by_id
+            .iter()
+            .map(|(id, s)| (id, s, s.idle_at(now)))
+            .filter(|(_, s, idle)| may_go(s, *idle) && !s.has_running_calls())
+            .max_by_key(|(_, s, idle)| (*idle, std::cmp::Reverse(s.born)))
+            .map(|(id, _, _)| id.clone())
+    }
 }
 
 impl SessionStore {
     /// A store of at most `max_sessions`, dropping sessions idle longer than `idle_timeout`.
+    /// Anonymous callers may hold half of it ([`SessionStore::with_anonymous_share`]).
     pub fn new(max_sessions: usize, idle_timeout: Duration) -> Self {
-        SessionStore { sessions: Mutex::default(), max_sessions: max_sessions.max(1), idle_timeout }
+        let max_sessions = max_sessions.max(1);
+        SessionStore { sessions: Mutex::default(), max_sessions, max_anonymous: max_sessions.div_ceil(2), idle_timeout }
     }
 
-    /// Creates a session for `owner` with a fresh random id (128 bits, visible ASCII); `None`
-    /// when the store is full of sessions active within the last [`MIN_IDLE_TO_EVICT`], so a
-    /// flood of new sessions cannot push out clients in use.
-    pub fn create(&self, owner: Option<&str>) -> Option<Arc<Session>> {
+    /// Lets anonymous callers hold at most `max_anonymous` of the sessions; the rest are kept
+    /// for signed-in ones.
+    pub fn with_anonymous_share(mut self, max_anonymous: usize) -> Self {
+        self.max_anonymous = max_anonymous.min(self.max_sessions);
+        self
+    }
+
+    /// Creates a session for `caller` with a fresh random id (128 bits, visible ASCII).
+    ///
+    /// Room is made, in order, by dropping expired sessions; at the caller's own bound, by
+    /// pushing out its own longest-idle session with nothing running; in a full store (or a
+    /// full anonymous share), by pushing out the longest-idle session idle at least
+    /// [`MIN_IDLE_TO_EVICT`] with nothing running, or for a signed-in caller any anonymous one
+    /// with nothing running. A flood of new sessions cannot push out clients in use.
+    pub fn create(&self, caller: crate::limits::Caller) -> Result<Arc<Session>, SessionRefused> {
+        let owner = match caller.key() {
+            crate::limits::CallerKey::User(id) => Some(id.to_string()),
+            _ => None,
+        };
+        let signed_in = owner.is_some();
         let id = random_token();
-        let session = Arc::new(Session::new(Some(id.clone())).owned_by(owner));
-        session.touch();
+        let mut session = Session::new(Some(id.clone())).owned_by(owner.as_deref());
         let mut sessions = lock(&self.sessions);
-        if sessions.len() >= self.max_sessions {
+        let mut slot = caller.try_session();
+        if slot.is_none() {
+            let key = caller.key().clone();
+            let own = sessions.evictable(|s, _| s.caller.as_ref().is_some_and(|c| *c.key() == key));
+            let Some(own) = own else { return Err(SessionRefused::CallerLimit) };
+            sessions.remove(&own);
+            slot = caller.try_session();
+        }
+        let full = |sessions: &Sessions| {
+            sessions.by_id.len() >= self.max_sessions || (!signed_in && sessions.anonymous >= self.max_anonymous)
+        };
+        if full(&sessions) {
             evict(&mut sessions, self.idle_timeout);
         }
-        if sessions.len() >= self.max_sessions {
-            let oldest = sessions.iter().max_by_key(|(_, s)| s.idle_for()).map(|(k, s)| (k.clone(), s.idle_for()));
-            match oldest {
-                Some((key, idle)) if idle >= MIN_IDLE_TO_EVICT => {
-                    if let Some(gone) = sessions.remove(&key) {
-                        gone.close();
-                    }
+        if full(&sessions) {
+            let anonymous_share_full = !signed_in && sessions.anonymous >= self.max_anonymous;
+            let victim = sessions.evictable(|s, idle| {
+                let anonymous = s.owner.is_none();
+                if anonymous_share_full {
+                    anonymous && idle >= MIN_IDLE_TO_EVICT
+                } else {
+                    idle >= MIN_IDLE_TO_EVICT || (signed_in && anonymous)
                 }
-                _ => return None,
+            });
+            match victim {
+                Some(victim) => {
+                    sessions.remove(&victim);
+                }
+                None => return Err(SessionRefused::Full),
             }
         }
+        session.caller = Some(caller);
+        *session.slot.get_mut().unwrap_or_else(|poisoned| poisoned.into_inner()) = slot;
+        let session = Arc::new(session);
         sessions.insert(id, Arc::clone(&session));
-        Some(session)
+        Ok(session)
     }
 
     /// The live session with this id, if it belongs to `user_id`.
     pub fn get(&self, id: &str, user_id: Option<&str>) -> Option<Arc<Session>> {
         let mut sessions = lock(&self.sessions);
-        let session = sessions.get(id).filter(|s| s.belongs_to(user_id))?;
+        let session = sessions.by_id.get(id).filter(|s| s.belongs_to(user_id))?;
         if !session.renew(self.idle_timeout) {
-            if let Some(gone) = sessions.remove(id) {
-                gone.close();
-            }
+            sessions.remove(id);
             return None;
         }
         Some(Arc::clone(session))
@@ -348,10 +543,10 @@ impl SessionStore {
     /// Ends a session of `user_id`; whether it existed.
     pub fn remove(&self, id: &str, user_id: Option<&str>) -> bool {
         let mut sessions = lock(&self.sessions);
-        if !sessions.get(id).is_some_and(|s| s.belongs_to(user_id)) {
+        if !sessions.by_id.get(id).is_some_and(|s| s.belongs_to(user_id)) {
             return false;
         }
-        sessions.remove(id).inspect(|s| s.close()).is_some()
+        sessions.remove(id).is_some()
     }
 
     /// Drops every idle session; how many went.
@@ -361,7 +556,12 @@ impl SessionStore {
 
     /// How many sessions are live.
     pub fn len(&self) -> usize {
-        lock(&self.sessions).len()
+        lock(&self.sessions).by_id.len()
+    }
+
+    /// How many of them belong to anonymous callers.
+    pub fn anonymous(&self) -> usize {
+        lock(&self.sessions).anonymous
     }
 
     /// Whether there are none.
@@ -370,16 +570,16 @@ impl SessionStore {
     }
 }
 
-fn evict(sessions: &mut foldhash::HashMap<String, Arc<Session>>, idle_timeout: Duration) -> usize {
-    let before = sessions.len();
-    sessions.retain(|_, s| {
-        let keep = s.idle_for() <= idle_timeout;
-        if !keep {
-            s.close();
-        }
-        keep
-    });
-    before - sessions.len()
+// A session idle past the timeout goes even with a call running: its client has not been
+// heard from for that long.
+fn evict(sessions: &mut Sessions, idle_timeout: Duration) -> usize {
+    let now = clock_ms();
+    let expired: Vec<String> =
+        sessions.by_id.iter().filter(|(_, s)| s.idle_at(now) > idle_timeout).map(|(id, _)| id.clone()).collect();
+    for id in &expired {
+        sessions.remove(id);
+    }
+    expired.len()
 }
 
 /// A random token of 128 bits as 32 hex digits, from the OS-seeded CSPRNG.
@@ -393,6 +593,30 @@ pub fn random_token() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::limits::{CallerKey, CallerLimits, Callers};
+
+    fn callers(max_per_caller: usize) -> Arc<Callers> {
+        Callers::new(CallerLimits {
+            max_sessions: max_per_caller,
+            max_calls: 0,
+            max_streams: 0,
+            requests_per_second: 0,
+            burst: 0,
+        })
+    }
+
+    fn anonymous(callers: &Arc<Callers>, n: u8) -> crate::limits::Caller {
+        callers.caller(CallerKey::Address(std::net::IpAddr::from([192, 0, 2, n])))
+    }
+
+    fn user(callers: &Arc<Callers>, id: &str) -> crate::limits::Caller {
+        callers.caller(CallerKey::User(id.into()))
+    }
+
+    // A session with a call registered as running, until the returned guard drops.
+    fn busy(session: &Arc<Session>) -> RunningRequest {
+        session.start_request(Id::Number(1.into()), AbortHandle::new_pair().0)
+    }
 
     fn aborted_when(start: impl FnOnce(&Arc<Session>, Id, AbortHandle) -> RunningRequest) -> bool {
         let session = Arc::new(Session::new(None));
@@ -445,10 +669,11 @@ mod tests {
 
     #[test]
     fn a_full_store_refuses_new_sessions_rather_than_evict_active_ones() {
-        let store = SessionStore::new(2, Duration::from_secs(3600));
-        let a = store.create(None).unwrap();
-        let b = store.create(None).unwrap();
-        assert!(store.create(None).is_none(), "both sessions are in use");
+        let callers = callers(0);
+        let store = SessionStore::new(2, Duration::from_secs(3600)).with_anonymous_share(2);
+        let a = store.create(anonymous(&callers, 1)).unwrap();
+        let b = store.create(anonymous(&callers, 2)).unwrap();
+        assert_eq!(store.create(anonymous(&callers, 3)).unwrap_err(), SessionRefused::Full, "both are in use");
         assert_eq!(store.len(), 2);
         assert!(store.get(a.id().unwrap(), None).is_some());
         assert!(store.get(b.id().unwrap(), None).is_some());
@@ -457,7 +682,7 @@ mod tests {
     #[test]
     fn sessions_belong_to_their_caller() {
         let store = SessionStore::new(10, Duration::from_secs(3600));
-        let mine = store.create(Some("u1")).unwrap();
+        let mine = store.create(user(&callers(0), "u1")).unwrap();
         let id = mine.id().unwrap();
         assert!(store.get(id, Some("u2")).is_none());
         assert!(store.get(id, None).is_none());
@@ -469,10 +694,11 @@ mod tests {
     #[test]
     fn idle_sessions_expire() {
         let store = SessionStore::new(10, Duration::from_millis(1));
-        let a = store.create(None).unwrap();
+        let callers = callers(0);
+        let a = store.create(anonymous(&callers, 1)).unwrap();
         std::thread::sleep(Duration::from_millis(10));
         assert!(store.get(a.id().unwrap(), None).is_none());
-        store.create(None);
+        store.create(anonymous(&callers, 1)).unwrap();
         std::thread::sleep(Duration::from_millis(10));
         assert_eq!(store.sweep(), 1);
         assert!(store.is_empty());
@@ -481,7 +707,7 @@ mod tests {
     #[test]
     fn each_use_renews_a_session() {
         let store = SessionStore::new(10, Duration::from_millis(400));
-        let a = store.create(None).unwrap();
+        let a = store.create(anonymous(&callers(0), 1)).unwrap();
         let id = a.id().unwrap();
         // Used every 100 ms for twice the idle timeout: still live.
         for _ in 0..8 {
@@ -491,6 +717,89 @@ mod tests {
         std::thread::sleep(Duration::from_millis(600));
         assert!(store.get(id, None).is_none(), "idle longer than the timeout");
         assert!(store.is_empty(), "an expired session found by `get` is dropped");
+    }
+
+    #[test]
+    fn anonymous_callers_hold_only_their_share_and_signed_in_ones_push_them_out() {
+        let callers = callers(0);
+        let store = SessionStore::new(4, Duration::from_secs(3600)).with_anonymous_share(2);
+        let a = store.create(anonymous(&callers, 1)).unwrap();
+        let b = store.create(anonymous(&callers, 2)).unwrap();
+        assert_eq!(store.create(anonymous(&callers, 3)).unwrap_err(), SessionRefused::Full, "the share is used");
+        let _u = store.create(user(&callers, "u1")).unwrap();
+        let _v = store.create(user(&callers, "u2")).unwrap();
+        assert_eq!(store.len(), 4);
+        // Full: a signed-in caller pushes out an anonymous session with nothing running, even
+        // one used a moment ago; never one with a call running.
+        let _busy = busy(&a);
+        let w = store.create(user(&callers, "u3")).unwrap();
+        assert_eq!((store.len(), store.anonymous()), (4, 1));
+        assert!(store.get(a.id().unwrap(), None).is_some(), "the busy session stays");
+        assert!(store.get(b.id().unwrap(), None).is_none(), "the idle one went");
+        assert!(b.is_closing());
+        // Now only signed-in sessions and a busy anonymous one: nothing may go.
+        assert_eq!(store.create(user(&callers, "u4")).unwrap_err(), SessionRefused::Full);
+        assert!(store.get(w.id().unwrap(), Some("u3")).is_some());
+    }
+
+    #[test]
+    fn a_caller_at_its_bound_replaces_its_own_idle_session() {
+        let callers = callers(2);
+        let store = SessionStore::new(100, Duration::from_secs(3600));
+        let first = store.create(user(&callers, "u1")).unwrap();
+        std::thread::sleep(Duration::from_millis(20));
+        let second = store.create(user(&callers, "u1")).unwrap();
+        let other = store.create(user(&callers, "u2")).unwrap();
+        // The third of u1's replaces its longest-idle one, and nobody else's.
+        let third = store.create(user(&callers, "u1")).unwrap();
+        assert!(store.get(first.id().unwrap(), Some("u1")).is_none());
+        assert!(store.get(second.id().unwrap(), Some("u1")).is_some());
+        assert!(store.get(other.id().unwrap(), Some("u2")).is_some());
+        assert_eq!(user(&callers, "u1").holds().0, 2, "the slot of the one that went was given back");
+        // With both of its sessions busy, a caller at its bound is refused.
+        let (_one, _two) = (busy(&second), busy(&third));
+        assert_eq!(store.create(user(&callers, "u1")).unwrap_err(), SessionRefused::CallerLimit);
+        assert!(store.remove(second.id().unwrap(), Some("u1")));
+        assert_eq!(user(&callers, "u1").holds().0, 1);
+    }
+
+    #[test]
+    fn a_session_keeps_a_bounded_summary_of_its_client() {
+        let long = "é".repeat(1000);
+        let info = ClientInfo::new(["sampling", "elicitation", "made-up", "sampling"], &long, "1.0");
+        assert!(info.supports("sampling") && info.supports("elicitation"));
+        assert!(!info.supports("roots") && !info.supports("made-up"));
+        assert!(info.name.len() <= MAX_CLIENT_INFO_BYTES && info.name.len() >= MAX_CLIENT_INFO_BYTES - 1);
+        assert!(long.starts_with(&*info.name));
+        let session = Session::new(None);
+        assert!(session.initialize("2025-11-25", info.clone()));
+        assert!(!session.initialize("2025-06-18", ClientInfo::default()), "settled once");
+        assert!(session.client_supports("sampling") && !session.client_supports("roots"));
+        assert_eq!(session.client(), Some(&info));
+    }
+
+    #[test]
+    fn subscriptions_are_bounded_in_number_and_size() {
+        let session = Session::new(None);
+        for n in 0..MAX_SUBSCRIPTIONS {
+            session.subscribe(&format!("file:///{n}")).unwrap();
+        }
+        assert_eq!(session.subscribe("file:///more"), Err(SubscribeError::TooMany));
+        assert_eq!(session.subscribe("file:///0"), Ok(()), "the same one again is not another");
+        session.unsubscribe("file:///0");
+        assert_eq!(session.subscribe("file:///more"), Ok(()));
+        let long = format!("file:///{}", "x".repeat(MAX_SUBSCRIBED_URI_BYTES));
+        assert_eq!(session.subscribe(&long), Err(SubscribeError::UriTooLong));
+        assert!(!session.is_subscribed(&long));
+    }
+
+    #[test]
+    fn long_request_ids_are_not_remembered_as_early_cancellations() {
+        let session = Session::new(None);
+        session.cancel_request(&Id::String("x".repeat(MAX_REMEMBERED_ID_BYTES + 1)));
+        assert!(lock(&session.running).cancelled_early.is_empty());
+        session.cancel_request(&Id::String("x".repeat(MAX_REMEMBERED_ID_BYTES)));
+        assert_eq!(lock(&session.running).cancelled_early.len(), 1);
     }
 
     #[test]

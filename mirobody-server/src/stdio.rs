@@ -64,9 +64,9 @@ where
             break;
         }
         if line.len() > max_message_bytes && !line.ends_with(b"\n") {
-            // Skip the rest of the oversized line, then say why.
-            let mut rest = Vec::new();
-            reader.read_until(b'\n', &mut rest).await?;
+            // Skip the rest of the oversized line, a buffer at a time and keeping none of it,
+            // then say why.
+            skip_line(&mut reader).await?;
             let error = RpcError::new(
                 code::INVALID_REQUEST,
                 format!("Message too large: the limit is {max_message_bytes} bytes"),
@@ -138,4 +138,24 @@ where
     session.close();
     let _ = writer_task.await;
     Ok(())
+}
+// Reads up to and including the next newline (or to the end), keeping nothing: what an
+// oversized line costs is its buffer's worth of memory, however long it is.
+async fn skip_line<R: AsyncRead + Unpin>(reader: &mut BufReader<R>) -> std::io::Result<()> {
+    loop {
+        let buffer = reader.fill_buf().await?;
+        if buffer.is_empty() {
+            return Ok(());
+        }
+        match memchr::memchr(b'\n', buffer) {
+            Some(at) => {
+                reader.consume(at + 1);
+                return Ok(());
+            }
+            None => {
+                let len = buffer.len();
+                reader.consume(len);
+            }
+        }
+    }
 }

@@ -531,7 +531,13 @@ async fn main() -> std::io::Result<()> {
         return mirobody_server::stdio::serve(service, user, tokio::io::stdin(), tokio::io::stdout(), 4 << 20).await;
     }
     let port: u16 = arg.and_then(|p| p.parse().ok()).unwrap_or(3001);
-    let mcp = McpHttp::new(service.clone(), HttpOptions::default());
+    // The conformance suite is one client running hundreds of scenarios back to back: no
+    // per-caller rate limit for it.
+    let options = HttpOptions {
+        caller_limits: mirobody_server::limits::CallerLimits::default().with_rate(0, 0),
+        ..HttpOptions::default()
+    };
+    let mcp = McpHttp::new(service.clone(), options);
     let app = mcp.router_at("/mcp");
     let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await?;
     // With port 0 the system picks one; this line says which (the tests read it).

@@ -348,3 +348,52 @@ async fn single_page_listings_refuse_any_cursor() {
         assert!(reply.error_message().contains("Invalid cursor"), "{method}");
     }
 }
+
+#[tokio::test]
+async fn guarded_resources_are_reached_only_by_callers_who_may_call_their_tools() {
+    use std::sync::Arc;
+
+    use mirobody_core::UserInfo;
+    use mirobody_server::McpService;
+    use mirobody_server::session::Session;
+
+    use crate::support::{prompts, registry, resources};
+
+    // `test://` is the data of `scoped` (listing, needs health:read) and `whoami` (reading,
+    // needs a signed-in caller); agent "narrow" may not see `whoami` at all.
+    let service = McpService::builder(Arc::new(registry()))
+        .resources(resources())
+        .prompts(prompts())
+        .visibility(Arc::new(|user: &UserInfo, tool: &mirobody_core::Tool| {
+            !(user.agent() == Some("narrow") && tool.name() == "whoami")
+        }))
+        .guard_resources("test://", "scoped", "whoami")
+        .build();
+    let session = Arc::new(Session::new(None));
+    let ask = async |user: &UserInfo, method: &str, params: Value| -> Value {
+        let message = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}).to_string();
+        let reply = service.handle_bytes(message.as_bytes(), user, &session).await.unwrap();
+        serde_json::from_slice(&reply).unwrap()
+    };
+    let listed = async |user: &UserInfo| -> Vec<String> {
+        let reply = ask(user, "resources/list", json!({})).await;
+        reply["result"]["resources"].as_array().unwrap().iter().map(|r| r["uri"].as_str().unwrap().to_owned()).collect()
+    };
+    let read = async |user: &UserInfo| ask(user, "resources/read", json!({"uri": "test://static"})).await;
+
+    let anonymous = UserInfo::anonymous();
+    assert!(listed(&anonymous).await.is_empty());
+    assert_eq!(read(&anonymous).await["error"]["code"], -32002, "not found, as if it were not there");
+
+    let signed_in = UserInfo::authenticated("u1");
+    assert!(listed(&signed_in).await.is_empty(), "listing needs the listing tool's scope");
+    assert_eq!(read(&signed_in).await["result"]["contents"][0]["text"], "static text");
+
+    let scoped = UserInfo::authenticated("u1").with_scopes(["health:read"]);
+    assert_eq!(listed(&scoped).await, ["test://private", "test://static"]);
+
+    let narrow = UserInfo::authenticated("u1").with_scopes(["health:read"]).with_agent("narrow");
+    assert_eq!(read(&narrow).await["error"]["code"], -32002, "an agent denied the reading tool cannot read");
+    let template = ask(&narrow, "resources/read", json!({"uri": "test://items/7"})).await;
+    assert_eq!(template["error"]["code"], -32002, "templates are guarded too");
+}
