@@ -95,7 +95,7 @@ impl Default for HttpOptions {
             max_subscriptions: 1024,
             max_anonymous_sessions: 5_000,
             request_body_timeout: Duration::from_secs(30),
-            max_inflight_body_bytes: 64 * 1024 * 1024,
+            max_inflight_body_bytes: 16 * 1024 * 1024,
             caller_limits: CallerLimits::default(),
         }
     }

@@ -138,6 +138,7 @@ fn oversized_capabilities_are_not_kept() {
         assert!(header(&reply, "mcp-session-id").is_some());
     }
     let (after, peak) = server.memory_kib();
+    println!("40 initializes with 3 MiB capabilities: resident {before} -> {after} KiB, peak {peak} KiB");
     // Before: each session kept its capabilities, 2 GB for these 40.
     assert!(after.saturating_sub(before) < 64 * 1024, "resident memory grew from {before} to {after} KiB");
     assert!(peak < 256 * 1024, "peak resident memory {peak} KiB");
@@ -395,4 +396,107 @@ fn an_endless_line_on_stdio_costs_a_buffer_not_its_length() {
     drop(writer.join().unwrap());
     let _ = child.wait();
     assert!(peak < 128 * 1024, "peak resident memory {peak} KiB for a 256 MiB line");
+}
+
+#[test]
+fn many_large_arguments_at_once_are_bounded_by_the_body_budget() {
+    let server = Server::start("adversarial-arguments", &[]);
+    let sid = session(server.port, &server.token);
+    // A signed-in caller's tools/call whose arguments are about 3.8 MiB of empty objects: the
+    // worst ratio of parsed value to text that JSON allows. Twenty at once, from one caller.
+    let objects = vec!["{}"; 1_300_000].join(",");
+    let body = format!(
+        r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"echo","arguments":{{"text":"x","extra":[{objects}]}}}}}}"#
+    );
+    assert!(body.len() < 4 << 20);
+    let token = server.token.clone();
+    let port = server.port;
+    let senders: Vec<_> = (0..20)
+        .map(|_| {
+            let (body, token, sid) = (body.clone(), token.clone(), sid.clone());
+            std::thread::spawn(move || {
+                let mut stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
+                write!(
+                    stream,
+                    "POST /mcp HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nAccept: application/json\r\nAuthorization: Bearer {token}\r\nMcp-Session-Id: {sid}\r\nMCP-Protocol-Version: 2025-11-25\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                    body.len()
+                )
+                .unwrap();
+                let mut reply = String::new();
+                let _ = stream.read_to_string(&mut reply);
+                (status_of(&reply), header(&reply, "retry-after").map(str::to_owned))
+            })
+        })
+        .collect();
+    let replies: Vec<(u16, Option<String>)> = senders.into_iter().map(|s| s.join().unwrap()).collect();
+    let (_, peak) = server.memory_kib();
+    println!("20 tools/call with 3.8 MiB of empty objects at once: peak resident {peak} KiB, replies {replies:?}");
+    // Refused as invalid arguments (extra is not declared) once read; the ones over the budget
+    // are told to come back.
+    assert!(replies.iter().all(|(status, _)| *status == 200 || *status == 503), "{replies:?}");
+    assert!(replies.iter().any(|(status, _)| *status == 503), "the budget never ran out: {replies:?}");
+    assert!(replies.iter().filter(|(s, _)| *s == 503).all(|(_, retry)| retry.as_deref() == Some("1")));
+    assert!(peak < 1536 * 1024, "peak resident memory {peak} KiB");
+    server.assert_serves_honest_client();
+}
+
+#[test]
+fn an_agent_denied_the_files_tools_cannot_reach_files_as_resources() {
+    let data_dir = fresh_data_dir("adversarial-agent-files");
+    let port = free_port();
+    let cli = |args: &[&str]| {
+        let output = clean_command()
+            .args(args)
+            .env("MIROBODY_BACKENDS__DATA_DIR", &data_dir)
+            .env("MIROBODY_PUBLIC_BASE_URL", format!("http://127.0.0.1:{port}"))
+            .output()
+            .unwrap();
+        assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+        String::from_utf8(output.stdout).unwrap()
+    };
+    // The demo user has three files; its personal URL is bound to an agent denied both tools.
+    cli(&["demo"]);
+    let url = cli(&["secret", "rotate", "--user", "demo", "--agent", "narrow"]);
+    let path = url.trim().strip_prefix(&format!("http://127.0.0.1:{port}")).unwrap().to_owned();
+    let denied = [("MIROBODY_DISALLOWED_TOOLS_NARROW", "[read_file, list_files]")];
+    let child = start_with(&data_dir, port, std::process::Stdio::null(), &denied);
+    let server = Server { child, port, token: token(&data_dir, port, "demo") };
+
+    // Signed in without an agent: the files are resources.
+    let sid = session(port, &server.token);
+    let listed =
+        common::post(port, &server.token, Some(&sid), &json!({"jsonrpc":"2.0","id":2,"method":"resources/list"}))
+            .unwrap()
+            .1;
+    let files: Vec<String> = listed["result"]["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|r| r["uri"].as_str().filter(|u| u.starts_with("file://")).map(str::to_owned))
+        .collect();
+    assert_eq!(files.len(), 3, "{listed}");
+
+    // Through the agent's URL: neither listed nor read, and the tools are not there either.
+    let (head, _) = raw_post(port, &path, &[("Accept", "application/json")], INIT);
+    let agent_sid = header(&head, "mcp-session-id").expect(&head).to_owned();
+    let ask = |body: Value| {
+        let (_, reply) = raw_post(
+            port,
+            &path,
+            &[("Accept", "application/json"), ("Mcp-Session-Id", &agent_sid), ("MCP-Protocol-Version", "2025-11-25")],
+            &body.to_string(),
+        );
+        serde_json::from_str::<Value>(&reply).unwrap()
+    };
+    let listed = ask(json!({"jsonrpc":"2.0","id":2,"method":"resources/list"}));
+    let uris = listed["result"]["resources"].as_array().expect("a listing");
+    assert!(uris.iter().all(|r| !r["uri"].as_str().unwrap().starts_with("file://")), "{listed}");
+    for uri in &files {
+        let read = ask(json!({"jsonrpc":"2.0","id":3,"method":"resources/read","params":{"uri":uri}}));
+        assert_eq!(read["error"]["code"], -32002, "{read}");
+    }
+    let call = ask(
+        json!({"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"read_file","arguments":{"file_key":"x"}}}),
+    );
+    assert!(call["error"]["message"].as_str().unwrap().contains("Unknown tool"), "{call}");
 }
