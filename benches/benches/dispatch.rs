@@ -13,8 +13,8 @@ use criterion::{Criterion, criterion_group, criterion_main};
 // The baseline: what a server would do with no engine (parse, build the response, write it).
 use mirobody_benches::json_rpc_echo as baseline;
 use mirobody_core::{Format, Registry, ToolContext, UserInfo};
-use mirobody_server::mcp::McpService;
-use mirobody_server::session::Session;
+use mirobody_mcp::mcp::McpService;
+use mirobody_mcp::session::Session;
 use serde_json::{Value, json};
 
 const REQUEST: &[u8] = br#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hello, mirobody"}}}"#;

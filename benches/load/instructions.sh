@@ -57,7 +57,7 @@ measure() {
 
 bin=$PWD/target/release
 bare_task='bare_hyper::main::{{closure}}::{{closure}}'
-mcp_task='mirobody_server::serve_until::{{closure}}::{{closure}}'
+mcp_task='mirobody_mcp::serve_until::{{closure}}::{{closure}}'
 read -r bare bare_task_n < <(measure bare 18281 / benches/load/post.lua "$bare_task" MCP-Protocol-Version=2025-11-25 \
   -- "$bin/bare-hyper" 127.0.0.1:18281)
 read -r json json_task_n < <(measure json 18283 / benches/load/post.lua "$bare_task" MCP-Protocol-Version=2025-11-25 \

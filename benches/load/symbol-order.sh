@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
-# Regenerates mirobody-server/link/symbol-order.txt, the list of functions the linker puts first
-# in the release binary (see mirobody-server/build.rs). Runs the release server under callgrind,
+# Writes target/symbol-order.txt, a list of functions for the linker to put first in the release
+# binary (optional; see mirobody-server/build.rs). Runs the release server under callgrind,
 # pinned to one CPU and then on all, through start-up, then a session (initialize, tools/list,
 # ping, tools/call echo), stateless 2026-07-28 calls, clients resetting their connections and a
 # graceful shutdown, and lists every function of the binary that ran: those that ran for the
 # requests first, so that the request path is packed together, then the start-up's, then the
 # shutdown's (closing SQLite runs `PRAGMA optimize`, 0.3 MB of code that no request runs), the
-# most instructions first in each part. Run it after a toolchain or dependency update, or when
-# run.sh says the list is stale, then rebuild and commit the list.
+# most instructions first in each part. Then build with the list:
+#   MIROBODY_SYMBOL_ORDER=$PWD/target/symbol-order.txt cargo build --release -p mirobody-server
 # Usage: benches/load/symbol-order.sh   (needs valgrind, python3 and curl)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -18,7 +18,7 @@ export MIROBODY_REQUESTS_PER_SECOND=1000000000 MIROBODY_REQUESTS_BURST=100000000
 command -v valgrind >/dev/null || { echo "valgrind is not installed (apt-get install valgrind)"; exit 2; }
 cargo build --release -q -p mirobody-server --bin mirobody-server
 bin=$PWD/target/release/mirobody-server
-order=mirobody-server/link/symbol-order.txt
+order=$PWD/target/symbol-order.txt
 port=18290
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
@@ -78,4 +78,5 @@ profile many
 python3 benches/load/symbol_order.py write "$bin" "$out/one.2,$out/many.2" "$out/one.1,$out/many.1" "$out/one,$out/many" \
   > "$order.new"
 mv "$order.new" "$order"
-echo "wrote $order: $(grep -vc '^#' "$order") functions; rebuild with cargo build --release"
+echo "wrote $order: $(grep -vc '^#' "$order") functions; link with it:"
+echo "  MIROBODY_SYMBOL_ORDER=$order cargo build --release -p mirobody-server"

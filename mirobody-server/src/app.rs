@@ -15,8 +15,8 @@ use mirobody_core::{PromptRegistry, Registry, ResourceRegistry};
 use mirobody_tools::backends::{self, OpenedBackends};
 
 use crate::config::Config;
-use crate::http::McpHttp;
-use crate::mcp::{Backends, McpService};
+use mirobody_mcp::http::McpHttp;
+use mirobody_mcp::mcp::{Backends, McpService};
 
 /// Why the server could not be assembled.
 #[derive(Debug, thiserror::Error)]
@@ -43,11 +43,11 @@ pub enum AppError {
 
 /// The server's routes behind the auth layer, which goes around them rather than inside because
 /// it rewrites `/mcp/<secret>` to `/mcp` before routing: MCP at its path, the rest in a router.
-pub type AppService = mirobody_auth::AuthService<crate::http::Mounted>;
+pub type AppService = mirobody_auth::AuthService<mirobody_mcp::http::Mounted>;
 
 /// Everything the server runs: the routes, and the parts the CLI commands use.
 pub struct Server {
-    /// Every route, behind the auth layer: serve it with [`crate::serve`].
+    /// Every route, behind the auth layer: serve it with [`mirobody_mcp::serve`].
     pub app: AppService,
     /// The MCP engine.
     pub service: McpService,
@@ -155,7 +155,7 @@ pub async fn build(config: &Config) -> Result<Server, AppError> {
     // as resources either.
     builder = builder.guard_resources("file://", "list_files", "read_file");
     if let Some(key) = &config.request_state_key {
-        let key = crate::mrtr::StateKey::new(key.expose().as_bytes().to_vec())
+        let key = mirobody_mcp::mrtr::StateKey::new(key.expose().as_bytes().to_vec())
             .map_err(|e| AppError::StateKey(e.to_string()))?;
         builder = builder.request_state_key(key);
     }

@@ -11,8 +11,8 @@ use serde_yaml_ng::{Mapping, Value};
 use mirobody_auth::{AuthConfig, SecretString};
 use mirobody_tools::backends::BackendConfig;
 
-use crate::http::HttpOptions;
-use crate::mcp::{McpOptions, ServerInfo};
+use mirobody_mcp::http::HttpOptions;
+use mirobody_mcp::mcp::{McpOptions, ServerInfo};
 
 /// The environment variable prefix for overrides: `MIROBODY_BIND`, `MIROBODY_STATELESS`, ...
 pub const ENV_PREFIX: &str = "MIROBODY_";
@@ -83,7 +83,7 @@ pub struct Config {
     pub server_name: String,
     /// Instructions for the model, sent in `initialize`.
     pub instructions: Option<String>,
-    /// The log filter (`info`, `debug`, `mirobody_server=debug,info`, ...). `RUST_LOG` wins.
+    /// The log filter (`info`, `debug`, `mirobody_mcp=debug,info`, ...). `RUST_LOG` wins.
     pub log: String,
     /// The key (32+ bytes) that signs 2026-07-28 `requestState`s; instances behind one load
     /// balancer need the same one. A random key per process when unset.
@@ -105,7 +105,7 @@ impl Default for Config {
     fn default() -> Self {
         let http = HttpOptions::default();
         let mcp = McpOptions::default();
-        let serve = crate::ServeOptions::default();
+        let serve = mirobody_mcp::ServeOptions::default();
         let callers = &http.caller_limits;
         Config {
             bind: SocketAddr::from(([127, 0, 0, 1], 8080)),
@@ -310,19 +310,15 @@ impl Config {
     }
 
     /// What one caller may hold and how fast it may ask.
-    pub fn caller_limits(&self) -> crate::limits::CallerLimits {
-        crate::limits::CallerLimits {
-            max_sessions: self.max_sessions_per_caller,
-            max_calls: self.max_calls_per_caller,
-            max_streams: self.max_streams_per_caller,
-            requests_per_second: self.requests_per_second,
-            burst: self.requests_burst,
-        }
+    pub fn caller_limits(&self) -> mirobody_mcp::limits::CallerLimits {
+        mirobody_mcp::limits::CallerLimits::default()
+            .with_holdings(self.max_sessions_per_caller, self.max_calls_per_caller, self.max_streams_per_caller)
+            .with_rate(self.requests_per_second, self.requests_burst)
     }
 
     /// How connections are served.
-    pub fn serve_options(&self) -> crate::ServeOptions {
-        crate::ServeOptions {
+    pub fn serve_options(&self) -> mirobody_mcp::ServeOptions {
+        mirobody_mcp::ServeOptions {
             header_read_timeout: Duration::from_secs(self.header_read_timeout_secs),
             shutdown_grace: Duration::from_secs(self.shutdown_grace_secs),
             write_timeout: Duration::from_secs(self.write_timeout_secs),

@@ -6,7 +6,8 @@ use clap::Parser;
 use mirobody_core::UserInfo;
 use mirobody_server::cli::{Cli, Command, SecretAction};
 use mirobody_server::config::Config;
-use mirobody_server::{app, cli, stdio};
+use mirobody_mcp::stdio;
+use mirobody_server::{app, cli};
 use tracing_subscriber::EnvFilter;
 
 // Per request the server makes dozens of small allocations that live for microseconds; glibc
@@ -72,7 +73,7 @@ async fn run(command: Command, config: Config) -> Result<u8, Box<dyn std::error:
             // going back to their pool) does not fault back in.
             server.backends.settle().await;
             release_startup_pages();
-            mirobody_server::serve_with(listener, server.app, server.service.clone(), options).await?;
+            mirobody_mcp::serve_with(listener, server.app, server.service.clone(), options).await?;
             server.backends.close().await;
             tracing::info!("stopped");
             Ok(0)

@@ -18,9 +18,9 @@ use mirobody_core::{
     Args, Content, ContextPromptFn, EmbeddedResource, Param, Prompt, PromptMessage, PromptRegistry, Registry, Resource,
     ResourceContents, ResourceRegistry, ResourceTemplate, Tool, ToolContext, ToolResult, Type, UserInfo,
 };
-use mirobody_server::changes::ChangeNotifier;
-use mirobody_server::http::{HttpOptions, McpHttp};
-use mirobody_server::mcp::McpService;
+use mirobody_mcp::changes::ChangeNotifier;
+use mirobody_mcp::http::{HttpOptions, McpHttp};
+use mirobody_mcp::mcp::McpService;
 use serde_json::{Value, json};
 
 const PNG: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8/5+hHgAHggJ/PchI7wAAAABJRU5ErkJggg==";
@@ -528,13 +528,13 @@ async fn main() -> std::io::Result<()> {
         .build();
     if arg.as_deref() == Some("--stdio") {
         let user = UserInfo::anonymous();
-        return mirobody_server::stdio::serve(service, user, tokio::io::stdin(), tokio::io::stdout(), 4 << 20).await;
+        return mirobody_mcp::stdio::serve(service, user, tokio::io::stdin(), tokio::io::stdout(), 4 << 20).await;
     }
     let port: u16 = arg.and_then(|p| p.parse().ok()).unwrap_or(3001);
     // The conformance suite is one client running hundreds of scenarios back to back: no
     // per-caller rate limit for it.
     let options = HttpOptions {
-        caller_limits: mirobody_server::limits::CallerLimits::default().with_rate(0, 0),
+        caller_limits: mirobody_mcp::limits::CallerLimits::default().with_rate(0, 0),
         ..HttpOptions::default()
     };
     let mcp = McpHttp::new(service.clone(), options);
@@ -543,5 +543,5 @@ async fn main() -> std::io::Result<()> {
     // With port 0 the system picks one; this line says which (the tests read it).
     let port = listener.local_addr()?.port();
     eprintln!("conformance fixture on http://127.0.0.1:{port}/mcp");
-    mirobody_server::serve(listener, app, service).await
+    mirobody_mcp::serve(listener, app, service).await
 }

@@ -12,8 +12,8 @@ use axum::body::Body;
 use http::{Request, Response, StatusCode, header};
 use http_body_util::BodyExt;
 use mirobody_core::{ResourceRegistry, UserInfo};
-use mirobody_server::http::{HttpOptions, McpHttp};
-use mirobody_server::{Backends, McpService};
+use mirobody_mcp::http::{HttpOptions, McpHttp};
+use mirobody_mcp::{Backends, McpService};
 use mirobody_tools::backends::{BackendConfig, OpenedBackends, open};
 use serde_json::{Value, json};
 use tempfile::TempDir;
@@ -158,7 +158,7 @@ pub(crate) fn router(backends: &OpenedBackends, edit: impl FnOnce(Backends) -> B
         .build();
     // Tests send as fast as they can from one caller: no rate limit.
     let options = HttpOptions {
-        caller_limits: mirobody_server::limits::CallerLimits::default().with_rate(0, 0),
+        caller_limits: mirobody_mcp::limits::CallerLimits::default().with_rate(0, 0),
         ..HttpOptions::default()
     };
     McpHttp::new(service, options).router()

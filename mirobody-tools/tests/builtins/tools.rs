@@ -422,7 +422,7 @@ async fn a_missing_backend_is_named_in_a_clean_error() {
     let env = Env::sqlite().await;
     upload(&env, "u1", "f1", "a.txt", "text/plain", b"a", None).await;
     let bare =
-        crate::support::router(&env.backends, |b| mirobody_server::Backends { cache: b.cache, ..Default::default() });
+        crate::support::router(&env.backends, |b| mirobody_mcp::Backends { cache: b.cache, ..Default::default() });
     let client = crate::support::Env { router: bare, ..env };
     let u1 = client.user("u1").await;
     for (tool, args, missing) in [
@@ -437,7 +437,7 @@ async fn a_missing_backend_is_named_in_a_clean_error() {
         assert!(reply.tool_error().contains(missing), "{tool}: {}", reply.tool_error());
     }
     // Storage alone missing.
-    let no_storage = crate::support::router(&client.backends, |b| mirobody_server::Backends { storage: None, ..b });
+    let no_storage = crate::support::router(&client.backends, |b| mirobody_mcp::Backends { storage: None, ..b });
     let env2 = crate::support::Env { router: no_storage, ..client };
     let u1 = env2.user("u1").await;
     assert!(

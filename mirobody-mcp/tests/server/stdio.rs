@@ -2,7 +2,7 @@
 //! for bad and oversized lines, elicitation round trips, progress, and the end of input.
 
 use mirobody_core::UserInfo;
-use mirobody_server::McpOptions;
+use mirobody_mcp::McpOptions;
 use serde_json::json;
 
 use crate::support::{LATEST, Stdio, init_params, notification, rpc};

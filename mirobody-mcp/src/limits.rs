@@ -53,6 +53,15 @@ impl Default for CallerLimits {
 }
 
 impl CallerLimits {
+    /// These limits with other bounds on what a caller holds at once: `sessions`, running
+    /// `calls` and open `streams` (zero turns one off).
+    pub fn with_holdings(mut self, sessions: usize, calls: usize, streams: usize) -> Self {
+        self.max_sessions = sessions;
+        self.max_calls = calls;
+        self.max_streams = streams;
+        self
+    }
+
     /// These limits with another request rate: `per_second` on average, `burst` at once; zero
     /// turns the rate limit off (for a test fixture or a trusted load generator, which are one
     /// caller sending as fast as they can).

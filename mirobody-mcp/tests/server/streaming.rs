@@ -6,9 +6,9 @@ use std::time::Duration;
 
 use http::{Method, StatusCode};
 use mirobody_core::UserInfo;
-use mirobody_server::McpOptions;
-use mirobody_server::http::HttpOptions;
-use mirobody_server::jsonrpc::Id;
+use mirobody_mcp::McpOptions;
+use mirobody_mcp::http::HttpOptions;
+use mirobody_mcp::jsonrpc::Id;
 use serde_json::{Value, json};
 
 use crate::support::{Client, Sse, TestServer, body_bytes, json_reply, notification, rpc, started, stopped, within};

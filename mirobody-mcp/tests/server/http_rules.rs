@@ -3,7 +3,7 @@
 //! protection (Host and Origin).
 
 use http::{Method, Request, StatusCode};
-use mirobody_server::http::HttpOptions;
+use mirobody_mcp::http::HttpOptions;
 use serde_json::{Value, json};
 
 use crate::support::{
@@ -297,7 +297,7 @@ async fn other_http_methods_are_not_allowed() {
 
 #[tokio::test]
 async fn mounted_in_front_of_a_router_the_endpoint_and_the_other_routes_both_answer() {
-    use mirobody_server::axum::{Router, body::Body, routing::get};
+    use mirobody_mcp::axum::{Router, body::Body, routing::get};
     use tower::ServiceExt;
 
     let server = TestServer::new();

@@ -9,7 +9,12 @@ use mirobody_server::cli::{ToolsCommand, run_tools};
 use mirobody_server::config::Config;
 use serde_json::{Value, json};
 
-use crate::support::{TOOL_NAMES, registry};
+use support::{TOOL_NAMES, registry};
+
+// The library's test registry and its tool names, shared rather than written again.
+#[allow(dead_code, unreachable_pub)]
+#[path = "../../mirobody-mcp/tests/server/support.rs"]
+mod support;
 
 async fn run(registry: &Registry, action: ToolsCommand) -> (i32, String) {
     let mut out = Vec::new();

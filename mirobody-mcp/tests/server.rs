@@ -1,17 +1,15 @@
-//! Integration tests of mirobody-server, one binary: the Streamable HTTP endpoint driven through
+//! Integration tests of mirobody-mcp, one binary: the Streamable HTTP endpoint driven through
 //! its axum router without sockets (lifecycle and sessions, HTTP rules, every MCP method, auth
 //! challenges, SSE streaming with progress, logs, elicitation and cancellation, the GET stream, and
 //! MCP 2026-07-28 served statelessly beside them),
 //! the connection handling of `serve_with` over real sockets, the stdio transport over in-memory
-//! pipes, the `tools` CLI and the binary, and configuration.
+//! pipes.
 
 #[path = "server/support.rs"]
 mod support;
 
 #[path = "server/auth.rs"]
 mod auth;
-#[path = "server/cli.rs"]
-mod cli;
 #[path = "server/get_stream.rs"]
 mod get_stream;
 #[path = "server/http_rules.rs"]

@@ -32,7 +32,7 @@ pub enum Change {
 /// announce to the same streams.
 ///
 /// ```
-/// use mirobody_server::changes::{Change, ChangeNotifier};
+/// use mirobody_mcp::changes::{Change, ChangeNotifier};
 ///
 /// let changes = ChangeNotifier::new();
 /// let mut stream = changes.subscribe();

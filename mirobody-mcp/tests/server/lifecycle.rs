@@ -2,7 +2,7 @@
 //! and the session store.
 
 use http::{Method, StatusCode};
-use mirobody_server::http::HttpOptions;
+use mirobody_mcp::http::HttpOptions;
 use serde_json::json;
 
 use crate::support::{LATEST, TestServer, init_params, json_reply, notification, rpc};

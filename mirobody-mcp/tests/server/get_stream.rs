@@ -3,7 +3,7 @@
 //! down.
 
 use http::{Method, StatusCode};
-use mirobody_server::jsonrpc;
+use mirobody_mcp::jsonrpc;
 use serde_json::json;
 
 use crate::support::{Sse, TestServer, json_reply, set_header};

@@ -11,8 +11,8 @@ use std::time::{Duration, Instant};
 use http::Request;
 use hyper::body::Incoming;
 
-use mirobody_server::http::{HttpOptions, McpHttp};
-use mirobody_server::{McpOptions, ServeOptions, serve_until, serve_with};
+use mirobody_mcp::http::{HttpOptions, McpHttp};
+use mirobody_mcp::{McpOptions, ServeOptions, serve_until, serve_with};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 

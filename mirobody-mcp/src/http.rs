@@ -186,9 +186,9 @@ impl McpHttp {
     /// use std::sync::Arc;
     ///
     /// use mirobody_core::Registry;
-    /// use mirobody_server::McpService;
-    /// use mirobody_server::axum::{Router, routing::get};
-    /// use mirobody_server::http::{HttpOptions, McpHttp};
+    /// use mirobody_mcp::McpService;
+    /// use mirobody_mcp::axum::{Router, routing::get};
+    /// use mirobody_mcp::http::{HttpOptions, McpHttp};
     ///
     /// let service = McpService::builder(Arc::new(Registry::builder().build().unwrap())).build();
     /// let health = Router::new().route("/healthz", get(|| async { "ok" }));

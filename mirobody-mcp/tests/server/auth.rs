@@ -3,8 +3,8 @@
 
 use http::StatusCode;
 use mirobody_core::UserInfo;
-use mirobody_server::McpOptions;
-use mirobody_server::http::HttpOptions;
+use mirobody_mcp::McpOptions;
+use mirobody_mcp::http::HttpOptions;
 use serde_json::json;
 
 use crate::support::{AUTH_TOOLS, TOOL_NAMES, TestServer, handler_runs, json_reply, rpc, set_header};

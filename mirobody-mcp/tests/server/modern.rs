@@ -13,8 +13,8 @@ use axum::body::Body;
 use http::{HeaderValue, Method, Request, Response, StatusCode, header};
 use http_body_util::BodyExt;
 use mirobody_core::{Args, Registry, Tool, ToolContext, ToolResult, UserInfo};
-use mirobody_server::http::{HttpOptions, McpHttp};
-use mirobody_server::{McpOptions, McpService};
+use mirobody_mcp::http::{HttpOptions, McpHttp};
+use mirobody_mcp::{McpOptions, McpService};
 use serde_json::{Value, json};
 use tower::ServiceExt;
 
@@ -848,12 +848,12 @@ async fn stdio_serves_both_revisions_in_one_process() {
 #[tokio::test]
 async fn stdio_listen_streams_changes_until_cancelled() {
     use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
-    let changes = mirobody_server::changes::ChangeNotifier::new();
+    let changes = mirobody_mcp::changes::ChangeNotifier::new();
     let service = McpService::builder(Arc::new(support::registry())).change_notifier(changes.clone()).build();
     let (mut to_server, server_in) = tokio::io::duplex(1 << 16);
     let (server_out, from_server) = tokio::io::duplex(1 << 16);
     let task =
-        tokio::spawn(mirobody_server::stdio::serve(service, UserInfo::anonymous(), server_in, server_out, 1 << 20));
+        tokio::spawn(mirobody_mcp::stdio::serve(service, UserInfo::anonymous(), server_in, server_out, 1 << 20));
     let mut lines = BufReader::new(from_server).lines();
     let mut recv = async || -> Value {
         let line = within("a line", lines.next_line()).await.unwrap().expect("more output");

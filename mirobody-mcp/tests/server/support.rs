@@ -15,8 +15,8 @@ use mirobody_core::{
     Args, Content, Param, PeerError, Prompt, PromptMessage, PromptRegistry, Registry, Resource, ResourceContents,
     ResourceRegistry, ResourceTemplate, TemplateReadFn, Tool, ToolContext, ToolResult, Type, UserInfo,
 };
-use mirobody_server::http::{HttpOptions, McpHttp};
-use mirobody_server::{McpOptions, McpService};
+use mirobody_mcp::http::{HttpOptions, McpHttp};
+use mirobody_mcp::{McpOptions, McpService};
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream, Lines};
 use tokio::sync::Notify;
@@ -574,7 +574,7 @@ impl Stdio {
     pub(crate) fn start(options: McpOptions, user: UserInfo, max: usize) -> Self {
         let (to_server, server_in) = tokio::io::duplex(64 * 1024);
         let (server_out, from_server) = tokio::io::duplex(64 * 1024);
-        let task = tokio::spawn(mirobody_server::stdio::serve(service(options), user, server_in, server_out, max));
+        let task = tokio::spawn(mirobody_mcp::stdio::serve(service(options), user, server_in, server_out, max));
         Stdio { to_server, from_server: BufReader::new(from_server).lines(), task }
     }
 

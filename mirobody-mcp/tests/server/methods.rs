@@ -2,8 +2,8 @@
 //! logging, completion, and unknown methods.
 
 use http::{Method, StatusCode};
-use mirobody_server::McpOptions;
-use mirobody_server::http::HttpOptions;
+use mirobody_mcp::McpOptions;
+use mirobody_mcp::http::HttpOptions;
 use serde_json::{Value, json};
 
 use crate::support::{TOOL_NAMES, TestServer, json_reply};
@@ -354,8 +354,8 @@ async fn guarded_resources_are_reached_only_by_callers_who_may_call_their_tools(
     use std::sync::Arc;
 
     use mirobody_core::UserInfo;
-    use mirobody_server::McpService;
-    use mirobody_server::session::Session;
+    use mirobody_mcp::McpService;
+    use mirobody_mcp::session::Session;
 
     use crate::support::{prompts, registry, resources};
 
