@@ -587,9 +587,15 @@ impl McpService {
 
     /// Reads one message and answers it, with no client channel (requests to the client get
     /// [`PeerError::Unsupported`](mirobody_core::PeerError)). `None` for messages that get no
-    /// response. For in-process use and benchmarks; the transports add streaming.
+    /// response. A request whose `_meta` names a protocol version, or `server/discover`, is
+    /// answered as 2026-07-28 (statelessly, `session` unused), as stdio does; every other
+    /// message belongs to `session`. For in-process use and benchmarks; the transports add
+    /// streaming.
     pub async fn handle_bytes(&self, bytes: &[u8], user: &UserInfo, session: &Arc<Session>) -> Option<Vec<u8>> {
         match jsonrpc::Message::parse(bytes) {
+            Ok(jsonrpc::Message::Request(request)) if crate::modern::is_modern_request(&request) => {
+                Some(self.serve_modern(&request, user, None).await.body)
+            }
             Ok(jsonrpc::Message::Request(request)) => {
                 let exchange = Exchange { user, session, client: None };
                 Some(self.handle_request(&request, &exchange).await.body)

@@ -247,6 +247,44 @@ async fn the_era_is_chosen_per_request_on_one_endpoint() {
     assert_eq!(modern.send(modern.raw(&note)).await.status(), StatusCode::ACCEPTED);
 }
 
+#[tokio::test]
+async fn the_in_process_entry_point_chooses_the_era_per_message_too() {
+    // `handle_bytes` is what the criterion bench and in-process embedders call: it must answer
+    // a 2026-07-28 request as the HTTP and stdio transports do, not as a session message.
+    let service = support::service(McpOptions::default());
+    let session = Arc::new(mirobody_mcp::session::Session::new(None));
+    let user = UserInfo::anonymous();
+    let ask = async |message: Value| -> Value {
+        let reply = service.handle_bytes(message.to_string().as_bytes(), &user, &session).await.unwrap();
+        serde_json::from_slice(&reply).unwrap()
+    };
+    let call = |meta: Value| {
+        json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+               "params": {"name": "echo", "arguments": {"text": "hi"}, "_meta": meta}})
+    };
+
+    let modern = ask(call(meta(json!({})))).await;
+    assert_eq!(modern["result"]["resultType"], "complete", "{modern}");
+    assert_eq!(modern["result"]["structuredContent"]["echo"], "hi");
+
+    let discover =
+        ask(json!({"jsonrpc": "2.0", "id": 8, "method": "server/discover", "params": {"_meta": meta(json!({}))}})).await;
+    assert_eq!(discover["result"]["supportedVersions"][0], MODERN, "{discover}");
+
+    // Its `_meta` is checked as on the other transports: an unsupported version is refused.
+    let mut bad = meta(json!({}));
+    bad["io.modelcontextprotocol/protocolVersion"] = json!("v999");
+    let refused = ask(call(bad)).await;
+    assert_eq!(refused["error"]["code"], -32022, "{refused}");
+
+    // A message without `_meta` stays a session message, its reply without `resultType`.
+    let legacy = ask(json!({"jsonrpc": "2.0", "id": 9, "method": "tools/call",
+                             "params": {"name": "echo", "arguments": {"text": "old"}}}))
+    .await;
+    assert_eq!(legacy["result"]["structuredContent"]["echo"], "old", "{legacy}");
+    assert!(legacy["result"].get("resultType").is_none(), "{legacy}");
+}
+
 // =============================================================================================
 // The _meta and header ladder
 // =============================================================================================
