@@ -13,7 +13,7 @@ use criterion::{Criterion, criterion_group, criterion_main};
 // The baseline: what a server would do with no engine (parse, build the response, write it).
 use mirobody_benches::json_rpc_echo as baseline;
 use mirobody_core::{Format, Registry, ToolContext, UserInfo};
-use mirobody_mcp::mcp::McpService;
+use mirobody_mcp::McpService;
 use mirobody_mcp::session::Session;
 use serde_json::{Value, json};
 

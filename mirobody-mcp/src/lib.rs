@@ -1,283 +1,35 @@
-//! The mirobody MCP server.
+//! The mirobody MCP server, for embedding.
 //!
 //! [`McpService`] answers MCP requests for a tool registry, independent of transport; the
 //! [`http`] module serves it as Streamable HTTP (a tower service an application can mount in
-//! its own axum router), [`stdio`] over stdin/stdout for desktop clients.
+//! its own axum router), [`stdio`] over stdin/stdout for desktop clients, and [`serve`] runs
+//! an HTTP/1 server for either.
+//!
+//! The crate is in three layers, each depending only on those below it:
+//!
+//! - `transport`: Streamable HTTP (one module per protocol revision's side of the endpoint),
+//!   stdio, and the accept loop with its connection deadlines;
+//! - `protocol`: the method router, one module per revision (`rev_2025_11_25`,
+//!   `rev_2026_07_28`), JSON-RPC, the one-pass readers and the client peer;
+//! - `session`: per-client state, the session store and what each caller may hold;
+//! - [`jsonrpc`]: the wire format, below them all.
 
 // Refusals are whole HTTP responses and parse failures carry their error, each made once per
 // request at most; boxing them would buy nothing.
 #![allow(clippy::result_large_err)]
 
-mod access;
-pub mod changes;
-mod connection;
-mod graceful;
-pub mod http;
 pub mod jsonrpc;
-pub mod limits;
-pub mod mcp;
-pub mod modern;
-pub mod modern_http;
-pub mod mrtr;
-pub mod peer;
-mod scan;
+mod protocol;
 pub mod session;
-pub mod stdio;
+mod transport;
 
 /// The axum version the router is built on, for serving and mounting it.
 pub use axum;
-pub use mcp::{
+pub use protocol::rev_2026_07_28::{self as modern, mrtr};
+pub use protocol::{
     Backends, Exchange, McpOptions, McpService, McpServiceBuilder, Reply, ResourceLister, ServerInfo, Status,
-    ToolVisibility,
+    ToolVisibility, changes, peer,
 };
-
-/// What [`serve`] serves: a tower service of HTTP requests that always answers, such as an axum
-/// `Router`, or one wrapped in layers (the auth layer). Implemented for every such service.
-pub trait HttpApp:
-    tower::Service<
-        ::http::Request<hyper::body::Incoming>,
-        Response = axum::response::Response,
-        Error = std::convert::Infallible,
-        Future: Send + 'static,
-    > + Clone
-    + Send
-    + 'static
-{
-}
-
-impl<S> HttpApp for S where
-    S: tower::Service<
-            ::http::Request<hyper::body::Incoming>,
-            Response = axum::response::Response,
-            Error = std::convert::Infallible,
-            Future: Send + 'static,
-        > + Clone
-        + Send
-        + 'static
-{
-}
-
-/// How [`serve_with`] treats connections.
-#[derive(Clone, Debug)]
-pub struct ServeOptions {
-    /// How long a client may take to send a request's headers, or leave its connection idle
-    /// between requests, before the connection is closed (slow-loris protection). A connection
-    /// is closed after between one and 1¼ times this.
-    pub header_read_timeout: std::time::Duration,
-    /// How long a shutdown waits for requests in flight before it closes their connections.
-    pub shutdown_grace: std::time::Duration,
-    /// How long a write to a client may wait for it to read before its connection is closed
-    /// (a client that stops reading its responses or streams).
-    pub write_timeout: std::time::Duration,
-    /// The most connections open at once; more are answered 503 and closed at once.
-    pub max_connections: usize,
-    /// The most connections open at once from one client address (an IPv6 address by its
-    /// /64); more are answered 503 and closed at once. Zero for no bound.
-    pub max_connections_per_address: usize,
-}
-
-impl Default for ServeOptions {
-    fn default() -> Self {
-        ServeOptions {
-            header_read_timeout: std::time::Duration::from_secs(30),
-            shutdown_grace: std::time::Duration::from_secs(30),
-            write_timeout: std::time::Duration::from_secs(30),
-            max_connections: 10_000,
-            max_connections_per_address: 256,
-        }
-    }
-}
-
-// What a connection refused at the door is told, written if the socket takes it at once.
-const REFUSED: &[u8] =
-    b"HTTP/1.1 503 Service Unavailable\r\nretry-after: 1\r\nconnection: close\r\ncontent-length: 0\r\n\r\n";
-
-// Connections open per client address, each counted until its task ends.
-#[derive(Default)]
-struct PerAddress(std::sync::Mutex<foldhash::HashMap<std::net::IpAddr, usize>>);
-
-// One connection of an address, counted while it lives.
-struct AddressSlot(std::sync::Arc<PerAddress>, std::net::IpAddr);
-
-impl PerAddress {
-    fn admit(self: &std::sync::Arc<Self>, addr: std::net::IpAddr, max: usize) -> Option<AddressSlot> {
-        let addr = limits::network_of(addr);
-        let mut open = session::lock(&self.0);
-        let count = open.entry(addr).or_default();
-        if max > 0 && *count >= max {
-            return None;
-        }
-        *count += 1;
-        Some(AddressSlot(std::sync::Arc::clone(self), addr))
-    }
-}
-
-impl Drop for AddressSlot {
-    fn drop(&mut self) {
-        let mut open = session::lock(&(self.0).0);
-        if let Some(count) = open.get_mut(&self.1) {
-            *count -= 1;
-            if *count == 0 {
-                open.remove(&self.1);
-            }
-        }
-    }
-}
-
-/// Serves `app` (an axum `Router`, or one wrapped in layers such as the auth layer) on
-/// `listener` until SIGINT or SIGTERM, then stops accepting connections and lets the requests
-/// already in flight finish, for at most [`ServeOptions::shutdown_grace`]. `service`'s open
-/// streams (`subscriptions/listen`, and the GET streams of [`http::McpHttp`] built on it) are
-/// ended so they do not hold the shutdown up.
-///
-/// HTTP/1.1 with keep-alive and `TCP_NODELAY` on every connection, and the default
-/// [`ServeOptions`].
-pub async fn serve(listener: tokio::net::TcpListener, app: impl HttpApp, service: McpService) -> std::io::Result<()> {
-    serve_with(listener, app, service, ServeOptions::default()).await
-}
-
-/// [`serve`] with options.
-pub async fn serve_with(
-    listener: tokio::net::TcpListener,
-    app: impl HttpApp,
-    service: McpService,
-    options: ServeOptions,
-) -> std::io::Result<()> {
-    serve_until(listener, app, service, options, shutdown_signal()).await
-}
-
-/// [`serve_with`], shutting down when `signal` resolves instead of on SIGINT or SIGTERM: for an
-/// application with its own shutdown, and for tests. Requests in flight then get
-/// [`ServeOptions::shutdown_grace`] to finish; connections still open after it are closed.
-///
-/// ```no_run
-/// use std::sync::Arc;
-///
-/// use mirobody_core::{Args, Registry, Tool, ToolContext, ToolResult, UserInfo};
-/// use mirobody_mcp::http::{HttpOptions, McpHttp};
-/// use mirobody_mcp::{McpService, ServeOptions, serve_until};
-///
-/// async fn hello(_args: Args, _user: &UserInfo, _ctx: &ToolContext<'_>) -> ToolResult {
-///     ToolResult::text("hello")
-/// }
-///
-/// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
-/// let registry = Registry::builder().tool(Tool::new("hello", "Says hello.").handler(hello)).build()?;
-/// let service = McpService::builder(Arc::new(registry)).build();
-/// // MCP at /mcp, beside whatever routes the application has.
-/// let app = McpHttp::new(service.clone(), HttpOptions::default()).router_at("/mcp");
-/// let listener = tokio::net::TcpListener::bind("127.0.0.1:8080").await?;
-/// let stop = async {
-///     let _ = tokio::signal::ctrl_c().await;
-/// };
-/// serve_until(listener, app, service, ServeOptions::default(), stop).await?;
-/// # Ok(())
-/// # }
-/// ```
-pub async fn serve_until(
-    listener: tokio::net::TcpListener,
-    app: impl HttpApp,
-    service: McpService,
-    options: ServeOptions,
-    signal: impl std::future::Future<Output = ()>,
-) -> std::io::Result<()> {
-    // By hand rather than `axum::serve`: HTTP/1 only (no protocol sniffing on every read), a
-    // header timeout and a bounded shutdown, which `axum::serve` does not have.
-    use hyper_util::rt::TokioIo;
-
-    let mut http = hyper::server::conn::http1::Builder::new();
-    // Without writev, hyper copies a reply's body behind its head and writes one buffer: MCP
-    // replies are small, and queueing the two as separate buffers cost more (about 600
-    // instructions per `tools/call`, benches/load/instructions.sh) than the copy. The header
-    // timeout is kept by a watchdog per connection (see `connection`), not by hyper's timer.
-    http.writev(false).header_read_timeout(None);
-    let graceful = std::sync::Arc::new(graceful::Shutdown::default());
-    // Owned here so that what outlives the grace period is aborted when the sets drop.
-    let mut connections = tokio::task::JoinSet::new();
-    let mut watchdogs = tokio::task::JoinSet::new();
-    let mut signal = std::pin::pin!(signal);
-    let per_address = std::sync::Arc::new(PerAddress::default());
-    loop {
-        let (stream, peer) = tokio::select! {
-            accepted = listener.accept() => match accepted {
-                Ok(accepted) => accepted,
-                Err(e) => {
-                    accept_failed(e).await;
-                    continue;
-                }
-            },
-            () = &mut signal => break,
-        };
-        while connections.try_join_next().is_some() {}
-        while watchdogs.try_join_next().is_some() {}
-        let slot = match per_address.admit(peer.ip(), options.max_connections_per_address) {
-            Some(slot) if connections.len() < options.max_connections => slot,
-            _ => {
-                // Refused at the door, before any task or buffer is made for it.
-                let _ = stream.try_write(REFUSED);
-                tracing::debug!("connection refused: too many open");
-                continue;
-            }
-        };
-        // Without it, small JSON replies wait on Nagle's algorithm.
-        let _ = stream.set_nodelay(true);
-        let activity = std::sync::Arc::new(connection::Activity::default());
-        let served = connection::Watched::new(app.clone(), std::sync::Arc::clone(&activity), Some(peer.ip()));
-        let io = connection::Timed::new(stream, std::sync::Arc::clone(&activity));
-        let serving = graceful.watch(http.serve_connection(TokioIo::new(io), served));
-        let running = connections.spawn(async move {
-            let _counted = slot;
-            // A client that goes away mid-request is not the server's error.
-            let _ = serving.await;
-        });
-        watchdogs.spawn(connection::close_when_idle(
-            activity,
-            running,
-            options.header_read_timeout,
-            options.write_timeout,
-        ));
-    }
-    tracing::info!("shutting down: finishing in-flight requests");
-    drop(listener);
-    service.changes().end_streams();
-    graceful.begin();
-    let finished = async { while connections.join_next().await.is_some() {} };
-    if tokio::time::timeout(options.shutdown_grace, finished).await.is_err() {
-        while connections.try_join_next().is_some() {}
-        tracing::warn!(open = connections.len(), "shutdown grace period over; closing the connections still open");
-    }
-    Ok(())
-}
-
-// A failed accept is the listener's trouble, not the server's end: a connection reset before
-// it was taken is nothing, and running out of file descriptors passes if we wait a little
-// (retrying at once would spin).
-async fn accept_failed(error: std::io::Error) {
-    use std::io::ErrorKind::{ConnectionAborted, ConnectionRefused, ConnectionReset};
-    if matches!(error.kind(), ConnectionAborted | ConnectionRefused | ConnectionReset) {
-        return;
-    }
-    tracing::error!(%error, "accepting a connection failed");
-    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-}
-
-async fn shutdown_signal() {
-    let interrupt = async {
-        let _ = tokio::signal::ctrl_c().await;
-    };
-    #[cfg(unix)]
-    let terminate = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut signal) => {
-                signal.recv().await;
-            }
-            Err(_) => std::future::pending::<()>().await,
-        }
-    };
-    #[cfg(not(unix))]
-    let terminate = std::future::pending::<()>();
-    tokio::select! {
-        () = interrupt => {},
-        () = terminate => {},
-    }
-}
+pub use session::limits;
+pub use transport::serve::{HttpApp, ServeOptions, serve, serve_until, serve_with};
+pub use transport::{http, stdio};

@@ -16,7 +16,7 @@ use mirobody_tools::backends::{self, OpenedBackends};
 
 use crate::config::Config;
 use mirobody_mcp::http::McpHttp;
-use mirobody_mcp::mcp::{Backends, McpService};
+use mirobody_mcp::{Backends, McpService};
 
 /// Why the server could not be assembled.
 #[derive(Debug, thiserror::Error)]

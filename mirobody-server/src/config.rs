@@ -12,7 +12,7 @@ use mirobody_auth::{AuthConfig, SecretString};
 use mirobody_tools::backends::BackendConfig;
 
 use mirobody_mcp::http::HttpOptions;
-use mirobody_mcp::mcp::{McpOptions, ServerInfo};
+use mirobody_mcp::{McpOptions, ServerInfo};
 
 /// The environment variable prefix for overrides: `MIROBODY_BIND`, `MIROBODY_STATELESS`, ...
 pub const ENV_PREFIX: &str = "MIROBODY_";

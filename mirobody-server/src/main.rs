@@ -4,9 +4,9 @@ use std::process::ExitCode;
 
 use clap::Parser;
 use mirobody_core::UserInfo;
+use mirobody_mcp::stdio;
 use mirobody_server::cli::{Cli, Command, SecretAction};
 use mirobody_server::config::Config;
-use mirobody_mcp::stdio;
 use mirobody_server::{app, cli};
 use tracing_subscriber::EnvFilter;
 

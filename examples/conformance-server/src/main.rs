@@ -18,9 +18,9 @@ use mirobody_core::{
     Args, Content, ContextPromptFn, EmbeddedResource, Param, Prompt, PromptMessage, PromptRegistry, Registry, Resource,
     ResourceContents, ResourceRegistry, ResourceTemplate, Tool, ToolContext, ToolResult, Type, UserInfo,
 };
+use mirobody_mcp::McpService;
 use mirobody_mcp::changes::ChangeNotifier;
 use mirobody_mcp::http::{HttpOptions, McpHttp};
-use mirobody_mcp::mcp::McpService;
 use serde_json::{Value, json};
 
 const PNG: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8/5+hHgAHggJ/PchI7wAAAABJRU5ErkJggg==";

@@ -268,7 +268,8 @@ async fn the_in_process_entry_point_chooses_the_era_per_message_too() {
     assert_eq!(modern["result"]["structuredContent"]["echo"], "hi");
 
     let discover =
-        ask(json!({"jsonrpc": "2.0", "id": 8, "method": "server/discover", "params": {"_meta": meta(json!({}))}})).await;
+        ask(json!({"jsonrpc": "2.0", "id": 8, "method": "server/discover", "params": {"_meta": meta(json!({}))}}))
+            .await;
     assert_eq!(discover["result"]["supportedVersions"][0], MODERN, "{discover}");
 
     // Its `_meta` is checked as on the other transports: an unsupported version is refused.
@@ -890,8 +891,7 @@ async fn stdio_listen_streams_changes_until_cancelled() {
     let service = McpService::builder(Arc::new(support::registry())).change_notifier(changes.clone()).build();
     let (mut to_server, server_in) = tokio::io::duplex(1 << 16);
     let (server_out, from_server) = tokio::io::duplex(1 << 16);
-    let task =
-        tokio::spawn(mirobody_mcp::stdio::serve(service, UserInfo::anonymous(), server_in, server_out, 1 << 20));
+    let task = tokio::spawn(mirobody_mcp::stdio::serve(service, UserInfo::anonymous(), server_in, server_out, 1 << 20));
     let mut lines = BufReader::new(from_server).lines();
     let mut recv = async || -> Value {
         let line = within("a line", lines.next_line()).await.unwrap().expect("more output");

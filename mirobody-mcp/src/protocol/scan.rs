@@ -16,6 +16,8 @@ use serde::Deserialize;
 use serde::de::IgnoredAny;
 use serde_json::{Map, Value};
 
+use super::jsonrpc::Id;
+
 /// How deep the walk follows arrays and objects inside a skipped value before it leaves the
 /// rest to serde_json (which has a limit of its own): the walk recurses.
 const MAX_DEPTH: u32 = 16;
@@ -276,6 +278,29 @@ pub(crate) fn once<T>(slot: &mut Option<T>, value: T) -> Option<()> {
     }
     *slot = Some(value);
     Some(())
+}
+
+/// The id and params of a `tools/call` request, read in one pass, the params by
+/// `read_params`; `None` as the readers say (see [`super::rev_2025_11_25`]). Both revisions' one-pass readers share
+/// it, so both give up on exactly the same envelopes.
+pub(crate) fn read_call<'a, P>(
+    bytes: &'a [u8],
+    read_params: impl FnOnce(&mut Cursor<'a>) -> Option<P>,
+) -> Option<(Id, P)> {
+    let mut cursor = Cursor::new(std::str::from_utf8(bytes).ok()?);
+    let (mut version, mut id, mut method, mut params) = (None, None, None, None);
+    let mut read_params = Some(read_params);
+    cursor.members(|member, value| match member {
+        "jsonrpc" => once(&mut version, (value.plain_str()? == "2.0").then_some(())?),
+        "id" => once(&mut id, value.plain_u64().map(|n| Id::Number(n.into())).or_else(|| value.value())?),
+        // Gives up at the method when it is another one, before reading the params.
+        "method" => once(&mut method, (value.plain_str()? == "tools/call").then_some(())?),
+        // Read once: a second `params` finds the reader gone.
+        "params" => once(&mut params, read_params.take()?(value)?),
+        _ => value.skip(),
+    })?;
+    (cursor.at_end() && version.is_some() && method.is_some()).then_some(())?;
+    Some((id?, params?))
 }
 
 #[cfg(test)]

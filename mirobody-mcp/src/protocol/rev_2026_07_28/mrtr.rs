@@ -34,7 +34,7 @@ use serde_json::{Map, Value, json};
 use sha2::{Digest, Sha256};
 
 use crate::jsonrpc::RpcError;
-use crate::peer::{Outbox, capability_for, log_bytes, progress_bytes};
+use crate::protocol::peer::{Outbox, capability_for, log_bytes, progress_bytes};
 use crate::session::{LOGS_OFF, lock, log_rank};
 
 type HmacSha256 = Hmac<Sha256>;

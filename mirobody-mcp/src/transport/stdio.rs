@@ -15,9 +15,9 @@ use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 
 use crate::jsonrpc::{self, Message, RpcError, code};
-use crate::mcp::{self, Exchange, McpService};
-use crate::modern;
-use crate::peer::ChannelPeer;
+use crate::protocol::peer::ChannelPeer;
+use crate::protocol::rev_2026_07_28;
+use crate::protocol::{self, Exchange, McpService};
 use crate::session::{Session, random_token};
 
 /// How long requests already read may run on once the input has closed: enough for ordinary
@@ -95,7 +95,7 @@ where
                 let out = out_tx.clone();
                 let (abort, registration) = AbortHandle::new_pair();
                 let guard = session.start_request(request.id.clone(), abort);
-                if modern::is_modern_request(&request) {
+                if rev_2026_07_28::is_modern_request(&request) {
                     running.spawn(async move {
                         let _running = guard;
                         let call = service.serve_modern(&request, &user, Some(out.clone()));
@@ -112,7 +112,7 @@ where
                         Arc::clone(&session),
                         Arc::clone(service.pending()),
                         user.user_id().map(str::to_owned),
-                        mcp::progress_token(&request),
+                        protocol::progress_token(&request),
                         service.options().answer_timeout,
                     );
                     let exchange = Exchange { user: &user, session: &session, client: Some(&peer) };

@@ -1,4 +1,4 @@
-//! Streamable HTTP for MCP 2026-07-28, beside the session path of [`crate::http`] on the same
+//! Streamable HTTP for MCP 2026-07-28, beside the session path of [`crate::transport::http`] on the same
 //! endpoint.
 //!
 //! A POST is served statelessly when it is a 2026-07-28 request: its `MCP-Protocol-Version`
@@ -20,7 +20,7 @@
 //! `subscriptions/listen` answers with a stream that acknowledges first and then carries the
 //! change notifications the client asked for.
 
-use crate::limits::{Caller, Slot};
+use crate::session::limits::{Caller, Slot};
 use std::borrow::Cow;
 use std::future::Future;
 use std::task::Poll;
@@ -34,22 +34,22 @@ use mirobody_core::UserInfo;
 use serde_json::Value;
 use tokio::sync::broadcast;
 
-use crate::changes::{self, SUBSCRIPTION_ID_KEY};
-use crate::http::{
+use crate::jsonrpc::{self, Id, Message, Request, RpcError, code};
+use crate::protocol::changes::{self, SUBSCRIPTION_ID_KEY};
+use crate::protocol::peer::{Inbox, Outbox};
+use crate::protocol::rev_2026_07_28::{
+    self, HeaderParam, MODERN_VERSIONS, ModernExchange, ModernParams, ModernReply, OwnedCall, RequestMeta, codes,
+};
+use crate::protocol::{self, McpService};
+use crate::transport::http::{
     CallFuture, CallState, McpHttp, ReplyBody, VERSION, accepts, event, json_response, json_response_in, rpc_error,
     sse, sse_response,
 };
-use crate::jsonrpc::{self, Id, Message, Request, RpcError, code};
-use crate::mcp::{self, McpService};
-use crate::modern::{
-    self, HeaderParam, MODERN_VERSIONS, ModernExchange, ModernParams, ModernReply, OwnedCall, RequestMeta, codes,
-};
-use crate::peer::{Inbox, Outbox};
 
 /// The header that mirrors the request's method.
-pub const METHOD_HEADER: &str = "mcp-method";
+pub(super) const METHOD_HEADER: &str = "mcp-method";
 /// The header that mirrors the tool or prompt name, or the resource URI.
-pub const NAME_HEADER: &str = "mcp-name";
+pub(super) const NAME_HEADER: &str = "mcp-name";
 
 // The same names, parsed once.
 const METHOD: HeaderName = HeaderName::from_static(METHOD_HEADER);
@@ -61,15 +61,10 @@ impl ReplyBody for ModernReply {
     }
 }
 
-/// Whether the `MCP-Protocol-Version` header (trimmed) names a stateless revision.
-pub(crate) fn names_modern_version(version: Option<&str>) -> bool {
-    version.is_some_and(|v| MODERN_VERSIONS.contains(&v))
-}
-
 /// Whether a request is served statelessly, as 2026-07-28.
 pub(crate) fn is_modern(version: Option<&str>, request: &Request) -> bool {
     match version {
-        Some(v) if mcp::SUPPORTED_VERSIONS.contains(&v) => false,
+        Some(v) if protocol::SUPPORTED_VERSIONS.contains(&v) => false,
         Some(v) if MODERN_VERSIONS.contains(&v) => true,
         _ => request.method == "server/discover" || RequestMeta::present(request.params.as_deref()),
     }
@@ -92,7 +87,7 @@ pub(crate) fn not_a_request(message: &Message) -> Response {
 }
 
 /// The HTTP status of a 2026-07-28 reply with this JSON-RPC error code.
-pub fn status_for(error_code: Option<i64>) -> StatusCode {
+pub(super) fn status_for(error_code: Option<i64>) -> StatusCode {
     match error_code {
         Some(
             code::PARSE_ERROR
@@ -172,7 +167,7 @@ impl<'a> StandardHeaders<'a> {
 
 /// A header value as sent: verbatim, or decoded from the `=?base64?...?=` form. `None` for a
 /// malformed encoded value (bad or non-canonical base64, or not UTF-8).
-pub fn decode_header_value(value: &str) -> Option<Cow<'_, str>> {
+pub(super) fn decode_header_value(value: &str) -> Option<Cow<'_, str>> {
     let Some(encoded) = value.strip_prefix("=?base64?").and_then(|rest| rest.strip_suffix("?=")) else {
         return Some(Cow::Borrowed(value));
     };
@@ -320,7 +315,7 @@ pub(crate) async fn handle(
     let slot = match request.method.as_str() {
         "tools/call" => match caller.try_call() {
             Some(slot) => Some(slot),
-            None => return crate::http::too_many_calls(&request.id),
+            None => return crate::transport::http::too_many_calls(&request.id),
         },
         _ => None,
     };
@@ -347,7 +342,7 @@ pub(crate) async fn handle(
     answer(http, call, inbox, streamable, HeaderMap::new()).await
 }
 
-/// The checks a 2026-07-28 `tools/call` read in one pass ([`modern::read_tool_call`]) must
+/// The checks a 2026-07-28 `tools/call` read in one pass ([`read_tool_call`](crate::protocol::rev_2026_07_28::read_tool_call)) must
 /// pass before it runs, in the order [`handle`] makes them: its params and `_meta`, the
 /// headers, the version and log level, the params of the call. The first failure is the
 /// response; otherwise its `_meta` and params, owned, for [`tool_call`].
@@ -431,7 +426,7 @@ fn listen(http: &McpHttp, request: &Request, headers: &HeaderMap, caller: &Calle
             "Not Acceptable: subscriptions/listen answers with an SSE stream; Accept must include text/event-stream",
         );
     }
-    let filter = match modern::listen_filter(request.params.as_deref()) {
+    let filter = match rev_2026_07_28::listen_filter(request.params.as_deref()) {
         Ok(filter) => filter,
         Err(error) => return refusal(&id, &error),
     };
@@ -445,7 +440,7 @@ fn listen(http: &McpHttp, request: &Request, headers: &HeaderMap, caller: &Calle
         );
     }
     let Some(slot) = caller.try_stream() else {
-        return crate::http::too_many_streams();
+        return crate::transport::http::too_many_streams();
     };
     // Subscribed before the acknowledgement goes out, so no change after it is missed.
     let rx = changes.subscribe();

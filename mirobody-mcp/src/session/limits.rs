@@ -24,7 +24,7 @@ use mirobody_core::UserInfo;
 use crate::session::lock;
 
 /// The client's address, as the server that accepted its connection saw it. [`crate::serve`]
-/// puts it in every request's extensions; an application serving [`crate::http::McpHttp`]
+/// puts it in every request's extensions; an application serving [`crate::transport::http::McpHttp`]
 /// itself may put it there too (axum's `ConnectInfo<SocketAddr>` is read as well).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ClientAddr(pub IpAddr);

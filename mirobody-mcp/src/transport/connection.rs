@@ -33,8 +33,8 @@ use tower::ServiceExt;
 use tower::util::Oneshot;
 
 use crate::HttpApp;
-use crate::limits::ClientAddr;
 use crate::session::clock_ms;
+use crate::session::limits::ClientAddr;
 
 pin_project_lite::pin_project! {
     /// A connection's socket that notes in its [`Activity`] when a write has to wait for the

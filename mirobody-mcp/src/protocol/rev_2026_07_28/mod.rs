@@ -1,0 +1,514 @@
+//! MCP 2026-07-28, the stateless revision, independent of transport: per-request `_meta`
+//! validated, `server/discover`, results with `resultType` (and caching hints on the listings
+//! and reads), multi-round-trip requests ([`crate::protocol::rev_2026_07_28::mrtr`]) in place of server-to-client
+//! requests, -32021 for a client capability a tool needs. The transports choose the revision
+//! per request; the endpoint's `rev_2026_07_28` module is the Streamable HTTP side.
+
+mod exchange;
+mod headers;
+mod meta;
+pub mod mrtr;
+
+pub use exchange::{ModernExchange, ModernReply};
+pub(crate) use headers::{HeaderParam, header_params_of};
+pub use meta::*;
+
+use std::borrow::Cow;
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use mirobody_core::{AccessKind, AccessOutcome, CallError, ResourceError, ToolContext, ToolResult, UserInfo};
+use serde_json::value::RawValue;
+use serde_json::{Map, Value, json};
+use tokio::sync::mpsc;
+
+use crate::jsonrpc::{self, Id, Request, RpcError, code};
+use crate::protocol::peer::Outbox;
+use crate::protocol::rev_2026_07_28::mrtr::{
+    Arguments, Binding, MrtrPeer, Notifications, RetryParams, Round, Sealer, StateKey, run_round,
+};
+use crate::protocol::scan::read_value;
+use crate::protocol::{
+    CallFailure, Inner, McpService, PromptParams, ServerInfo, Status, UriParams, call_failure, parse, single_page,
+};
+use crate::session::LOGS_OFF;
+
+/// What the 2026-07-28 side derives once per service.
+pub(crate) struct ModernState {
+    server_info: Arc<str>,
+    sealer: Sealer,
+    header_params: HashMap<String, Vec<HeaderParam>>,
+    list_ttl_ms: u64,
+}
+
+impl ModernState {
+    pub(crate) fn placeholder() -> Self {
+        ModernState {
+            server_info: Arc::from(""),
+            sealer: Sealer::new(StateKey::random(), Duration::ZERO),
+            header_params: HashMap::new(),
+            list_ttl_ms: 0,
+        }
+    }
+
+    pub(crate) fn new(inner: &Inner, key: StateKey, state_ttl: Duration, list_ttl: Duration) -> Self {
+        let ServerInfo { name, version, .. } = &inner.info;
+        let server_info = format!(r#""_meta":{{"{META_SERVER_INFO}":{}}}"#, json!({"name": name, "version": version}));
+        let mut header_params = HashMap::new();
+        for (tool, entry) in inner.registry.mcp_entries() {
+            if !entry.contains("x-mcp-header") {
+                continue;
+            }
+            let Ok(entry) = serde_json::from_str::<Value>(entry) else { continue };
+            match header_params_of(&entry["inputSchema"]) {
+                Some(params) if !params.is_empty() => {
+                    header_params.insert(tool.name().to_owned(), params);
+                }
+                Some(_) => {}
+                None => tracing::warn!(
+                    tool = tool.name(),
+                    "invalid x-mcp-header annotation: its Mcp-Param headers are not checked, and clients drop the tool"
+                ),
+            }
+        }
+        ModernState {
+            server_info: Arc::from(server_info),
+            sealer: Sealer::new(key, state_ttl),
+            header_params,
+            list_ttl_ms: list_ttl.as_millis() as u64,
+        }
+    }
+
+    /// The `Mcp-Param-*` headers a call of `tool` must carry, if it declares any.
+    pub(crate) fn header_params(&self, tool: &str) -> Option<&[HeaderParam]> {
+        self.header_params.get(tool).map(Vec::as_slice)
+    }
+}
+
+/// Caching hints of a result: time to live and scope.
+#[derive(Clone, Copy)]
+struct Cache {
+    ttl_ms: u64,
+    private: bool,
+}
+
+impl McpService {
+    /// Answers a 2026-07-28 request on a transport with no headers to check (stdio): reads and
+    /// [checks](RequestMeta::check) its `_meta`, then answers it, with `subscriptions/listen`
+    /// writing its acknowledgement and changes to `notifications` until the streams
+    /// [end](crate::protocol::changes::ChangeNotifier::end_streams) (or the caller drops the future).
+    pub async fn serve_modern(
+        &self,
+        request: &Request,
+        user: &UserInfo,
+        notifications: Option<mpsc::Sender<Vec<u8>>>,
+    ) -> ModernReply {
+        let meta = match RequestMeta::read(request.params.as_deref()).and_then(|meta| meta.check().map(|()| meta)) {
+            Ok(meta) => meta,
+            Err(error) => return ModernReply::error(&request.id, &error),
+        };
+        if request.method == "subscriptions/listen" {
+            return match &notifications {
+                Some(out) => self.listen(request, out).await,
+                None => ModernReply::error(
+                    &request.id,
+                    &RpcError::new(code::METHOD_NOT_FOUND, "subscriptions/listen needs a streaming transport"),
+                ),
+            };
+        }
+        let exchange = ModernExchange { user, meta: &meta, notifications: notifications.map(Outbox::from) };
+        self.handle_modern(request, &exchange).await
+    }
+
+    // A listen stream on a message transport: the acknowledgement, then the changes asked for,
+    // then the final result once the streams end.
+    async fn listen(&self, request: &Request, out: &mpsc::Sender<Vec<u8>>) -> ModernReply {
+        let id = &request.id;
+        let filter = match listen_filter(request.params.as_deref()) {
+            Ok(filter) => filter,
+            Err(error) => return ModernReply::error(id, &error),
+        };
+        let changes = self.changes();
+        let mut rx = changes.subscribe();
+        if out.send(crate::protocol::changes::acknowledgement(&filter, id)).await.is_ok() {
+            loop {
+                let change = tokio::select! {
+                    biased;
+                    () = changes.ended() => break,
+                    change = rx.recv() => change,
+                };
+                match change {
+                    Ok(change) if filter.wants(&change) => {
+                        if out.send(crate::protocol::changes::change_notification(&change, id)).await.is_err() {
+                            break;
+                        }
+                    }
+                    Ok(_) => {}
+                    // Behind or closed: the stream ends, and the client listens again.
+                    Err(_) => break,
+                }
+            }
+        }
+        let result = json!({"resultType": "complete", "_meta": {crate::protocol::changes::SUBSCRIPTION_ID_KEY: id}});
+        ModernReply::ok(jsonrpc::result_bytes(id, &result))
+    }
+
+    /// Answers one 2026-07-28 request whose `_meta` is [checked](RequestMeta::check). Methods
+    /// the revision removed (`initialize`, `ping`, `logging/setLevel`, `resources/subscribe`,
+    /// `resources/unsubscribe`) and unknown ones get -32601; `subscriptions/listen` is the
+    /// transport's (it answers with a stream), and gets -32601 here.
+    pub async fn handle_modern(&self, request: &Request, exchange: &ModernExchange<'_>) -> ModernReply {
+        self.handle_modern_read(request, exchange, None).await
+    }
+
+    // Like `handle_modern`, reusing the params the transport read already.
+    pub(crate) async fn handle_modern_read(
+        &self,
+        request: &Request,
+        exchange: &ModernExchange<'_>,
+        read: Option<&ModernParams<'_>>,
+    ) -> ModernReply {
+        let id = &request.id;
+        let params = request.params.as_deref();
+        let list_ttl = self.modern().list_ttl_ms;
+        let public = Cache { ttl_ms: list_ttl, private: false };
+        let outcome = match request.method.as_str() {
+            "tools/call" => {
+                let call = match read {
+                    Some(read) => read.call(),
+                    None => parse::<ModernCallParams<'_>>(params, "tools/call"),
+                };
+                return match call {
+                    Ok(call) => self.modern_call_tool(id, call, exchange).await,
+                    Err(e) => ModernReply::error(id, &e),
+                };
+            }
+            "tools/list" => self.tools_page(params, exchange.user).map(|raw| {
+                let cache = Cache { ttl_ms: list_ttl, private: self.tools_listing_is_per_caller() };
+                self.finish(id, &raw, Some(cache))
+            }),
+            "server/discover" => Ok(self.finish(id, &self.discover_json(), Some(public))),
+            "resources/list" => {
+                let cache = Cache { ttl_ms: list_ttl, private: self.resources_listing_is_per_caller() };
+                self.list_resources(params, exchange.user).await.map(|v| self.finish_value(id, &v, Some(cache)))
+            }
+            "resources/templates/list" => single_page(params, "resources/templates/list")
+                .map(|()| self.finish_value(id, &self.list_templates(), Some(public))),
+            "resources/read" => return self.modern_read_resource(id, params, exchange).await,
+            "prompts/list" => self.list_prompts(params).map(|v| self.finish_value(id, &v, Some(public))),
+            "prompts/get" => return self.modern_get_prompt(id, params, exchange).await,
+            "completion/complete" => self.complete(params).map(|v| self.finish_value(id, &v, None)),
+            other => Err(RpcError::new(code::METHOD_NOT_FOUND, format!("Method not found: {other}"))),
+        };
+        match outcome {
+            Ok(body) => ModernReply::ok(body),
+            Err(error) => ModernReply::error(id, &error),
+        }
+    }
+
+    fn modern(&self) -> &ModernState {
+        &self.inner().modern
+    }
+
+    /// The `Mcp-Param-*` headers a call of `tool` must carry (`x-mcp-header` arguments).
+    pub(crate) fn header_params(&self, tool: &str) -> Option<&[HeaderParam]> {
+        self.modern().header_params(tool)
+    }
+
+    fn discover_json(&self) -> String {
+        let mut result = json!({
+            "supportedVersions": supported_versions(),
+            "capabilities": {
+                "tools": {"listChanged": true},
+                "resources": {"subscribe": true, "listChanged": true},
+                "prompts": {"listChanged": true},
+                "logging": {},
+                "completions": {},
+            },
+        });
+        if let Some(instructions) = &self.inner().info.instructions {
+            result["instructions"] = json!(instructions);
+        }
+        result.to_string()
+    }
+
+    // A complete result: `raw` (the JSON text of a result object) with `resultType`, the
+    // caching hints and the server's identity added.
+    fn finish(&self, id: &Id, raw: &str, cache: Option<Cache>) -> Vec<u8> {
+        let mut out = Vec::with_capacity(raw.len() + 192);
+        out.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
+        // Writing an id to a Vec cannot fail.
+        let _ = serde_json::to_writer(&mut out, id);
+        out.extend_from_slice(br#","result":"#);
+        out.extend_from_slice(raw.as_bytes());
+        self.close_result(out, cache)
+    }
+
+    // Ends `out`, whose last byte closes the result object, with the fields every complete
+    // result carries, and the response.
+    fn close_result(&self, mut out: Vec<u8>, cache: Option<Cache>) -> Vec<u8> {
+        while out.last().is_some_and(u8::is_ascii_whitespace) {
+            out.pop();
+        }
+        if out.last() == Some(&b'}') {
+            out.pop();
+        }
+        while out.last().is_some_and(u8::is_ascii_whitespace) {
+            out.pop();
+        }
+        if out.last() != Some(&b'{') {
+            out.push(b',');
+        }
+        out.extend_from_slice(br#""resultType":"complete","#);
+        if let Some(cache) = cache {
+            out.extend_from_slice(br#""ttlMs":"#);
+            out.extend_from_slice(cache.ttl_ms.to_string().as_bytes());
+            out.extend_from_slice(if cache.private {
+                br#","cacheScope":"private","#
+            } else {
+                br#","cacheScope":"public","#
+            });
+        }
+        out.extend_from_slice(self.modern().server_info.as_bytes());
+        out.extend_from_slice(b"}}");
+        out
+    }
+
+    fn finish_value(&self, id: &Id, value: &Value, cache: Option<Cache>) -> Vec<u8> {
+        self.finish(id, &value.to_string(), cache)
+    }
+
+    fn tool_result(&self, id: &Id, result: &ToolResult) -> Vec<u8> {
+        if result.meta().is_none() {
+            // Room for the closing fields too: growing the buffer copies it.
+            let mut out = Vec::with_capacity(256 + self.modern().server_info.len());
+            out.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
+            // Serializing to a Vec cannot fail.
+            let _ = serde_json::to_writer(&mut out, id);
+            out.extend_from_slice(br#","result":"#);
+            result.write_json(&mut out);
+            return self.close_result(out, None);
+        }
+        // The tool set its own `_meta`: the server's identity joins it.
+        let mut value = serde_json::to_value(result).unwrap_or_default();
+        if let Some(meta) = value.get_mut("_meta").and_then(Value::as_object_mut) {
+            let ServerInfo { name, version, .. } = &self.inner().info;
+            meta.insert(META_SERVER_INFO.into(), json!({"name": name, "version": version}));
+        }
+        value["resultType"] = json!("complete");
+        jsonrpc::result_bytes(id, &value)
+    }
+
+    fn input_required(&self, id: &Id, requests: Vec<(String, Value)>, state: String) -> Vec<u8> {
+        let requests: Map<String, Value> = requests.into_iter().collect();
+        let raw = json!({"resultType": "input_required", "inputRequests": requests, "requestState": state}).to_string();
+        let meta = &self.modern().server_info;
+        jsonrpc::raw_result_bytes(id, &splice(&raw, meta))
+    }
+
+    fn mrtr_peer<'a>(&self, exchange: &'a ModernExchange<'_>, answers: Map<String, Value>) -> MrtrPeer<'a> {
+        let notifications = exchange.notifications.clone().map(|out| Notifications {
+            out,
+            progress_token: exchange.meta.progress_token.clone(),
+            log_level: exchange.meta.log_rank().unwrap_or(LOGS_OFF),
+        });
+        MrtrPeer::new(answers, &exchange.meta.client_capabilities, notifications)
+    }
+
+    /// Runs a `tools/call` whose params are read, checked and owned.
+    pub(crate) async fn modern_call_owned(
+        &self,
+        id: &Id,
+        call: OwnedCall,
+        exchange: &ModernExchange<'_>,
+    ) -> ModernReply {
+        let OwnedCall { name, arguments, input_responses, request_state } = call;
+        let params = ModernCallParams {
+            name: Cow::Borrowed(&name),
+            arguments: arguments.as_deref(),
+            input_responses,
+            request_state,
+        };
+        self.modern_call_tool(id, params, exchange).await
+    }
+
+    async fn modern_call_tool(&self, id: &Id, p: ModernCallParams<'_>, exchange: &ModernExchange<'_>) -> ModernReply {
+        // The arguments are read here, once; the state's binding digests their text only
+        // when a state is opened or sealed.
+        let arguments: Value = match p.arguments {
+            Some(raw) => read_value(raw).unwrap_or_default(),
+            None => Value::Null,
+        };
+        let registry = &self.inner().registry;
+        if let Some(tool) = registry.get(&p.name) {
+            if !self.visible(exchange.user, tool) {
+                let started = self.access_started(exchange.user);
+                self.record_access(exchange.user, AccessKind::Tool, &p.name, AccessOutcome::Hidden, started);
+                let unknown = CallError::UnknownTool { name: p.name.into_owned() };
+                return ModernReply::error(id, &RpcError::invalid_params(unknown.to_string()));
+            }
+            let missing: Vec<&str> = tool
+                .required_client_capabilities()
+                .iter()
+                .map(|c| c.as_ref())
+                .filter(|c| !exchange.meta.client_supports(c))
+                .collect();
+            if !missing.is_empty() {
+                let required: Map<String, Value> = missing.iter().map(|c| ((*c).to_owned(), json!({}))).collect();
+                let error = RpcError::new(
+                    codes::MISSING_REQUIRED_CLIENT_CAPABILITY,
+                    format!("Tool '{}' needs the client capability {}", p.name, missing.join(", ")),
+                )
+                .with_data(json!({"requiredCapabilities": required}));
+                return ModernReply::error(id, &error);
+            }
+        }
+        let binding = Binding {
+            method: "tools/call",
+            target: &p.name,
+            arguments: Arguments::Raw(p.arguments),
+            user: exchange.user.user_id(),
+        };
+        let retry = RetryParams { input_responses: p.input_responses, request_state: p.request_state };
+        let started = self.access_started(exchange.user);
+        let call = async |ctx: &ToolContext<'_>| registry.call(&p.name, arguments, exchange.user, ctx).await;
+        let outcome = match self.round(id, exchange, &binding, retry, call).await {
+            Ok(outcome) => outcome,
+            Err(reply) => return reply,
+        };
+        self.record_call(exchange.user, &p.name, &outcome, started);
+        match outcome.map_err(call_failure) {
+            Ok(result) | Err(CallFailure::Result(result)) => ModernReply::ok(self.tool_result(id, &result)),
+            Err(CallFailure::Error(error, status)) => ModernReply::error_with(id, &error, status),
+        }
+    }
+
+    // One round of `work`, a handler whose context's client carries the answers the retry
+    // brought: its output, or the reply that ends the round here (questions for the client, or
+    // an answer that does not fit its question).
+    async fn round<T>(
+        &self,
+        id: &Id,
+        exchange: &ModernExchange<'_>,
+        binding: &Binding<'_>,
+        retry: RetryParams,
+        work: impl AsyncFnOnce(&ToolContext<'_>) -> T,
+    ) -> Result<T, ModernReply> {
+        let answers = retry.answers(&self.modern().sealer, binding).map_err(|e| ModernReply::error(id, &e))?;
+        let peer = self.mrtr_peer(exchange, answers);
+        let ctx = self.inner().backends.context(Some(&peer));
+        match run_round(&peer, work(&ctx)).await {
+            Round::Done(output) => Ok(output),
+            Round::InputRequired { requests, answers } => {
+                let state = self.modern().sealer.seal(binding, answers);
+                Err(ModernReply::ok(self.input_required(id, requests, state)))
+            }
+            Round::Invalid(error) => Err(ModernReply::error(id, &error)),
+        }
+    }
+
+    async fn modern_get_prompt(
+        &self,
+        id: &Id,
+        params: Option<&RawValue>,
+        exchange: &ModernExchange<'_>,
+    ) -> ModernReply {
+        let parsed = parse::<PromptParams>(params, "prompts/get")
+            .and_then(|p| parse::<RetryParams>(params, "prompts/get").map(|r| (p, r)));
+        let (p, retry) = match parsed {
+            Ok(parsed) => parsed,
+            Err(e) => return ModernReply::error(id, &e),
+        };
+        let arguments = json!(p.arguments);
+        let binding = Binding {
+            method: "prompts/get",
+            target: &p.name,
+            arguments: Arguments::Value(&arguments),
+            user: exchange.user.user_id(),
+        };
+        let render = async |ctx: &ToolContext<'_>| self.render_prompt(&p.name, p.arguments, ctx).await;
+        match self.round(id, exchange, &binding, retry, render).await {
+            Ok(Ok(messages)) => ModernReply::ok(self.finish_value(id, &self.prompt_result(&p.name, messages), None)),
+            Ok(Err(error)) => ModernReply::error(id, &error),
+            Err(reply) => reply,
+        }
+    }
+
+    async fn modern_read_resource(
+        &self,
+        id: &Id,
+        params: Option<&RawValue>,
+        exchange: &ModernExchange<'_>,
+    ) -> ModernReply {
+        let parsed = parse::<UriParams>(params, "resources/read")
+            .and_then(|p| parse::<RetryParams>(params, "resources/read").map(|r| (p, r)));
+        let (p, retry) = match parsed {
+            Ok(parsed) => parsed,
+            Err(e) => return ModernReply::error(id, &e),
+        };
+        let binding = Binding {
+            method: "resources/read",
+            target: &p.uri,
+            arguments: Arguments::Value(&Value::Null),
+            user: exchange.user.user_id(),
+        };
+        let started = self.access_started(exchange.user);
+        let read = async |ctx: &ToolContext<'_>| self.read_contents(&p.uri, exchange.user, ctx).await;
+        let read = match self.round(id, exchange, &binding, retry, read).await {
+            Ok(read) => read,
+            Err(reply) => return reply,
+        };
+        self.record_access(
+            exchange.user,
+            AccessKind::Resource,
+            &p.uri,
+            crate::protocol::resource_outcome(&read),
+            started,
+        );
+        match read {
+            Ok(contents) => {
+                // A read may depend on who reads: only an anonymous read of a public resource
+                // may be shared.
+                let auth = self.inner().resources.get(&p.uri).is_some_and(|r| r.is_auth());
+                let cache = Cache { ttl_ms: 0, private: exchange.user.authed() || auth };
+                ModernReply::ok(self.finish_value(id, &json!({"contents": contents}), Some(cache)))
+            }
+            // 2026-07-28 reports an unknown resource as invalid params, naming the URI.
+            Err(ResourceError::NotFound(uri)) => ModernReply::error(
+                id,
+                &RpcError::invalid_params(format!("Resource not found: {uri}")).with_data(json!({"uri": uri})),
+            ),
+            Err(e @ ResourceError::Unauthenticated(_)) => {
+                ModernReply::error_with(id, &RpcError::new(code::UNAUTHORIZED, e.to_string()), Status::Unauthenticated)
+            }
+            Err(e) => ModernReply::error(id, &RpcError::new(code::INTERNAL_ERROR, e.to_string())),
+        }
+    }
+}
+
+// Adds `fields` (JSON object members, without braces) to the JSON text of an object.
+fn splice(raw: &str, fields: &str) -> String {
+    let body = raw.trim_end();
+    let body = body.strip_suffix('}').unwrap_or(body).trim_end();
+    let mut out = String::with_capacity(body.len() + fields.len() + 2);
+    out.push_str(body);
+    if !body.ends_with('{') {
+        out.push(',');
+    }
+    out.push_str(fields);
+    out.push('}');
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fields_splice_into_any_object() {
+        assert_eq!(splice(r#"{"a":1}"#, r#""b":2"#), r#"{"a":1,"b":2}"#);
+        assert_eq!(splice("{}", r#""b":2"#), r#"{"b":2}"#);
+        assert_eq!(splice("{ }", r#""b":2"#), r#"{"b":2}"#);
+    }
+}

@@ -1,0 +1,8 @@
+//! The transports: Streamable HTTP as a tower service, line-delimited stdio, and the HTTP/1
+//! accept loop that serves an application with its connection deadlines.
+
+mod connection;
+mod graceful;
+pub mod http;
+pub(crate) mod serve;
+pub mod stdio;
