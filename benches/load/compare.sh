@@ -10,7 +10,9 @@
 #   OLD_ENV / NEW_ENV: settings for one build only, e.g. NEW_ENV='MIROBODY_REQUESTS_PER_SECOND=1000000000
 #   MIROBODY_REQUESTS_BURST=1000000000' when the old build predates the per-caller rate limit
 #   (an older build refuses settings it does not know). The load generator is one caller, far
-#   over the default rate, so a build that has the limit needs it raised.
+#   over the default rate, so a build that has the limit needs it raised. Builds from before
+#   `release_startup_memory` always gave their start-up pages back; a later build compared with
+#   one needs MIROBODY_RELEASE_STARTUP_MEMORY=true in its settings to compare like with like.
 #   e.g. git worktree add /tmp/old main && (cd /tmp/old && cargo build --release -p mirobody-server)
 #        benches/load/compare.sh /tmp/old/target/release/mirobody-server target/release/mirobody-server
 set -euo pipefail

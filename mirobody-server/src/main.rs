@@ -71,8 +71,10 @@ async fn run(command: Command, config: Config) -> Result<u8, Box<dyn std::error:
             let options = config.serve_options();
             // Last, so that what start-up still runs (the line above, the database connections
             // going back to their pool) does not fault back in.
-            server.backends.settle().await;
-            release_startup_pages();
+            if config.release_startup_memory {
+                server.backends.settle().await;
+                release_startup_pages();
+            }
             mirobody_mcp::serve_with(listener, server.app, server.service.clone(), options).await?;
             server.backends.close().await;
             tracing::info!("stopped");
@@ -81,7 +83,9 @@ async fn run(command: Command, config: Config) -> Result<u8, Box<dyn std::error:
         Command::Stdio { user } => {
             let server = app::build(&config).await?;
             let user = user.map(UserInfo::authenticated).unwrap_or_default();
-            release_startup_pages();
+            if config.release_startup_memory {
+                release_startup_pages();
+            }
             stdio::serve(server.service, user, tokio::io::stdin(), tokio::io::stdout(), config.max_body_bytes).await?;
             server.backends.close().await;
             Ok(0)

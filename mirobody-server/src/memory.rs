@@ -8,8 +8,8 @@
 //! read-only part of the program's own file once start-up is over; the pages that requests use
 //! come back on their first use, from the page cache or the file, and the rest stay out.
 //!
-//! The binary calls it before it serves (`serve` and `stdio`). An application that embeds the
-//! library can call it at the same point of its own start-up.
+//! The binary calls it before it serves (`serve` and `stdio`) when `release_startup_memory` is
+//! set (off by default). An application can call it at the same point of its own start-up.
 
 /// Asks the kernel to reclaim the resident pages of the running program's own file that no
 /// writable mapping holds: its code, read-only data and relocation tables. Returns how many
