@@ -24,6 +24,7 @@ pub const QUERY_CREDENTIAL_PARAMS: [&str; 4] = ["token", "access_token", "secret
 /// How the caller of a request was identified; the layer inserts it into the request
 /// extensions beside the [`UserInfo`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum AuthMethod {
     /// No credentials: an anonymous caller.
     Anonymous,

@@ -137,6 +137,7 @@ pub struct PemKeyConfig {
 /// The algorithms this crate verifies. The algorithm of a token is the algorithm of the key
 /// that verifies it, never what the token's header says.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Deserialize)]
+#[non_exhaustive]
 pub enum KeyAlgorithm {
     /// HMAC with SHA-256 (a shared secret).
     HS256,
@@ -243,6 +244,7 @@ impl<'de> Deserialize<'de> for ToolList {
 
 /// Which per-agent list a flat key names.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum ToolListKind {
     /// `ALLOWED_TOOLS_<AGENT>`.
     Allowed,

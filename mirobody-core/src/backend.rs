@@ -9,7 +9,6 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 
 /// A backend failure. The message may reach a model, so implementations keep it free of
 /// secrets, SQL and internal addresses.
@@ -51,66 +50,6 @@ pub trait Storage: Send + Sync {
     async fn signed_url(&self, key: &str, expires_in: Duration) -> BackendResult<String>;
 }
 
-/// A member of the caller's care circle who shares health data with them.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct CircleMember {
-    /// The member's user id.
-    pub user_id: String,
-    /// The name the caller knows them by.
-    pub nickname: Option<String>,
-    /// Their email address.
-    pub email: Option<String>,
-}
-
-/// A page of FHIR Observations, newest first.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct ObservationPage {
-    /// How many observations the subject has in all.
-    pub total: u64,
-    /// The FHIR Observation resources of this page.
-    pub observations: Vec<Value>,
-}
-
-/// An uploaded file in a user's index.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct FileRecord {
-    /// The storage key.
-    pub file_key: String,
-    /// The name it was uploaded under.
-    pub filename: String,
-    /// Its real MIME type.
-    pub mime_type: String,
-    /// Its size in bytes.
-    pub size: u64,
-    /// When it was uploaded, RFC 3339.
-    pub uploaded_at: String,
-    /// The storage key of text extracted from it, if any.
-    pub text_key: Option<String>,
-}
-
-/// The relational store: health records, the file index, conversations.
-#[async_trait]
-pub trait Db: Send + Sync {
-    /// Members who share their health data with `user_id`.
-    async fn health_sharers(&self, user_id: &str) -> BackendResult<Vec<CircleMember>>;
-    /// Whether `reader` may read `subject`'s health data (true when they are the same user).
-    async fn can_read_health(&self, reader: &str, subject: &str) -> BackendResult<bool>;
-    /// The newest `limit` observations of `subject`, read on behalf of `reader`.
-    ///
-    /// The access check is part of the read: `None` when `reader` may not read `subject`'s
-    /// health data (they are not the same user and `subject` does not share with `reader`), so
-    /// a share revoked between a check and the read is still honoured.
-    async fn observations(&self, reader: &str, subject: &str, limit: u32) -> BackendResult<Option<ObservationPage>>;
-    /// The files `owner` uploaded, newest first.
-    async fn files(&self, owner: &str) -> BackendResult<Vec<FileRecord>>;
-    /// One of `owner`'s files; `None` when it does not exist or belongs to someone else.
-    async fn file(&self, owner: &str, file_key: &str) -> BackendResult<Option<FileRecord>>;
-    /// Sets the summary (the title) of `owner`'s conversation `session_id`, recording the
-    /// conversation if it is new. Conversations are keyed by owner and session, so one user's
-    /// session id never reaches another user's conversation.
-    async fn set_conversation_summary(&self, owner: &str, session_id: &str, summary: &str) -> BackendResult<()>;
-}
-
 /// A memory to store.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct NewMemory {
@@ -150,12 +89,13 @@ pub trait Memory: Send + Sync {
 
 /// Which backend a tool needed and did not have.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum BackendKind {
     /// [`Cache`].
     Cache,
     /// [`Storage`].
     Storage,
-    /// [`Db`].
+    /// An application's database (in mirobody-tools, the health store).
     Db,
     /// [`Memory`].
     Memory,

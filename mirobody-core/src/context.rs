@@ -5,7 +5,7 @@ use std::fmt;
 use async_trait::async_trait;
 use serde_json::Value;
 
-use crate::backend::{BackendKind, Cache, Db, Memory, MissingBackend, Storage};
+use crate::backend::{BackendKind, Cache, Memory, MissingBackend, Storage};
 
 /// The client on the other end of the call, for progress, logs and questions.
 ///
@@ -99,7 +99,7 @@ pub enum PeerError {
 pub struct ToolContext<'a> {
     cache: Option<&'a dyn Cache>,
     storage: Option<&'a dyn Storage>,
-    db: Option<&'a dyn Db>,
+    extensions: Option<&'a http::Extensions>,
     memory: Option<&'a dyn Memory>,
     client: Option<&'a dyn ClientPeer>,
 }
@@ -109,7 +109,7 @@ impl fmt::Debug for ToolContext<'_> {
         f.debug_struct("ToolContext")
             .field("cache", &self.cache.is_some())
             .field("storage", &self.storage.is_some())
-            .field("db", &self.db.is_some())
+            .field("extensions", &self.extensions.map_or(0, http::Extensions::len))
             .field("memory", &self.memory.is_some())
             .field("client", &self.client.is_some())
             .finish()
@@ -134,9 +134,11 @@ impl<'a> ToolContext<'a> {
         self
     }
 
-    /// Sets the database.
-    pub fn with_db(mut self, db: &'a dyn Db) -> Self {
-        self.db = Some(db);
+    /// Sets the application's own state, which its tools read with
+    /// [`extension`](Self::extension): a database pool, an HTTP client, a store trait object.
+    /// One value per type, as in an HTTP request's extensions.
+    pub fn with_extensions(mut self, extensions: &'a http::Extensions) -> Self {
+        self.extensions = Some(extensions);
         self
     }
 
@@ -162,9 +164,25 @@ impl<'a> ToolContext<'a> {
         self.storage.ok_or(MissingBackend(BackendKind::Storage))
     }
 
-    /// The database, or the error that it is not configured.
-    pub fn db(&self) -> Result<&'a dyn Db, MissingBackend> {
-        self.db.ok_or(MissingBackend(BackendKind::Db))
+    /// The application's value of type `T`, if it put one in the
+    /// [extensions](Self::with_extensions).
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    ///
+    /// use mirobody_core::ToolContext;
+    ///
+    /// struct Greeting(&'static str);
+    ///
+    /// let mut state = http::Extensions::new();
+    /// state.insert(Arc::new(Greeting("hello")));
+    /// let ctx = ToolContext::new().with_extensions(&state);
+    /// assert_eq!(ctx.extension::<Arc<Greeting>>().unwrap().0, "hello");
+    /// assert!(ctx.extension::<String>().is_none());
+    /// assert!(ToolContext::new().extension::<Arc<Greeting>>().is_none());
+    /// ```
+    pub fn extension<T: Send + Sync + 'static>(&self) -> Option<&'a T> {
+        self.extensions?.get::<T>()
     }
 
     /// The long-term memory, or the error that it is not enabled.

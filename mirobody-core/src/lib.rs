@@ -31,8 +31,9 @@
 //! ```
 //!
 //! Core does no I/O and starts no runtime: handlers are futures, backends are traits
-//! ([`Cache`], [`Storage`], [`Db`], [`Memory`]) implemented elsewhere, and the client a call
-//! came from is a [`ClientPeer`] the transport supplies.
+//! ([`Cache`], [`Storage`], [`Memory`]) implemented elsewhere, an application's own state
+//! reaches its tools through [`ToolContext::extension`], and the client a call came from is a
+//! [`ClientPeer`] the transport supplies.
 //!
 //! Declarations and their renderings live in `mirobody-schema`, re-exported here, so that
 //! everything a model sees is defined in one place and usable without this crate's runtime
@@ -52,7 +53,7 @@ mod user;
 
 pub use args::Args;
 pub use backend::{
-    AccessKind, AccessLog, AccessOutcome, BackendError, Cache, Db, Memory, MissingBackend, SecretOwner, SecretStore,
+    AccessKind, AccessLog, AccessOutcome, BackendError, Cache, Memory, MissingBackend, SecretOwner, SecretStore,
     Storage,
 };
 pub use catalog::{DuplicateEntry, PromptRegistry, ResourceRegistry};

@@ -6,12 +6,13 @@
 //!
 //! The readings are FHIR Observations in the embedded database: mirobody-tools' SQL store on
 //! SQLite (here in memory), migrated when it opens, seeded with a few readings of two users.
-//! The tool reaches it through `ctx.db()?` and reads the caller's own observations, so one
-//! user never counts another's. A registry runs it with a `ToolContext` that carries the db,
-//! as the server does.
+//! The tool reaches it through `health_store(ctx)?` (the store travels in the context's
+//! extensions) and reads the caller's own observations, so one user never counts another's. A
+//! registry runs it with a `ToolContext` that carries the store, as the server does.
 
 use mirobody_core::{Format, Registry, ToolContext, ToolResult, UserInfo, tool_service};
 use mirobody_tools::backends::SqlStore;
+use mirobody_tools::health::{HealthStore, health_store};
 use serde::Serialize;
 use serde_json::{Value, json};
 use time::format_description::well_known::Rfc3339;
@@ -60,7 +61,7 @@ impl GoalService {
     ) -> Result<GoalCount, String> {
         // The registry refuses anonymous callers before this runs; the id is the verified one.
         let me = user.user_id().ok_or("Authorization required.")?;
-        let db = ctx.db().map_err(|e| e.to_string())?;
+        let db = health_store(ctx).map_err(|e| e.to_string())?;
         // Reader and subject are both the caller: only their own observations.
         let page = db.observations(me, me, MAX_SCANNED).await.map_err(|e| e.to_string())?.ok_or("Not authorized.")?;
         let since =
@@ -148,7 +149,10 @@ async fn seeded_db() -> SqlStore {
 async fn calls() -> Vec<(&'static str, ToolResult)> {
     let db = seeded_db().await;
     let registry = Registry::from_registered().expect("valid tools");
-    let ctx = ToolContext::new().with_db(&db);
+    let db = std::sync::Arc::new(db);
+    let mut state = http::Extensions::new();
+    state.insert(std::sync::Arc::clone(&db) as std::sync::Arc<dyn HealthStore>);
+    let ctx = ToolContext::new().with_extensions(&state);
     let (ada, bob) = (UserInfo::authenticated("ada"), UserInfo::authenticated("bob"));
     let goal = json!({"indicator": "Step count", "goal": 10000});
     let mut out = Vec::new();

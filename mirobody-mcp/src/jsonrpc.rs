@@ -10,6 +10,7 @@ use serde_json::{Number, Value};
 /// A request id, echoed verbatim.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
 #[serde(untagged)]
+#[non_exhaustive]
 pub enum Id {
     /// A numeric id.
     Number(Number),
@@ -80,6 +81,7 @@ pub mod code {
 
 /// One incoming message.
 #[derive(Debug)]
+#[non_exhaustive]
 pub enum Message {
     /// A request: it gets exactly one response.
     Request(Request),

@@ -132,12 +132,11 @@ pub async fn build(config: &Config) -> Result<Server, AppError> {
             tracing::warn!(tools = ?unknown, "per-agent tool lists name tools that do not exist");
         }
     }
-    let tool_backends = Backends {
-        cache: Some(opened.cache()),
-        storage: opened.storage(),
-        db: Some(opened.db()),
-        memory: opened.memory(),
-    };
+    let mut tool_backends = Backends::default();
+    tool_backends.cache = Some(opened.cache());
+    tool_backends.storage = opened.storage();
+    tool_backends.extensions.insert(opened.db());
+    tool_backends.memory = opened.memory();
     let mut builder = McpService::builder(Arc::clone(&registry))
         .resources(ResourceRegistry::from_registered(Vec::new(), Vec::new())?)
         .prompts(PromptRegistry::from_registered(Vec::new())?)

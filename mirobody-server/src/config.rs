@@ -299,20 +299,19 @@ impl Config {
         if let Some(host) = self.public_base_url.as_deref().and_then(url_host) {
             allowed_hosts.push(host.to_owned());
         }
-        HttpOptions {
-            stateless: self.stateless,
-            max_body_bytes: self.max_body_bytes,
-            allowed_hosts,
-            allowed_origins: self.allowed_origins.clone(),
-            max_sessions: self.max_sessions,
-            session_idle_timeout: Duration::from_secs(self.session_idle_timeout_secs),
-            max_subscriptions: self.max_subscriptions,
-            max_anonymous_sessions: self.max_anonymous_sessions,
-            request_body_timeout: Duration::from_secs(self.request_body_timeout_secs),
-            max_inflight_body_bytes: self.max_inflight_body_bytes,
-            caller_limits: self.caller_limits(),
-            ..HttpOptions::default()
-        }
+        let mut options = HttpOptions::default();
+        options.stateless = self.stateless;
+        options.max_body_bytes = self.max_body_bytes;
+        options.allowed_hosts = allowed_hosts;
+        options.allowed_origins = self.allowed_origins.clone();
+        options.max_sessions = self.max_sessions;
+        options.session_idle_timeout = Duration::from_secs(self.session_idle_timeout_secs);
+        options.max_subscriptions = self.max_subscriptions;
+        options.max_anonymous_sessions = self.max_anonymous_sessions;
+        options.request_body_timeout = Duration::from_secs(self.request_body_timeout_secs);
+        options.max_inflight_body_bytes = self.max_inflight_body_bytes;
+        options.caller_limits = self.caller_limits();
+        options
     }
 
     /// What one caller may hold and how fast it may ask.
@@ -324,13 +323,13 @@ impl Config {
 
     /// How connections are served.
     pub fn serve_options(&self) -> mirobody_mcp::ServeOptions {
-        mirobody_mcp::ServeOptions {
-            header_read_timeout: Duration::from_secs(self.header_read_timeout_secs),
-            shutdown_grace: Duration::from_secs(self.shutdown_grace_secs),
-            write_timeout: Duration::from_secs(self.write_timeout_secs),
-            max_connections: self.max_connections,
-            max_connections_per_address: self.max_connections_per_address,
-        }
+        let mut options = mirobody_mcp::ServeOptions::default();
+        options.header_read_timeout = Duration::from_secs(self.header_read_timeout_secs);
+        options.shutdown_grace = Duration::from_secs(self.shutdown_grace_secs);
+        options.write_timeout = Duration::from_secs(self.write_timeout_secs);
+        options.max_connections = self.max_connections;
+        options.max_connections_per_address = self.max_connections_per_address;
+        options
     }
 
     /// How many threads answer requests: [`Config::worker_threads`], or one per CPU this
@@ -358,16 +357,19 @@ impl Config {
 
     /// The protocol options.
     pub fn mcp_options(&self) -> McpOptions {
-        McpOptions {
-            page_size: self.page_size,
-            hide_auth_tools_from_anonymous: self.hide_auth_tools_from_anonymous,
-            answer_timeout: Duration::from_secs(self.answer_timeout_secs),
-        }
+        let mut options = McpOptions::default();
+        options.page_size = self.page_size;
+        options.hide_auth_tools_from_anonymous = self.hide_auth_tools_from_anonymous;
+        options.answer_timeout = Duration::from_secs(self.answer_timeout_secs);
+        options
     }
 
     /// What the server says about itself.
     pub fn server_info(&self) -> ServerInfo {
-        ServerInfo { name: self.server_name.clone(), instructions: self.instructions.clone(), ..ServerInfo::default() }
+        let mut options = ServerInfo::default();
+        options.name = self.server_name.clone();
+        options.instructions = self.instructions.clone();
+        options
     }
 }
 

@@ -1,7 +1,7 @@
 //! The real binary with `worker_threads: 1`, as it runs on one CPU: every request answered on
 //! one thread (tokio's current-thread scheduler), and still concurrent callers are served,
 //! including tools that write to and read from the embedded database, after start-up has
-//! given back its pages.
+//! given back its pages (`release_startup_memory`, which is off unless set).
 
 mod common;
 
@@ -13,8 +13,15 @@ fn one_thread_serves_concurrent_callers_and_the_database() {
     let data_dir = fresh_data_dir("single-thread");
     let port = free_port();
     let token = token(&data_dir, port, "one-thread-user");
-    let (mut server, log_path) =
-        start_logged(&data_dir, port, &[("MIROBODY_WORKER_THREADS", "1"), ("RUST_LOG", "info,mirobody_server=debug")]);
+    let (mut server, log_path) = start_logged(
+        &data_dir,
+        port,
+        &[
+            ("MIROBODY_WORKER_THREADS", "1"),
+            ("MIROBODY_RELEASE_STARTUP_MEMORY", "true"),
+            ("RUST_LOG", "info,mirobody_server=debug"),
+        ],
+    );
     let sid = session(port, &token);
 
     // Eight callers at once, each storing facts in the database and calling echo.
@@ -54,4 +61,20 @@ fn one_thread_serves_concurrent_callers_and_the_database() {
         .and_then(|rest| rest.split(|c: char| !c.is_ascii_digit()).next()?.parse().ok())
         .expect("a line says how much start-up gave back");
     assert!(advised > 1024, "the program's read-only mappings were given back: {advised} KiB");
+}
+
+#[test]
+fn start_up_pages_are_kept_unless_asked() {
+    let data_dir = fresh_data_dir("single-thread-default");
+    let port = free_port();
+    let token = token(&data_dir, port, "default-user");
+    let (mut server, log_path) = start_logged(&data_dir, port, &[("RUST_LOG", "info,mirobody_server=debug")]);
+    let sid = session(port, &token);
+    let echoed = call(port, &token, &sid, 1, "echo", json!({"text": "hi"})).expect("echo");
+    let _ = server.kill();
+    let _ = server.wait();
+    assert_eq!(echoed["result"]["structuredContent"]["echo"], "hi");
+    let log = std::fs::read_to_string(&log_path).unwrap();
+    assert!(log.contains("serving MCP"), "{log}");
+    assert!(!log.contains("start-up pages"), "nothing was given back or tried: {log}");
 }

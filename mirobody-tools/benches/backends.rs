@@ -1,6 +1,6 @@
 //! `family_health` and `recall_memory` over the embedded SQLite backend with 1,000,000
 //! observations and 1,000,000 memories in the tables, beside a baseline measured in the same
-//! run: a primary-key lookup (`Db::file`) through the same store.
+//! run: a primary-key lookup (`HealthStore::file`) through the same store.
 //!
 //! Run with `cargo bench -p mirobody-tools --bench backends`. The data set is built once per
 //! run in a temp dir (`MIROBODY_BENCH_ROWS` rows of each kind, default 1,000,000), in batched
@@ -14,9 +14,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use mirobody_core::backend::{FileRecord, NewMemory};
+use mirobody_core::backend::NewMemory;
 use mirobody_core::{Registry, ToolContext, UserInfo};
 use mirobody_tools::backends::{BackendConfig, OpenedBackends, StorageConfig, open};
+use mirobody_tools::health::FileRecord;
 use serde_json::{Value, json};
 
 const OTHER_USERS: usize = 900;
@@ -148,7 +149,9 @@ fn benches(c: &mut Criterion) {
         .build()
         .expect("the tools register");
     let (db, memory) = (backends.db(), backends.memory().expect("memory is on"));
-    let ctx = ToolContext::new().with_db(db.as_ref()).with_memory(memory.as_ref());
+    let mut state = http::Extensions::new();
+    state.insert(std::sync::Arc::clone(&db));
+    let ctx = ToolContext::new().with_extensions(&state).with_memory(memory.as_ref());
     let user = UserInfo::authenticated("bench");
     let words = vocabulary();
     let query = format!("{} {} {}", words[3], words[400], words[1500]);
@@ -169,7 +172,7 @@ fn benches(c: &mut Criterion) {
     type Call<'a> = (&'a str, Box<dyn Fn() + 'a>);
     let calls: Vec<Call<'_>> = vec![
         (
-            "baseline: Db::file primary-key lookup",
+            "baseline: HealthStore::file primary-key lookup",
             Box::new(|| {
                 black_box(runtime.block_on(db.file("bench", "bench-file")).expect("lookup"));
             }),
@@ -212,7 +215,7 @@ fn benches(c: &mut Criterion) {
             }),
         ),
         (
-            "Db::observations (backend alone)",
+            "HealthStore::observations (backend alone)",
             Box::new(|| {
                 black_box(runtime.block_on(db.observations("bench", "bench", 20)).expect("page"));
             }),

@@ -3,7 +3,8 @@
 //!
 //! [`load_demo`] is idempotent: run again, it finds the data and adds nothing.
 
-use mirobody_core::backend::{FileRecord, NewMemory};
+use crate::health::FileRecord;
+use mirobody_core::backend::NewMemory;
 use serde::Serialize;
 use serde_json::{Value, json};
 

@@ -10,11 +10,14 @@
 //! - [`backends`]: the implementations of core's backend traits: SQLite (default) or
 //!   PostgreSQL through sqlx, object storage (local or S3), an in-process cache or Redis;
 //!   [`backends::open`] sets them up from a [`backends::BackendConfig`].
+//! - [`health`]: the health store the tools read ([`health::HealthStore`]), which reaches
+//!   them through the context's extensions.
 //! - [`demo`]: a demo user with a care circle, observations, files and memories.
 
 pub mod backends;
 mod chart;
 pub mod demo;
+pub mod health;
 pub mod resources;
 mod text;
 pub mod tools;

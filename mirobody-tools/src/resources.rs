@@ -19,6 +19,8 @@ use serde_json::json;
 use crate::text::{cap_chars, is_text_like};
 use crate::tools::read_file::{MAX_INLINE_CHARS, original_key};
 
+use crate::health::health_store;
+
 /// The largest file returned as a base64 `blob` by `resources/read`; larger ones are refused
 /// with a pointer to `read_file`, which gives a signed URL.
 pub const MAX_BLOB_BYTES: usize = 8 * 1024 * 1024;
@@ -63,7 +65,7 @@ async fn read_upload(
     if !crate::backends::valid_key(key) {
         return Err(not_found());
     }
-    let db = ctx.db().map_err(|e| ResourceError::Failed(e.to_string()))?;
+    let db = health_store(ctx).map_err(|e| ResourceError::Failed(e.to_string()))?;
     let storage = ctx.storage().map_err(|e| ResourceError::Failed(e.to_string()))?;
     let file = db
         .file(owner, original_key(key))
@@ -106,7 +108,7 @@ async fn read_upload(
 /// The caller's uploads as `resources/list` entries (`file://<file_key>`), newest first; empty
 /// for an anonymous caller or without a database.
 pub async fn list_uploads(user: &UserInfo, ctx: &ToolContext<'_>) -> Result<Vec<ResourceInfo>, ResourceError> {
-    let (Some(owner), Ok(db)) = (user.user_id(), ctx.db()) else { return Ok(Vec::new()) };
+    let (Some(owner), Ok(db)) = (user.user_id(), health_store(ctx)) else { return Ok(Vec::new()) };
     let files = db.files(owner).await.map_err(|e| ResourceError::Failed(e.to_string()))?;
     Ok(files
         .into_iter()

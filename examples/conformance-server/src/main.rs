@@ -533,9 +533,10 @@ async fn main() -> std::io::Result<()> {
     let port: u16 = arg.and_then(|p| p.parse().ok()).unwrap_or(3001);
     // The conformance suite is one client running hundreds of scenarios back to back: no
     // per-caller rate limit for it.
-    let options = HttpOptions {
-        caller_limits: mirobody_mcp::limits::CallerLimits::default().with_rate(0, 0),
-        ..HttpOptions::default()
+    let options = {
+        let mut o = HttpOptions::default();
+        o.caller_limits = mirobody_mcp::limits::CallerLimits::default().with_rate(0, 0);
+        o
     };
     let mcp = McpHttp::new(service.clone(), options);
     let app = mcp.router_at("/mcp");

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use mirobody_core::{
-    AccessKind, AccessLog, AccessOutcome, Cache, CallError, ClientPeer, Db, Memory, PromptMessage, PromptRegistry,
+    AccessKind, AccessLog, AccessOutcome, Cache, CallError, ClientPeer, Memory, PromptMessage, PromptRegistry,
     Registry, ResourceContents, ResourceError, ResourceRegistry, Storage, ToolContext, ToolResult, UserInfo,
 };
 use serde::Deserialize;
@@ -29,15 +29,18 @@ pub(crate) const LATEST_VERSION: &str = SUPPORTED_VERSIONS[0];
 
 /// The backends tools may use; each optional.
 #[derive(Clone, Default)]
+#[non_exhaustive]
 pub struct Backends {
     /// The cache.
     pub cache: Option<Arc<dyn Cache>>,
     /// Object storage.
     pub storage: Option<Arc<dyn Storage>>,
-    /// The relational store.
-    pub db: Option<Arc<dyn Db>>,
     /// Long-term memory.
     pub memory: Option<Arc<dyn Memory>>,
+    /// The application's own state for its tools (a database pool, a client, a domain store),
+    /// one value per type, read in a handler with
+    /// [`ToolContext::extension`](mirobody_core::ToolContext::extension).
+    pub extensions: http::Extensions,
 }
 
 impl Backends {
@@ -50,9 +53,7 @@ impl Backends {
         if let Some(storage) = &self.storage {
             ctx = ctx.with_storage(storage.as_ref());
         }
-        if let Some(db) = &self.db {
-            ctx = ctx.with_db(db.as_ref());
-        }
+        ctx = ctx.with_extensions(&self.extensions);
         if let Some(memory) = &self.memory {
             ctx = ctx.with_memory(memory.as_ref());
         }
@@ -65,6 +66,7 @@ impl Backends {
 
 /// What the server says about itself in `initialize`.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct ServerInfo {
     /// The name.
     pub name: String,
@@ -82,6 +84,7 @@ impl Default for ServerInfo {
 
 /// Protocol options.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct McpOptions {
     /// Tools per `tools/list` page.
     pub page_size: usize,
@@ -99,6 +102,7 @@ impl Default for McpOptions {
 
 /// How a reply should travel, beyond its JSON-RPC body.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Status {
     /// A normal reply.
     Ok,
@@ -110,6 +114,7 @@ pub enum Status {
 
 /// A response to one request.
 #[derive(Debug)]
+#[non_exhaustive]
 pub struct Reply {
     /// The JSON-RPC response.
     pub body: Vec<u8>,
@@ -216,6 +221,14 @@ impl McpServiceBuilder {
     /// Gives tools these backends.
     pub fn backends(mut self, backends: Backends) -> Self {
         self.inner.backends = backends;
+        self
+    }
+
+    /// Gives tools a value of the application's, which a handler reads with
+    /// [`ToolContext::extension::<T>()`](mirobody_core::ToolContext::extension); a second value
+    /// of the same type replaces the first. Wrap what is not `Clone` in an `Arc`.
+    pub fn extension<T: Clone + Send + Sync + 'static>(mut self, value: T) -> Self {
+        self.inner.backends.extensions.insert(value);
         self
     }
 

@@ -74,6 +74,7 @@ impl CallerLimits {
 
 /// Who a request counts against.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum CallerKey {
     /// A signed-in user.
     User(Arc<str>),

@@ -32,8 +32,10 @@ impl<S> HttpApp for S where
 {
 }
 
-/// How [`serve_with`] treats connections.
+/// How [`serve_with`] treats connections. Start from the defaults (safe on the internet) and
+/// change what you need; new settings may be added in any release.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct ServeOptions {
     /// How long a client may take to send a request's headers, or leave its connection idle
     /// between requests, before the connection is closed (slow-loris protection). A connection

@@ -12,7 +12,9 @@ use crate::support::{AUTH_TOOLS, TOOL_NAMES, TestServer, handler_runs, json_repl
 const METADATA: &str = "https://mcp.example.com/.well-known/oauth-protected-resource";
 
 fn with_metadata() -> HttpOptions {
-    HttpOptions { resource_metadata_url: Some(METADATA.into()), ..HttpOptions::default() }
+    let mut options = HttpOptions::default();
+    options.resource_metadata_url = Some(METADATA.into());
+    options
 }
 
 #[tokio::test]
@@ -124,7 +126,12 @@ async fn auth_tools_are_listed_to_everyone_by_default() {
 #[tokio::test]
 async fn hidden_auth_tools_are_left_out_of_anonymous_listings_only() {
     for page_size in [100, 2] {
-        let options = McpOptions { page_size, hide_auth_tools_from_anonymous: true, ..McpOptions::default() };
+        let options = {
+            let mut o = McpOptions::default();
+            o.page_size = page_size;
+            o.hide_auth_tools_from_anonymous = true;
+            o
+        };
         let server = TestServer::with(options, HttpOptions::default());
         let anonymous = server.initialized(json!({})).await;
         let authenticated = server.initialized_as(UserInfo::authenticated("u1"), json!({})).await;

@@ -1,6 +1,6 @@
 //! The backends the built-in tools use, implementing the traits `mirobody-core` defines.
 //!
-//! - [`SqlStore`]: [`Db`], [`Memory`], [`SecretStore`] and [`AccessLog`] on sqlx; one SQLite
+//! - [`SqlStore`]: [`HealthStore`], [`Memory`], [`SecretStore`] and [`AccessLog`] on sqlx; one SQLite
 //!   file (WAL) by default, PostgreSQL when the database URL says so, migrated on start.
 //! - [`ObjectStorage`]: [`Storage`] on `object_store`; a local folder by default, any
 //!   S3-compatible store when configured; optional AES-256-GCM encryption at rest
@@ -15,7 +15,7 @@
 //! use mirobody_tools::backends::{BackendConfig, open};
 //!
 //! let backends = open(&BackendConfig::default()).await?; // ./.mirobody/mirobody.db, ./.mirobody/files
-//! let db = backends.db(); // Arc<dyn Db>
+//! let db = backends.db(); // Arc<dyn HealthStore>, for the context's extensions
 //! let memory = backends.memory(); // Option<Arc<dyn Memory>>
 //! # Ok(()) }
 //! ```
@@ -31,7 +31,9 @@ use std::fmt;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use mirobody_core::{AccessLog, Cache, Db, Memory, SecretStore, Storage};
+use mirobody_core::{AccessLog, Cache, Memory, SecretStore, Storage};
+
+use crate::health::HealthStore;
 use serde::Deserialize;
 
 pub use cache::{MemoryCache, RedisCache};
@@ -44,6 +46,7 @@ pub use storage::{ObjectStorage, valid_key};
 /// Where uploaded files live.
 #[derive(Clone, Deserialize, PartialEq, Eq)]
 #[serde(tag = "kind", rename_all = "lowercase", deny_unknown_fields)]
+#[non_exhaustive]
 pub enum StorageConfig {
     /// A folder on this machine (default `<data_dir>/files`).
     Local {
@@ -277,7 +280,7 @@ impl OpenedBackends {
     }
 
     /// The relational store for tools.
-    pub fn db(&self) -> Arc<dyn Db> {
+    pub fn db(&self) -> Arc<dyn HealthStore> {
         self.sql.clone()
     }
 

@@ -17,6 +17,7 @@ type HmacSha256 = Hmac<Sha256>;
 
 /// Why a signed URL was refused.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum SignedUrlError {
     /// The path or query is not one this server made (missing or malformed parts).
     #[error("malformed signed URL")]

@@ -10,7 +10,7 @@
 //!
 //! A tool that touches a user's data adds `.auth(true)`, reads the caller from
 //! `user.user_id()` (never from an argument), and reaches backends through `ctx`
-//! (`ctx.db()?`, `ctx.memory()?`), which answer with a clean error when not configured.
+//! (`health_store(ctx)?`, `ctx.memory()?`), which answer with a clean error when not configured.
 
 use mirobody_core::{Annotations, Args, Param, Tool, ToolContext, ToolResult, Type, UserInfo, register_tool};
 use serde::Serialize;

@@ -6,15 +6,17 @@
 //! cannot be used to learn who else exists. Upstream's "single substring hit" picked whoever
 //! happened to contain `a`; a part of a name must now be at least three characters, and two
 //! matches are an ambiguity the model must resolve. The read itself re-checks access
-//! ([`Db::observations`](mirobody_core::Db::observations) takes the reader).
+//! ([`HealthStore::observations`](crate::health::HealthStore::observations) takes the reader).
 
-use mirobody_core::backend::CircleMember;
+use crate::health::CircleMember;
 use mirobody_core::{
     Annotations, Args, Param, Tool, ToolContext, ToolError, ToolResult, Type, UserInfo, register_tool,
 };
 use serde_json::{Value, json};
 
 use super::{caller, fail};
+
+use crate::health::health_store;
 
 /// Words that name the caller.
 const SELF_WORDS: [&str; 6] = ["me", "self", "myself", "i", "my", "mine"];
@@ -147,7 +149,7 @@ fn summary(o: &Value) -> Value {
 
 async fn family_health(args: Args, user: &UserInfo, ctx: &ToolContext<'_>) -> Result<ToolResult, ToolError> {
     let me = caller(user)?;
-    let db = ctx.db().map_err(fail)?;
+    let db = health_store(ctx).map_err(fail)?;
     let count = args.integer("count", DEFAULT_COUNT).clamp(1, MAX_COUNT) as u32;
     let wanted = args.str("member").map(str::trim).unwrap_or_default();
     if wanted.chars().count() > MAX_MEMBER_CHARS {

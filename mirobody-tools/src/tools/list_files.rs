@@ -10,6 +10,8 @@ use serde_json::{Value, json};
 
 use super::{caller, fail};
 
+use crate::health::health_store;
+
 /// The most files listed.
 pub const MAX_FILES: usize = 200;
 
@@ -27,7 +29,7 @@ pub fn tool() -> Tool {
 
 async fn list_files(_args: Args, user: &UserInfo, ctx: &ToolContext<'_>) -> Result<ToolResult, ToolError> {
     let owner = caller(user)?;
-    let files = ctx.db().map_err(fail)?.files(owner).await.map_err(fail)?;
+    let files = health_store(ctx).map_err(fail)?.files(owner).await.map_err(fail)?;
     let total = files.len();
     let listed: Vec<Value> = files
         .into_iter()

@@ -16,6 +16,8 @@ use serde_json::json;
 use super::{caller, fail};
 use crate::text::{cap_chars, is_text_like};
 
+use crate::health::health_store;
+
 /// The most characters returned inline.
 pub const MAX_INLINE_CHARS: usize = 50_000;
 /// How long a signed URL works.
@@ -51,7 +53,7 @@ async fn read_file(args: Args, user: &UserInfo, ctx: &ToolContext<'_>) -> Result
     if key.len() > MAX_KEY_LEN || !crate::backends::valid_key(key) {
         return Err(ToolError::new("That is not a file_key this server uses; call list_files for the keys."));
     }
-    let db = ctx.db().map_err(fail)?;
+    let db = health_store(ctx).map_err(fail)?;
     let storage = ctx.storage().map_err(fail)?;
     let file = db
         .file(owner, original_key(key))

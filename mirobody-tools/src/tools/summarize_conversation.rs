@@ -13,6 +13,8 @@ use serde_json::json;
 use super::{caller, fail};
 use crate::text::cap_chars;
 
+use crate::health::health_store;
+
 /// The most characters kept.
 pub const MAX_SUMMARY_CHARS: usize = 200;
 /// The most characters accepted before cutting (anything longer is a mistake, not a title).
@@ -33,7 +35,7 @@ pub fn tool() -> Tool {
 
 async fn summarize(args: Args, user: &UserInfo, ctx: &ToolContext<'_>) -> Result<ToolResult, ToolError> {
     let owner = caller(user)?;
-    let db = ctx.db().map_err(fail)?;
+    let db = health_store(ctx).map_err(fail)?;
     let summary = args.str("summary").map(str::trim).unwrap_or_default();
     if summary.is_empty() {
         return Err(ToolError::new("'summary' is required: a short title for the conversation."));

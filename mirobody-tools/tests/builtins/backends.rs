@@ -4,9 +4,11 @@
 
 use std::time::Duration;
 
-use mirobody_core::backend::{FileRecord, NewMemory};
-use mirobody_core::{AccessKind, AccessLog, AccessOutcome, Cache, Db, Memory, SecretStore};
+use mirobody_core::backend::NewMemory;
+use mirobody_core::{AccessKind, AccessLog, AccessOutcome, Cache, Memory, SecretStore};
 use mirobody_tools::backends::{Dialect, MemoryCache, RedisCache, SqlStore};
+use mirobody_tools::health::FileRecord;
+use mirobody_tools::health::HealthStore;
 use serde_json::json;
 
 use crate::support::{Env, external, unique};

@@ -3,7 +3,7 @@
 //! unsharing), user A's tool calls never return user B's observations, files, memories or
 //! conversations, unless B shares their health data with A (and then only observations).
 
-use mirobody_core::Db;
+use mirobody_tools::health::HealthStore;
 use proptest::prelude::*;
 use serde_json::{Value, json};
 

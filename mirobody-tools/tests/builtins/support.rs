@@ -138,12 +138,12 @@ impl Env {
 
 /// The server's tool handles of opened backends.
 pub(crate) fn handles(backends: &OpenedBackends) -> Backends {
-    Backends {
-        cache: Some(backends.cache()),
-        storage: backends.storage(),
-        db: Some(backends.db()),
-        memory: backends.memory(),
-    }
+    let mut handles = Backends::default();
+    handles.cache = Some(backends.cache());
+    handles.storage = backends.storage();
+    handles.extensions.insert(backends.db());
+    handles.memory = backends.memory();
+    handles
 }
 
 /// The MCP endpoint over the built-in tools and resources, with these backends (changed by
@@ -157,9 +157,10 @@ pub(crate) fn router(backends: &OpenedBackends, edit: impl FnOnce(Backends) -> B
         .access_log(backends.access_log())
         .build();
     // Tests send as fast as they can from one caller: no rate limit.
-    let options = HttpOptions {
-        caller_limits: mirobody_mcp::limits::CallerLimits::default().with_rate(0, 0),
-        ..HttpOptions::default()
+    let options = {
+        let mut o = HttpOptions::default();
+        o.caller_limits = mirobody_mcp::limits::CallerLimits::default().with_rate(0, 0);
+        o
     };
     McpHttp::new(service, options).router()
 }

@@ -2,8 +2,9 @@
 //! and local files in a temp dir.
 
 use base64::Engine;
-use mirobody_core::backend::{FileRecord, NewMemory};
+use mirobody_core::backend::NewMemory;
 use mirobody_core::{AccessKind, UserInfo};
+use mirobody_tools::health::FileRecord;
 use serde_json::{Value, json};
 
 use crate::support::{Env, Sse, rpc, within};
@@ -409,8 +410,9 @@ async fn summarize_conversation_needs_a_conversation() {
     // In-process, with no session of any kind, there is nothing to summarize.
     let registry = mirobody_tools::builtin_registry().unwrap();
     let env = Env::sqlite().await;
-    let db = env.backends.db();
-    let ctx = mirobody_core::ToolContext::new().with_db(db.as_ref());
+    let mut state = http::Extensions::new();
+    state.insert(env.backends.db());
+    let ctx = mirobody_core::ToolContext::new().with_extensions(&state);
     let result =
         registry.run("summarize_conversation", json!({"summary": "x"}), &UserInfo::authenticated("u1"), &ctx).await;
     assert!(result.is_error());
@@ -421,8 +423,11 @@ async fn summarize_conversation_needs_a_conversation() {
 async fn a_missing_backend_is_named_in_a_clean_error() {
     let env = Env::sqlite().await;
     upload(&env, "u1", "f1", "a.txt", "text/plain", b"a", None).await;
-    let bare =
-        crate::support::router(&env.backends, |b| mirobody_mcp::Backends { cache: b.cache, ..Default::default() });
+    let bare = crate::support::router(&env.backends, |b| {
+        let mut o = mirobody_mcp::Backends::default();
+        o.cache = b.cache;
+        o
+    });
     let client = crate::support::Env { router: bare, ..env };
     let u1 = client.user("u1").await;
     for (tool, args, missing) in [
@@ -437,7 +442,11 @@ async fn a_missing_backend_is_named_in_a_clean_error() {
         assert!(reply.tool_error().contains(missing), "{tool}: {}", reply.tool_error());
     }
     // Storage alone missing.
-    let no_storage = crate::support::router(&client.backends, |b| mirobody_mcp::Backends { storage: None, ..b });
+    let no_storage = crate::support::router(&client.backends, |b| {
+        let mut o = b;
+        o.storage = None;
+        o
+    });
     let env2 = crate::support::Env { router: no_storage, ..client };
     let u1 = env2.user("u1").await;
     assert!(

@@ -8,9 +8,10 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use mirobody_core::backend::{FileRecord, NewMemory};
+use mirobody_core::backend::NewMemory;
 use mirobody_core::{BackendError, ClientPeer, Format, PeerError, Storage, Tool, ToolContext, UserInfo};
 use mirobody_tools::backends::SqlStore;
+use mirobody_tools::health::FileRecord;
 use serde_json::{Map, Value, json};
 
 use crate::registry;
@@ -82,7 +83,9 @@ pub(super) fn check(builtin: Tool, twin: Tool, backends: Backends, calls: &[(Use
 /// Backends with data in them: `mirobody-tools`' SQL store on an in-memory SQLite database (the
 /// db and the memory), object storage in a map, and a client with elicitation.
 struct Env {
-    sql: SqlStore,
+    sql: std::sync::Arc<SqlStore>,
+    // The health store, as the server hands it to tools: in the context's extensions.
+    extensions: http::Extensions,
     storage: MapStorage,
     client: Client,
 }
@@ -195,13 +198,16 @@ impl Env {
         ];
         sql.add_memories("ada", &memories).await.unwrap();
         sql.add_memories("eve", &[memory("Allergic to peanuts", "fact")]).await.unwrap();
-        Env { sql, storage, client: Client::default() }
+        let sql = std::sync::Arc::new(sql);
+        let mut extensions = http::Extensions::new();
+        extensions.insert(std::sync::Arc::clone(&sql) as std::sync::Arc<dyn mirobody_tools::health::HealthStore>);
+        Env { sql, extensions, storage, client: Client::default() }
     }
 
     fn ctx(&self) -> ToolContext<'_> {
         ToolContext::new()
-            .with_db(&self.sql)
-            .with_memory(&self.sql)
+            .with_extensions(&self.extensions)
+            .with_memory(self.sql.as_ref())
             .with_storage(&self.storage)
             .with_client(&self.client)
     }

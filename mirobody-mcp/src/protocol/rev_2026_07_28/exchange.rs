@@ -20,6 +20,7 @@ pub struct ModernExchange<'a> {
 
 /// The response to one 2026-07-28 request.
 #[derive(Debug)]
+#[non_exhaustive]
 pub struct ModernReply {
     /// The JSON-RPC response.
     pub body: Vec<u8>,

@@ -49,8 +49,19 @@ const SESSION: HeaderName = HeaderName::from_static(SESSION_HEADER);
 
 pub(crate) const VERSION: HeaderName = HeaderName::from_static(VERSION_HEADER);
 
-/// How the HTTP transport behaves.
+/// How the HTTP transport behaves. New settings may be added in any release, so start from the
+/// defaults and change what you need:
+///
+/// ```
+/// use mirobody_mcp::http::HttpOptions;
+///
+/// let mut options = HttpOptions::default();
+/// options.max_body_bytes = 1 << 20;
+/// options.allowed_hosts.push("mcp.example.com".into());
+/// assert_eq!(options.max_body_bytes, 1_048_576);
+/// ```
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct HttpOptions {
     /// Serve without sessions: every request stands alone (for many instances behind a load
     /// balancer). No GET stream, no DELETE, and tools cannot ask the client questions.

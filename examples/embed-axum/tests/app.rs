@@ -1,0 +1,87 @@
+//! The embedding example, driven as a client would: MCP at `/mcp`, the application's own route
+//! beside it, both over the same state.
+
+use std::process::Command;
+use std::sync::Arc;
+
+use example_embed_axum::{Notes, app};
+use http_body_util::BodyExt;
+use mirobody_mcp::axum::body::Body;
+use mirobody_mcp::http::HttpOptions;
+use mirobody_mcp::http::Mounted;
+use serde_json::{Value, json};
+use tower::ServiceExt;
+
+async fn send(app: &Mounted, method: &str, path: &str, body: Option<Value>) -> (u16, Value) {
+    let mut request = mirobody_mcp::axum::http::Request::builder()
+        .method(method)
+        .uri(path)
+        .header("host", "localhost")
+        .header("accept", "application/json, text/event-stream");
+    if body.is_some() {
+        request = request.header("content-type", "application/json");
+    }
+    let body = body.map_or_else(Body::empty, |b| Body::from(b.to_string()));
+    let response = app.clone().oneshot(request.body(body).unwrap()).await.unwrap();
+    let status = response.status().as_u16();
+    let bytes = response.into_body().collect().await.unwrap().to_bytes();
+    (status, serde_json::from_slice(&bytes).unwrap_or(Value::Null))
+}
+
+fn call(id: u64, name: &str, arguments: Value) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": name, "arguments": arguments}})
+}
+
+#[tokio::test]
+async fn tools_and_the_applications_route_share_its_state() {
+    let notes = Arc::new(Notes::default());
+    let mut options = HttpOptions::default();
+    options.stateless = true;
+    let (app, _service) = app(Arc::clone(&notes), options);
+
+    let (status, listed) = send(&app, "GET", "/notes", None).await;
+    assert_eq!((status, listed), (200, json!({"notes": []})));
+
+    let (status, added) = send(&app, "POST", "/mcp", Some(call(1, "add_note", json!({"text": "buy milk"})))).await;
+    assert_eq!(status, 200, "{added}");
+    assert_eq!(added["result"]["structuredContent"], json!({"count": 1}), "{added}");
+    send(&app, "POST", "/mcp", Some(call(2, "add_note", json!({"text": "call the clinic"})))).await;
+
+    // The application's route sees what the tool wrote, and the tool what is there.
+    let (_, listed) = send(&app, "GET", "/notes", None).await;
+    assert_eq!(listed, json!({"notes": ["buy milk", "call the clinic"]}));
+    assert_eq!(notes.all().len(), 2);
+    let (_, tool_listed) = send(&app, "POST", "/mcp", Some(call(3, "list_notes", json!({})))).await;
+    assert_eq!(tool_listed["result"]["structuredContent"]["notes"], listed["notes"]);
+
+    // Bad input is the tool's clear error, and changes nothing.
+    let (_, refused) = send(&app, "POST", "/mcp", Some(call(4, "add_note", json!({"text": 7})))).await;
+    assert_eq!(refused["result"]["isError"], true, "{refused}");
+    assert_eq!(notes.all().len(), 2);
+}
+
+#[tokio::test]
+async fn a_service_built_without_the_state_says_so() {
+    let service = mirobody_mcp::McpService::builder(Arc::new(example_embed_axum::registry())).build();
+    let session = Arc::new(mirobody_mcp::session::Session::new(None));
+    let message = call(1, "list_notes", json!({})).to_string();
+    let reply = service.handle_bytes(message.as_bytes(), &Default::default(), &session).await.unwrap();
+    let reply: Value = serde_json::from_slice(&reply).unwrap();
+    assert_eq!(reply["result"]["isError"], true, "{reply}");
+    assert_eq!(reply["result"]["content"][0]["text"], "The notes are not available on this server.");
+}
+
+#[test]
+fn it_is_built_without_the_application_crate() {
+    let output = Command::new(env!("CARGO"))
+        .args(["tree", "--offline", "--locked", "-e", "normal", "-p", "example-embed-axum", "--prefix", "none"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("cargo tree runs");
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let tree = String::from_utf8(output.stdout).unwrap();
+    assert!(tree.contains("mirobody-mcp"), "{tree}");
+    for absent in ["mirobody-server", "mirobody-tools", "sqlx", "redis", "clap"] {
+        assert!(!tree.lines().any(|line| line.starts_with(&format!("{absent} "))), "{absent} is in the tree:\n{tree}");
+    }
+}

@@ -1,0 +1,161 @@
+//! What a [`SqlStore`] does beyond the tool traits, for set-up, uploads, the demo and tests:
+//! writes of users, care-circle sharing, observations, the file index and memories in bulk, and
+//! reads of a conversation's summary and an owner's memory ids.
+
+use crate::health::FileRecord;
+use mirobody_core::backend::{BackendResult, NewMemory};
+use serde_json::Value;
+
+use super::db::{observation_code, observation_time_ms};
+use super::memory::index_terms;
+use super::{Pool, SqlStore, db_error};
+use crate::text::{now_ms, parse_time_ms};
+
+impl SqlStore {
+    /// Adds or updates a user.
+    pub async fn upsert_user(&self, id: &str, display_name: Option<&str>, email: Option<&str>) -> BackendResult<()> {
+        const SQL: &str = "INSERT INTO users (id, display_name, email, created_at_ms) VALUES ($1, $2, $3, $4) \
+             ON CONFLICT (id) DO UPDATE SET display_name = excluded.display_name, email = excluded.email";
+        on_pool!(self, |pool| {
+            sqlx::query(SQL)
+                .bind(id)
+                .bind(display_name)
+                .bind(email)
+                .bind(now_ms())
+                .execute(pool)
+                .await
+                .map(|_| ())
+                .map_err(db_error)
+        })?;
+        Ok(())
+    }
+
+    /// `owner` shares their health data with `reader`, who knows them as `nickname`.
+    pub async fn share_health(&self, owner: &str, reader: &str, nickname: Option<&str>) -> BackendResult<()> {
+        const SQL: &str = "INSERT INTO health_shares (reader, owner, nickname, created_at_ms) VALUES ($1, $2, $3, $4) \
+             ON CONFLICT (reader, owner) DO UPDATE SET nickname = excluded.nickname";
+        on_pool!(self, |pool| {
+            sqlx::query(SQL)
+                .bind(reader)
+                .bind(owner)
+                .bind(nickname)
+                .bind(now_ms())
+                .execute(pool)
+                .await
+                .map(|_| ())
+                .map_err(db_error)
+        })?;
+        Ok(())
+    }
+
+    /// `owner` stops sharing with `reader`; whether they were sharing.
+    pub async fn unshare_health(&self, owner: &str, reader: &str) -> BackendResult<bool> {
+        let done = on_pool!(self, |pool| {
+            sqlx::query("DELETE FROM health_shares WHERE reader = $1 AND owner = $2")
+                .bind(reader)
+                .bind(owner)
+                .execute(pool)
+                .await
+                .map(|r| r.rows_affected())
+                .map_err(db_error)
+        })?;
+        Ok(done > 0)
+    }
+
+    /// Stores FHIR Observations of `subject` in one transaction; their ids. The indexed code
+    /// and time are read from each resource (a resource without a time gets now).
+    pub async fn add_observations(&self, subject: &str, resources: &[Value]) -> BackendResult<Vec<i64>> {
+        const SQL: &str = "INSERT INTO observations (subject, code, effective_ms, resource, created_at_ms) \
+             VALUES ($1, $2, $3, $4, $5) RETURNING id";
+        let now = now_ms();
+        on_pool!(self, |pool| {
+            let mut tx = pool.begin().await.map_err(db_error)?;
+            let mut ids = Vec::with_capacity(resources.len());
+            for resource in resources {
+                let id: i64 = sqlx::query_scalar(SQL)
+                    .bind(subject)
+                    .bind(observation_code(resource))
+                    .bind(observation_time_ms(resource).unwrap_or(now))
+                    .bind(resource.to_string())
+                    .bind(now)
+                    .fetch_one(&mut *tx)
+                    .await
+                    .map_err(db_error)?;
+                ids.push(id);
+            }
+            tx.commit().await.map_err(db_error)?;
+            Ok(ids)
+        })
+    }
+
+    /// Adds a file to `owner`'s index (after its bytes are stored).
+    pub async fn add_file(&self, owner: &str, file: &FileRecord) -> BackendResult<()> {
+        const SQL: &str = "INSERT INTO files (file_key, owner, filename, mime_type, size, text_key, uploaded_at_ms) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7)";
+        let uploaded = parse_time_ms(&file.uploaded_at).unwrap_or_else(now_ms);
+        let size = i64::try_from(file.size).unwrap_or(i64::MAX);
+        on_pool!(self, |pool| {
+            sqlx::query(SQL)
+                .bind(&file.file_key)
+                .bind(owner)
+                .bind(&file.filename)
+                .bind(&file.mime_type)
+                .bind(size)
+                .bind(&file.text_key)
+                .bind(uploaded)
+                .execute(pool)
+                .await
+                .map(|_| ())
+                .map_err(db_error)
+        })?;
+        Ok(())
+    }
+
+    /// The summary of `owner`'s conversation `session_id`, if it exists and has one.
+    pub async fn conversation_summary(&self, owner: &str, session_id: &str) -> BackendResult<Option<String>> {
+        on_pool!(self, |pool| {
+            sqlx::query_scalar::<_, Option<String>>(
+                "SELECT summary FROM conversations WHERE owner = $1 AND session_id = $2",
+            )
+            .bind(owner)
+            .bind(session_id)
+            .fetch_optional(pool)
+            .await
+            .map(Option::flatten)
+            .map_err(db_error)
+        })
+    }
+
+    /// Stores many memories of `owner` in one transaction (bulk loads); their ids.
+    pub async fn add_memories(&self, owner: &str, memories: &[NewMemory]) -> BackendResult<Vec<i64>> {
+        let now = now_ms();
+        let (sql, with_terms) = self.insert_memory_sql();
+        on_pool!(self, |pool| {
+            let mut tx = pool.begin().await.map_err(db_error)?;
+            let mut ids = Vec::with_capacity(memories.len());
+            for memory in memories {
+                let query = sqlx::query_scalar(sql)
+                    .bind(owner)
+                    .bind(&memory.text)
+                    .bind(&memory.kind)
+                    .bind(&memory.session_id)
+                    .bind(now);
+                let query = if with_terms { query.bind(index_terms(owner, &memory.text)) } else { query };
+                ids.push(query.fetch_one(&mut *tx).await.map_err(db_error)?);
+            }
+            tx.commit().await.map_err(db_error)?;
+            Ok(ids)
+        })
+    }
+
+    /// The ids of all of `owner`'s memories, oldest first.
+    pub async fn memory_ids(&self, owner: &str) -> BackendResult<Vec<i64>> {
+        on_pool!(self, |pool| {
+            sqlx::query_scalar("SELECT id FROM memories WHERE owner = $1 ORDER BY id")
+                .bind(owner)
+                .fetch_all(pool)
+                .await
+                .map_err(db_error)
+        })
+    }
+}
