@@ -25,10 +25,10 @@ mod transport;
 
 /// The axum version the router is built on, for serving and mounting it.
 pub use axum;
-pub use protocol::rev_2026_07_28::{self as modern, mrtr};
+pub use protocol::rev_2026_07_28::mrtr::StateKey;
 pub use protocol::{
     Backends, Exchange, McpOptions, McpService, McpServiceBuilder, Reply, ResourceLister, ServerInfo, Status,
-    ToolVisibility, changes, peer,
+    ToolVisibility, changes,
 };
 pub use session::limits;
 pub use transport::serve::{HttpApp, ServeOptions, serve, serve_until, serve_with};

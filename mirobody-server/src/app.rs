@@ -154,7 +154,7 @@ pub async fn build(config: &Config) -> Result<Server, AppError> {
     // as resources either.
     builder = builder.guard_resources("file://", "list_files", "read_file");
     if let Some(key) = &config.request_state_key {
-        let key = mirobody_mcp::mrtr::StateKey::new(key.expose().as_bytes().to_vec())
+        let key = mirobody_mcp::StateKey::new(key.expose().as_bytes().to_vec())
             .map_err(|e| AppError::StateKey(e.to_string()))?;
         builder = builder.request_state_key(key);
     }

@@ -16,9 +16,9 @@ use crate::session::Session;
 
 mod access;
 pub mod changes;
-pub mod peer;
+pub(crate) mod peer;
 pub(crate) mod rev_2025_11_25;
-pub mod rev_2026_07_28;
+pub(crate) mod rev_2026_07_28;
 pub(crate) mod scan;
 mod service;
 

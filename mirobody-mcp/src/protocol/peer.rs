@@ -24,7 +24,7 @@ struct Pending {
 /// Ids are random 128-bit tokens and an answer is accepted only from the session and user the
 /// request went to, so no client can answer (or spoil) another's question.
 #[derive(Default)]
-pub struct PendingRequests {
+pub(crate) struct PendingRequests {
     waiting: Mutex<HashMap<String, Pending>>,
 }
 
@@ -43,23 +43,31 @@ impl PendingRequests {
 
     /// Gives up on every question sent to `session` (its client is gone): the tools waiting for
     /// answers get [`PeerError::NoAnswer`] at once.
-    pub fn abandon(&self, session: Option<&str>) {
+    pub(crate) fn abandon(&self, session: Option<&str>) {
         lock(&self.waiting).retain(|_, p| p.session.as_deref() != session);
     }
 
     /// How many questions wait for an answer.
-    pub fn len(&self) -> usize {
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
         lock(&self.waiting).len()
     }
 
     /// Whether none does.
-    pub fn is_empty(&self) -> bool {
+    #[cfg(test)]
+    pub(crate) fn is_empty(&self) -> bool {
         self.len() == 0
     }
 
     /// Delivers the client's answer; false when no request of this session and user waits
     /// under that id.
-    pub fn complete(&self, id: &Id, session: Option<&str>, user: Option<&str>, outcome: Result<Value, Value>) -> bool {
+    pub(crate) fn complete(
+        &self,
+        id: &Id,
+        session: Option<&str>,
+        user: Option<&str>,
+        outcome: Result<Value, Value>,
+    ) -> bool {
         let Id::String(key) = id else { return false };
         let mut waiting = lock(&self.waiting);
         let matches = waiting.get(key).is_some_and(|p| p.session.as_deref() == session && p.user.as_deref() == user);
@@ -84,7 +92,7 @@ impl Drop for Asked<'_> {
 
 /// The client capability a server-to-client method needs (`elicitation`, `sampling`, `roots`);
 /// `None` for methods a server does not send.
-pub fn capability_for(method: &str) -> Option<&'static str> {
+pub(crate) fn capability_for(method: &str) -> Option<&'static str> {
     match method {
         "elicitation/create" => Some("elicitation"),
         "sampling/createMessage" => Some("sampling"),
@@ -116,7 +124,7 @@ const CALL_STREAM_CAPACITY: usize = 64;
 /// Where one call's messages to its client go (progress, logs, questions): a channel, or one
 /// that opens at the first message (see [`Outbox::lazy`]).
 #[derive(Clone)]
-pub struct Outbox(OutboxKind);
+pub(crate) struct Outbox(OutboxKind);
 
 #[derive(Clone)]
 enum OutboxKind {
@@ -147,13 +155,13 @@ impl From<mpsc::Sender<Vec<u8>>> for Outbox {
 
 impl Outbox {
     /// An outbox whose channel opens at the first message, with the [`Inbox`] that reads it.
-    pub fn lazy() -> (Outbox, Inbox) {
+    pub(crate) fn lazy() -> (Outbox, Inbox) {
         let channel = Arc::new(LazyChannel::default());
         (Outbox(OutboxKind::Lazy(Arc::clone(&channel))), Inbox(channel))
     }
 
     /// Sends a message, waiting while the stream is full; false when nobody reads it any more.
-    pub async fn send(&self, message: Vec<u8>) -> bool {
+    pub(crate) async fn send(&self, message: Vec<u8>) -> bool {
         let sender = match &self.0 {
             OutboxKind::Open(sender) => sender,
             OutboxKind::Lazy(channel) => channel.sender(),
@@ -183,24 +191,24 @@ impl LazyChannel {
 
 /// The reading end of a lazy [`Outbox`]. The channel closes once every clone of the outbox and
 /// the inbox are gone.
-pub struct Inbox(Arc<LazyChannel>);
+pub(crate) struct Inbox(Arc<LazyChannel>);
 
 impl Inbox {
     /// The channel's receiver, if anything has been sent; once.
-    pub fn take(&self) -> Option<mpsc::Receiver<Vec<u8>>> {
+    pub(crate) fn take(&self) -> Option<mpsc::Receiver<Vec<u8>>> {
         lock(&self.0.opened.get()?.receiver).take()
     }
 
     /// The receiver, opening the channel if nothing has been sent yet: for a stream that starts
     /// before the call speaks. Once; a closed receiver after that.
-    pub fn open(&self) -> mpsc::Receiver<Vec<u8>> {
+    pub(crate) fn open(&self) -> mpsc::Receiver<Vec<u8>> {
         self.0.sender();
         self.take().unwrap_or_else(|| mpsc::channel(1).1)
     }
 
     /// Waits for the first message, then gives the receiver (with that message still in it).
     /// Pending for ever once the receiver has been taken.
-    pub async fn first_message(&self) -> mpsc::Receiver<Vec<u8>> {
+    pub(crate) async fn first_message(&self) -> mpsc::Receiver<Vec<u8>> {
         loop {
             // Registered before looking, so a message sent in between is not missed.
             let notified = self.0.first_message.notified();
@@ -213,7 +221,7 @@ impl Inbox {
 }
 
 /// A [`ClientPeer`] that writes to the stream of one call.
-pub struct ChannelPeer {
+pub(crate) struct ChannelPeer {
     out: Outbox,
     session: Arc<Session>,
     pending: Arc<PendingRequests>,
@@ -224,7 +232,7 @@ pub struct ChannelPeer {
 
 impl ChannelPeer {
     /// A peer for one call of `session`, writing to `out` (a channel, or an [`Outbox`]).
-    pub fn new(
+    pub(crate) fn new(
         out: impl Into<Outbox>,
         session: Arc<Session>,
         pending: Arc<PendingRequests>,

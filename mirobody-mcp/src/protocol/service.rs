@@ -387,7 +387,7 @@ impl McpService {
     }
 
     /// Server-to-client requests awaiting answers.
-    pub fn pending(&self) -> &Arc<PendingRequests> {
+    pub(crate) fn pending(&self) -> &Arc<PendingRequests> {
         &self.inner.pending
     }
 

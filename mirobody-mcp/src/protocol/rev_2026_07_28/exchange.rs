@@ -8,7 +8,7 @@ use crate::protocol::Status;
 use crate::protocol::peer::Outbox;
 
 /// The surroundings of one 2026-07-28 request, supplied by the transport.
-pub struct ModernExchange<'a> {
+pub(crate) struct ModernExchange<'a> {
     /// The verified caller.
     pub user: &'a UserInfo,
     /// The request's `_meta`, already [checked](RequestMeta::check).
@@ -21,7 +21,7 @@ pub struct ModernExchange<'a> {
 /// The response to one 2026-07-28 request.
 #[derive(Debug)]
 #[non_exhaustive]
-pub struct ModernReply {
+pub(crate) struct ModernReply {
     /// The JSON-RPC response.
     pub body: Vec<u8>,
     /// How it should travel (authentication challenges).
@@ -36,7 +36,7 @@ impl ModernReply {
     }
 
     /// An error response to `id`.
-    pub fn error(id: &Id, error: &RpcError) -> Self {
+    pub(crate) fn error(id: &Id, error: &RpcError) -> Self {
         ModernReply { body: jsonrpc::error_bytes(Some(id), error), status: Status::Ok, error_code: Some(error.code) }
     }
 

@@ -13,44 +13,40 @@ use crate::protocol::{self, parse};
 use crate::session::{LOGS_OFF, log_rank};
 
 /// The revisions served statelessly, with per-request `_meta`, newest first.
-pub const MODERN_VERSIONS: [&str; 1] = ["2026-07-28"];
-
-/// The newest revision.
-pub const LATEST_MODERN_VERSION: &str = MODERN_VERSIONS[0];
+pub(crate) const MODERN_VERSIONS: [&str; 1] = ["2026-07-28"];
 
 /// `_meta` key: the request's protocol version (required).
-pub const META_PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
+pub(crate) const META_PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
 /// `_meta` key: the client's capabilities for this request (required).
-pub const META_CLIENT_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";
+pub(crate) const META_CLIENT_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";
 /// `_meta` key: the client's name and version (optional).
-pub const META_CLIENT_INFO: &str = "io.modelcontextprotocol/clientInfo";
+pub(crate) const META_CLIENT_INFO: &str = "io.modelcontextprotocol/clientInfo";
 /// `_meta` key: the lowest log level the request wants; no logs without it.
-pub const META_LOG_LEVEL: &str = "io.modelcontextprotocol/logLevel";
+pub(crate) const META_LOG_LEVEL: &str = "io.modelcontextprotocol/logLevel";
 /// Result `_meta` key: the server's name and version.
-pub const META_SERVER_INFO: &str = "io.modelcontextprotocol/serverInfo";
+pub(crate) const META_SERVER_INFO: &str = "io.modelcontextprotocol/serverInfo";
 
 /// The error codes 2026-07-28 defines.
-pub mod codes {
+pub(crate) mod codes {
     /// The HTTP headers disagree with the body, or a required header is missing or malformed.
-    pub const HEADER_MISMATCH: i64 = -32020;
+    pub(crate) const HEADER_MISMATCH: i64 = -32020;
     /// The request needs a client capability the client did not declare.
-    pub const MISSING_REQUIRED_CLIENT_CAPABILITY: i64 = -32021;
+    pub(crate) const MISSING_REQUIRED_CLIENT_CAPABILITY: i64 = -32021;
     /// The request's protocol version is not served.
-    pub const UNSUPPORTED_PROTOCOL_VERSION: i64 = -32022;
+    pub(crate) const UNSUPPORTED_PROTOCOL_VERSION: i64 = -32022;
 }
 
 /// Every revision this server speaks, for `server/discover` and -32022 errors: the stateless
 /// ones first, then those served with the `initialize` handshake.
-pub fn supported_versions() -> Vec<&'static str> {
+pub(crate) fn supported_versions() -> Vec<&'static str> {
     MODERN_VERSIONS.iter().chain(protocol::SUPPORTED_VERSIONS.iter()).copied().collect()
 }
 
 /// The per-request `_meta` of a 2026-07-28 request.
 #[derive(Debug)]
-pub struct RequestMeta {
+pub(crate) struct RequestMeta {
     pub(crate) protocol_version: Value,
     pub(crate) client_capabilities: Value,
-    pub(crate) client_info: Option<Box<str>>,
     pub(crate) log_level: Option<Value>,
     pub(crate) progress_token: Option<Value>,
 }
@@ -337,7 +333,7 @@ pub(crate) fn bad_meta(detail: &str) -> RpcError {
 impl RequestMeta {
     /// Reads `params._meta`: -32602 when it is missing, not an object, or lacks the protocol
     /// version or the client capabilities.
-    pub fn read(params: Option<&RawValue>) -> Result<RequestMeta, RpcError> {
+    pub(crate) fn read(params: Option<&RawValue>) -> Result<RequestMeta, RpcError> {
         ModernParams::parse(params).map(|p| *p.meta)
     }
 
@@ -358,14 +354,13 @@ impl RequestMeta {
         Ok(RequestMeta {
             protocol_version,
             client_capabilities,
-            client_info: fields.client_info,
             log_level: fields.log_level,
             progress_token: fields.progress_token,
         })
     }
 
     /// Whether the params carry a `_meta` protocol version: the mark of a 2026-07-28 request.
-    pub fn present(params: Option<&RawValue>) -> bool {
+    pub(crate) fn present(params: Option<&RawValue>) -> bool {
         let Some(raw) = params.map(RawValue::get) else { return false };
         // A quick look first, so requests of the earlier revisions are not parsed again. The
         // finder is built once: `str::contains` prepares its searcher on every call.
@@ -381,28 +376,18 @@ impl RequestMeta {
     }
 
     /// The protocol version, when it is a string.
-    pub fn protocol_version(&self) -> Option<&str> {
+    pub(crate) fn protocol_version(&self) -> Option<&str> {
         self.protocol_version.as_str()
     }
 
-    /// The client's capabilities for this request.
-    pub fn client_capabilities(&self) -> &Value {
-        &self.client_capabilities
-    }
-
-    /// The client's name and version (JSON text), if given.
-    pub fn client_info(&self) -> Option<&str> {
-        self.client_info.as_deref()
-    }
-
     /// Whether the client declared `capability`.
-    pub fn client_supports(&self, capability: &str) -> bool {
+    pub(crate) fn client_supports(&self, capability: &str) -> bool {
         self.client_capabilities.get(capability).is_some_and(|v| !v.is_null())
     }
 
     /// Checks the version and the log level: -32602 for a version that is not a string or an
     /// unknown log level, -32022 (with `supported` and `requested`) for a version not served.
-    pub fn check(&self) -> Result<(), RpcError> {
+    pub(crate) fn check(&self) -> Result<(), RpcError> {
         let Some(version) = self.protocol_version.as_str() else {
             return Err(bad_meta(&format!("\"{META_PROTOCOL_VERSION}\" must be a string")));
         };
@@ -453,14 +438,16 @@ pub(crate) struct ListenParams {
 }
 
 /// The `notifications` filter of `subscriptions/listen` params.
-pub fn listen_filter(params: Option<&RawValue>) -> Result<crate::protocol::changes::SubscriptionFilter, RpcError> {
+pub(crate) fn listen_filter(
+    params: Option<&RawValue>,
+) -> Result<crate::protocol::changes::SubscriptionFilter, RpcError> {
     let p: ListenParams = parse(params, "subscriptions/listen")?;
     crate::protocol::changes::SubscriptionFilter::parse(p.notifications.as_ref())
 }
 
 /// Whether a request is a 2026-07-28 one, on a transport without headers (stdio): it carries a
 /// `_meta` protocol version, or is `server/discover`.
-pub fn is_modern_request(request: &Request) -> bool {
+pub(crate) fn is_modern_request(request: &Request) -> bool {
     request.method == "server/discover" || RequestMeta::present(request.params.as_deref())
 }
 

@@ -7,11 +7,11 @@
 mod exchange;
 mod headers;
 mod meta;
-pub mod mrtr;
+pub(crate) mod mrtr;
 
-pub use exchange::{ModernExchange, ModernReply};
+pub(crate) use exchange::{ModernExchange, ModernReply};
 pub(crate) use headers::{HeaderParam, header_params_of};
-pub use meta::*;
+pub(crate) use meta::*;
 
 use std::borrow::Cow;
 use std::collections::HashMap;
@@ -98,7 +98,7 @@ impl McpService {
     /// [checks](RequestMeta::check) its `_meta`, then answers it, with `subscriptions/listen`
     /// writing its acknowledgement and changes to `notifications` until the streams
     /// [end](crate::protocol::changes::ChangeNotifier::end_streams) (or the caller drops the future).
-    pub async fn serve_modern(
+    pub(crate) async fn serve_modern(
         &self,
         request: &Request,
         user: &UserInfo,
@@ -158,7 +158,7 @@ impl McpService {
     /// the revision removed (`initialize`, `ping`, `logging/setLevel`, `resources/subscribe`,
     /// `resources/unsubscribe`) and unknown ones get -32601; `subscriptions/listen` is the
     /// transport's (it answers with a stream), and gets -32601 here.
-    pub async fn handle_modern(&self, request: &Request, exchange: &ModernExchange<'_>) -> ModernReply {
+    pub(crate) async fn handle_modern(&self, request: &Request, exchange: &ModernExchange<'_>) -> ModernReply {
         self.handle_modern_read(request, exchange, None).await
     }
 

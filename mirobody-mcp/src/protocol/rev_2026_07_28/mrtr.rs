@@ -65,7 +65,7 @@ impl StateKey {
     /// instance behind a load balancer.
     ///
     /// ```
-    /// use mirobody_mcp::mrtr::StateKey;
+    /// use mirobody_mcp::StateKey;
     ///
     /// assert!(StateKey::new(vec![7u8; 32]).is_ok());
     /// assert!(StateKey::new(b"short".to_vec()).is_err());
