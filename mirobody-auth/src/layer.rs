@@ -55,8 +55,8 @@ impl<S> AuthService<S> {
 
     /// Sends anonymous requests for `path` to the inner service without the `UserInfo` and
     /// `AuthMethod` extensions, for a service there that takes a missing caller as anonymous
-    /// (as mirobody-server's MCP endpoint does). Inserting the two is 2% of the instructions of
-    /// a small MCP request. Callers with credentials get both, at `path` as everywhere.
+    /// (as mirobody-mcp's endpoint does), which saves inserting the two on every anonymous
+    /// request. Callers with credentials get both, at `path` as everywhere.
     ///
     /// ```
     /// # async fn run(auth: mirobody_auth::Authenticator) {

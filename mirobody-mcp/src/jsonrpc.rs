@@ -160,7 +160,7 @@ impl Message {
             return Err(ParseFailure { id: None, error });
         }
         // JSON is UTF-8 (RFC 8259). Checked once for the whole message rather than string by
-        // string as `from_slice` does: 1% of the instructions of a `tools/call`.
+        // string as `from_slice` does.
         let text = std::str::from_utf8(bytes).map_err(|e| ParseFailure {
             id: None,
             error: RpcError::new(code::PARSE_ERROR, format!("Parse error: the message is not UTF-8 ({e})")),

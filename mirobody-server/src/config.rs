@@ -341,8 +341,7 @@ impl Config {
 
     /// The runtime the server runs on, with [`Config::worker_count`] threads. One thread gets
     /// tokio's current-thread scheduler: on a single CPU a work-stealing scheduler has nothing
-    /// to steal and only adds synchronization, 6% of the instructions of a `tools/call`
-    /// (benches/load/instructions.sh).
+    /// to steal and only adds synchronization.
     pub fn runtime(&self) -> std::io::Result<tokio::runtime::Runtime> {
         let mut builder = match self.worker_count() {
             1 => tokio::runtime::Builder::new_current_thread(),

@@ -10,12 +10,11 @@ use mirobody_server::config::Config;
 use mirobody_server::{app, cli};
 use tracing_subscriber::EnvFilter;
 
-// Per request the server makes dozens of small allocations that live for microseconds; glibc
-// malloc spent a sixth of an echo call's instructions on them (callgrind). jemalloc rather than
-// mimalloc: the `mimalloc` crate asks for every block through `mi_malloc_aligned`, which
-// mimalloc 3 serves by over-allocating for any block above 1 KiB whose size is not a power of
-// two (the boxed request future, hyper's buffers); jemalloc took 4% fewer instructions per
-// `tools/call` than mimalloc 3 and 3% fewer than mimalloc 2 (benches/load/instructions.sh).
+// Per request the server makes dozens of small allocations that live for microseconds, where
+// glibc malloc spends far more than jemalloc. jemalloc rather than mimalloc: the `mimalloc`
+// crate asks for every block through `mi_malloc_aligned`, which mimalloc 3 serves by
+// over-allocating for any block above 1 KiB whose size is not a power of two (the boxed
+// request future, hyper's buffers). The comparison is in benches/README.md.
 #[global_allocator]
 static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 

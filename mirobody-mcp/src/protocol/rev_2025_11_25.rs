@@ -43,7 +43,7 @@ impl ToolCall<'_> {
 
 /// A `tools/call` request read in one pass, params and all. Reading the envelope first (as
 /// [`jsonrpc::Message::parse`] does) skips over the params only for `tools/call` to read them
-/// again: 4% of the instructions of a call. `None` for any other message, and for any this
+/// again. `None` for any other message, and for any this
 /// pass cannot read (escapes in `jsonrpc` or `method` or a member's name, a missing or null
 /// `id`, a member given twice, bad params, bad JSON): `Message::parse` then reads it and
 /// judges it, as for every other message.

@@ -4,10 +4,8 @@
 //! arguments ([`Cursor::json_value`]), by the walk itself.
 //!
 //! By hand, because serde's derived readers spent more on a `tools/call` envelope's names and
-//! fixed strings than on the arguments themselves (about 2,300 instructions of a call's
-//! 25,800, `benches/load/instructions.sh`; the walk reads the same for about 1,000), and
-//! neither sonic-rs nor simd-json read the envelope for less (measured: 4,420 and 6,380
-//! instructions to serde_json's 4,450, arguments included). The walk reads only what is plain:
+//! fixed strings than on the arguments themselves, and neither sonic-rs nor simd-json read the
+//! envelope for less (benches/README.md has the measurements). The walk reads only what is plain:
 //! a name or a string with an escape or a control character in it, or anything that is not
 //! JSON, stops it with `None`, and the caller then reads the message with serde_json, as it
 //! reads every other message.

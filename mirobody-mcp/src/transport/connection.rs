@@ -4,8 +4,8 @@
 //! while nothing was being answered on it: a client that never finishes its headers
 //! (slow-loris), or one that keeps an idle connection open. This is what hyper's
 //! `header_read_timeout` does, but hyper arms a timer for every request (a boxed sleep
-//! registered in the timer wheel and removed again), 3.6% of the instructions of a
-//! `tools/call` (benches/load/instructions.sh). Here a request costs two counter increments and
+//! registered in the timer wheel and removed again; benches/README.md has what that cost).
+//! Here a request costs two counter increments and
 //! a reference count, and each connection has one watchdog task that looks at the counters a
 //! few times per timeout.
 //!

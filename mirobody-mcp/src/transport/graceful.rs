@@ -2,8 +2,8 @@
 //! finishes the request it is answering and closes.
 //!
 //! By hand rather than with hyper-util's `GracefulShutdown`, whose connections poll a
-//! `watch` change future, and so lock its waiter list, every time they are polled: about 180
-//! instructions of a `tools/call` (benches/load/instructions.sh). Here a connection registers
+//! `watch` change future, and so lock its waiter list, every time they are polled (what that
+//! cost is in benches/README.md). Here a connection registers
 //! for the wake-up once, polling the notification again only if its task's waker changes, and
 //! otherwise reads one flag.
 

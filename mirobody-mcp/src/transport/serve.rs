@@ -164,8 +164,7 @@ pub async fn serve_until(
 
     let mut http = hyper::server::conn::http1::Builder::new();
     // Without writev, hyper copies a reply's body behind its head and writes one buffer: MCP
-    // replies are small, and queueing the two as separate buffers cost more (about 600
-    // instructions per `tools/call`, benches/load/instructions.sh) than the copy. The header
+    // replies are small, and queueing the two as separate buffers cost more than the copy. The header
     // timeout is kept by a watchdog per connection (see `connection`), not by hyper's timer.
     http.writev(false).header_read_timeout(None);
     let graceful = std::sync::Arc::new(graceful::Shutdown::default());

@@ -115,8 +115,8 @@ impl<'a> ReadParams<'a> {
     // The params at `cursor`, as their derived `Deserialize` (`MetaEnvelope`) reads them,
     // `_meta` included, walked where they stand: serde's derived readers spent more on the
     // long `_meta` names and on capturing the members' text than on the rest of the call
-    // (about 4,100 of a call's 32,000 instructions, `benches/load/instructions.sh`). `None`
-    // where the walk gives up (see `scan`): the caller then reads them with serde.
+    // (benches/README.md). `None` where the walk gives up (see `scan`): the caller then reads
+    // them with serde.
     pub(crate) fn read(cursor: &mut Cursor<'a>) -> Option<Self> {
         let (mut meta, mut name, mut uri, mut arguments) = (None, None, None, None);
         let (mut input_responses, mut request_state) = (None, None);
@@ -154,7 +154,7 @@ impl<'a> ReadParams<'a> {
 }
 
 /// A 2026-07-28 `tools/call` read in one pass, envelope, params and `_meta` together, rather
-/// than the envelope first and the params again (a tenth of the instructions of a call): its
+/// than the envelope first and the params again, which reads the params twice: its
 /// id, and its params as [`ModernParams::parse`] gives them. `None` where
 /// [`protocol::read_tool_call`] gives up, and where the params are not a well-formed object:
 /// `Message::parse` and `ModernParams::parse` then read the request and say what is wrong.

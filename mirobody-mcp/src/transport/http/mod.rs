@@ -452,7 +452,7 @@ async fn handle_post<B: RequestBody>(http: McpHttp, mut parts: Parts, body: B) -
     };
     // One span per request. It names the method and id, never the session id, which lets
     // anyone holding it act as the session. At DEBUG, as tower-http's TraceLayer does: a span
-    // the filter enables has its fields formatted, about a tenth of an echo call's instructions.
+    // the filter enables has its fields formatted, which costs more than the echo call itself.
     let span = match &message {
         Message::Request(r) => tracing::debug_span!("mcp", method = %r.method, id = %r.id),
         Message::Notification(n) => tracing::debug_span!("mcp", method = %n.method),
