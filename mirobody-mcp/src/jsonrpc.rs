@@ -60,29 +60,29 @@ impl fmt::Display for Id {
 }
 
 /// Standard and MCP error codes.
-pub mod code {
+pub(crate) mod code {
     /// Invalid JSON.
-    pub const PARSE_ERROR: i64 = -32700;
+    pub(crate) const PARSE_ERROR: i64 = -32700;
     /// Not a valid request object.
-    pub const INVALID_REQUEST: i64 = -32600;
+    pub(crate) const INVALID_REQUEST: i64 = -32600;
     /// No such method.
-    pub const METHOD_NOT_FOUND: i64 = -32601;
+    pub(crate) const METHOD_NOT_FOUND: i64 = -32601;
     /// Bad parameters (unknown tool, bad cursor, unsupported version, ...).
-    pub const INVALID_PARAMS: i64 = -32602;
+    pub(crate) const INVALID_PARAMS: i64 = -32602;
     /// A server fault.
-    pub const INTERNAL_ERROR: i64 = -32603;
+    pub(crate) const INTERNAL_ERROR: i64 = -32603;
     /// Transport-level refusal (bad headers, missing session), as the SDKs use it.
-    pub const TRANSPORT: i64 = -32000;
+    pub(crate) const TRANSPORT: i64 = -32000;
     /// Authentication required / unknown session, as the SDKs use it.
-    pub const UNAUTHORIZED: i64 = -32001;
+    pub(crate) const UNAUTHORIZED: i64 = -32001;
     /// Resource not found (2025-11-25).
-    pub const RESOURCE_NOT_FOUND: i64 = -32002;
+    pub(crate) const RESOURCE_NOT_FOUND: i64 = -32002;
 }
 
 /// One incoming message.
 #[derive(Debug)]
 #[non_exhaustive]
-pub enum Message {
+pub(crate) enum Message {
     /// A request: it gets exactly one response.
     Request(Request),
     /// A notification: it gets none.
@@ -93,7 +93,7 @@ pub enum Message {
 
 /// A request.
 #[derive(Debug)]
-pub struct Request {
+pub(crate) struct Request {
     /// The id to answer with.
     pub id: Id,
     /// The method.
@@ -104,7 +104,7 @@ pub struct Request {
 
 /// A notification.
 #[derive(Debug)]
-pub struct Notification {
+pub(crate) struct Notification {
     /// The method.
     pub method: String,
     /// The parameters.
@@ -113,7 +113,7 @@ pub struct Notification {
 
 /// The client's answer to a server-to-client request.
 #[derive(Debug)]
-pub struct ClientResponse {
+pub(crate) struct ClientResponse {
     /// The id of the server's request.
     pub id: Id,
     /// The result, or the error object.
@@ -140,7 +140,7 @@ fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Option<Id>>,
 
 /// Why bytes are not a message; the error to send back.
 #[derive(Debug)]
-pub struct ParseFailure {
+pub(crate) struct ParseFailure {
     /// The id, when one could be read.
     pub id: Option<Id>,
     /// The error.
@@ -149,7 +149,7 @@ pub struct ParseFailure {
 
 impl Message {
     /// Reads one message.
-    pub fn parse(bytes: &[u8]) -> Result<Message, ParseFailure> {
+    pub(crate) fn parse(bytes: &[u8]) -> Result<Message, ParseFailure> {
         // serde would read an array of the fields in order as the struct; only an object is a
         // message (batches are gone since 2025-06-18).
         if bytes.trim_ascii_start().first() == Some(&b'[') {
@@ -252,7 +252,7 @@ struct OutgoingNotification<'a> {
 }
 
 /// Writes a success response.
-pub fn result_bytes(id: &Id, result: &impl Serialize) -> Vec<u8> {
+pub(crate) fn result_bytes(id: &Id, result: &impl Serialize) -> Vec<u8> {
     // Serializing to a Vec fails only for maps with non-string keys, which no result has.
     result_envelope(id, 256, |out| {
         let _ = serde_json::to_writer(out, result);
@@ -260,12 +260,12 @@ pub fn result_bytes(id: &Id, result: &impl Serialize) -> Vec<u8> {
 }
 
 /// Writes the success response of a `tools/call`.
-pub fn tool_result_bytes(id: &Id, result: &mirobody_core::ToolResult) -> Vec<u8> {
+pub(crate) fn tool_result_bytes(id: &Id, result: &mirobody_core::ToolResult) -> Vec<u8> {
     result_envelope(id, 256, |out| result.write_json(out))
 }
 
 /// Writes a success response whose result is JSON text already (a pre-rendered listing).
-pub fn raw_result_bytes(id: &Id, result_json: &str) -> Vec<u8> {
+pub(crate) fn raw_result_bytes(id: &Id, result_json: &str) -> Vec<u8> {
     result_envelope(id, result_json.len() + 48, |out| out.extend_from_slice(result_json.as_bytes()))
 }
 
@@ -282,21 +282,21 @@ fn result_envelope(id: &Id, capacity: usize, write_result: impl FnOnce(&mut Vec<
 }
 
 /// Writes an error response (`id` null when the request's id could not be read).
-pub fn error_bytes(id: Option<&Id>, error: &RpcError) -> Vec<u8> {
+pub(crate) fn error_bytes(id: Option<&Id>, error: &RpcError) -> Vec<u8> {
     let mut out = Vec::with_capacity(128);
     let _ = serde_json::to_writer(&mut out, &ErrorEnvelope { jsonrpc: "2.0", id, error });
     out
 }
 
 /// Writes a server-to-client request.
-pub fn request_bytes(id: &Id, method: &str, params: &Value) -> Vec<u8> {
+pub(crate) fn request_bytes(id: &Id, method: &str, params: &Value) -> Vec<u8> {
     let mut out = Vec::with_capacity(128);
     let _ = serde_json::to_writer(&mut out, &OutgoingRequest { jsonrpc: "2.0", id, method, params });
     out
 }
 
 /// Writes a notification.
-pub fn notification_bytes(method: &str, params: &Value) -> Vec<u8> {
+pub(crate) fn notification_bytes(method: &str, params: &Value) -> Vec<u8> {
     let mut out = Vec::with_capacity(128);
     let _ = serde_json::to_writer(&mut out, &OutgoingNotification { jsonrpc: "2.0", method, params });
     out

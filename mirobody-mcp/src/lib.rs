@@ -12,13 +12,13 @@
 //! - `protocol`: the method router, one module per revision (`rev_2025_11_25`,
 //!   `rev_2026_07_28`), JSON-RPC, the one-pass readers and the client peer;
 //! - `session`: per-client state, the session store and what each caller may hold;
-//! - [`jsonrpc`]: the wire format, below them all.
+//! - `jsonrpc`: the wire format, below them all.
 
 // Refusals are whole HTTP responses and parse failures carry their error, each made once per
 // request at most; boxing them would buy nothing.
 #![allow(clippy::result_large_err)]
 
-pub mod jsonrpc;
+mod jsonrpc;
 mod protocol;
 pub mod session;
 mod transport;
@@ -27,8 +27,7 @@ mod transport;
 pub use axum;
 pub use protocol::rev_2026_07_28::mrtr::StateKey;
 pub use protocol::{
-    Backends, Exchange, McpOptions, McpService, McpServiceBuilder, Reply, ResourceLister, ServerInfo, Status,
-    ToolVisibility, changes,
+    Backends, McpOptions, McpService, McpServiceBuilder, ResourceLister, ServerInfo, ToolVisibility, changes,
 };
 pub use session::limits;
 pub use transport::serve::{HttpApp, ServeOptions, serve, serve_until, serve_with};

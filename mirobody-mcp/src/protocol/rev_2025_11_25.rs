@@ -141,7 +141,7 @@ pub(crate) fn token_in(meta: Option<&Value>) -> Option<Value> {
 
 impl McpService {
     /// Answers one request.
-    pub async fn handle_request(&self, request: &Request, exchange: &Exchange<'_>) -> Reply {
+    pub(crate) async fn handle_request(&self, request: &Request, exchange: &Exchange<'_>) -> Reply {
         let id = &request.id;
         let params = request.params.as_deref();
         let outcome = match request.method.as_str() {
@@ -182,7 +182,7 @@ impl McpService {
 
     /// Takes a notification: `notifications/cancelled` stops the named request; others need
     /// no action.
-    pub fn handle_notification(&self, notification: &Notification, session: &Session) {
+    pub(crate) fn handle_notification(&self, notification: &Notification, session: &Session) {
         if notification.method == "notifications/cancelled"
             && let Ok(p) = parse::<CancelParams>(notification.params.as_deref(), &notification.method)
         {
@@ -193,7 +193,7 @@ impl McpService {
 
     /// Delivers a client's answer to a server-to-client request; false when nothing waits for
     /// it from this session and user.
-    pub fn handle_response(&self, response: ClientResponse, session: &Session, user: &UserInfo) -> bool {
+    pub(crate) fn handle_response(&self, response: ClientResponse, session: &Session, user: &UserInfo) -> bool {
         self.inner.pending.complete(&response.id, session.id(), user.user_id(), response.outcome)
     }
 

@@ -103,7 +103,7 @@ impl Default for McpOptions {
 /// How a reply should travel, beyond its JSON-RPC body.
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
-pub enum Status {
+pub(crate) enum Status {
     /// A normal reply.
     Ok,
     /// The method needs an authenticated caller (HTTP 401 with a challenge).
@@ -115,7 +115,7 @@ pub enum Status {
 /// A response to one request.
 #[derive(Debug)]
 #[non_exhaustive]
-pub struct Reply {
+pub(crate) struct Reply {
     /// The JSON-RPC response.
     pub body: Vec<u8>,
     /// How it should travel.
@@ -133,7 +133,7 @@ impl Reply {
 }
 
 /// The surroundings of one request, supplied by the transport.
-pub struct Exchange<'a> {
+pub(crate) struct Exchange<'a> {
     /// The verified caller.
     pub user: &'a UserInfo,
     /// The session.

@@ -260,7 +260,7 @@ impl Session {
     /// forgotten when the returned guard drops, however the call ends (done, cancelled, or its
     /// connection dropped). A request whose cancellation came first (see
     /// [`Session::cancel_request`]) is aborted at once.
-    pub fn start_request(self: &Arc<Self>, id: Id, handle: AbortHandle) -> RunningRequest {
+    pub(crate) fn start_request(self: &Arc<Self>, id: Id, handle: AbortHandle) -> RunningRequest {
         let mut running = lock(&self.running);
         if let Some(at) = running.cancelled_early.iter().position(|early| *early == id) {
             running.cancelled_early.remove(at);
@@ -275,7 +275,7 @@ impl Session {
     /// first poll, and a cancellation read on another thread meanwhile must not be lost. MCP
     /// never reuses a request id within a session, so remembering the id is safe; the last
     /// [`EARLY_CANCELS_KEPT`] such ids of at most [`MAX_REMEMBERED_ID_BYTES`] are kept.
-    pub fn cancel_request(&self, id: &Id) -> bool {
+    pub(crate) fn cancel_request(&self, id: &Id) -> bool {
         let mut running = lock(&self.running);
         if let Some(handle) = running.calls.remove(id) {
             handle.abort();

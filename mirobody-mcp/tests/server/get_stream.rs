@@ -3,7 +3,6 @@
 //! down.
 
 use http::{Method, StatusCode};
-use mirobody_mcp::jsonrpc;
 use serde_json::json;
 
 use crate::support::{Sse, TestServer, json_reply, set_header};
@@ -55,7 +54,10 @@ async fn unrelated_messages_arrive_on_the_get_stream() {
     let client = server.initialized(json!({})).await;
     let session = server.http.sessions().get(client.session.as_deref().unwrap(), None).unwrap();
     let update = json!({"uri": "test://static"});
-    let message = || jsonrpc::notification_bytes("notifications/resources/updated", &update);
+    let message = || {
+        serde_json::to_vec(&json!({"jsonrpc": "2.0", "method": "notifications/resources/updated", "params": update}))
+            .unwrap()
+    };
 
     assert!(!session.send_unrelated(message()), "nothing to send on before a GET");
 
