@@ -7,9 +7,9 @@ use mirobody_core::{Tool, UserInfo};
 
 use crate::config::{AuthConfig, normalize_agent};
 
-/// A tool visibility predicate, the same type as `mirobody_mcp::ToolVisibility`: pass it to
-/// `McpServiceBuilder::visibility`, which hides a tool from `tools/list` and answers
-/// `tools/call` for it as an unknown tool.
+/// A tool visibility predicate, of the shape `mirobody_mcp::ToolVisibility` takes: pass
+/// `move |user, tool| predicate(user, tool)` to `McpServiceBuilder::visibility`, which hides a
+/// tool from `tools/list` and answers `tools/call` for it as an unknown tool.
 pub type ToolVisibilityFn = Arc<dyn Fn(&UserInfo, &Tool) -> bool + Send + Sync>;
 
 /// The per-agent allow and deny lists.

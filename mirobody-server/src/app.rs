@@ -9,9 +9,10 @@ use axum::body::Body;
 use axum::extract::{Path as UrlPath, RawQuery, State};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
+use futures::future::BoxFuture;
 use http::{HeaderValue, StatusCode, header};
 use mirobody_auth::{Authenticator, McpEndpoint, SecretString};
-use mirobody_core::{PromptRegistry, Registry, ResourceRegistry};
+use mirobody_core::{PromptRegistry, Registry, ResourceError, ResourceInfo, ResourceRegistry, ToolContext, UserInfo};
 use mirobody_tools::backends::{self, OpenedBackends};
 
 use crate::config::Config;
@@ -145,11 +146,10 @@ pub async fn build(config: &Config) -> Result<Server, AppError> {
         .options(config.mcp_options())
         .access_log(opened.access_log());
     if let Some(visibility) = mirobody_auth::visibility(&config.auth) {
-        builder = builder.visibility(visibility);
+        builder = builder.visibility(move |user: &UserInfo, tool: &mirobody_core::Tool| visibility(user, tool));
     }
     // The caller's uploads, as `file://` resources.
-    builder =
-        builder.resource_lister(Arc::new(|user, ctx| Box::pin(mirobody_tools::resources::list_uploads(user, ctx))));
+    builder = builder.resource_lister(list_uploads);
     // The uploads are the files tools' data: an agent denied those tools does not reach them
     // as resources either.
     builder = builder.guard_resources("file://", "list_files", "read_file");
@@ -206,4 +206,13 @@ async fn serve_signed_file(
         }
         Err(_) => (StatusCode::NOT_FOUND, "File not found.").into_response(),
     }
+}
+
+// The caller's uploads as `file://` resources, in the shape `McpServiceBuilder::resource_lister`
+// takes.
+fn list_uploads<'a>(
+    user: &'a UserInfo,
+    ctx: &'a ToolContext<'a>,
+) -> BoxFuture<'a, Result<Vec<ResourceInfo>, ResourceError>> {
+    Box::pin(mirobody_tools::resources::list_uploads(user, ctx))
 }

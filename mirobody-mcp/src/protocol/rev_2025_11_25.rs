@@ -241,9 +241,9 @@ impl McpService {
     pub(crate) async fn run_tool_call(&self, id: &Id, call: ToolCall<'_>, exchange: &Exchange<'_>) -> Reply {
         let ToolCall { name, arguments, .. } = call;
         // Looked up here only when a hook decides what is visible: the registry looks again.
-        if let Some(visible) = &self.inner.visibility
+        if let Some(policy) = &self.inner.visibility
             && let Some(tool) = self.inner.registry.get(&name)
-            && !visible(exchange.user, tool)
+            && !policy.is_visible(exchange.user, tool)
         {
             let started = self.access_started(exchange.user);
             self.record_access(exchange.user, AccessKind::Tool, &name, AccessOutcome::Hidden, started);

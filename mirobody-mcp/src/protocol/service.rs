@@ -13,6 +13,7 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::{Value, json};
 
+use super::hooks::{ResourceLister, ToolVisibility};
 use crate::jsonrpc::{self, Id, RpcError, code};
 use crate::protocol::access::AccessWriter;
 use crate::protocol::changes::ChangeNotifier;
@@ -148,20 +149,6 @@ pub struct McpService {
     pub(crate) inner: Arc<Inner>,
 }
 
-/// Lists resources that depend on the caller (such as their uploads as `file://` resources),
-/// appended to the registered ones in `resources/list`.
-pub type ResourceLister = Arc<
-    dyn for<'a> Fn(
-            &'a UserInfo,
-            &'a ToolContext<'a>,
-        ) -> futures::future::BoxFuture<'a, Result<Vec<mirobody_core::ResourceInfo>, ResourceError>>
-        + Send
-        + Sync,
->;
-
-/// Decides whether a caller may see and call a tool (per-agent allow and deny lists, say).
-pub type ToolVisibility = Arc<dyn Fn(&UserInfo, &mirobody_core::Tool) -> bool + Send + Sync>;
-
 /// Resources under a URI prefix that are the data of tools: listing them needs what calling
 /// `list_tool` needs, reading one what calling `read_tool` needs.
 #[derive(Clone, Debug)]
@@ -182,9 +169,9 @@ pub(crate) fn resource_outcome<T>(read: &Result<T, ResourceError>) -> AccessOutc
 }
 
 pub(crate) struct Inner {
-    pub(crate) resource_lister: Option<ResourceLister>,
+    pub(crate) resource_lister: Option<Arc<dyn ResourceLister>>,
     pub(crate) resource_guards: Vec<ResourceGuard>,
-    pub(crate) visibility: Option<ToolVisibility>,
+    pub(crate) visibility: Option<Arc<dyn ToolVisibility>>,
     pub(crate) access_log: Option<AccessWriter>,
     pub(crate) registry: Arc<Registry>,
     pub(crate) resources: ResourceRegistry,
@@ -239,15 +226,15 @@ impl McpServiceBuilder {
     }
 
     /// Hides tools from callers: a hidden tool is left out of `tools/list` and answered as
-    /// unknown by `tools/call`.
-    pub fn visibility(mut self, visibility: ToolVisibility) -> Self {
-        self.inner.visibility = Some(visibility);
+    /// unknown by `tools/call`. A closure `|user: &UserInfo, tool: &Tool| -> bool` will do.
+    pub fn visibility(mut self, visibility: impl ToolVisibility) -> Self {
+        self.inner.visibility = Some(Arc::new(visibility));
         self
     }
 
     /// Adds the caller's own resources to `resources/list`.
-    pub fn resource_lister(mut self, lister: ResourceLister) -> Self {
-        self.inner.resource_lister = Some(lister);
+    pub fn resource_lister(mut self, lister: impl ResourceLister) -> Self {
+        self.inner.resource_lister = Some(Arc::new(lister));
         self
     }
 
@@ -445,7 +432,7 @@ impl McpService {
     }
 
     pub(crate) fn visible(&self, user: &UserInfo, tool: &mirobody_core::Tool) -> bool {
-        self.inner.visibility.as_ref().is_none_or(|visible| visible(user, tool))
+        self.inner.visibility.as_ref().is_none_or(|policy| policy.is_visible(user, tool))
     }
 
     // Whether `user` may call the tool named `name` as far as who they are goes: it exists, is
@@ -517,7 +504,7 @@ impl McpService {
             .collect();
         if let Some(lister) = &self.inner.resource_lister {
             let ctx = self.inner.backends.context(None);
-            let own = lister(user, &ctx).await.map_err(|e| RpcError::new(code::INTERNAL_ERROR, e.to_string()))?;
+            let own = lister.list(user, &ctx).await.map_err(|e| RpcError::new(code::INTERNAL_ERROR, e.to_string()))?;
             let reachable = own.iter().filter(|r| self.may_reach(user, &r.uri, true));
             resources.extend(reachable.map(|r| serde_json::to_value(r).unwrap_or_default()));
         }

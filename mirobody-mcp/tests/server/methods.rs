@@ -378,9 +378,9 @@ async fn guarded_resources_are_reached_only_by_callers_who_may_call_their_tools(
     let service = McpService::builder(Arc::new(registry()))
         .resources(resources())
         .prompts(prompts())
-        .visibility(Arc::new(|user: &UserInfo, tool: &mirobody_core::Tool| {
+        .visibility(|user: &UserInfo, tool: &mirobody_core::Tool| {
             !(user.agent() == Some("narrow") && tool.name() == "whoami")
-        }))
+        })
         .guard_resources("test://", "scoped", "whoami")
         .build();
     let session = Arc::new(Session::new(None));

@@ -1,0 +1,93 @@
+//! What an application plugs into the endpoint, in one shape.
+//!
+//! Per request, the caller: a tower layer in front of the endpoint puts a
+//! [`UserInfo`] in the request's extensions (mirobody-auth's `AuthLayer` does, from a bearer
+//! token or a personal secret); a request without one is anonymous. Per service, the
+//! application's policies and state, on [`McpServiceBuilder`](super::McpServiceBuilder): each
+//! policy is a small trait with one method, which a closure of the same shape implements, as
+//! tower's `Service` is implemented by `service_fn`:
+//!
+//! - [`ToolVisibility`]: which tools a caller may see and call;
+//! - [`ResourceLister`]: the caller's own resources in `resources/list`;
+//! - [`AccessLog`](mirobody_core::AccessLog): a record of every call and read;
+//! - and the application's state for its tools, with
+//!   [`extension`](super::McpServiceBuilder::extension).
+
+use futures::future::BoxFuture;
+use mirobody_core::{ResourceError, ResourceInfo, Tool, ToolContext, UserInfo};
+
+/// Decides whether a caller may see and call a tool (per-agent allow and deny lists, say). A
+/// hidden tool is left out of `tools/list` and answered as unknown by `tools/call`.
+///
+/// ```
+/// use mirobody_core::{Tool, UserInfo};
+/// use mirobody_mcp::ToolVisibility;
+///
+/// // Anonymous callers do not see the tools that need a signed-in caller.
+/// let policy = |user: &UserInfo, tool: &Tool| user.user_id().is_some() || !tool.is_auth();
+/// let whoami = Tool::new("whoami", "Says who you are.").auth(true).sync_handler(|_, _, _| {
+///     mirobody_core::ToolResult::text("you")
+/// });
+/// assert!(!policy.is_visible(&UserInfo::anonymous(), &whoami));
+/// assert!(policy.is_visible(&UserInfo::authenticated("u1"), &whoami));
+/// ```
+pub trait ToolVisibility: Send + Sync + 'static {
+    /// Whether `user` may see and call `tool`.
+    fn is_visible(&self, user: &UserInfo, tool: &Tool) -> bool;
+}
+
+impl<F> ToolVisibility for F
+where
+    F: Fn(&UserInfo, &Tool) -> bool + Send + Sync + 'static,
+{
+    fn is_visible(&self, user: &UserInfo, tool: &Tool) -> bool {
+        self(user, tool)
+    }
+}
+
+/// Lists resources that depend on the caller (such as their uploads as `file://` resources),
+/// appended to the registered ones in `resources/list`. A function of the same shape is one
+/// (a named `fn`: a closure's lifetimes are not inferred as general as this needs):
+///
+/// ```
+/// use futures::future::BoxFuture;
+/// use mirobody_core::{ResourceError, ResourceInfo, ToolContext, UserInfo};
+///
+/// fn nothing_yet<'a>(
+///     _user: &'a UserInfo,
+///     _ctx: &'a ToolContext<'a>,
+/// ) -> BoxFuture<'a, Result<Vec<ResourceInfo>, ResourceError>> {
+///     Box::pin(async { Ok(Vec::new()) })
+/// }
+///
+/// let service = mirobody_mcp::McpService::builder(std::sync::Arc::new(
+///     mirobody_core::Registry::builder().build().unwrap(),
+/// ))
+/// .resource_lister(nothing_yet)
+/// .build();
+/// # let _ = service;
+/// ```
+pub trait ResourceLister: Send + Sync + 'static {
+    /// The caller's own resources, with the service's backends in `ctx`.
+    fn list<'a>(
+        &'a self,
+        user: &'a UserInfo,
+        ctx: &'a ToolContext<'a>,
+    ) -> BoxFuture<'a, Result<Vec<ResourceInfo>, ResourceError>>;
+}
+
+impl<F> ResourceLister for F
+where
+    F: for<'a> Fn(&'a UserInfo, &'a ToolContext<'a>) -> BoxFuture<'a, Result<Vec<ResourceInfo>, ResourceError>>
+        + Send
+        + Sync
+        + 'static,
+{
+    fn list<'a>(
+        &'a self,
+        user: &'a UserInfo,
+        ctx: &'a ToolContext<'a>,
+    ) -> BoxFuture<'a, Result<Vec<ResourceInfo>, ResourceError>> {
+        self(user, ctx)
+    }
+}
