@@ -126,12 +126,10 @@ async fn auth_tools_are_listed_to_everyone_by_default() {
 #[tokio::test]
 async fn hidden_auth_tools_are_left_out_of_anonymous_listings_only() {
     for page_size in [100, 2] {
-        let options = {
-            let mut o = McpOptions::default();
+        let options = crate::support::with(|o: &mut McpOptions| {
             o.page_size = page_size;
             o.hide_auth_tools_from_anonymous = true;
-            o
-        };
+        });
         let server = TestServer::with(options, HttpOptions::default());
         let anonymous = server.initialized(json!({})).await;
         let authenticated = server.initialized_as(UserInfo::authenticated("u1"), json!({})).await;

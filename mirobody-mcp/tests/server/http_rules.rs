@@ -92,11 +92,7 @@ async fn an_unsupported_protocol_version_header_gets_400() {
 
 #[tokio::test]
 async fn a_body_over_the_limit_gets_413_with_a_json_rpc_error() {
-    let server = TestServer::with_http({
-        let mut o = HttpOptions::default();
-        o.max_body_bytes = 1024;
-        o
-    });
+    let server = TestServer::with_http(crate::support::with(|o: &mut HttpOptions| o.max_body_bytes = 1024));
     let client = server.initialized(json!({})).await;
 
     let big =
@@ -218,11 +214,8 @@ async fn a_foreign_origin_gets_403_and_a_local_one_passes() {
 
 #[tokio::test]
 async fn allowed_origins_admit_a_listed_origin() {
-    let options = {
-        let mut o = HttpOptions::default();
-        o.allowed_origins = vec!["https://app.example.com".into()];
-        o
-    };
+    let options =
+        crate::support::with(|o: &mut HttpOptions| o.allowed_origins = vec!["https://app.example.com".into()]);
     let server = TestServer::with_http(options);
     let client = server.initialized(json!({})).await;
     let ping = rpc(1, "ping", json!({}));
@@ -236,11 +229,7 @@ async fn allowed_origins_admit_a_listed_origin() {
 
 #[tokio::test]
 async fn a_wildcard_host_list_accepts_any_host() {
-    let server = TestServer::with_http({
-        let mut o = HttpOptions::default();
-        o.allowed_hosts = vec!["*".into()];
-        o
-    });
+    let server = TestServer::with_http(crate::support::with(|o: &mut HttpOptions| o.allowed_hosts = vec!["*".into()]));
     let client = server.client();
     let init = set_header(
         client.post_request(&rpc(1, "initialize", crate::support::init_params("2025-11-25", json!({})))),
@@ -270,11 +259,7 @@ async fn a_wildcard_host_list_accepts_any_host() {
 
 #[tokio::test]
 async fn a_full_session_store_refuses_new_sessions_with_503() {
-    let server = TestServer::with_http({
-        let mut o = HttpOptions::default();
-        o.max_sessions = 1;
-        o
-    });
+    let server = TestServer::with_http(crate::support::with(|o: &mut HttpOptions| o.max_sessions = 1));
     let first = server.initialized(json!({})).await;
     let client = server.client();
     let reply = json_reply(

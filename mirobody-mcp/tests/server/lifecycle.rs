@@ -150,11 +150,7 @@ async fn the_session_store_grows_with_initialize_and_shrinks_with_delete() {
 
 #[tokio::test]
 async fn stateless_mode_has_no_sessions() {
-    let server = TestServer::with_http({
-        let mut o = HttpOptions::default();
-        o.stateless = true;
-        o
-    });
+    let server = TestServer::with_http(crate::support::with(|o: &mut HttpOptions| o.stateless = true));
     let client = server.client();
 
     let init = client.call("initialize", init_params(LATEST, json!({}))).await;
@@ -180,11 +176,7 @@ async fn stateless_mode_has_no_sessions() {
 
 #[tokio::test]
 async fn stateless_mode_ignores_a_session_header() {
-    let server = TestServer::with_http({
-        let mut o = HttpOptions::default();
-        o.stateless = true;
-        o
-    });
+    let server = TestServer::with_http(crate::support::with(|o: &mut HttpOptions| o.stateless = true));
     let client = server.client().on_session(Some("whatever"));
     let reply = json_reply(client.post(&rpc(1, "ping", json!({}))).await).await;
     assert_eq!(reply.status, StatusCode::OK);

@@ -54,14 +54,7 @@ async fn tools_list_returns_every_tool_on_one_page_by_default() {
 
 #[tokio::test]
 async fn tools_list_paginates_through_every_tool_exactly_once() {
-    let server = TestServer::with(
-        {
-            let mut o = McpOptions::default();
-            o.page_size = 2;
-            o
-        },
-        HttpOptions::default(),
-    );
+    let server = TestServer::with(crate::support::with(|o: &mut McpOptions| o.page_size = 2), HttpOptions::default());
     let client = server.initialized(json!({})).await;
 
     let mut seen = Vec::new();
@@ -90,14 +83,7 @@ async fn tools_list_paginates_through_every_tool_exactly_once() {
 
 #[tokio::test]
 async fn tools_list_refuses_an_invalid_cursor() {
-    let server = TestServer::with(
-        {
-            let mut o = McpOptions::default();
-            o.page_size = 2;
-            o
-        },
-        HttpOptions::default(),
-    );
+    let server = TestServer::with(crate::support::with(|o: &mut McpOptions| o.page_size = 2), HttpOptions::default());
     let client = server.initialized(json!({})).await;
     let unknown = hex("no-such-tool");
     let long = "a".repeat(300);

@@ -526,11 +526,7 @@ async fn listings_and_reads_carry_caching_hints() {
     assert_eq!(assert_complete(&read)["cacheScope"], "private");
     // A listing that depends on who asks is private.
     let hiding = TestServer::with(
-        {
-            let mut o = McpOptions::default();
-            o.hide_auth_tools_from_anonymous = true;
-            o
-        },
+        crate::support::with(|o: &mut McpOptions| o.hide_auth_tools_from_anonymous = true),
         HttpOptions::default(),
     );
     let reply = Modern::of(&hiding).call("tools/list", json!({})).await;

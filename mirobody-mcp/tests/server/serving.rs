@@ -130,12 +130,7 @@ async fn an_app_that_is_not_ready_is_called_once_it_is() {
 #[tokio::test]
 async fn a_client_that_never_finishes_its_headers_is_cut_off() {
     let timeout = Duration::from_millis(300);
-    let port = start({
-        let mut o = ServeOptions::default();
-        o.header_read_timeout = timeout;
-        o
-    })
-    .await;
+    let port = start(crate::support::with(|o: &mut ServeOptions| o.header_read_timeout = timeout)).await;
     let mut stream = TcpStream::connect(("127.0.0.1", port)).await.unwrap();
     let started = Instant::now();
     stream.write_all(b"POST /mcp HTTP/1.1\r\nHost: localhost\r\nContent-Type: app").await.unwrap();
@@ -152,12 +147,7 @@ async fn a_client_that_never_finishes_its_headers_is_cut_off() {
 #[tokio::test]
 async fn a_connection_left_idle_is_closed_after_the_header_timeout() {
     let timeout = Duration::from_millis(300);
-    let port = start({
-        let mut o = ServeOptions::default();
-        o.header_read_timeout = timeout;
-        o
-    })
-    .await;
+    let port = start(crate::support::with(|o: &mut ServeOptions| o.header_read_timeout = timeout)).await;
     let mut stream = TcpStream::connect(("127.0.0.1", port)).await.unwrap();
     stream.write_all(post(INITIALIZE).as_bytes()).await.unwrap();
     assert!(read_response(&mut stream).await.starts_with("HTTP/1.1 200"));
@@ -173,12 +163,7 @@ async fn a_connection_left_idle_is_closed_after_the_header_timeout() {
 #[tokio::test]
 async fn requests_closer_together_than_the_header_timeout_keep_the_connection() {
     let timeout = Duration::from_millis(300);
-    let port = start({
-        let mut o = ServeOptions::default();
-        o.header_read_timeout = timeout;
-        o
-    })
-    .await;
+    let port = start(crate::support::with(|o: &mut ServeOptions| o.header_read_timeout = timeout)).await;
     let mut stream = TcpStream::connect(("127.0.0.1", port)).await.unwrap();
     // Six requests 200 ms apart: 1.2 s in all, four timeouts, never 300 ms without a request.
     for _ in 0..6 {
@@ -193,12 +178,8 @@ async fn requests_closer_together_than_the_header_timeout_keep_the_connection() 
 async fn a_call_running_longer_than_the_header_timeout_is_answered() {
     let timeout = Duration::from_millis(300);
     // Stateless, so the call needs no session; `_stop` keeps the server up until the test ends.
-    let (port, _stop, _server) = start_until({
-        let mut o = ServeOptions::default();
-        o.header_read_timeout = timeout;
-        o
-    })
-    .await;
+    let (port, _stop, _server) =
+        start_until(crate::support::with(|o: &mut ServeOptions| o.header_read_timeout = timeout)).await;
     let mut stream = TcpStream::connect(("127.0.0.1", port)).await.unwrap();
     let started = Instant::now();
     stream.write_all(slow_call(1200).as_bytes()).await.unwrap();
@@ -213,11 +194,7 @@ async fn start_until(options: ServeOptions) -> (u16, tokio::sync::oneshot::Sende
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let port = listener.local_addr().unwrap().port();
     let service = service(McpOptions::default());
-    let http = {
-        let mut o = HttpOptions::default();
-        o.stateless = true;
-        o
-    };
+    let http = crate::support::with(|o: &mut HttpOptions| o.stateless = true);
     let app = McpHttp::new(service.clone(), http).router_at("/mcp");
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let server = tokio::spawn(async move {
@@ -253,12 +230,7 @@ async fn shutdown_lets_the_call_in_flight_finish_and_refuses_new_connections() {
 #[tokio::test]
 async fn the_grace_period_bounds_the_shutdown() {
     let grace = Duration::from_millis(200);
-    let (port, stop, server) = start_until({
-        let mut o = ServeOptions::default();
-        o.shutdown_grace = grace;
-        o
-    })
-    .await;
+    let (port, stop, server) = start_until(crate::support::with(|o: &mut ServeOptions| o.shutdown_grace = grace)).await;
     let mut stream = TcpStream::connect(("127.0.0.1", port)).await.unwrap();
     stream.write_all(slow_call(20_000).as_bytes()).await.unwrap();
     tokio::time::sleep(Duration::from_millis(50)).await;

@@ -105,11 +105,7 @@ async fn a_json_only_client_gets_json_even_with_a_progress_token() {
 
 #[tokio::test]
 async fn progress_streams_in_stateless_mode_too() {
-    let server = TestServer::with_http({
-        let mut o = HttpOptions::default();
-        o.stateless = true;
-        o
-    });
+    let server = TestServer::with_http(crate::support::with(|o: &mut HttpOptions| o.stateless = true));
     let client = server.client();
     let mut sse = Sse::new(client.post(&with_progress(5, "progress", json!({}), json!("s"))).await);
     let messages = sse.rest().await;
@@ -272,11 +268,7 @@ async fn an_error_answer_reaches_the_tool() {
 
 #[tokio::test]
 async fn an_unanswered_question_times_out() {
-    let options = {
-        let mut o = McpOptions::default();
-        o.answer_timeout = Duration::from_millis(100);
-        o
-    };
+    let options = crate::support::with(|o: &mut McpOptions| o.answer_timeout = Duration::from_millis(100));
     let server = TestServer::with(options, HttpOptions::default());
     let client = server.initialized(json!({"elicitation": {}})).await;
     let (mut sse, ask) = start_elicitation(&client, 7).await;
@@ -296,11 +288,7 @@ async fn elicitation_is_unsupported_when_the_client_did_not_declare_it() {
     assert_eq!(reply.content_type(), "application/json");
     assert_eq!(reply.result()["structuredContent"], json!({"unsupported": "elicitation/create"}));
 
-    let stateless = TestServer::with_http({
-        let mut o = HttpOptions::default();
-        o.stateless = true;
-        o
-    });
+    let stateless = TestServer::with_http(crate::support::with(|o: &mut HttpOptions| o.stateless = true));
     let reply = stateless.client().call_tool("elicit", json!({})).await;
     assert_eq!(reply.result()["structuredContent"], json!({"unsupported": "elicitation/create"}));
 }

@@ -24,6 +24,14 @@ use tokio::task::JoinHandle;
 use tower::ServiceExt;
 
 /// How long any single wait in a test may take before the test fails.
+/// Options of type `T`: the defaults, with `set` applied. The option structs are
+/// `#[non_exhaustive]`, so a test starts from the defaults as an application does.
+pub(crate) fn with<T: Default>(set: impl FnOnce(&mut T)) -> T {
+    let mut options = T::default();
+    set(&mut options);
+    options
+}
+
 pub(crate) const TIMEOUT: Duration = Duration::from_secs(5);
 /// The Accept header a conforming client sends on POST.
 pub(crate) const ACCEPT_BOTH: &str = "application/json, text/event-stream";

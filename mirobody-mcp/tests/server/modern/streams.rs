@@ -80,11 +80,8 @@ async fn closing_the_stream_cancels_the_handler() {
 
 #[tokio::test]
 async fn a_silent_call_switches_to_sse_with_keep_alives() {
-    let server = TestServer::with_http({
-        let mut o = HttpOptions::default();
-        o.keep_alive = Duration::from_millis(40);
-        o
-    });
+    let server =
+        TestServer::with_http(crate::support::with(|o: &mut HttpOptions| o.keep_alive = Duration::from_millis(40)));
     let client = Modern::of(&server);
     let response =
         client.send(client.request("tools/call", json!({"name": "slow", "arguments": {"tag": "ka", "ms": 300}}))).await;
