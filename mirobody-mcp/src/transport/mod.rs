@@ -2,7 +2,6 @@
 //! accept loop that serves an application with its connection deadlines.
 
 mod connection;
-mod graceful;
 pub mod http;
 pub(crate) mod serve;
 pub mod stdio;

@@ -2,7 +2,7 @@
 //! write deadlines, a bound on open connections in all and per address, and a graceful
 //! shutdown that ends open streams and gives requests in flight a grace period.
 
-use super::{connection, graceful};
+use super::connection;
 use crate::McpService;
 use crate::session::{self, limits};
 
@@ -167,7 +167,7 @@ pub async fn serve_until(
     // replies are small, and queueing the two as separate buffers cost more than the copy. The header
     // timeout is kept by a watchdog per connection (see `connection`), not by hyper's timer.
     http.writev(false).header_read_timeout(None);
-    let graceful = std::sync::Arc::new(graceful::Shutdown::default());
+    let graceful = hyper_util::server::graceful::GracefulShutdown::new();
     // Owned here so that what outlives the grace period is aborted when the sets drop.
     let mut connections = tokio::task::JoinSet::new();
     let mut watchdogs = tokio::task::JoinSet::new();
@@ -216,8 +216,12 @@ pub async fn serve_until(
     tracing::info!("shutting down: finishing in-flight requests");
     drop(listener);
     service.changes().end_streams();
-    graceful.begin();
-    let finished = async { while connections.join_next().await.is_some() {} };
+    // Each connection finishes the request it is answering, then closes; what outlives the
+    // grace period is aborted when the sets drop.
+    let finished = async {
+        graceful.shutdown().await;
+        while connections.join_next().await.is_some() {}
+    };
     if tokio::time::timeout(options.shutdown_grace, finished).await.is_err() {
         while connections.try_join_next().is_some() {}
         tracing::warn!(open = connections.len(), "shutdown grace period over; closing the connections still open");

@@ -419,9 +419,8 @@ async fn handle_post<B: RequestBody>(http: McpHttp, mut parts: Parts, body: B) -
                 let Some(slot) = inner.call_slot(&session, &user, &parts.extensions) else {
                     return too_many_calls(&id);
                 };
-                let reply_headers = std::mem::take(&mut parts.headers);
                 let started = start_tool_call(http, &id, call, user, &session, streamable, slot);
-                answer_tool_call(http, id, session, started, reply_headers, span).await
+                answer_tool_call(http, id, session, started, span).await
             }
             Err(refusal) => refusal,
         };
@@ -436,10 +435,7 @@ async fn handle_post<B: RequestBody>(http: McpHttp, mut parts: Parts, body: B) -
                 let Some(slot) = inner.callers.caller(CallerKey::of(&user, &parts.extensions)).try_call() else {
                     return too_many_calls(&id);
                 };
-                let reply_headers = std::mem::take(&mut parts.headers);
-                Box::pin(rev_2026_07_28::tool_call(http, id, checked, user, streamable, reply_headers, slot))
-                    .instrument(span)
-                    .await
+                Box::pin(rev_2026_07_28::tool_call(http, id, checked, user, streamable, slot)).instrument(span).await
             }
             Err(refusal) => refusal,
         };

@@ -8,7 +8,7 @@ use axum::body::Body;
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use futures::stream::{self, Stream};
-use http::{HeaderMap, HeaderValue, StatusCode, header};
+use http::{HeaderValue, StatusCode, header};
 use std::convert::Infallible;
 use std::future::Future;
 use std::pin::Pin;
@@ -30,28 +30,11 @@ impl ReplyBody for Reply {
     }
 }
 
+/// A JSON response.
 pub(crate) fn json_response(status: StatusCode, body: Vec<u8>) -> Response {
-    json_response_in(HeaderMap::new(), status, body)
-}
-
-/// The most headers a request's map may have room for and still be used again for the reply
-/// (a client that sent a hundred headers does not keep a map that size for its connection).
-pub(super) const REUSED_HEADERS_MAX: usize = 64;
-
-/// A JSON response whose headers go in `headers`, emptied first: the request's own map, on the
-/// paths every call takes. hyper keeps a reply's header map to read the next request on the
-/// connection into, so with the request's map passed on, one map sized for what the client
-/// sends serves every request on a connection, where a fresh map for each reply was too small
-/// for the next request and grew on reading it (four allocations a request).
-pub(crate) fn json_response_in(mut headers: HeaderMap, status: StatusCode, body: Vec<u8>) -> Response {
-    if headers.capacity() > REUSED_HEADERS_MAX {
-        headers = HeaderMap::new();
-    }
-    headers.clear();
-    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
     let mut response = Response::new(Body::from(body));
     *response.status_mut() = status;
-    *response.headers_mut() = headers;
+    response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
     response
 }
 

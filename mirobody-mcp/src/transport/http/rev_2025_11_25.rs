@@ -11,7 +11,7 @@ use axum::response::{IntoResponse, Response};
 use futures::future::{AbortHandle, Abortable};
 use futures::stream::{self, StreamExt};
 use http::request::Parts;
-use http::{HeaderMap, HeaderValue, StatusCode};
+use http::{HeaderValue, StatusCode};
 use mirobody_core::UserInfo;
 use std::sync::Arc;
 use std::task::Poll;
@@ -145,7 +145,7 @@ pub(super) async fn request_response(
             };
             let started = start_tool_call(http, &request.id, call.into_owned(), user, &session, streamable, slot);
             // In the span `dispatch` runs in already.
-            answer_tool_call(http, request.id, session, started, HeaderMap::new(), tracing::Span::none()).await
+            answer_tool_call(http, request.id, session, started, tracing::Span::none()).await
         }
         Err(error) => json_response(StatusCode::OK, jsonrpc::error_bytes(Some(&request.id), &error)),
     }
@@ -189,19 +189,18 @@ pub(super) fn start_tool_call(
 // here in `span`: they are answered at once, with no span wrapper or waiting state carried in
 // the request's future, and without being registered for `notifications/cancelled`, which
 // costs a lock and two map updates. A call still running after it goes on in `keep_running`,
-// boxed. A JSON reply's headers go in `reply_headers` (see `json_response_in`).
+// boxed.
 pub(super) async fn answer_tool_call(
     http: &McpHttp,
     id: Id,
     session: Arc<Session>,
     (mut call, inbox): (CallFuture<Reply>, Inbox),
-    reply_headers: HeaderMap,
     span: tracing::Span,
 ) -> Response {
     let first = std::future::poll_fn(|cx| Poll::Ready(span.in_scope(|| call.as_mut().poll(cx)))).await;
     match first {
-        Poll::Ready(reply) => finish_tool_call(http, &id, reply, inbox, reply_headers),
-        Poll::Pending => Box::pin(keep_running(http, id, session, call, inbox, reply_headers)).instrument(span).await,
+        Poll::Ready(reply) => finish_tool_call(http, &id, reply, inbox),
+        Poll::Pending => Box::pin(keep_running(http, id, session, call, inbox)).instrument(span).await,
     }
 }
 
@@ -214,7 +213,6 @@ pub(super) async fn keep_running(
     session: Arc<Session>,
     call: CallFuture<Reply>,
     inbox: Inbox,
-    reply_headers: HeaderMap,
 ) -> Response {
     let (abort, registration) = AbortHandle::new_pair();
     let running = session.start_request(id.clone(), abort);
@@ -225,23 +223,15 @@ pub(super) async fn keep_running(
     });
     tokio::select! {
         biased;
-        reply = &mut call => finish_tool_call(http, &id, reply, inbox, reply_headers),
+        reply = &mut call => finish_tool_call(http, &id, reply, inbox),
         rx = inbox.first_message() => sse_response(rx, CallState::Running(call), http.inner.options.keep_alive),
     }
 }
 
 // The response to a call that finished with `reply` (`None`: cancelled).
-pub(super) fn finish_tool_call(
-    http: &McpHttp,
-    id: &Id,
-    reply: Option<Reply>,
-    inbox: Inbox,
-    reply_headers: HeaderMap,
-) -> Response {
+pub(super) fn finish_tool_call(http: &McpHttp, id: &Id, reply: Option<Reply>, inbox: Inbox) -> Response {
     match (reply, inbox.take()) {
-        (Some(reply), None) => {
-            http.inner.challenge(&reply.status, json_response_in(reply_headers, StatusCode::OK, reply.body))
-        }
+        (Some(reply), None) => http.inner.challenge(&reply.status, json_response(StatusCode::OK, reply.body)),
         // A call that finished may still have sent messages first.
         (Some(reply), Some(rx)) => sse_response(rx, CallState::Done(Some(reply)), http.inner.options.keep_alive),
         (None, _) => cancelled(id),

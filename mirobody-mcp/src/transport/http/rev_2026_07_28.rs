@@ -42,8 +42,7 @@ use crate::protocol::rev_2026_07_28::{
 };
 use crate::protocol::{self, McpService};
 use crate::transport::http::{
-    CallFuture, CallState, McpHttp, ReplyBody, VERSION, accepts, event, json_response, json_response_in, rpc_error,
-    sse, sse_response,
+    CallFuture, CallState, McpHttp, ReplyBody, VERSION, accepts, event, json_response, rpc_error, sse, sse_response,
 };
 
 /// The header that mirrors the request's method.
@@ -339,7 +338,7 @@ pub(crate) async fn handle(
             Some(service.handle_modern_read(&request, &exchange, Some(&params)).await)
         })
     };
-    answer(http, call, inbox, streamable, HeaderMap::new()).await
+    answer(http, call, inbox, streamable).await
 }
 
 /// The checks a 2026-07-28 `tools/call` read in one pass ([`read_tool_call`](crate::protocol::rev_2026_07_28::read_tool_call)) must
@@ -360,14 +359,13 @@ pub(crate) fn check_tool_call(
 }
 
 /// Runs a 2026-07-28 `tools/call` that passed [`check_tool_call`], answered as [`handle`]
-/// answers; a JSON reply's headers go in `reply_headers` (see [`json_response_in`]).
+/// answers.
 pub(crate) fn tool_call(
     http: &McpHttp,
     id: Id,
     (meta, call): (Box<RequestMeta>, OwnedCall),
     user: UserInfo,
     streamable: bool,
-    reply_headers: HeaderMap,
     slot: Slot,
 ) -> impl Future<Output = Response> + Send + '_ {
     let (outbox, inbox) = Outbox::lazy();
@@ -378,18 +376,12 @@ pub(crate) fn tool_call(
         let exchange = ModernExchange { user: &user, meta: &meta, notifications };
         Some(service.modern_call_owned(&id, call, &exchange).await)
     });
-    answer(http, call, inbox, streamable, reply_headers)
+    answer(http, call, inbox, streamable)
 }
 
 // The response to a call: JSON when it finishes without sending anything first, else an SSE
 // stream of what it sends, then its reply.
-async fn answer(
-    http: &McpHttp,
-    mut call: CallFuture<ModernReply>,
-    inbox: Inbox,
-    streamable: bool,
-    reply_headers: HeaderMap,
-) -> Response {
+async fn answer(http: &McpHttp, mut call: CallFuture<ModernReply>, inbox: Inbox, streamable: bool) -> Response {
     let keep_alive = http.options().keep_alive;
     // Most calls finish in their first poll: they are answered without arming a timer.
     let reply = match futures::poll!(&mut call) {
@@ -407,7 +399,7 @@ async fn answer(
     };
     match (reply, inbox.take()) {
         (Some(reply), None) => {
-            let response = json_response_in(reply_headers, status_for(reply.error_code), reply.body);
+            let response = json_response(status_for(reply.error_code), reply.body);
             http.challenge(&reply.status, response)
         }
         // A call that finished may still have sent messages first.
