@@ -302,6 +302,13 @@ pub(crate) fn notification_bytes(method: &str, params: &Value) -> Vec<u8> {
     out
 }
 
+/// Reads a request's params as `T`; a missing `params` reads as `{}`. -32602 naming `method` when
+/// they do not fit.
+pub(crate) fn parse<'de, T: Deserialize<'de>>(params: Option<&'de RawValue>, method: &str) -> Result<T, RpcError> {
+    let raw = params.map(RawValue::get).unwrap_or("{}");
+    serde_json::from_str(raw).map_err(|e| RpcError::invalid_params(format!("Invalid params for {method}: {e}")))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -22,6 +22,7 @@ pub(crate) mod rev_2025_11_25;
 pub(crate) mod rev_2026_07_28;
 pub(crate) mod scan;
 mod service;
+pub(crate) mod versions;
 
 pub use hooks::{ResourceLister, ToolVisibility};
 pub(crate) use rev_2025_11_25::progress_token;

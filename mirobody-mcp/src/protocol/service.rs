@@ -14,19 +14,15 @@ use serde_json::value::RawValue;
 use serde_json::{Value, json};
 
 use super::hooks::{ResourceLister, ToolVisibility};
+use super::rev_2026_07_28::state::ModernState;
+pub(crate) use super::versions::{LATEST_VERSION, SUPPORTED_VERSIONS};
+pub(crate) use crate::jsonrpc::parse;
 use crate::jsonrpc::{self, Id, RpcError, code};
 use crate::protocol::access::AccessWriter;
 use crate::protocol::changes::ChangeNotifier;
 use crate::protocol::peer::PendingRequests;
-use crate::protocol::rev_2026_07_28::ModernState;
 use crate::protocol::rev_2026_07_28::mrtr::StateKey;
 use crate::session::Session;
-
-/// The protocol revisions served with the `initialize` handshake and sessions, newest first.
-pub(crate) const SUPPORTED_VERSIONS: [&str; 4] = ["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"];
-
-/// The newest revision served with the `initialize` handshake.
-pub(crate) const LATEST_VERSION: &str = SUPPORTED_VERSIONS[0];
 
 /// The backends tools may use; each optional.
 #[derive(Clone, Default)]
@@ -301,7 +297,14 @@ impl McpServiceBuilder {
     /// The service.
     pub fn build(self) -> McpService {
         let McpServiceBuilder { mut inner, state_key, state_ttl, list_ttl } = self;
-        inner.modern = ModernState::new(&inner, state_key.unwrap_or_else(StateKey::random), state_ttl, list_ttl);
+        inner.modern = ModernState::new(
+            &inner.info.name,
+            &inner.info.version,
+            &inner.registry,
+            state_key.unwrap_or_else(StateKey::random),
+            state_ttl,
+            list_ttl,
+        );
         McpService { inner: Arc::new(inner) }
     }
 }
@@ -321,11 +324,6 @@ pub(crate) struct PromptParams {
     pub(crate) name: String,
     #[serde(default)]
     pub(crate) arguments: HashMap<String, String>,
-}
-
-pub(crate) fn parse<'de, T: Deserialize<'de>>(params: Option<&'de RawValue>, method: &str) -> Result<T, RpcError> {
-    let raw = params.map(RawValue::get).unwrap_or("{}");
-    serde_json::from_str(raw).map_err(|e| RpcError::invalid_params(format!("Invalid params for {method}: {e}")))
 }
 
 impl McpService {

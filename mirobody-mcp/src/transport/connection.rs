@@ -32,9 +32,34 @@ use tokio::time::MissedTickBehavior;
 use tower::ServiceExt;
 use tower::util::Oneshot;
 
-use crate::HttpApp;
 use crate::session::clock_ms;
 use crate::session::limits::ClientAddr;
+
+/// What [`serve`](crate::serve) serves: a tower service of HTTP requests that always answers, such as an axum
+/// `Router`, or one wrapped in layers (the auth layer). Implemented for every such service.
+pub trait HttpApp:
+    tower::Service<
+        ::http::Request<hyper::body::Incoming>,
+        Response = axum::response::Response,
+        Error = std::convert::Infallible,
+        Future: Send + 'static,
+    > + Clone
+    + Send
+    + 'static
+{
+}
+
+impl<S> HttpApp for S where
+    S: tower::Service<
+            ::http::Request<hyper::body::Incoming>,
+            Response = axum::response::Response,
+            Error = std::convert::Infallible,
+            Future: Send + 'static,
+        > + Clone
+        + Send
+        + 'static
+{
+}
 
 pin_project_lite::pin_project! {
     /// A connection's socket that notes in its [`Activity`] when a write has to wait for the

@@ -6,31 +6,7 @@ use super::connection;
 use crate::McpService;
 use crate::session::{self, limits};
 
-/// What [`serve`] serves: a tower service of HTTP requests that always answers, such as an axum
-/// `Router`, or one wrapped in layers (the auth layer). Implemented for every such service.
-pub trait HttpApp:
-    tower::Service<
-        ::http::Request<hyper::body::Incoming>,
-        Response = axum::response::Response,
-        Error = std::convert::Infallible,
-        Future: Send + 'static,
-    > + Clone
-    + Send
-    + 'static
-{
-}
-
-impl<S> HttpApp for S where
-    S: tower::Service<
-            ::http::Request<hyper::body::Incoming>,
-            Response = axum::response::Response,
-            Error = std::convert::Infallible,
-            Future: Send + 'static,
-        > + Clone
-        + Send
-        + 'static
-{
-}
+pub use super::connection::HttpApp;
 
 /// How [`serve_with`] treats connections. Start from the defaults (safe on the internet) and
 /// change what you need; new settings may be added in any release.

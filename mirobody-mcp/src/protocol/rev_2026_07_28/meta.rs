@@ -7,13 +7,11 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::{Value, json};
 
+use crate::jsonrpc::parse;
 use crate::jsonrpc::{Id, Request, RpcError};
 use crate::protocol::scan::{Cursor, once};
-use crate::protocol::{self, parse};
+use crate::protocol::versions::{MODERN_VERSIONS, supported_versions};
 use crate::session::{LOGS_OFF, log_rank};
-
-/// The revisions served statelessly, with per-request `_meta`, newest first.
-pub(crate) const MODERN_VERSIONS: [&str; 1] = ["2026-07-28"];
 
 /// `_meta` key: the request's protocol version (required).
 pub(crate) const META_PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
@@ -34,12 +32,6 @@ pub(crate) mod codes {
     pub(crate) const MISSING_REQUIRED_CLIENT_CAPABILITY: i64 = -32021;
     /// The request's protocol version is not served.
     pub(crate) const UNSUPPORTED_PROTOCOL_VERSION: i64 = -32022;
-}
-
-/// Every revision this server speaks, for `server/discover` and -32022 errors: the stateless
-/// ones first, then those served with the `initialize` handshake.
-pub(crate) fn supported_versions() -> Vec<&'static str> {
-    MODERN_VERSIONS.iter().chain(protocol::SUPPORTED_VERSIONS.iter()).copied().collect()
 }
 
 /// The per-request `_meta` of a 2026-07-28 request.

@@ -8,15 +8,16 @@ mod exchange;
 mod headers;
 mod meta;
 pub(crate) mod mrtr;
+pub(crate) mod state;
 
 pub(crate) use exchange::{ModernExchange, ModernReply};
-pub(crate) use headers::{HeaderParam, header_params_of};
+pub(crate) use headers::HeaderParam;
+use state::ModernState;
+
+use crate::protocol::versions::supported_versions;
 pub(crate) use meta::*;
 
 use std::borrow::Cow;
-use std::collections::HashMap;
-use std::sync::Arc;
-use std::time::Duration;
 
 use mirobody_core::{AccessKind, AccessOutcome, CallError, ResourceError, ToolContext, ToolResult, UserInfo};
 use serde_json::value::RawValue;
@@ -26,65 +27,13 @@ use tokio::sync::mpsc;
 use crate::jsonrpc::{self, Id, Request, RpcError, code};
 use crate::protocol::peer::Outbox;
 use crate::protocol::rev_2026_07_28::mrtr::{
-    Arguments, Binding, MrtrPeer, Notifications, RetryParams, Round, Sealer, StateKey, run_round,
+    Arguments, Binding, MrtrPeer, Notifications, RetryParams, Round, run_round,
 };
 use crate::protocol::scan::read_value;
 use crate::protocol::{
-    CallFailure, Inner, McpService, PromptParams, ServerInfo, Status, UriParams, call_failure, parse, single_page,
+    CallFailure, McpService, PromptParams, ServerInfo, Status, UriParams, call_failure, parse, single_page,
 };
 use crate::session::LOGS_OFF;
-
-/// What the 2026-07-28 side derives once per service.
-pub(crate) struct ModernState {
-    server_info: Arc<str>,
-    sealer: Sealer,
-    header_params: HashMap<String, Vec<HeaderParam>>,
-    list_ttl_ms: u64,
-}
-
-impl ModernState {
-    pub(crate) fn placeholder() -> Self {
-        ModernState {
-            server_info: Arc::from(""),
-            sealer: Sealer::new(StateKey::random(), Duration::ZERO),
-            header_params: HashMap::new(),
-            list_ttl_ms: 0,
-        }
-    }
-
-    pub(crate) fn new(inner: &Inner, key: StateKey, state_ttl: Duration, list_ttl: Duration) -> Self {
-        let ServerInfo { name, version, .. } = &inner.info;
-        let server_info = format!(r#""_meta":{{"{META_SERVER_INFO}":{}}}"#, json!({"name": name, "version": version}));
-        let mut header_params = HashMap::new();
-        for (tool, entry) in inner.registry.mcp_entries() {
-            if !entry.contains("x-mcp-header") {
-                continue;
-            }
-            let Ok(entry) = serde_json::from_str::<Value>(entry) else { continue };
-            match header_params_of(&entry["inputSchema"]) {
-                Some(params) if !params.is_empty() => {
-                    header_params.insert(tool.name().to_owned(), params);
-                }
-                Some(_) => {}
-                None => tracing::warn!(
-                    tool = tool.name(),
-                    "invalid x-mcp-header annotation: its Mcp-Param headers are not checked, and clients drop the tool"
-                ),
-            }
-        }
-        ModernState {
-            server_info: Arc::from(server_info),
-            sealer: Sealer::new(key, state_ttl),
-            header_params,
-            list_ttl_ms: list_ttl.as_millis() as u64,
-        }
-    }
-
-    /// The `Mcp-Param-*` headers a call of `tool` must carry, if it declares any.
-    pub(crate) fn header_params(&self, tool: &str) -> Option<&[HeaderParam]> {
-        self.header_params.get(tool).map(Vec::as_slice)
-    }
-}
 
 /// Caching hints of a result: time to live and scope.
 #[derive(Clone, Copy)]

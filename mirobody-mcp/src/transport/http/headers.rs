@@ -161,7 +161,7 @@ pub(super) fn check_version(version: Option<&str>) -> Result<(), Response> {
 
 /// Whether the `MCP-Protocol-Version` header (trimmed) names a stateless revision.
 pub(super) fn names_modern_version(version: Option<&str>) -> bool {
-    version.is_some_and(|v| crate::protocol::rev_2026_07_28::MODERN_VERSIONS.contains(&v))
+    version.is_some_and(|v| crate::protocol::versions::MODERN_VERSIONS.contains(&v))
 }
 
 #[cfg(test)]

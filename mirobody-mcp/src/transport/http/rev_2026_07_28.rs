@@ -38,7 +38,7 @@ use crate::jsonrpc::{self, Id, Message, Request, RpcError, code};
 use crate::protocol::changes::{self, SUBSCRIPTION_ID_KEY};
 use crate::protocol::peer::{Inbox, Outbox};
 use crate::protocol::rev_2026_07_28::{
-    self, HeaderParam, MODERN_VERSIONS, ModernExchange, ModernParams, ModernReply, OwnedCall, RequestMeta, codes,
+    self, HeaderParam, ModernExchange, ModernParams, ModernReply, OwnedCall, RequestMeta, codes,
 };
 use crate::protocol::{self, McpService};
 use crate::transport::http::{
@@ -64,7 +64,7 @@ impl ReplyBody for ModernReply {
 pub(crate) fn is_modern(version: Option<&str>, request: &Request) -> bool {
     match version {
         Some(v) if protocol::SUPPORTED_VERSIONS.contains(&v) => false,
-        Some(v) if MODERN_VERSIONS.contains(&v) => true,
+        Some(v) if crate::protocol::versions::MODERN_VERSIONS.contains(&v) => true,
         _ => request.method == "server/discover" || RequestMeta::present(request.params.as_deref()),
     }
 }
