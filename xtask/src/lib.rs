@@ -1,5 +1,7 @@
 //! Repository checks of the mirobody workspace, run as the tests of this crate
-//! (`tests/tidy.rs`, `tests/public_api.rs`); this library is the public API lister they use.
+//! (`tests/tidy.rs`, `tests/public_api.rs`); this library is the public API lister they use,
+//! and the import graph of a crate's files ([`imports`], [`mutual_imports`]; see
+//! `import_graph.rs` for what counts as an import).
 //!
 //! [`public_api`] reads a library crate's source with `syn`, from `src/lib.rs` through every
 //! `mod` declaration, and lists what a dependent can name, one sorted line per item:
@@ -31,9 +33,12 @@
 //! types are printed as the source spells them, not by their full path; a `pub use` of
 //! another crate is listed but not followed.
 
+mod import_graph;
 mod modules;
 mod render;
 mod resolve;
+
+pub use crate::import_graph::{Imports, imports, mutual_imports};
 
 use std::collections::{BTreeSet, HashMap};
 use std::path::Path;

@@ -1,7 +1,8 @@
 //! The module tree of one crate, read from its source files: `src/lib.rs`, then every `mod x;`
 //! to `x.rs` or `x/mod.rs` (or its `#[path]`), and every inline `mod x { ... }`.
 //!
-//! Modules under `#[cfg(test)]` or `#[doc(hidden)]` are not read at all.
+//! Modules under `#[cfg(test)]` are not read at all, nor, for the public API listing, those
+//! under `#[doc(hidden)]` (the import graph reads them: they are compiled).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -12,6 +13,8 @@ use syn::{Attribute, Item, Meta};
 pub(crate) struct Module {
     /// The module's path, the crate's name first: `["mirobody_core", "registry"]`.
     pub(crate) path: Vec<String>,
+    /// The file the module is written in (for an inline `mod x { ... }`, its enclosing file).
+    pub(crate) file: PathBuf,
     /// The enclosing module's index in the tree; `None` for the crate root.
     pub(crate) parent: Option<usize>,
     /// Declared `pub mod` (plain `pub`, not `pub(crate)` or `pub(super)`).
@@ -32,32 +35,50 @@ impl Module {
 /// Every module of a crate; index 0 is the crate root, and a module always comes after its parent.
 pub(crate) struct ModuleTree {
     pub(crate) modules: Vec<Module>,
+    /// Which items (modules included) the tree and its resolution leave out, by their attributes.
+    skip: fn(&[Attribute]) -> bool,
 }
 
 impl ModuleTree {
-    /// Reads the crate whose root file is `lib_rs`, naming its root module `crate_name`.
+    /// Reads the crate whose root file is `lib_rs`, naming its root module `crate_name`, as
+    /// the public API listing sees it: without `#[cfg(test)]` and `#[doc(hidden)]` items.
     pub(crate) fn load(crate_name: &str, lib_rs: &Path) -> Result<ModuleTree, String> {
-        let mut tree = ModuleTree { modules: Vec::new() };
+        Self::load_with(crate_name, lib_rs, is_skipped)
+    }
+
+    /// Reads the crate as it is compiled outside tests: without `#[cfg(test)]` items only.
+    pub(crate) fn load_compiled(crate_name: &str, lib_rs: &Path) -> Result<ModuleTree, String> {
+        Self::load_with(crate_name, lib_rs, is_test_only)
+    }
+
+    fn load_with(crate_name: &str, lib_rs: &Path, skip: fn(&[Attribute]) -> bool) -> Result<ModuleTree, String> {
+        let mut tree = ModuleTree { modules: Vec::new(), skip };
         let file = parse_file(lib_rs)?;
         let dir = parent_dir(lib_rs);
-        tree.add(vec![crate_name.to_owned()], None, true, file.items, &dir, &dir)?;
+        let place = Place { file: lib_rs.to_path_buf(), child_dir: dir.clone(), path_dir: dir };
+        tree.add(vec![crate_name.to_owned()], None, true, file.items, &place)?;
         Ok(tree)
     }
 
-    /// Adds a module and, recursively, the modules it declares. `child_dir` is where its
-    /// `mod x;` files live; `path_dir` is what a `#[path]` on such a declaration is relative to.
+    /// Whether an item with these attributes is left out of this tree.
+    pub(crate) fn skips(&self, attrs: &[Attribute]) -> bool {
+        (self.skip)(attrs)
+    }
+
+    /// Adds a module, written where `place` says, and, recursively, the modules it declares.
     fn add(
         &mut self,
         path: Vec<String>,
         parent: Option<usize>,
         declared_pub: bool,
         items: Vec<Item>,
-        child_dir: &Path,
-        path_dir: &Path,
+        place: &Place,
     ) -> Result<usize, String> {
+        let Place { file, child_dir, path_dir } = place;
         let index = self.modules.len();
         self.modules.push(Module {
             path: path.clone(),
+            file: file.clone(),
             parent,
             declared_pub,
             items: Vec::new(),
@@ -69,7 +90,7 @@ impl ModuleTree {
                 kept.push(item);
                 continue;
             };
-            if is_skipped(&module.attrs) {
+            if self.skips(&module.attrs) {
                 continue;
             }
             let name = module.ident.to_string();
@@ -79,7 +100,8 @@ impl ModuleTree {
             let child = match module.content {
                 Some((_, inline_items)) => {
                     let dir = child_dir.join(&name);
-                    self.add(child_path, Some(index), is_pub, inline_items, &dir, &dir)?
+                    let inline = Place { file: file.clone(), child_dir: dir.clone(), path_dir: dir };
+                    self.add(child_path, Some(index), is_pub, inline_items, &inline)?
                 }
                 None => {
                     let (file, grandchild_dir) = match path_attr(&module.attrs) {
@@ -107,8 +129,9 @@ impl ModuleTree {
                         }
                     };
                     let parsed = parse_file(&file)?;
-                    let file_dir = parent_dir(&file);
-                    self.add(child_path, Some(index), is_pub, parsed.items, &grandchild_dir, &file_dir)?
+                    let path_dir = parent_dir(&file);
+                    let place = Place { file, child_dir: grandchild_dir, path_dir };
+                    self.add(child_path, Some(index), is_pub, parsed.items, &place)?
                 }
             };
             self.modules[index].children.insert(name, child);
@@ -116,6 +139,14 @@ impl ModuleTree {
         self.modules[index].items = kept;
         Ok(index)
     }
+}
+
+/// Where a module is written: its file, the folder of its `mod x;` files, and the folder a
+/// `#[path]` on such a declaration is relative to.
+struct Place {
+    file: PathBuf,
+    child_dir: PathBuf,
+    path_dir: PathBuf,
 }
 
 fn parse_file(path: &Path) -> Result<syn::File, String> {
@@ -141,6 +172,11 @@ fn path_attr(attrs: &[Attribute]) -> Option<String> {
 /// Whether an item is left out of the listing: compiled for tests only, or `#[doc(hidden)]`.
 pub(crate) fn is_skipped(attrs: &[Attribute]) -> bool {
     attrs.iter().any(|attr| is_test_cfg(attr) || is_doc_hidden(attr))
+}
+
+/// Whether an item is compiled for tests only (`#[cfg(test)]` or the like).
+pub(crate) fn is_test_only(attrs: &[Attribute]) -> bool {
+    attrs.iter().any(is_test_cfg)
 }
 
 fn is_doc_hidden(attr: &Attribute) -> bool {

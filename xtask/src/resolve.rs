@@ -9,7 +9,7 @@ use std::collections::{BTreeSet, HashMap, HashSet};
 
 use syn::{Item, UseTree, Visibility};
 
-use crate::modules::{ModuleTree, is_skipped};
+use crate::modules::ModuleTree;
 
 /// One name a `use` item brings in, its groups flattened: `use a::{b, c as d};` gives two.
 pub(crate) struct UseLeaf {
@@ -153,7 +153,7 @@ impl<'t> Resolver<'t> {
             found.push(Target::Module(child));
         }
         for item in &m.items {
-            if is_skipped(item_attrs(item)) {
+            if self.tree.skips(item_attrs(item)) {
                 continue;
             }
             if let Item::Use(use_item) = item {
@@ -179,10 +179,15 @@ impl<'t> Resolver<'t> {
 
     /// What a non-glob `use` leaf imports.
     pub(crate) fn resolve(&self, module: usize, leaf: &UseLeaf) -> Vec<Target> {
-        let Some((last, init)) = leaf.segments.split_last() else { return Vec::new() };
         if leaf.leading_colon {
             return Vec::new();
         }
+        self.resolve_path(module, &leaf.segments)
+    }
+
+    /// What a path (without a leading `::`) written in module `module` names, as a `use` path.
+    pub(crate) fn resolve_path(&self, module: usize, segments: &[String]) -> Vec<Target> {
+        let Some((last, init)) = segments.split_last() else { return Vec::new() };
         if init.is_empty() {
             return match last.as_str() {
                 "crate" => vec![Target::Module(0)],
@@ -250,7 +255,7 @@ impl<'t> Resolver<'t> {
             for (index, module) in modules.iter().enumerate().filter(|(i, _)| public[*i]) {
                 for item in &module.items {
                     let Item::Use(use_item) = item else { continue };
-                    if !matches!(use_item.vis, Visibility::Public(_)) || is_skipped(&use_item.attrs) {
+                    if !matches!(use_item.vis, Visibility::Public(_)) || self.tree.skips(&use_item.attrs) {
                         continue;
                     }
                     for leaf in use_leaves(use_item) {
@@ -278,7 +283,7 @@ impl<'t> Resolver<'t> {
         let mut found = Vec::new();
         for target in self.resolve_module_path(module, &leaf.segments, leaf.leading_colon) {
             let m = &self.tree.modules[target];
-            for item in m.items.iter().filter(|item| is_pub(item) && !is_skipped(item_attrs(item))) {
+            for item in m.items.iter().filter(|item| is_pub(item) && !self.tree.skips(item_attrs(item))) {
                 if let Item::Use(use_item) = item {
                     for inner in use_leaves(use_item).iter().filter(|l| l.binding.is_some()) {
                         found.extend(self.resolve(target, inner));

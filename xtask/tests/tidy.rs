@@ -7,6 +7,12 @@
 //!
 //! Skipped: `target/`, the trybuild fixtures under `tests/macros_ui/`, and `fixtures/` folders.
 //! All failures are gathered and reported together, each naming its file.
+//!
+//! And no two modules (files) of mirobody-mcp or mirobody-server import from each other, as
+//! ARCHITECTURE.md states for the engine (see `xtask::imports` for what counts as an import),
+//! but for a folder's `mod.rs` and the files directly in it: a folder is one module whose
+//! parts use its items (`super::`) while it routes to them; the other library crates' pairs
+//! are printed, not refused.
 
 use std::collections::BTreeSet;
 use std::path::{Component, Path, PathBuf};
@@ -14,7 +20,7 @@ use std::path::{Component, Path, PathBuf};
 /// The longest a Rust file may be.
 const MAX_LINES: usize = 800;
 
-/// The crates whose modules ARCHITECTURE.md must name.
+/// The library crates: ARCHITECTURE.md must name their modules, and their imports are read.
 const LIBRARY_CRATES: &[&str] = &[
     "mirobody-core",
     "mirobody-schema",
@@ -24,6 +30,23 @@ const LIBRARY_CRATES: &[&str] = &[
     "mirobody-mcp",
     "mirobody-server",
 ];
+
+/// The crates in which no two modules may import each other. The other library crates are
+/// read too, and their pairs printed (`--nocapture` shows them), but not refused.
+const NO_MUTUAL_IMPORTS: &[&str] = &["mirobody-mcp", "mirobody-server"];
+
+/// Whether one of two files (under `src/`) is the module the other is declared in: a folder's
+/// `mod.rs` (or `lib.rs`) and a file or folder directly inside it.
+fn parent_and_child(a: &str, b: &str) -> bool {
+    let parent_of = |path: &str| -> String {
+        let path = path.strip_suffix("/mod.rs").map_or(path, |folder| folder);
+        match path.rfind('/') {
+            Some(slash) => format!("{}/mod.rs", &path[..slash]),
+            None => "lib.rs".to_owned(),
+        }
+    };
+    parent_of(a) == b || parent_of(b) == a
+}
 
 fn workspace_root() -> PathBuf {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
@@ -170,4 +193,88 @@ fn tidy() {
         }
     }
     assert!(failures.is_empty(), "tidy found {} problem(s):\n  {}\n", failures.len(), failures.join("\n  "));
+}
+
+/// A pair of files importing from each other, with what each imports from the other.
+fn describe_pair(imports: &xtask::Imports, a: &str, b: &str) -> String {
+    let paths = |from: &str, to: &str| {
+        let written = imports.get(from).and_then(|imported| imported.get(to));
+        written.map(|w| w.iter().map(String::as_str).collect::<Vec<_>>().join(", ")).unwrap_or_default()
+    };
+    format!("{a} <-> {b}\n      {a} imports {}\n      {b} imports {}", paths(a, b), paths(b, a))
+}
+
+#[test]
+fn no_two_modules_import_each_other() {
+    let root = workspace_root();
+    let mut failures = Vec::new();
+    for &crate_name in LIBRARY_CRATES {
+        let imports = match xtask::imports(crate_name, &root.join(crate_name)) {
+            Ok(imports) => imports,
+            Err(e) => {
+                failures.push(format!("{crate_name}: cannot read its modules: {e}"));
+                continue;
+            }
+        };
+        let pairs = xtask::mutual_imports(&imports);
+        let enforced = NO_MUTUAL_IMPORTS.contains(&crate_name);
+        let (refused, accepted): (Vec<_>, Vec<_>) =
+            pairs.iter().partition(|(a, b)| enforced && !parent_and_child(a, b));
+        if !accepted.is_empty() {
+            let described: Vec<String> = accepted.iter().map(|(a, b)| describe_pair(&imports, a, b)).collect();
+            let why = if enforced { "a folder and its parts" } else { "not enforced" };
+            eprintln!(
+                "{crate_name}: modules importing each other ({why}), under src/:\n    {}",
+                described.join("\n    ")
+            );
+        }
+        if !refused.is_empty() {
+            let described: Vec<String> = refused.iter().map(|(a, b)| describe_pair(&imports, a, b)).collect();
+            failures.push(format!("{crate_name} (under src/):\n    {}", described.join("\n    ")));
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "modules that import each other (move what both need into a module below both, or merge them):\n  {}\n",
+        failures.join("\n  ")
+    );
+}
+
+/// The import graph on a small crate made for it (`tests/fixtures/imports`): re-exports, a
+/// glob, groups and renames, paths in code, inline and `doc(hidden)` modules, and `cfg(test)`.
+#[test]
+fn import_graph_follows_the_rules() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests").join("fixtures").join("imports");
+    let imports = xtask::imports("imports", &dir).expect("read the imports crate");
+    let edges: Vec<String> =
+        imports.iter().flat_map(|(from, to)| to.keys().map(move |to| format!("{from} -> {to}"))).collect();
+    let expected = [
+        "a.rs -> b.rs",
+        "a.rs -> p/service.rs",
+        "c.rs -> b.rs",
+        "c.rs -> d.rs",
+        "d.rs -> c.rs",
+        "hidden.rs -> a.rs",
+        "lib.rs -> d.rs",
+        "lib.rs -> p/service.rs",
+        "p/child.rs -> p/mod.rs",
+        "p/mod.rs -> p/child.rs",
+        "p/mod.rs -> p/service.rs",
+        "p/service.rs -> b.rs",
+    ];
+    assert_eq!(edges, expected, "the imports crate's import graph");
+    let pairs = xtask::mutual_imports(&imports);
+    let pairs: Vec<(&str, &str)> = pairs.iter().map(|(a, b)| (a.as_str(), b.as_str())).collect();
+    assert_eq!(pairs, [("c.rs", "d.rs"), ("p/child.rs", "p/mod.rs")]);
+}
+
+#[test]
+fn a_folder_and_its_parts_are_told_apart_from_siblings() {
+    assert!(parent_and_child("transport/http/mod.rs", "transport/http/body.rs"));
+    assert!(parent_and_child("session/store.rs", "session/mod.rs"));
+    assert!(parent_and_child("protocol/rev_2026_07_28/mod.rs", "protocol/mod.rs"));
+    assert!(parent_and_child("jsonrpc.rs", "lib.rs"));
+    assert!(!parent_and_child("transport/connection.rs", "transport/serve.rs"), "siblings");
+    assert!(!parent_and_child("transport/http/body.rs", "transport/mod.rs"), "a grandparent");
+    assert!(!parent_and_child("protocol/service.rs", "protocol/rev_2026_07_28/mod.rs"), "an uncle");
 }
