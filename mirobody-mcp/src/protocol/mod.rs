@@ -17,6 +17,7 @@ use crate::session::Session;
 mod access;
 pub mod changes;
 mod hooks;
+pub(crate) mod methods;
 pub(crate) mod peer;
 pub(crate) mod rev_2025_11_25;
 pub(crate) mod rev_2026_07_28;

@@ -8,6 +8,7 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::{Value, json};
 
+use super::methods::{Method, method_not_found};
 use super::scan::read_call;
 use super::service::*;
 use crate::jsonrpc::{self, ClientResponse, Id, Notification, Request, RpcError, code};
@@ -144,17 +145,20 @@ impl McpService {
     pub(crate) async fn handle_request(&self, request: &Request, exchange: &Exchange<'_>) -> Reply {
         let id = &request.id;
         let params = request.params.as_deref();
-        let outcome = match request.method.as_str() {
-            "tools/call" => return self.call_tool(id, params, exchange).await,
-            "tools/list" => return self.list_tools(id, params, exchange.user),
-            "initialize" => self.initialize(params, exchange.session),
-            "ping" => Ok(json!({})),
-            "resources/list" => self.list_resources(params, exchange.user).await,
-            "resources/templates/list" => single_page(params, "resources/templates/list").map(|()| self.list_templates()),
-            "resources/read" => return self.read_resource(id, params, exchange).await,
-            "resources/subscribe" | "resources/unsubscribe" => {
+        let Some(method) = Method::of(&request.method).filter(|m| m.in_sessions()) else {
+            return Reply::error(id, method_not_found(&request.method));
+        };
+        let outcome = match method {
+            Method::ToolsCall => return self.call_tool(id, params, exchange).await,
+            Method::ToolsList => return self.list_tools(id, params, exchange.user),
+            Method::Initialize => self.initialize(params, exchange.session),
+            Method::Ping => Ok(json!({})),
+            Method::ResourcesList => self.list_resources(params, exchange.user).await,
+            Method::ResourcesTemplatesList => single_page(params, "resources/templates/list").map(|()| self.list_templates()),
+            Method::ResourcesRead => return self.read_resource(id, params, exchange).await,
+            Method::ResourcesSubscribe | Method::ResourcesUnsubscribe => {
                 parse::<UriParams>(params, &request.method).and_then(|p| {
-                    if request.method == "resources/subscribe" {
+                    if method == Method::ResourcesSubscribe {
                         exchange.session.subscribe(&p.uri).map_err(|e| RpcError::invalid_params(e.to_string()))?;
                     } else {
                         exchange.session.unsubscribe(&p.uri);
@@ -162,17 +166,17 @@ impl McpService {
                     Ok(json!({}))
                 })
             }
-            "prompts/list" => self.list_prompts(params),
-            "prompts/get" => self.get_prompt(params).await,
-            "logging/setLevel" => parse::<LevelParams>(params, "logging/setLevel").and_then(|p| {
+            Method::PromptsList => self.list_prompts(params),
+            Method::PromptsGet => self.get_prompt(params).await,
+            Method::LoggingSetLevel => parse::<LevelParams>(params, "logging/setLevel").and_then(|p| {
                 let rank = log_rank(&p.level).ok_or_else(|| {
                     RpcError::invalid_params(format!("Unknown log level '{}'; use one of debug, info, notice, warning, error, critical, alert, emergency", p.level))
                 })?;
                 exchange.session.set_log_level(rank);
                 Ok(json!({}))
             }),
-            "completion/complete" => self.complete(params),
-            other => Err(RpcError::new(code::METHOD_NOT_FOUND, format!("Method not found: {other}"))),
+            Method::CompletionComplete => self.complete(params),
+            Method::ServerDiscover | Method::SubscriptionsListen => Err(method_not_found(method.name())),
         };
         match outcome {
             Ok(result) => Reply::ok(jsonrpc::result_bytes(id, &result)),

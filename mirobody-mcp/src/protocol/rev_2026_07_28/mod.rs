@@ -14,6 +14,8 @@ pub(crate) use exchange::{ModernExchange, ModernReply};
 pub(crate) use headers::HeaderParam;
 use state::ModernState;
 
+use crate::protocol::methods::{Method, method_not_found};
+
 use crate::protocol::versions::supported_versions;
 pub(crate) use meta::*;
 
@@ -122,8 +124,11 @@ impl McpService {
         let params = request.params.as_deref();
         let list_ttl = self.modern().list_ttl_ms;
         let public = Cache { ttl_ms: list_ttl, private: false };
-        let outcome = match request.method.as_str() {
-            "tools/call" => {
+        let Some(method) = Method::of(&request.method).filter(|m| m.stateless()) else {
+            return ModernReply::error(id, &method_not_found(&request.method));
+        };
+        let outcome = match method {
+            Method::ToolsCall => {
                 let call = match read {
                     Some(read) => read.call(),
                     None => parse::<ModernCallParams<'_>>(params, "tools/call"),
@@ -133,22 +138,29 @@ impl McpService {
                     Err(e) => ModernReply::error(id, &e),
                 };
             }
-            "tools/list" => self.tools_page(params, exchange.user).map(|raw| {
+            Method::ToolsList => self.tools_page(params, exchange.user).map(|raw| {
                 let cache = Cache { ttl_ms: list_ttl, private: self.tools_listing_is_per_caller() };
                 self.finish(id, &raw, Some(cache))
             }),
-            "server/discover" => Ok(self.finish(id, &self.discover_json(), Some(public))),
-            "resources/list" => {
+            Method::ServerDiscover => Ok(self.finish(id, &self.discover_json(), Some(public))),
+            Method::ResourcesList => {
                 let cache = Cache { ttl_ms: list_ttl, private: self.resources_listing_is_per_caller() };
                 self.list_resources(params, exchange.user).await.map(|v| self.finish_value(id, &v, Some(cache)))
             }
-            "resources/templates/list" => single_page(params, "resources/templates/list")
+            Method::ResourcesTemplatesList => single_page(params, "resources/templates/list")
                 .map(|()| self.finish_value(id, &self.list_templates(), Some(public))),
-            "resources/read" => return self.modern_read_resource(id, params, exchange).await,
-            "prompts/list" => self.list_prompts(params).map(|v| self.finish_value(id, &v, Some(public))),
-            "prompts/get" => return self.modern_get_prompt(id, params, exchange).await,
-            "completion/complete" => self.complete(params).map(|v| self.finish_value(id, &v, None)),
-            other => Err(RpcError::new(code::METHOD_NOT_FOUND, format!("Method not found: {other}"))),
+            Method::ResourcesRead => return self.modern_read_resource(id, params, exchange).await,
+            Method::PromptsList => self.list_prompts(params).map(|v| self.finish_value(id, &v, Some(public))),
+            Method::PromptsGet => return self.modern_get_prompt(id, params, exchange).await,
+            Method::CompletionComplete => self.complete(params).map(|v| self.finish_value(id, &v, None)),
+            // Removed by this revision; and `subscriptions/listen`, which the transport answers
+            // with a stream.
+            Method::Initialize
+            | Method::Ping
+            | Method::LoggingSetLevel
+            | Method::ResourcesSubscribe
+            | Method::ResourcesUnsubscribe
+            | Method::SubscriptionsListen => Err(method_not_found(method.name())),
         };
         match outcome {
             Ok(body) => ModernReply::ok(body),
