@@ -16,18 +16,18 @@ use crate::session::Session;
 
 mod access;
 pub mod changes;
+pub(crate) mod fast;
 mod hooks;
 pub(crate) mod methods;
 pub(crate) mod peer;
 pub(crate) mod rev_2025_11_25;
 pub(crate) mod rev_2026_07_28;
-pub(crate) mod scan;
 mod service;
 pub(crate) mod versions;
 
+pub(crate) use fast::tool_call::{ToolCall, read_tool_call};
 pub use hooks::{ResourceLister, ToolVisibility};
 pub(crate) use rev_2025_11_25::progress_token;
-pub(crate) use rev_2025_11_25::{ToolCall, read_tool_call};
 pub use service::*;
 
 impl McpService {

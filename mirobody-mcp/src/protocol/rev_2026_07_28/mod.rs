@@ -27,11 +27,11 @@ use serde_json::{Map, Value, json};
 use tokio::sync::mpsc;
 
 use crate::jsonrpc::{self, Id, Request, RpcError, code};
+use crate::protocol::fast::scan::read_value;
 use crate::protocol::peer::Outbox;
 use crate::protocol::rev_2026_07_28::mrtr::{
     Arguments, Binding, MrtrPeer, Notifications, RetryParams, Round, run_round,
 };
-use crate::protocol::scan::read_value;
 use crate::protocol::{
     CallFailure, McpService, PromptParams, ServerInfo, Status, UriParams, call_failure, parse, single_page,
 };

@@ -14,7 +14,7 @@ use serde::Deserialize;
 use serde::de::IgnoredAny;
 use serde_json::{Map, Value};
 
-use super::jsonrpc::Id;
+use crate::jsonrpc::Id;
 
 /// How deep the walk follows arrays and objects inside a skipped value before it leaves the
 /// rest to serde_json (which has a limit of its own): the walk recurses.
