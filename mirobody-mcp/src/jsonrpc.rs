@@ -10,7 +10,6 @@ use serde_json::{Number, Value};
 /// A request id, echoed verbatim.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
 #[serde(untagged)]
-#[non_exhaustive]
 pub enum Id {
     /// A numeric id.
     Number(Number),
@@ -81,7 +80,6 @@ pub(crate) mod code {
 
 /// One incoming message.
 #[derive(Debug)]
-#[non_exhaustive]
 pub(crate) enum Message {
     /// A request: it gets exactly one response.
     Request(Request),

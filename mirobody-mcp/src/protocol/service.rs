@@ -99,7 +99,6 @@ impl Default for McpOptions {
 
 /// How a reply should travel, beyond its JSON-RPC body.
 #[derive(Clone, Debug, PartialEq, Eq)]
-#[non_exhaustive]
 pub(crate) enum Status {
     /// A normal reply.
     Ok,
@@ -111,7 +110,6 @@ pub(crate) enum Status {
 
 /// A response to one request.
 #[derive(Debug)]
-#[non_exhaustive]
 pub(crate) struct Reply {
     /// The JSON-RPC response.
     pub body: Vec<u8>,

@@ -279,8 +279,8 @@ pub(crate) fn once<T>(slot: &mut Option<T>, value: T) -> Option<()> {
 }
 
 /// The id and params of a `tools/call` request, read in one pass, the params by
-/// `read_params`; `None` as the readers say (see [`super::rev_2025_11_25`]). Both revisions' one-pass readers share
-/// it, so both give up on exactly the same envelopes.
+/// `read_params`; `None` as the readers say (see [`super::tool_call::read_tool_call`]). Both
+/// revisions' one-pass readers share it, so both give up on exactly the same envelopes.
 pub(crate) fn read_call<'a, P>(
     bytes: &'a [u8],
     read_params: impl FnOnce(&mut Cursor<'a>) -> Option<P>,

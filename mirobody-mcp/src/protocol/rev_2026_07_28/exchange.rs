@@ -20,7 +20,6 @@ pub(crate) struct ModernExchange<'a> {
 
 /// The response to one 2026-07-28 request.
 #[derive(Debug)]
-#[non_exhaustive]
 pub(crate) struct ModernReply {
     /// The JSON-RPC response.
     pub body: Vec<u8>,

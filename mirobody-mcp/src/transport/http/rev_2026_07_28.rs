@@ -65,7 +65,7 @@ pub(crate) fn is_modern(version: Option<&str>, request: &Request) -> bool {
     match version {
         Some(v) if protocol::SUPPORTED_VERSIONS.contains(&v) => false,
         Some(v) if crate::protocol::versions::MODERN_VERSIONS.contains(&v) => true,
-        _ => request.method == "server/discover" || RequestMeta::present(request.params.as_deref()),
+        _ => crate::protocol::rev_2026_07_28::is_modern_request(request),
     }
 }
 
