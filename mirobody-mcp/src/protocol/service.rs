@@ -199,8 +199,12 @@ impl McpServiceBuilder {
         self
     }
 
-    /// Gives tools these backends.
-    pub fn backends(mut self, backends: Backends) -> Self {
+    /// Gives tools these backends. Values given with [`extension`](Self::extension) before
+    /// stay, unless `backends` carries one of the same type.
+    pub fn backends(mut self, mut backends: Backends) -> Self {
+        let mut extensions = std::mem::take(&mut self.inner.backends.extensions);
+        extensions.extend(std::mem::take(&mut backends.extensions));
+        backends.extensions = extensions;
         self.inner.backends = backends;
         self
     }
@@ -637,4 +641,26 @@ pub(crate) fn decode_cursor(cursor: &str) -> Option<String> {
     let bytes: Option<Vec<u8>> =
         (0..cursor.len()).step_by(2).map(|i| u8::from_str_radix(cursor.get(i..i + 2)?, 16).ok()).collect();
     String::from_utf8(bytes?).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn extensions_given_before_the_backends_stay_unless_the_backends_carry_their_own() {
+        let registry = || Arc::new(Registry::builder().build().unwrap());
+        let read = |service: &McpService| service.inner().backends.context(None).extension::<u32>().copied();
+
+        let kept = McpService::builder(registry()).extension(7_u32).backends(Backends::default()).build();
+        assert_eq!(read(&kept), Some(7), "a later backends() does not drop the application's state");
+
+        let mut backends = Backends::default();
+        backends.extensions.insert(9_u32);
+        let replaced = McpService::builder(registry()).extension(7_u32).backends(backends).build();
+        assert_eq!(read(&replaced), Some(9), "the later value of a type wins");
+
+        let after = McpService::builder(registry()).backends(Backends::default()).extension(5_u32).build();
+        assert_eq!(read(&after), Some(5));
+    }
 }
