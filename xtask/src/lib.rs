@@ -41,7 +41,7 @@ mod resolve;
 pub use crate::import_graph::{Imports, imports, mutual_imports};
 
 use std::collections::{BTreeSet, HashMap};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use quote::quote;
 use syn::{Fields, ImplItem, Item, TraitItem, Type, Visibility};
@@ -49,6 +49,12 @@ use syn::{Fields, ImplItem, Item, TraitItem, Type, Visibility};
 use crate::modules::{ModuleTree, cfg_attrs, is_macro_export, is_non_exhaustive, is_skipped};
 use crate::render::tokens;
 use crate::resolve::{Resolver, Target, item_attrs, item_name, use_leaves};
+
+/// The workspace's root folder (this crate's parent), for the repository tests.
+pub fn workspace_root() -> PathBuf {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    root.canonicalize().unwrap_or(root)
+}
 
 /// The public API of the library crate `crate_name` (a package name such as `mirobody-core`)
 /// whose package directory is `crate_dir`, as sorted, deduplicated lines.

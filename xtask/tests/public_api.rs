@@ -13,10 +13,6 @@ const CRATES: &[&str] = &["mirobody-core", "mirobody-schema", "mirobody-auth", "
 
 const UPDATE_COMMAND: &str = "UPDATE_PUBLIC_API=1 cargo test -p xtask --test public_api";
 
-fn workspace_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
-}
-
 fn listing_path(crate_name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("public-api").join(format!("{crate_name}.txt"))
 }
@@ -35,7 +31,7 @@ fn diff(expected: &[&str], actual: &[&str]) -> String {
 #[test]
 fn public_api_matches_listing() {
     let update = std::env::var_os("UPDATE_PUBLIC_API").is_some_and(|v| !v.is_empty() && v != "0");
-    let root = workspace_root();
+    let root = xtask::workspace_root();
     let mut failures = Vec::new();
     for &crate_name in CRATES {
         let lines = match xtask::public_api(crate_name, &root.join(crate_name)) {

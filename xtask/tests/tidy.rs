@@ -48,11 +48,6 @@ fn parent_and_child(a: &str, b: &str) -> bool {
     parent_of(a) == b || parent_of(b) == a
 }
 
-fn workspace_root() -> PathBuf {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    root.canonicalize().unwrap_or(root)
-}
-
 /// The member directories listed in the root Cargo.toml's `[workspace] members`
 /// (a trailing `/*` stands for every subdirectory with a Cargo.toml).
 fn members(root: &Path) -> Vec<PathBuf> {
@@ -149,7 +144,7 @@ fn module_name(file: &Path) -> Option<String> {
 
 #[test]
 fn tidy() {
-    let root = workspace_root();
+    let root = xtask::workspace_root();
     let architecture = std::fs::read_to_string(root.join("ARCHITECTURE.md")).expect("read ARCHITECTURE.md");
     let named = architecture_words(&architecture);
     let mut failures = Vec::new();
@@ -206,7 +201,7 @@ fn describe_pair(imports: &xtask::Imports, a: &str, b: &str) -> String {
 
 #[test]
 fn no_two_modules_import_each_other() {
-    let root = workspace_root();
+    let root = xtask::workspace_root();
     let mut failures = Vec::new();
     for &crate_name in LIBRARY_CRATES {
         let imports = match xtask::imports(crate_name, &root.join(crate_name)) {
