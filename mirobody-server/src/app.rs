@@ -60,6 +60,8 @@ pub struct Server {
     pub endpoint: McpEndpoint,
     /// The handles tools get.
     pub tool_backends: Backends,
+    /// The signed links to the upload page.
+    pub upload_links: mirobody_tools::uploads::UploadLinks,
 }
 
 /// The built-in and self-registered tools.
@@ -133,10 +135,15 @@ pub async fn build(config: &Config) -> Result<Server, AppError> {
             tracing::warn!(tools = ?unknown, "per-agent tool lists name tools that do not exist");
         }
     }
+    let upload_links = opened.upload_links(
+        format!("{}{}/upload", config.base_url(), config.uri_prefix),
+        std::time::Duration::from_secs(config.uploads.link_ttl_secs),
+    );
     let mut tool_backends = Backends::default();
     tool_backends.cache = Some(opened.cache());
     tool_backends.storage = opened.storage();
     tool_backends.extensions.insert(opened.db());
+    tool_backends.extensions.insert(upload_links.clone());
     tool_backends.memory = opened.memory();
     let mut builder = McpService::builder(Arc::clone(&registry))
         .resources(ResourceRegistry::from_registered(Vec::new(), Vec::new())?)
@@ -172,13 +179,25 @@ pub async fn build(config: &Config) -> Result<Server, AppError> {
         .route("/healthz", get(|| async { "ok" }))
         .route(&files_path, get(serve_signed_file).with_state(Arc::clone(&opened)))
         .merge(mirobody_auth::protected_resource_metadata(&auth))
-        .merge(mirobody_auth::personal_router(&auth));
+        .merge(mirobody_auth::personal_router(&auth))
+        .merge(crate::routes::router(
+            Arc::clone(&opened),
+            auth.clone(),
+            crate::routes::RouteSettings {
+                prefix: config.uri_prefix.clone(),
+                limits: config.uploads.limits(),
+                links: upload_links.clone(),
+                max_import_bytes: config.uploads.max_import_bytes,
+                max_concurrent: config.uploads.max_concurrent,
+                body_deadline: std::time::Duration::from_secs(config.request_body_timeout_secs),
+            },
+        ));
     // The layer goes around every route: it rewrites `/mcp/<secret>` to `/mcp` before routing,
     // and nothing inside it ever sees the secret. The MCP endpoint takes a request with no
     // caller as anonymous, so anonymous requests reach it unmarked.
     let mcp_path = config.mcp_path();
     let app = auth.wrap(mcp.mount(&mcp_path, rest)).unmarked_anonymous_at(&mcp_path);
-    Ok(Server { app, service, backends: opened, auth, endpoint, tool_backends })
+    Ok(Server { app, service, backends: opened, auth, endpoint, tool_backends, upload_links })
 }
 
 // Serves a stored file through a signed, expiring URL (the local store's stand-in for a

@@ -42,6 +42,24 @@ pub enum Command {
     /// Load a demo user (care circle, observations, files, memories) into the database and
     /// print a token and a personal MCP URL to try every tool with.
     Demo,
+    /// Import a person's health data from a file, as `POST /fhir` does; prints what was
+    /// stored, and exits 1 when anything was refused.
+    Import {
+        /// fhir (a Bundle or one resource, JSON) or csv (a wearable's export with columns
+        /// time, indicator, value and unit).
+        format: ImportFormat,
+        /// The file.
+        file: PathBuf,
+        /// Whose data it is.
+        #[arg(long)]
+        user: String,
+    },
+    /// Manage a person's care circle: who reads their health data.
+    Circle {
+        /// What to do.
+        #[command(subcommand)]
+        action: CircleCommand,
+    },
     /// Mint an access token for a user, signed with the configured HS256 key (the embedded
     /// default generates one). For trying the server; production tokens come from your
     /// authorization server.
@@ -72,6 +90,145 @@ pub enum Command {
         #[arg(long, value_name = "SECS", value_parser = clap::value_parser!(u64).range(60..=31_536_000))]
         expires_in: Option<u64>,
     },
+}
+
+/// The format of an import file.
+#[derive(Clone, Copy, Debug, clap::ValueEnum)]
+pub enum ImportFormat {
+    /// FHIR R4 JSON: a Bundle (batch, transaction, collection, searchset) or one resource.
+    Fhir,
+    /// CSV with a header row naming time, indicator, value and (optionally) unit.
+    Csv,
+}
+
+/// A `circle` subcommand; the operator acts for `--user`.
+#[derive(Debug, Subcommand)]
+pub enum CircleCommand {
+    /// Both ways, with the invitations waiting, as JSON.
+    List {
+        /// The person.
+        #[arg(long)]
+        user: String,
+    },
+    /// Invite someone (a user id or an email) to read the person's health data.
+    Invite {
+        /// The person who shares.
+        #[arg(long)]
+        user: String,
+        /// Who may read it once they accept.
+        invitee: String,
+        /// The name the invitee will know the person by.
+        #[arg(long)]
+        nickname: Option<String>,
+    },
+    /// Accept an invitation addressed to the person.
+    Accept {
+        /// The person invited.
+        #[arg(long)]
+        user: String,
+        /// The invitation's id (see `circle list`).
+        id: i64,
+        /// The name to know the one who shares by.
+        #[arg(long)]
+        nickname: Option<String>,
+    },
+    /// Withdraw or decline an invitation.
+    Decline {
+        /// The person (who made it or to whom it was made).
+        #[arg(long)]
+        user: String,
+        /// The invitation's id.
+        id: i64,
+    },
+    /// End the sharing between the person and another, whichever way it goes.
+    Revoke {
+        /// The person.
+        #[arg(long)]
+        user: String,
+        /// The other person.
+        other: String,
+    },
+}
+
+/// Runs `import`, writing what happened to `out`; the process exit code (1 when anything was
+/// refused, 2 when the file cannot be read).
+pub async fn run_import(
+    sql: &mirobody_tools::backends::SqlStore,
+    format: ImportFormat,
+    file: &std::path::Path,
+    user: &str,
+    out: &mut impl std::io::Write,
+) -> std::io::Result<i32> {
+    let text = match std::fs::read_to_string(file) {
+        Ok(text) => text,
+        Err(e) => {
+            writeln!(out, "cannot read {}: {e}", file.display())?;
+            return Ok(2);
+        }
+    };
+    let response = match format {
+        ImportFormat::Csv => mirobody_tools::import::import_csv(sql, user, &text).await,
+        ImportFormat::Fhir => match serde_json::from_str(&text) {
+            Ok(body) => mirobody_tools::import::import_fhir(sql, user, &body).await,
+            Err(e) => {
+                writeln!(out, "{} is not JSON: {e}", file.display())?;
+                return Ok(2);
+            }
+        },
+    };
+    let summary = &response.summary;
+    writeln!(
+        out,
+        "{} stored, {} already there, {} skipped (types not imported), {} refused",
+        summary.created,
+        summary.unchanged,
+        summary.skipped,
+        summary.invalid.len()
+    )?;
+    for reason in &summary.invalid {
+        writeln!(out, "  {reason}")?;
+    }
+    Ok(i32::from(!summary.invalid.is_empty() || response.status >= 400))
+}
+
+/// Runs a `circle` subcommand, writing the outcome to `out`; the process exit code (1 when
+/// there was nothing to act on, 2 when the store refused).
+pub async fn run_circle(
+    sql: &mirobody_tools::backends::SqlStore,
+    action: CircleCommand,
+    out: &mut impl std::io::Write,
+) -> std::io::Result<i32> {
+    let result = match action {
+        CircleCommand::List { user } => sql.circle(&user).await.map(|c| (pretty(&serde_json::json!(c)), true)),
+        CircleCommand::Invite { user, invitee, nickname } => sql
+            .invite_to_circle(&user, &invitee, nickname.as_deref())
+            .await
+            .map(|id| (format!("invitation {id}"), true)),
+        CircleCommand::Accept { user, id, nickname } => {
+            sql.accept_invite(&user, id, nickname.as_deref()).await.map(|owner| match owner {
+                Some(owner) => (format!("{user} now reads {owner}'s health data"), true),
+                None => (format!("no invitation {id} is waiting for {user}"), false),
+            })
+        }
+        CircleCommand::Decline { user, id } => sql.drop_invite(&user, id).await.map(|dropped| match dropped {
+            true => (format!("invitation {id} dropped"), true),
+            false => (format!("no invitation {id} of {user}'s"), false),
+        }),
+        CircleCommand::Revoke { user, other } => sql.leave_circle(&user, &other).await.map(|revoked| match revoked {
+            true => (format!("{user} and {other} no longer share"), true),
+            false => (format!("{user} and {other} did not share"), false),
+        }),
+    };
+    match result {
+        Ok((message, done)) => {
+            writeln!(out, "{message}")?;
+            Ok(i32::from(!done))
+        }
+        Err(e) => {
+            writeln!(out, "{e}")?;
+            Ok(2)
+        }
+    }
 }
 
 /// What to do with a personal MCP URL.
@@ -220,14 +377,21 @@ fn pretty(value: &serde_json::Value) -> String {
     serde_json::to_string_pretty(value).unwrap_or_default()
 }
 
-/// What `mirobody-server demo` prints: the demo data, a token and a personal URL, and the
-/// commands that call each tool with them.
-pub fn demo_instructions(
-    info: &mirobody_tools::demo::DemoInfo,
-    token: &str,
-    personal_url: &str,
-    mcp_url: &str,
-) -> String {
+/// The URLs `mirobody-server demo` prints.
+#[derive(Clone, Copy, Debug)]
+pub struct DemoUrls<'a> {
+    /// The demo user's personal MCP URL.
+    pub personal: &'a str,
+    /// The MCP endpoint.
+    pub mcp: &'a str,
+    /// A link to the upload page, as the `upload_link` tool makes.
+    pub upload: &'a str,
+}
+
+/// What `mirobody-server demo` prints: the demo data, a token, a personal URL and an upload
+/// link, and the commands that call each tool with them.
+pub fn demo_instructions(info: &mirobody_tools::demo::DemoInfo, token: &str, urls: &DemoUrls<'_>) -> String {
+    let (personal_url, mcp_url) = (urls.personal, urls.mcp);
     let mut out = String::new();
     let state = if info.already_loaded { "already loaded" } else { "loaded" };
     out.push_str(&format!("Demo user '{}' {state}:\n", info.user_id));
@@ -245,6 +409,10 @@ pub fn demo_instructions(
     out.push_str(&format!(
         "Personal MCP URL (no header needed; shown once, stored only as a hash):\n  {personal_url}\n\n"
     ));
+    out.push_str(&format!(
+        "Upload page for the demo user (works for a short while; start the server first):\n  {}\n\n",
+        urls.upload
+    ));
     out.push_str("Try it (start the server first: cargo run --release -p mirobody-server):\n");
     out.push_str(&format!("  export TOKEN={token} SID=\n"));
     out.push_str(&format!(
@@ -256,6 +424,8 @@ pub fn demo_instructions(
         ("whoami", "{}"),
         ("family_health", "{\"count\":5}"),
         ("family_health", "{\"member\":\"Mom\",\"count\":3}"),
+        ("get_user_health_profile", "{}"),
+        ("fetch_health_data", "{\"indicators\":[\"BP\"],\"member\":\"Mom\"}"),
         ("list_files", "{}"),
         ("recall_memory", "{\"query\":\"sleep\"}"),
         ("remember", "{\"text\":\"Prefers morning walks\",\"kind\":\"preference\"}"),

@@ -99,6 +99,8 @@ pub struct Config {
     pub list_ttl_secs: u64,
     /// The most `subscriptions/listen` streams open at once.
     pub max_subscriptions: usize,
+    /// A person's uploads and imports: sizes, quotas, upload links.
+    pub uploads: UploadSettings,
     /// Who callers are: JWT keys, issuer and audience, personal-secret scopes, per-agent tool
     /// lists (also as flat `ALLOWED_TOOLS_<AGENT>` / `DISALLOWED_TOOLS_<AGENT>` keys).
     pub auth: AuthConfig,
@@ -147,9 +149,54 @@ impl Default for Config {
             request_state_ttl_secs: 600,
             list_ttl_secs: 60,
             max_subscriptions: http.max_subscriptions,
+            uploads: UploadSettings::default(),
             auth: AuthConfig::default(),
             backends: BackendConfig::default(),
         }
+    }
+}
+
+/// The `uploads` settings: what `POST /files`, the upload page and `POST /fhir` accept.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+#[non_exhaustive]
+pub struct UploadSettings {
+    /// The largest file, in bytes.
+    pub max_file_bytes: u64,
+    /// The most files one person keeps.
+    pub max_files_per_user: u64,
+    /// The most bytes one person keeps, all files together.
+    pub max_bytes_per_user: u64,
+    /// The largest FHIR or CSV import body, in bytes.
+    pub max_import_bytes: u64,
+    /// Uploads and imports being received at once, server-wide; more wait in line.
+    pub max_concurrent: usize,
+    /// Seconds an upload link (the `upload_link` tool) works.
+    pub link_ttl_secs: u64,
+}
+
+impl Default for UploadSettings {
+    fn default() -> Self {
+        let limits = mirobody_tools::uploads::UploadLimits::default();
+        UploadSettings {
+            max_file_bytes: limits.max_file_bytes,
+            max_files_per_user: limits.max_files_per_user,
+            max_bytes_per_user: limits.max_bytes_per_user,
+            max_import_bytes: 32 << 20,
+            max_concurrent: 8,
+            link_ttl_secs: 900,
+        }
+    }
+}
+
+impl UploadSettings {
+    /// The limits [`mirobody_tools::uploads::store_upload`] applies.
+    pub fn limits(&self) -> mirobody_tools::uploads::UploadLimits {
+        let mut limits = mirobody_tools::uploads::UploadLimits::default();
+        limits.max_file_bytes = self.max_file_bytes;
+        limits.max_files_per_user = self.max_files_per_user;
+        limits.max_bytes_per_user = self.max_bytes_per_user;
+        limits
     }
 }
 
@@ -258,6 +305,10 @@ impl Config {
             return Err("max_sessions must be at least 1".into());
         }
         for (key, value) in [
+            ("uploads.max_file_bytes", self.uploads.max_file_bytes),
+            ("uploads.max_import_bytes", self.uploads.max_import_bytes),
+            ("uploads.max_concurrent", self.uploads.max_concurrent as u64),
+            ("uploads.link_ttl_secs", self.uploads.link_ttl_secs),
             ("write_timeout_secs", self.write_timeout_secs),
             ("request_body_timeout_secs", self.request_body_timeout_secs),
             ("max_connections", self.max_connections as u64),

@@ -1,4 +1,5 @@
-//! The `mirobody-server` binary: `serve` (default), `stdio`, `tools`.
+//! The `mirobody-server` binary: `serve` (default), `stdio`, `tools`, and the operator's
+//! commands (`token`, `secret`, `demo`, `import`, `circle`).
 
 use std::process::ExitCode;
 
@@ -126,13 +127,27 @@ async fn run(command: Command, config: Config) -> Result<u8, Box<dyn std::error:
             server.backends.close().await;
             Ok(0)
         }
+        Command::Import { format, file, user } => {
+            let server = app::build(&config).await?;
+            let code = cli::run_import(server.backends.sql(), format, &file, &user, &mut std::io::stdout()).await?;
+            server.backends.close().await;
+            Ok(u8::try_from(code).unwrap_or(1))
+        }
+        Command::Circle { action } => {
+            let server = app::build(&config).await?;
+            let code = cli::run_circle(server.backends.sql(), action, &mut std::io::stdout()).await?;
+            server.backends.close().await;
+            Ok(u8::try_from(code).unwrap_or(1))
+        }
         Command::Demo => {
             let server = app::build(&config).await?;
             let info = mirobody_tools::demo::load_demo(&server.backends).await?;
             let token = cli::mint_token(&config.auth, &server.endpoint, &info.user_id, 24 * 3600, &[])?;
             let store = server.backends.secrets();
             let url = mirobody_auth::rotate_secret(store.as_ref(), &server.endpoint, &info.user_id, None, None).await?;
-            print!("{}", cli::demo_instructions(&info, &token, url.expose(), &server.endpoint.mcp_url()));
+            let upload = server.upload_links.link(&info.user_id).map(|(url, _)| url).unwrap_or_default();
+            let urls = cli::DemoUrls { personal: url.expose(), mcp: &server.endpoint.mcp_url(), upload: &upload };
+            print!("{}", cli::demo_instructions(&info, &token, &urls));
             server.backends.close().await;
             Ok(0)
         }

@@ -3,7 +3,6 @@
 //!
 //! [`load_demo`] is idempotent: run again, it finds the data and adds nothing.
 
-use crate::health::FileRecord;
 use mirobody_core::backend::NewMemory;
 use serde::Serialize;
 use serde_json::{Value, json};
@@ -47,8 +46,10 @@ fn blood_pressure(systolic: f64, diastolic: f64, at_ms: i64) -> Value {
         "status": "final",
         "code": {"coding": [{"system": "http://loinc.org", "code": "85354-9", "display": "Blood pressure"}], "text": "Blood pressure"},
         "component": [
-            {"code": {"text": "Systolic"}, "valueQuantity": {"value": systolic, "unit": "mmHg"}},
-            {"code": {"text": "Diastolic"}, "valueQuantity": {"value": diastolic, "unit": "mmHg"}},
+            {"code": {"coding": [{"system": "http://loinc.org", "code": "8480-6", "display": "Systolic blood pressure"}]},
+             "valueQuantity": {"value": systolic, "unit": "mmHg"}},
+            {"code": {"coding": [{"system": "http://loinc.org", "code": "8462-4", "display": "Diastolic blood pressure"}]},
+             "valueQuantity": {"value": diastolic, "unit": "mmHg"}},
         ],
         "effectiveDateTime": rfc3339(at_ms),
     })
@@ -63,20 +64,26 @@ HDL: 58 mg/dL (good > 40)\n\
 Triglycerides: 98 mg/dL (normal < 150)\n\
 Comment: results within reference ranges; recheck in 12 months.\n";
 
-// A one-page PDF whose text the demo "extracted" into the `.trans` sidecar.
-const PDF: &str = "%PDF-1.4\n1 0 obj<</Type/Catalog/Pages 2 0 R>>endobj\n\
-2 0 obj<</Type/Pages/Kids[3 0 R]/Count 1>>endobj\n\
-3 0 obj<</Type/Page/Parent 2 0 R/MediaBox[0 0 300 144]/Contents 4 0 R/Resources<</Font<</F1 5 0 R>>>>>>endobj\n\
-4 0 obj<</Length 59>>stream\nBT /F1 14 Tf 20 100 Td (Complete blood count: normal) Tj ET\nendstream endobj\n\
-5 0 obj<</Type/Font/Subtype/Type1/BaseFont/Helvetica>>endobj\ntrailer<</Root 1 0 R>>\n%%EOF\n";
+/// A one-page lab report, made as `assets/README.md` says; the demo uploads it as a person
+/// would, and its text is read from it.
+const LAB_PDF: &[u8] = include_bytes!("../assets/lab-report.pdf");
 
-const PDF_TEXT: &str = "Complete blood count, 2026-01-15\n\
-Hemoglobin: 14.1 g/dL (13.5-17.5)\nWhite cells: 6.2 x10^9/L (4.5-11.0)\nPlatelets: 250 x10^9/L (150-450)\n\
-Summary: complete blood count normal.\n";
+// What the demo user's clinic export holds beside the measurements.
+fn clinic_records() -> Vec<Value> {
+    vec![
+        json!({"resourceType": "Condition", "id": "demo-asthma", "code": {"text": "Mild asthma"},
+            "clinicalStatus": {"coding": [{"code": "active"}]}, "onsetDateTime": "2015-04-01"}),
+        json!({"resourceType": "MedicationStatement", "id": "demo-salbutamol", "status": "active",
+            "medicationCodeableConcept": {"text": "Salbutamol inhaler, as needed"}}),
+        json!({"resourceType": "AllergyIntolerance", "id": "demo-penicillin", "code": {"text": "Penicillin"},
+            "clinicalStatus": {"coding": [{"code": "active"}]}}),
+    ]
+}
 
 /// Loads the demo user `demo`, their care circle (Mom and Dad share with them, Sam does not),
-/// two weeks of observations, three files (text, a PDF with extracted text, a PNG chart) and a
-/// few memories. Needs object storage for the files (they are skipped without it).
+/// two weeks of observations (the demo user's arrive as a FHIR transaction, as a clinic's
+/// export would), three uploaded files (text, a PDF whose text is read from it, a PNG chart)
+/// and a few memories. Needs object storage for the files (they are skipped without it).
 pub async fn load_demo(backends: &OpenedBackends) -> Result<DemoInfo, mirobody_core::BackendError> {
     let sql = backends.sql();
     let members = vec![
@@ -84,14 +91,13 @@ pub async fn load_demo(backends: &OpenedBackends) -> Result<DemoInfo, mirobody_c
         ("demo-dad".to_owned(), "Dad".to_owned(), true),
         ("demo-sam".to_owned(), "Sam".to_owned(), false),
     ];
-    let file_keys = vec!["demo-lab-results".to_owned(), "demo-blood-count".to_owned(), "demo-steps-chart".to_owned()];
-    let db = backends.db();
-    if db.file(DEMO_USER, &file_keys[0]).await?.is_some() || !sql.memory_ids(DEMO_USER).await?.is_empty() {
+    if !sql.memory_ids(DEMO_USER).await?.is_empty() {
+        let files = backends.db().files(DEMO_USER).await?.into_iter().map(|f| f.file_key).collect();
         return Ok(DemoInfo {
             user_id: DEMO_USER.into(),
             members,
             observations: 0,
-            files: file_keys,
+            files,
             memories: 0,
             already_loaded: true,
         });
@@ -126,7 +132,14 @@ pub async fn load_demo(backends: &OpenedBackends) -> Result<DemoInfo, mirobody_c
             mine.push(quantity("29463-7", "Body weight", 72.4 - day as f64 * 0.1, "kg", at));
         }
     }
-    observations += sql.add_observations(DEMO_USER, &mine).await?.len();
+    // Through the import a person's application uses (`POST /fhir`).
+    let export: Vec<Value> = mine.into_iter().chain(clinic_records()).map(|r| json!({"resource": r})).collect();
+    let export = json!({"resourceType": "Bundle", "type": "transaction", "entry": export});
+    let imported = crate::import::import_fhir(sql, DEMO_USER, &export).await;
+    if imported.status >= 400 {
+        return Err(mirobody_core::BackendError::new(format!("the demo's FHIR import failed: {}", imported.body)));
+    }
+    observations += imported.summary.created.saturating_sub(clinic_records().len());
     let mom: Vec<Value> = (0..7i64)
         .map(|d| blood_pressure(128.0 + (d % 3) as f64 * 4.0, 82.0 + (d % 2) as f64 * 3.0, now - d * DAY_MS))
         .chain((0..7i64).map(|d| quantity("2339-0", "Glucose", 96.0 + (d * 5 % 13) as f64, "mg/dL", now - d * DAY_MS)))
@@ -140,7 +153,7 @@ pub async fn load_demo(backends: &OpenedBackends) -> Result<DemoInfo, mirobody_c
     observations += sql.add_observations("demo-sam", &sam).await?.len();
 
     let mut files = Vec::new();
-    if let Some(storage) = backends.storage() {
+    if backends.storage().is_some() {
         let chart = json!({
             "xAxis": {"type": "category", "data": (0..14).rev().map(|d| format!("-{d}d")).collect::<Vec<_>>()},
             "yAxis": {"type": "value"},
@@ -149,32 +162,18 @@ pub async fn load_demo(backends: &OpenedBackends) -> Result<DemoInfo, mirobody_c
         let png = crate::chart::svg(&chart, Some("Steps, last 14 days"))
             .and_then(|svg| crate::chart::png(&svg))
             .unwrap_or_default();
-        let uploads = [
-            (file_keys[0].as_str(), "lab-results.txt", "text/plain", LAB_TEXT.as_bytes().to_vec(), None),
-            (file_keys[1].as_str(), "blood-count.pdf", "application/pdf", PDF.as_bytes().to_vec(), Some(PDF_TEXT)),
-            (file_keys[2].as_str(), "steps.png", "image/png", png, None),
+        let uploads: [(&str, &str, Vec<u8>); 3] = [
+            ("lab-results.txt", "text/plain", LAB_TEXT.as_bytes().to_vec()),
+            ("blood-count.pdf", "application/pdf", LAB_PDF.to_vec()),
+            ("steps.png", "image/png", png),
         ];
-        for (i, (key, name, mime, bytes, text)) in uploads.into_iter().enumerate() {
-            let size = bytes.len() as u64;
-            storage.put(key, bytes, mime).await?;
-            let text_key = match text {
-                Some(text) => {
-                    let text_key = format!("{key}.trans");
-                    storage.put(&text_key, text.as_bytes().to_vec(), "text/plain").await?;
-                    Some(text_key)
-                }
-                None => None,
-            };
-            let record = FileRecord {
-                file_key: key.to_owned(),
-                filename: name.to_owned(),
-                mime_type: mime.to_owned(),
-                size,
-                uploaded_at: rfc3339(now - (i as i64 + 1) * DAY_MS),
-                text_key,
-            };
-            sql.add_file(DEMO_USER, &record).await?;
-            files.push(key.to_owned());
+        // Through the path `POST /files` takes: checked, stored, its text read.
+        let limits = crate::uploads::UploadLimits::default();
+        for (name, mime, bytes) in uploads {
+            let uploaded = crate::uploads::store_upload(backends, &limits, DEMO_USER, name, Some(mime), bytes)
+                .await
+                .map_err(|e| mirobody_core::BackendError::new(format!("the demo's upload of {name} failed: {e}")))?;
+            files.push(uploaded.file_key);
         }
     }
 

@@ -37,6 +37,36 @@ pub struct CircleMember {
     pub email: Option<String>,
 }
 
+/// An offer to share one's health data, waiting for the invitee to accept it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct CircleInvite {
+    /// Its id, to accept, decline or cancel it by.
+    pub id: i64,
+    /// Who offers to share their data.
+    pub owner: String,
+    /// Who is invited: a user id, or an email address.
+    pub invitee: String,
+    /// The name the invitee will know the owner by, unless they choose another.
+    pub nickname: Option<String>,
+    /// When it was made, RFC 3339.
+    pub created_at: String,
+}
+
+/// A person's care circle, both ways, with the invitations not yet answered.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct CircleOverview {
+    /// Who shares their health data with this person.
+    pub shared_with_me: Vec<CircleMember>,
+    /// Whom this person shares their health data with.
+    pub my_readers: Vec<CircleMember>,
+    /// Invitations this person made that wait for an answer.
+    pub invites_sent: Vec<CircleInvite>,
+    /// Invitations to this person that wait for their answer.
+    pub invites_received: Vec<CircleInvite>,
+}
+
 /// A page of FHIR Observations, newest first.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct ObservationPage {
@@ -63,6 +93,69 @@ pub struct FileRecord {
     pub text_key: Option<String>,
 }
 
+/// An indicator a person has data for: one per code and unit, so that values in different
+/// units are never counted together.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct IndicatorSummary {
+    /// The indicator's code (LOINC where the source gave one).
+    pub code: String,
+    /// Its name, as the person's data calls it.
+    pub display: String,
+    /// The unit of these values, if they have one.
+    pub unit: Option<String>,
+    /// How many values there are.
+    pub count: u64,
+    /// The time of the first value, RFC 3339.
+    pub first: String,
+    /// The time of the last value, RFC 3339.
+    pub last: String,
+}
+
+/// One value of an indicator.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct SeriesPoint {
+    /// The indicator's code.
+    pub code: String,
+    /// Its name.
+    pub display: String,
+    /// When it was measured, RFC 3339.
+    pub time: String,
+    /// The value, when it is a number.
+    pub value: Option<f64>,
+    /// The value, when it is text (a coded or free-text result).
+    pub value_text: Option<String>,
+    /// The unit of `value`.
+    pub unit: Option<String>,
+    /// The uploaded file it was read from, if any.
+    pub file_key: Option<String>,
+}
+
+/// A condition, medication or allergy on record.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct HealthRecord {
+    /// `condition`, `medication` or `allergy`.
+    pub kind: String,
+    /// What it is.
+    pub display: String,
+    /// Its status at the source (`active`, `resolved`, ...).
+    pub status: Option<String>,
+    /// When it started or was recorded, RFC 3339.
+    pub time: Option<String>,
+}
+
+/// The part of a series [`HealthStore::series`] returns.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct Series {
+    /// The values, oldest first: the newest `limit` in the range.
+    pub points: Vec<SeriesPoint>,
+    /// Whether older values in the range were left out.
+    pub truncated: bool,
+}
+
 /// The health application's store: the care circle, observations, the file index and
 /// conversations. Implemented over SQLite or PostgreSQL in [`crate::backends`]; every method
 /// takes the owner's (or reader's) id and is scoped to it.
@@ -78,6 +171,24 @@ pub trait HealthStore: Send + Sync {
     /// health data (they are not the same user and `subject` does not share with `reader`), so
     /// a share revoked between a check and the read is still honoured.
     async fn observations(&self, reader: &str, subject: &str, limit: u32) -> BackendResult<Option<ObservationPage>>;
+    /// The indicators `subject` has values of, read on behalf of `reader`; `None` when `reader`
+    /// may not read `subject`'s health data (as for [`observations`](Self::observations)).
+    async fn indicators(&self, reader: &str, subject: &str) -> BackendResult<Option<Vec<IndicatorSummary>>>;
+    /// The values of `code` from `start_ms` (inclusive) to `end_ms` (exclusive), the newest
+    /// `limit` of them, oldest first; `None` when `reader` may not read `subject`'s data.
+    async fn series(
+        &self,
+        reader: &str,
+        subject: &str,
+        code: &str,
+        start_ms: i64,
+        end_ms: i64,
+        limit: u32,
+    ) -> BackendResult<Option<Series>>;
+    /// The newest value of each indicator of `subject`; `None` when `reader` may not read it.
+    async fn latest_values(&self, reader: &str, subject: &str) -> BackendResult<Option<Vec<SeriesPoint>>>;
+    /// `subject`'s conditions, medications and allergies; `None` when `reader` may not read them.
+    async fn health_records(&self, reader: &str, subject: &str) -> BackendResult<Option<Vec<HealthRecord>>>;
     /// The files `owner` uploaded, newest first.
     async fn files(&self, owner: &str) -> BackendResult<Vec<FileRecord>>;
     /// One of `owner`'s files; `None` when it does not exist or belongs to someone else.

@@ -140,3 +140,58 @@ pub(crate) fn raw_post(port: u16, path: &str, headers: &[(&str, &str)], body: &s
     let (head, body) = reply.split_once("\r\n\r\n").unwrap_or((&reply, ""));
     (head.to_owned(), body.to_owned())
 }
+
+/// A raw HTTP/1.1 request with any method, headers and bytes; the status, the head and the
+/// body.
+pub(crate) fn request(
+    port: u16,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &[u8],
+) -> (u16, String, Vec<u8>) {
+    let mut stream = TcpStream::connect(("127.0.0.1", port)).expect("connect");
+    stream.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    let mut head = format!("{method} {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n");
+    for (name, value) in headers {
+        head.push_str(&format!("{name}: {value}\r\n"));
+    }
+    head.push_str(&format!("Content-Length: {}\r\n\r\n", body.len()));
+    stream.write_all(head.as_bytes()).unwrap();
+    stream.write_all(body).unwrap();
+    let mut reply = Vec::new();
+    stream.read_to_end(&mut reply).unwrap();
+    let split = reply.windows(4).position(|w| w == b"\r\n\r\n").map_or(reply.len(), |i| i + 4);
+    let head = String::from_utf8_lossy(&reply[..split]).into_owned();
+    let status = head.split_whitespace().nth(1).and_then(|s| s.parse().ok()).unwrap_or(0);
+    let mut body = reply[split..].to_vec();
+    if head.to_ascii_lowercase().contains("transfer-encoding: chunked") {
+        body = unchunk(&body);
+    }
+    (status, head, body)
+}
+
+// The payload of a chunked body.
+fn unchunk(mut body: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    while let Some(line_end) = body.windows(2).position(|w| w == b"\r\n") {
+        let size = usize::from_str_radix(String::from_utf8_lossy(&body[..line_end]).trim(), 16).unwrap_or(0);
+        if size == 0 {
+            break;
+        }
+        let start = line_end + 2;
+        out.extend_from_slice(&body[start..start + size]);
+        body = &body[start + size + 2..];
+    }
+    out
+}
+
+/// A `tools/call`'s structured result, or its error text as `{"error": text}`.
+pub(crate) fn tool(port: u16, token: &str, session: &str, tool: &str, arguments: Value) -> Value {
+    let reply = call(port, token, session, 9, tool, arguments).expect("a reply");
+    let result = &reply["result"];
+    if result["isError"] == true {
+        return json!({"error": result["content"][0]["text"]});
+    }
+    result["structuredContent"].clone()
+}

@@ -40,7 +40,7 @@ pub use cache::{MemoryCache, RedisCache};
 pub use cipher::FileCipher;
 pub use private::write_private_atomically;
 pub use signing::{SignedUrlError, UrlSigner};
-pub use sql::{Dialect, SqlStore};
+pub use sql::{Dialect, MAX_INVITEE_CHARS, SqlStore};
 pub use storage::{ObjectStorage, valid_key};
 
 /// Where uploaded files live.
@@ -325,6 +325,18 @@ impl OpenedBackends {
     /// `X-Content-Type-Options: nosniff`: uploads are not trusted to run in the server's origin.
     pub fn verify_signed_url(&self, path: &str, query: &str) -> Result<String, SignedUrlError> {
         self.signer.verify(path, query)
+    }
+
+    /// Signed links to the upload page at `base` (for example
+    /// `https://mirobody.example/upload`), each valid for `lifetime`, signed with a key derived
+    /// from the URL-signing key: instances that share `signing_key` accept each other's links.
+    pub fn upload_links(&self, base: impl Into<String>, lifetime: std::time::Duration) -> crate::uploads::UploadLinks {
+        use hmac::{KeyInit, Mac};
+        // A key of its own, so that no upload-link signature is ever a valid file-URL one.
+        let mut mac = hmac::Hmac::<sha2::Sha256>::new_from_slice(self.signer.key()).expect("HMAC takes any key");
+        mac.update(b"mirobody upload links");
+        let key = mac.finalize().into_bytes().to_vec();
+        crate::uploads::UploadLinks::new(key, base, lifetime).expect("a 32-byte key")
     }
 
     /// Waits until the work that opening started is over: the database connections back in

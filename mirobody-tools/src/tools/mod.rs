@@ -1,4 +1,5 @@
-//! One module per built-in tool, each with its declaration, handler and tests.
+//! One module per built-in tool, each with its declaration, handler and tests; `member.rs`
+//! and `query.rs` hold what the health tools share.
 //!
 //! | tool | auth | backends | writes |
 //! | --- | --- | --- | --- |
@@ -6,6 +7,10 @@
 //! | [`whoami`] | yes | - | no |
 //! | [`ask_user`] | no | the client (elicitation) | no |
 //! | [`family_health`] | yes | db | no |
+//! | [`search_health_indicators`] | yes | db | no |
+//! | [`fetch_health_data`] | yes | db | no |
+//! | [`get_user_health_profile`] | yes | db | no |
+//! | [`upload_link`] | yes | upload links | no |
 //! | [`list_files`] | yes | db | no |
 //! | [`read_file`] | yes | db, storage | no |
 //! | [`recall_memory`] | yes | memory | no |
@@ -20,12 +25,18 @@ use mirobody_core::{ToolError, UserInfo};
 pub mod ask_user;
 pub mod echo;
 pub mod family_health;
+pub mod fetch_health_data;
+pub mod get_user_health_profile;
 pub mod list_files;
+mod member;
+mod query;
 pub mod read_file;
 pub mod recall_memory;
 pub mod remember;
 pub mod render_chart;
+pub mod search_health_indicators;
 pub mod summarize_conversation;
+pub mod upload_link;
 pub mod whoami;
 
 /// The caller's verified id. The registry refuses anonymous callers of auth tools before the

@@ -30,10 +30,18 @@ pub fn tool() -> Tool {
     Tool::new(
         "read_file",
         "Read one of the user's uploaded files by its file_key (from list_files). Returns the text \
-         extracted from it, or its content when it is text; for other files, a link that works for \
-         an hour.",
+         extracted from it, or its content when it is text, 50,000 characters at a time (pass the \
+         answer's next_offset as offset to read on); for other files, a link that works for an hour.",
     )
     .param(Param::required("file_key", Type::String, "The file_key from list_files."))
+    .param(
+        Param::optional(
+            "offset",
+            Type::Integer,
+            "Where to start reading, in characters (next_offset of the last page).",
+        )
+        .default(0),
+    )
     .annotations(Annotations::read_only().idempotent(true))
     .auth(true)
     .handler(read_file)
@@ -53,6 +61,9 @@ async fn read_file(args: Args, user: &UserInfo, ctx: &ToolContext<'_>) -> Result
     if key.len() > MAX_KEY_LEN || !crate::backends::valid_key(key) {
         return Err(ToolError::new("That is not a file_key this server uses; call list_files for the keys."));
     }
+    let offset = args.integer("offset", 0);
+    let offset = usize::try_from(offset)
+        .map_err(|_| ToolError::new("'offset' must be 0 or more (the next_offset of the last page)."))?;
     let db = health_store(ctx).map_err(fail)?;
     let storage = ctx.storage().map_err(fail)?;
     let file = db
@@ -70,12 +81,7 @@ async fn read_file(args: Args, user: &UserInfo, ctx: &ToolContext<'_>) -> Result
         None
     };
     if let Some(text) = text {
-        let (content, truncated) = cap_chars(&text, MAX_INLINE_CHARS);
-        let mut out = json!({"filename": file.filename, "mime": file.mime_type, "content": content});
-        if truncated {
-            out["truncated"] = json!(true);
-        }
-        return Ok(ToolResult::ok(out));
+        return page(&file.filename, &file.mime_type, &text, offset);
     }
     let url = storage.signed_url(&file.file_key, URL_LIFETIME).await.map_err(fail)?;
     Ok(ToolResult::ok(json!({
@@ -87,10 +93,62 @@ async fn read_file(args: Args, user: &UserInfo, ctx: &ToolContext<'_>) -> Result
     })))
 }
 
+/// One page of a text: `MAX_INLINE_CHARS` characters from `offset`, with where the next starts.
+fn page(filename: &str, mime: &str, text: &str, offset: usize) -> Result<ToolResult, ToolError> {
+    let total = text.chars().count();
+    if offset > total || (offset == total && total > 0) {
+        return Err(ToolError::new(format!("'offset' {offset} is past the end: the text has {total} characters.")));
+    }
+    let start = text.char_indices().nth(offset).map_or(text.len(), |(i, _)| i);
+    let (content, truncated) = cap_chars(&text[start..], MAX_INLINE_CHARS);
+    let mut out = json!({"filename": filename, "mime": mime, "content": content, "total_chars": total});
+    if offset > 0 {
+        out["offset"] = json!(offset);
+    }
+    if truncated {
+        out["truncated"] = json!(true);
+        out["next_offset"] = json!(offset + MAX_INLINE_CHARS);
+    }
+    Ok(ToolResult::ok(out))
+}
+
 register_tool!(tool);
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+
+    #[test]
+    fn long_texts_are_read_page_by_page_without_splitting_a_character() {
+        let text: String = "é".repeat(MAX_INLINE_CHARS) + "tail😀";
+        let first = page("a.txt", "text/plain", &text, 0)
+            .unwrap()
+            .structured_content()
+            .cloned()
+            .map(serde_json::Value::Object)
+            .unwrap();
+        assert_eq!(first["content"].as_str().unwrap().chars().count(), MAX_INLINE_CHARS);
+        assert_eq!((first["truncated"].clone(), first["next_offset"].clone()), (json!(true), json!(MAX_INLINE_CHARS)));
+        assert_eq!(first["total_chars"], MAX_INLINE_CHARS + 5);
+        let second = page("a.txt", "text/plain", &text, MAX_INLINE_CHARS)
+            .unwrap()
+            .structured_content()
+            .cloned()
+            .map(serde_json::Value::Object)
+            .unwrap();
+        assert_eq!(second["content"], "tail😀");
+        assert_eq!(second.get("next_offset"), None);
+        let past = page("a.txt", "text/plain", &text, MAX_INLINE_CHARS + 5).unwrap_err().to_string();
+        assert!(past.contains("past the end") && past.contains("50005"), "{past}");
+        let empty = page("e.txt", "text/plain", "", 0)
+            .unwrap()
+            .structured_content()
+            .cloned()
+            .map(serde_json::Value::Object)
+            .unwrap();
+        assert_eq!(empty["content"], "");
+    }
+
     #[test]
     fn sidecar_keys_name_their_file() {
         assert_eq!(super::original_key("f1.trans"), "f1");

@@ -51,6 +51,77 @@ on_both_databases! {
     an_expired_secret_identifies_nobody;
     access_log_rows;
     access_log_outcomes_round_trip;
+    the_care_circle_is_invited_accepted_and_revoked;
+    imports_store_each_resource_once_and_feed_the_queries;
+}
+
+async fn the_care_circle_is_invited_accepted_and_revoked(db: &SqlStore) {
+    db.upsert_user("bob", Some("Bob"), Some("Bob@Example.com")).await.unwrap();
+    let by_id = db.invite_to_circle("alice", "carol", Some("Alice")).await.unwrap();
+    let by_email = db.invite_to_circle("alice", " BOB@example.com ", None).await.unwrap();
+    assert_eq!(db.invite_to_circle("alice", "carol", Some("Al")).await.unwrap(), by_id, "one invitation per person");
+    assert!(db.invite_to_circle("alice", "alice", None).await.is_err());
+    assert!(db.invite_to_circle("alice", "", None).await.is_err());
+
+    let bobs = db.circle("bob").await.unwrap();
+    assert_eq!(bobs.invites_received.len(), 1, "an invitation by email reaches the user with that email");
+    assert_eq!(bobs.invites_received[0].id, by_email);
+    // Nobody accepts or drops what is not addressed to them.
+    assert_eq!(db.accept_invite("mallory", by_id, None).await.unwrap(), None);
+    assert!(!db.drop_invite("mallory", by_id).await.unwrap());
+    assert!(!db.can_read_health("carol", "alice").await.unwrap());
+
+    assert_eq!(db.accept_invite("carol", by_id, None).await.unwrap().as_deref(), Some("alice"));
+    assert!(db.can_read_health("carol", "alice").await.unwrap());
+    assert!(!db.can_read_health("alice", "carol").await.unwrap(), "sharing is one way");
+    let sharers = db.health_sharers("carol").await.unwrap();
+    assert_eq!(sharers[0].nickname.as_deref(), Some("Al"), "the nickname the owner suggested last");
+    assert_eq!(db.accept_invite("carol", by_id, None).await.unwrap(), None, "an invitation is used once");
+    assert!(db.drop_invite("bob", by_email).await.unwrap(), "the invitee declines");
+    assert!(db.circle("alice").await.unwrap().invites_sent.is_empty());
+    assert_eq!(db.circle("alice").await.unwrap().my_readers[0].user_id, "carol");
+
+    // Either side ends it, at once.
+    assert!(db.leave_circle("carol", "alice").await.unwrap());
+    assert!(!db.can_read_health("carol", "alice").await.unwrap());
+    assert!(!db.leave_circle("carol", "alice").await.unwrap());
+}
+
+async fn imports_store_each_resource_once_and_feed_the_queries(db: &SqlStore) {
+    let glucose = |id: &str, value: f64, unit: &str, time: &str| {
+        json!({"resourceType": "Observation", "id": id, "code": {"coding": [{"system": "http://loinc.org",
+            "code": "2339-0", "display": "Glucose"}]}, "effectiveDateTime": time,
+            "valueQuantity": {"value": value, "unit": unit}})
+    };
+    let bundle = json!({"resourceType": "Bundle", "type": "batch", "entry": [
+        {"resource": glucose("a", 5.4, "mmol/L", "2026-01-01T08:00:00Z")},
+        {"resource": glucose("b", 99.0, "mg/dL", "2026-02-01T08:00:00Z")},
+        {"resource": glucose("c", 6.0, "mmol/L", "2026-03-01T08:00:00Z")},
+        {"resource": {"resourceType": "Condition", "id": "d", "code": {"text": "Asthma"}}},
+    ]});
+    let first = mirobody_tools::import::import_fhir(db, "alice", &bundle).await;
+    assert_eq!((first.status, first.summary.created), (200, 4), "{:?}", first.body);
+    let again = mirobody_tools::import::import_fhir(db, "alice", &bundle).await;
+    assert_eq!((again.summary.created, again.summary.unchanged), (0, 4));
+    // Another person's import of the same resources is theirs alone.
+    assert_eq!(mirobody_tools::import::import_fhir(db, "bob", &bundle).await.summary.created, 4);
+
+    let indicators = db.indicators("alice", "alice").await.unwrap().unwrap();
+    let units: Vec<(&str, u64)> = indicators.iter().map(|i| (i.unit.as_deref().unwrap(), i.count)).collect();
+    assert_eq!(units, [("mg/dL", 1), ("mmol/L", 2)], "one summary per unit");
+    let series = db.series("alice", "alice", "2339-0", 0, i64::MAX, 2).await.unwrap().unwrap();
+    let times: Vec<&str> = series.points.iter().map(|p| p.time.as_str()).collect();
+    assert_eq!(times, ["2026-02-01T08:00:00Z", "2026-03-01T08:00:00Z"], "the newest two, oldest first");
+    assert!(series.truncated);
+    let latest = db.latest_values("alice", "alice").await.unwrap().unwrap();
+    assert_eq!((latest.len(), latest[0].value), (1, Some(6.0)));
+    assert_eq!(db.health_records("alice", "alice").await.unwrap().unwrap()[0].display, "Asthma");
+    // Not shared: nothing, and not an empty answer either.
+    assert_eq!(db.indicators("bob", "alice").await.unwrap(), None);
+    assert_eq!(db.series("bob", "alice", "2339-0", 0, i64::MAX, 10).await.unwrap(), None);
+    assert_eq!(db.latest_values("bob", "alice").await.unwrap(), None);
+    assert_eq!(db.health_records("bob", "alice").await.unwrap(), None);
+    assert_eq!(db.indicators("carol", "carol").await.unwrap(), Some(Vec::new()));
 }
 
 fn obs(code: &str, value: i64, time: &str) -> serde_json::Value {
@@ -266,7 +337,7 @@ async fn reopening_migrates_once_and_keeps_data() {
     db.remember("u1", memory("kept across restarts")).await.unwrap();
     db.close().await;
     let again = SqlStore::connect(&url, None, 2).await.unwrap();
-    assert_eq!(again.schema_version().await.unwrap(), 4);
+    assert_eq!(again.schema_version().await.unwrap(), 5);
     assert_eq!(again.recall("u1", "restarts", 5).await.unwrap().len(), 1);
     assert_eq!(again.dialect(), Dialect::Sqlite);
 }
@@ -286,14 +357,23 @@ async fn a_schema_1_database_is_upgraded_with_its_memories_searchable() {
             "CREATE TABLE mirobody_migrations (version BIGINT PRIMARY KEY, name TEXT NOT NULL, applied_at_ms BIGINT NOT NULL);
              INSERT INTO mirobody_migrations VALUES (1, 'init', 0);
              INSERT INTO memories (owner, owner_tag, text, kind, created_at_ms) VALUES ('u1', 'x', 'Allergic to penicillin', 'fact', 0);
-             INSERT INTO memories (owner, owner_tag, text, kind, created_at_ms) VALUES ('u2', 'y', 'penicillin is fine', 'fact', 0);",
+             INSERT INTO memories (owner, owner_tag, text, kind, created_at_ms) VALUES ('u2', 'y', 'penicillin is fine', 'fact', 0);
+             INSERT INTO observations (subject, code, effective_ms, resource, created_at_ms) VALUES ('u1', '8867-4', 0,
+               '{\"resourceType\":\"Observation\",\"code\":{\"coding\":[{\"system\":\"http://loinc.org\",\"code\":\"8867-4\",\"display\":\"Heart rate\"}]},\"effectiveDateTime\":\"2025-06-01T07:00:00Z\",\"valueQuantity\":{\"value\":61,\"unit\":\"/min\"}}', 0);
+             INSERT INTO observations (subject, code, effective_ms, resource, created_at_ms) VALUES ('u1', 'x', 0, 'not json', 0);",
         )
         .await
         .unwrap();
         conn.close().await.unwrap();
     }
     let db = SqlStore::connect(&url, None, 2).await.expect("schema 1 upgrades");
-    assert_eq!(db.schema_version().await.unwrap(), 4);
+    assert_eq!(db.schema_version().await.unwrap(), 5);
+    // Observations stored before schema 5 are read into values the health queries see; a
+    // row the importer cannot read keeps its place and gives none.
+    let indicators = db.indicators("u1", "u1").await.unwrap().unwrap();
+    assert_eq!(indicators.len(), 1, "{indicators:?}");
+    assert_eq!((indicators[0].code.as_str(), indicators[0].count), ("8867-4", 1));
+    assert_eq!(indicators[0].first, "2025-06-01T07:00:00Z");
     let found = db.recall("u1", "penicillin", 5).await.unwrap();
     assert_eq!(found.len(), 1, "{found:?}");
     assert_eq!(found[0].text, "Allergic to penicillin");
@@ -306,7 +386,7 @@ async fn postgres_migrates_once_per_schema() {
     let Some(env) = Env::postgres("postgres_migrates_once_per_schema").await else { return };
     let schema = env._schema.as_ref().unwrap();
     let again = SqlStore::connect(&schema.url, Some(&schema.name), 2).await.unwrap();
-    assert_eq!(again.schema_version().await.unwrap(), 4);
+    assert_eq!(again.schema_version().await.unwrap(), 5);
     let bad = SqlStore::connect(&schema.url, Some("Robert'); DROP TABLE users;--"), 1).await.unwrap_err();
     assert!(bad.to_string().contains("invalid database_schema"), "{bad}");
 }

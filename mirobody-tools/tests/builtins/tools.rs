@@ -50,7 +50,7 @@ pub(crate) async fn upload(
 }
 
 #[tokio::test]
-async fn the_ten_tools_are_listed_with_annotations_true_to_what_they_do() {
+async fn the_builtin_tools_are_listed_with_annotations_true_to_what_they_do() {
     let env = Env::sqlite().await;
     let client = env.user("u1").await;
     let tools = client.call("tools/list", json!({})).await.result()["tools"].clone();
@@ -61,12 +61,16 @@ async fn the_ten_tools_are_listed_with_annotations_true_to_what_they_do() {
             "ask_user",
             "echo",
             "family_health",
+            "fetch_health_data",
+            "get_user_health_profile",
             "list_files",
             "read_file",
             "recall_memory",
             "remember",
             "render_chart",
+            "search_health_indicators",
             "summarize_conversation",
+            "upload_link",
             "whoami"
         ]
     );
@@ -159,7 +163,10 @@ async fn circle(env: &Env) {
         .collect();
     sql.add_observations("me", &mine).await.unwrap();
     let moms: Vec<Value> = (0..150)
-        .map(|i| observation("BP", 120.0 + f64::from(i % 7), "mmHg", &format!("2025-{:02}-01T00:00:00Z", i % 12 + 1)))
+        .map(|i| {
+            let time = format!("2025-{:02}-{:02}T00:00:00Z", i % 12 + 1, i / 12 + 1);
+            observation("BP", 120.0 + f64::from(i % 7), "mmHg", &time)
+        })
         .collect();
     sql.add_observations("mom", &moms).await.unwrap();
     sql.add_observations("sam", &[observation("HR", 58.0, "bpm", "2026-01-01T00:00:00Z")]).await.unwrap();
@@ -543,14 +550,19 @@ async fn the_demo_loads_once_and_every_tool_has_data() {
     let demo = env.user("demo").await;
     assert_eq!(demo.tool("family_health", json!({"member": "Mom"})).await.ok()["subject"], "Mom");
     assert!(demo.tool("family_health", json!({"member": "Sam"})).await.tool_error().contains("Available: Dad, Mom"));
-    assert_eq!(demo.tool("list_files", json!({})).await.ok()["files"].as_array().unwrap().len(), 3);
-    assert!(
-        demo.tool("read_file", json!({"file_key": "demo-blood-count"})).await.ok()["content"]
-            .as_str()
-            .unwrap()
-            .contains("normal")
-    );
-    assert!(demo.tool("read_file", json!({"file_key": "demo-steps-chart"})).await.ok()["url"].is_string());
+    let files = demo.tool("list_files", json!({})).await.ok()["files"].clone();
+    assert_eq!(files.as_array().unwrap().len(), 3);
+    let key =
+        |name: &str| files.as_array().unwrap().iter().find(|f| f["filename"] == name).unwrap()["file_key"].clone();
+    // The PDF's text was read from the PDF itself, on upload.
+    let pdf = demo.tool("read_file", json!({"file_key": key("blood-count.pdf")})).await;
+    assert!(pdf.ok()["content"].as_str().unwrap().contains("Hemoglobin 14.1 g/dL"), "{:?}", pdf.ok());
+    assert!(demo.tool("read_file", json!({"file_key": key("steps.png")})).await.ok()["url"].is_string());
+    // The clinic export arrived through the FHIR import.
+    let profile = demo.tool("get_user_health_profile", json!({})).await;
+    assert_eq!(profile.ok()["allergies"][0]["name"], "Penicillin");
+    let bp = demo.tool("fetch_health_data", json!({"indicators": ["BP"], "member": "Mom"})).await;
+    assert_eq!(bp.ok()["indicators"]["Systolic blood pressure"]["count"], 7, "{:?}", bp.ok());
     let recalled = demo.tool("recall_memory", json!({"query": "penicillin allergy"})).await;
     assert_eq!(recalled.ok()["memories"][0]["text"], "Allergic to penicillin.");
 }

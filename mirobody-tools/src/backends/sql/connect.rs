@@ -9,9 +9,11 @@ use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
 use sqlx::{ConnectOptions, Connection, Row};
 
+use super::import::insert_point;
 use super::memory::index_terms;
 use super::{Dialect, Pool, SqlStore, db_error};
 use crate::backends::private;
+use crate::fhir::{EntryInput, ImportItem};
 use crate::text::now_ms;
 
 /// The migrations, in order: (version, name, SQLite script, PostgreSQL script). A released
@@ -41,10 +43,39 @@ pub(super) const MIGRATIONS: &[(i64, &str, &str, &str)] = &[
         include_str!("../../../migrations/sqlite/0004_access_outcome.sql"),
         include_str!("../../../migrations/postgres/0004_access_outcome.sql"),
     ),
+    (
+        5,
+        "health_data",
+        include_str!("../../../migrations/sqlite/0005_health_data.sql"),
+        include_str!("../../../migrations/postgres/0005_health_data.sql"),
+    ),
 ];
 
 /// Where a SQLite migration hands over to Rust to compute every memory's indexed terms.
 const FILL_MEMORY_TERMS: &str = "-- @fill-memory-terms";
+/// Where a migration (either database) hands over to Rust to read the indicator values of the
+/// Observations stored before there were any.
+const FILL_HEALTH_POINTS: &str = "-- @fill-health-points";
+
+/// Reads every stored Observation into its indicator values, on `$tx` (a transaction of either
+/// database). A resource the importer would refuse keeps its row and gets no values.
+macro_rules! fill_health_points {
+    ($tx:ident, $failed:expr) => {{
+        let rows: Vec<(i64, String, String)> = sqlx::query_as("SELECT id, subject, resource FROM observations")
+            .fetch_all(&mut *$tx)
+            .await
+            .map_err($failed)?;
+        for (id, subject, resource) in rows {
+            let Ok(resource) = serde_json::from_str::<serde_json::Value>(&resource) else { continue };
+            let Ok(mut request) = crate::fhir::parse_observation(&resource) else { continue };
+            if let Some(EntryInput::Item(ImportItem::Observation(o))) = request.entries.pop() {
+                for point in &o.points {
+                    insert_point!($tx, subject.as_str(), id, point, None::<&str>);
+                }
+            }
+        }
+    }};
+}
 
 pub(super) fn valid_schema_name(name: &str) -> bool {
     !name.is_empty()
@@ -244,6 +275,9 @@ impl SqlStore {
                         if !after.trim().is_empty() {
                             sqlx::raw_sql(after).execute(&mut *tx).await.map_err(failed)?;
                         }
+                        if script.contains(FILL_HEALTH_POINTS) {
+                            fill_health_points!(tx, failed);
+                        }
                         record!(tx, version, name);
                     }
                     tx.commit().await.map_err(failed)?;
@@ -261,6 +295,9 @@ impl SqlStore {
                     sqlx::query(CREATE).execute(&mut *tx).await.map_err(failed)?;
                     if !applied!(tx, version) {
                         sqlx::raw_sql(script).execute(&mut *tx).await.map_err(failed)?;
+                        if script.contains(FILL_HEALTH_POINTS) {
+                            fill_health_points!(tx, failed);
+                        }
                         record!(tx, version, name);
                     }
                     tx.commit().await.map_err(failed)?;

@@ -1,32 +1,14 @@
-//! [`HealthStore`] for [`SqlStore`]: care-circle sharing, FHIR Observations, the file index and
-//! conversation summaries; and the code and time an Observation is indexed under, read from
-//! the resource.
+//! [`HealthStore`] for [`SqlStore`]: care-circle sharing, FHIR Observations, the health
+//! queries (in `series.rs`), the file index and conversation summaries.
 
 use crate::health::HealthStore;
-use crate::health::{CircleMember, FileRecord, ObservationPage};
+use crate::health::{CircleMember, FileRecord, HealthRecord, IndicatorSummary, ObservationPage, Series, SeriesPoint};
 use async_trait::async_trait;
 use mirobody_core::backend::BackendResult;
-use serde_json::Value;
 use sqlx::Row;
 
 use super::{Pool, SqlStore, db_error};
-use crate::text::{now_ms, parse_time_ms, rfc3339};
-
-/// The code an Observation is indexed under: `code.coding[0].code`, else `code.text`.
-pub(super) fn observation_code(resource: &Value) -> String {
-    let code = &resource["code"];
-    code["coding"][0]["code"].as_str().or_else(|| code["text"].as_str()).unwrap_or("unknown").to_owned()
-}
-
-/// When an Observation happened: `effectiveDateTime`, `effectiveInstant`,
-/// `effectivePeriod.start` or `issued`.
-pub(super) fn observation_time_ms(resource: &Value) -> Option<i64> {
-    ["effectiveDateTime", "effectiveInstant", "issued"]
-        .iter()
-        .filter_map(|k| resource[*k].as_str())
-        .chain(resource["effectivePeriod"]["start"].as_str())
-        .find_map(parse_time_ms)
-}
+use crate::text::{now_ms, rfc3339};
 
 #[async_trait]
 impl HealthStore for SqlStore {
@@ -89,6 +71,30 @@ impl HealthStore for SqlStore {
         })?;
         let observations = resources.iter().filter_map(|text| serde_json::from_str(text).ok()).collect();
         Ok(Some(ObservationPage { total: total as u64, observations }))
+    }
+
+    async fn indicators(&self, reader: &str, subject: &str) -> BackendResult<Option<Vec<IndicatorSummary>>> {
+        self.read_indicators(reader, subject).await
+    }
+
+    async fn series(
+        &self,
+        reader: &str,
+        subject: &str,
+        code: &str,
+        start_ms: i64,
+        end_ms: i64,
+        limit: u32,
+    ) -> BackendResult<Option<Series>> {
+        self.read_series(reader, subject, code, (start_ms, end_ms), limit).await
+    }
+
+    async fn latest_values(&self, reader: &str, subject: &str) -> BackendResult<Option<Vec<SeriesPoint>>> {
+        self.read_latest_values(reader, subject).await
+    }
+
+    async fn health_records(&self, reader: &str, subject: &str) -> BackendResult<Option<Vec<HealthRecord>>> {
+        self.read_health_records(reader, subject).await
     }
 
     async fn files(&self, owner: &str) -> BackendResult<Vec<FileRecord>> {

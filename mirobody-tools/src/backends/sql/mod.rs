@@ -45,12 +45,17 @@ macro_rules! on_pool {
     };
 }
 
+pub use circle::MAX_INVITEE_CHARS;
+
 // Declared after `on_pool!`, so that the macro is in scope in each of them.
 mod access_log;
+mod circle;
 mod connect;
 mod db;
+mod import;
 mod memory;
 mod secrets;
+mod series;
 mod setup;
 #[cfg(test)]
 mod tests;

@@ -2,11 +2,12 @@
 //! writes of users, care-circle sharing, observations, the file index and memories in bulk, and
 //! reads of a conversation's summary and an owner's memory ids.
 
+use crate::fhir::{self, EntryInput, ImportItem};
 use crate::health::FileRecord;
-use mirobody_core::backend::{BackendResult, NewMemory};
+use mirobody_core::backend::{BackendError, BackendResult, NewMemory};
 use serde_json::Value;
 
-use super::db::{observation_code, observation_time_ms};
+use super::import::{insert_observation, insert_point};
 use super::memory::index_terms;
 use super::{Pool, SqlStore, db_error};
 use crate::text::{now_ms, parse_time_ms};
@@ -62,26 +63,35 @@ impl SqlStore {
         Ok(done > 0)
     }
 
-    /// Stores FHIR Observations of `subject` in one transaction; their ids. The indexed code
-    /// and time are read from each resource (a resource without a time gets now).
+    /// Stores FHIR Observations of `subject` (`resourceType` may be left out) in one
+    /// transaction, as an import does (each
+    /// read into its indicator values; one already stored with the same source id is left as
+    /// it was); the ids of those that were new. A resource the importer refuses (no code, no
+    /// time, a value of the wrong type) is an error and stores nothing.
     pub async fn add_observations(&self, subject: &str, resources: &[Value]) -> BackendResult<Vec<i64>> {
-        const SQL: &str = "INSERT INTO observations (subject, code, effective_ms, resource, created_at_ms) \
-             VALUES ($1, $2, $3, $4, $5) RETURNING id";
+        let mut parsed = Vec::with_capacity(resources.len());
+        for (index, resource) in resources.iter().enumerate() {
+            // The type is what this method stores: a resource may leave it out.
+            let mut resource = resource.clone();
+            if let Some(fields) = resource.as_object_mut() {
+                fields.entry("resourceType").or_insert_with(|| "Observation".into());
+            }
+            match fhir::parse_observation(&resource).map(|mut request| request.entries.pop()) {
+                Ok(Some(EntryInput::Item(ImportItem::Observation(o)))) => parsed.push(o),
+                Ok(Some(EntryInput::Invalid(reason))) | Err(reason) => {
+                    return Err(BackendError::new(format!("observation {index}: {reason}")));
+                }
+                Ok(_) => return Err(BackendError::new(format!("observation {index} is not one to store"))),
+            }
+        }
         let now = now_ms();
         on_pool!(self, |pool| {
             let mut tx = pool.begin().await.map_err(db_error)?;
-            let mut ids = Vec::with_capacity(resources.len());
-            for resource in resources {
-                let id: i64 = sqlx::query_scalar(SQL)
-                    .bind(subject)
-                    .bind(observation_code(resource))
-                    .bind(observation_time_ms(resource).unwrap_or(now))
-                    .bind(resource.to_string())
-                    .bind(now)
-                    .fetch_one(&mut *tx)
-                    .await
-                    .map_err(db_error)?;
-                ids.push(id);
+            let mut ids = Vec::with_capacity(parsed.len());
+            for o in &parsed {
+                if let Some(id) = insert_observation!(tx, subject, o, None::<&str>, now) {
+                    ids.push(id);
+                }
             }
             tx.commit().await.map_err(db_error)?;
             Ok(ids)
@@ -109,6 +119,14 @@ impl SqlStore {
                 .map_err(db_error)
         })?;
         Ok(())
+    }
+
+    /// How many files `owner` has, and their bytes together (for upload quotas).
+    pub async fn file_usage(&self, owner: &str) -> BackendResult<(u64, u64)> {
+        const SQL: &str = "SELECT COUNT(*), CAST(COALESCE(SUM(size), 0) AS BIGINT) FROM files WHERE owner = $1";
+        let (count, bytes): (i64, i64) =
+            on_pool!(self, |pool| { sqlx::query_as(SQL).bind(owner).fetch_one(pool).await.map_err(db_error) })?;
+        Ok((count.max(0) as u64, bytes.max(0) as u64))
     }
 
     /// The summary of `owner`'s conversation `session_id`, if it exists and has one.

@@ -6,10 +6,8 @@ use sqlx::Connection;
 use sqlx::sqlite::SqlitePool;
 
 use super::connect::{MIGRATIONS, sqlite_url_makes_a_file, valid_schema_name};
-use super::db::{observation_code, observation_time_ms};
 use super::memory::{index_terms, owner_tag, query_terms};
 use super::{Pool, SqlStore};
-use crate::text::rfc3339;
 
 // A new SQLite database in a folder of its own, which lasts as long as the returned folder.
 async fn new_sqlite_store(max_connections: u32) -> (tempfile::TempDir, SqlStore) {
@@ -143,19 +141,6 @@ fn owner_tags_are_digits_and_differ() {
     assert_ne!(a, b);
     assert!(a.chars().all(|c| c.is_ascii_digit()) && a.len() == 20, "{a}");
     assert_eq!(index_terms("alice", "Ran 10k, café!"), format!("{a}ran {a}10k {a}café"));
-}
-
-#[test]
-fn observation_index_columns_come_from_the_resource() {
-    let obs = serde_json::json!({
-        "resourceType": "Observation",
-        "code": {"coding": [{"system": "http://loinc.org", "code": "8867-4", "display": "Heart rate"}]},
-        "effectiveDateTime": "2026-01-02T03:04:05Z",
-    });
-    assert_eq!(observation_code(&obs), "8867-4");
-    assert_eq!(observation_time_ms(&obs).map(rfc3339).as_deref(), Some("2026-01-02T03:04:05Z"));
-    assert_eq!(observation_code(&serde_json::json!({"code": {"text": "Mood"}})), "Mood");
-    assert_eq!(observation_time_ms(&serde_json::json!({})), None);
 }
 
 #[test]

@@ -1,0 +1,146 @@
+//! The care circle over HTTP, for an application: `GET <prefix>/circle` (both ways, with the
+//! invitations waiting), `POST <prefix>/circle/invites` (invite by user id or email),
+//! `POST <prefix>/circle/invites/{id}/accept`, `DELETE <prefix>/circle/invites/{id}` (withdraw
+//! or decline) and `DELETE <prefix>/circle/members/{user}` (end the sharing, either way).
+//!
+//! What gives someone access (inviting, accepting) needs a bearer token; a personal MCP URL
+//! may read the circle and end sharing, never widen it.
+
+use axum::Router;
+use axum::body::Body;
+use axum::extract::{Path, State};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{delete, get, post};
+use http::{Request, StatusCode};
+use serde::Deserialize;
+use serde_json::json;
+
+use super::{MAX_SMALL_BODY, Routes, error};
+
+pub(super) fn router(prefix: &str, routes: Routes) -> Router {
+    Router::new()
+        .route(&format!("{prefix}/circle"), get(overview))
+        .route(&format!("{prefix}/circle/invites"), post(invite))
+        .route(&format!("{prefix}/circle/invites/{{id}}/accept"), post(accept))
+        .route(&format!("{prefix}/circle/invites/{{id}}"), delete(drop_invite))
+        .route(&format!("{prefix}/circle/members/{{user}}"), delete(leave))
+        .with_state(routes)
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Invite {
+    invitee: String,
+    nickname: Option<String>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct Accept {
+    nickname: Option<String>,
+}
+
+fn backend_error(e: mirobody_core::backend::BackendError) -> Response {
+    let message = e.to_string();
+    // The store's own refusals (bad input) are the caller's to fix; the rest are ours.
+    if message.starts_with("Database error") {
+        error(StatusCode::SERVICE_UNAVAILABLE, message)
+    } else {
+        error(StatusCode::BAD_REQUEST, message)
+    }
+}
+
+async fn json_body<T: serde::de::DeserializeOwned + Default>(
+    routes: &Routes,
+    request: Request<Body>,
+    required: bool,
+) -> Result<T, Response> {
+    let bytes = routes.read_body(request.into_body(), MAX_SMALL_BODY).await?;
+    if bytes.iter().all(u8::is_ascii_whitespace) && !required {
+        return Ok(T::default());
+    }
+    serde_json::from_slice(&bytes).map_err(|e| error(StatusCode::BAD_REQUEST, format!("The body is not valid: {e}.")))
+}
+
+async fn overview(State(routes): State<Routes>, request: Request<Body>) -> Response {
+    let user = match routes.caller(&request) {
+        Ok((user, _)) => user,
+        Err(refusal) => return refusal,
+    };
+    match routes.backends().sql().circle(&user).await {
+        Ok(circle) => axum::Json(circle).into_response(),
+        Err(e) => backend_error(e),
+    }
+}
+
+impl Default for Invite {
+    fn default() -> Self {
+        Invite { invitee: String::new(), nickname: None }
+    }
+}
+
+async fn invite(State(routes): State<Routes>, request: Request<Body>) -> Response {
+    let owner = match routes.bearer_caller(&request) {
+        Ok(owner) => owner,
+        Err(refusal) => return refusal,
+    };
+    let body: Invite = match json_body(&routes, request, true).await {
+        Ok(body) => body,
+        Err(refusal) => return refusal,
+    };
+    match routes.backends().sql().invite_to_circle(&owner, &body.invitee, body.nickname.as_deref()).await {
+        Ok(id) => {
+            tracing::info!(owner, invite = id, "care-circle invitation");
+            (StatusCode::CREATED, axum::Json(json!({"id": id}))).into_response()
+        }
+        Err(e) => backend_error(e),
+    }
+}
+
+async fn accept(State(routes): State<Routes>, Path(id): Path<i64>, request: Request<Body>) -> Response {
+    let user = match routes.bearer_caller(&request) {
+        Ok(user) => user,
+        Err(refusal) => return refusal,
+    };
+    let body: Accept = match json_body(&routes, request, false).await {
+        Ok(body) => body,
+        Err(refusal) => return refusal,
+    };
+    if body.nickname.as_ref().is_some_and(|n| n.chars().count() > mirobody_tools::backends::MAX_INVITEE_CHARS) {
+        return error(StatusCode::BAD_REQUEST, "The nickname is too long.");
+    }
+    match routes.backends().sql().accept_invite(&user, id, body.nickname.as_deref()).await {
+        Ok(Some(owner)) => {
+            tracing::info!(reader = user, owner, invite = id, "care-circle invitation accepted");
+            axum::Json(json!({"owner": owner})).into_response()
+        }
+        Ok(None) => error(StatusCode::NOT_FOUND, "No such invitation is waiting for you."),
+        Err(e) => backend_error(e),
+    }
+}
+
+async fn drop_invite(State(routes): State<Routes>, Path(id): Path<i64>, request: Request<Body>) -> Response {
+    let user = match routes.caller(&request) {
+        Ok((user, _)) => user,
+        Err(refusal) => return refusal,
+    };
+    match routes.backends().sql().drop_invite(&user, id).await {
+        Ok(true) => axum::Json(json!({"dropped": true})).into_response(),
+        Ok(false) => error(StatusCode::NOT_FOUND, "No such invitation of yours."),
+        Err(e) => backend_error(e),
+    }
+}
+
+async fn leave(State(routes): State<Routes>, Path(other): Path<String>, request: Request<Body>) -> Response {
+    let user = match routes.caller(&request) {
+        Ok((user, _)) => user,
+        Err(refusal) => return refusal,
+    };
+    match routes.backends().sql().leave_circle(&user, &other).await {
+        Ok(revoked) => {
+            tracing::info!(user, other, revoked, "care-circle sharing ended");
+            axum::Json(json!({"revoked": revoked})).into_response()
+        }
+        Err(e) => backend_error(e),
+    }
+}

@@ -1,0 +1,74 @@
+//! `POST <prefix>/fhir` (a Bundle or one resource) and `POST <prefix>/fhir/Observation`: FHIR
+//! R4 imports into the signed-in person's data, answered as a FHIR server answers (an
+//! `OperationOutcome`, or a `batch-response` / `transaction-response` Bundle).
+
+use axum::Router;
+use axum::body::Body;
+use axum::extract::State;
+use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+use http::{HeaderValue, Request, StatusCode, header};
+use mirobody_tools::import::{self, ImportResponse};
+use serde_json::{Value, json};
+
+use super::Routes;
+
+pub(super) fn router(prefix: &str, routes: Routes) -> Router {
+    Router::new()
+        .route(&format!("{prefix}/fhir"), post(import_any))
+        .route(&format!("{prefix}/fhir/Observation"), post(import_observation))
+        .layer(axum::extract::DefaultBodyLimit::disable())
+        .with_state(routes)
+}
+
+async fn import_any(State(routes): State<Routes>, request: Request<Body>) -> Response {
+    receive(routes, request, false).await
+}
+
+async fn import_observation(State(routes): State<Routes>, request: Request<Body>) -> Response {
+    receive(routes, request, true).await
+}
+
+async fn receive(routes: Routes, request: Request<Body>, observation_only: bool) -> Response {
+    let owner = match routes.caller(&request) {
+        Ok((owner, _)) => owner,
+        Err(refusal) => return refusal,
+    };
+    let bytes = match routes.read_body(request.into_body(), routes.inner.max_import_bytes).await {
+        Ok(bytes) => bytes,
+        Err(refusal) => return refusal,
+    };
+    let body: Value = match serde_json::from_slice(&bytes) {
+        Ok(body) => body,
+        Err(e) => return fhir_response(400, outcome(&format!("The body is not JSON: {e}."))),
+    };
+    let sql = routes.backends().sql();
+    let ImportResponse { status, body, summary, .. } = if observation_only {
+        import::import_fhir_observation(sql, &owner, &body).await
+    } else {
+        import::import_fhir(sql, &owner, &body).await
+    };
+    tracing::info!(
+        owner,
+        status,
+        created = summary.created,
+        unchanged = summary.unchanged,
+        skipped = summary.skipped,
+        invalid = summary.invalid.len(),
+        "FHIR import"
+    );
+    fhir_response(status, body)
+}
+
+fn outcome(message: &str) -> Value {
+    json!({"resourceType": "OperationOutcome", "issue": [{"severity": "error", "code": "invalid", "diagnostics": message}]})
+}
+
+fn fhir_response(status: u16, body: Value) -> Response {
+    let status = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    let mut response = (status, body.to_string()).into_response();
+    let headers = response.headers_mut();
+    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/fhir+json"));
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    response
+}

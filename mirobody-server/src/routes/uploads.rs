@@ -1,0 +1,166 @@
+//! `POST <prefix>/files` (signed in) and the upload page at `<prefix>/upload/<token>` (a
+//! signed link from the `upload_link` tool): a person's files, stored through
+//! [`store_upload`].
+//!
+//! A file comes as `multipart/form-data` (its field `file`) or as the raw body with its
+//! `Content-Type` and `?filename=`. The page is the same bytes for every link: the token stays
+//! in the URL, which the page posts back to; a strict content security policy keeps it from
+//! loading or sending anything elsewhere, and `Referrer-Policy: no-referrer` keeps the token in.
+
+use std::sync::LazyLock;
+
+use axum::Router;
+use axum::body::Body;
+use axum::extract::{FromRequest, Multipart, Path, Query};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use base64::Engine;
+use http::{HeaderMap, HeaderValue, Request, StatusCode, header};
+use mirobody_tools::uploads::{UploadError, store_upload};
+use serde::Deserialize;
+use sha2::{Digest, Sha256};
+
+use super::{Routes, error};
+
+/// The upload page.
+const PAGE: &str = include_str!("../../assets/upload.html");
+
+// The page's policy, with its one inline script allowed by hash rather than 'unsafe-inline'.
+static PAGE_POLICY: LazyLock<HeaderValue> = LazyLock::new(|| {
+    let script = PAGE.split_once("<script>").and_then(|(_, rest)| rest.split_once("</script>")).map_or("", |s| s.0);
+    let hash = base64::engine::general_purpose::STANDARD.encode(Sha256::digest(script.as_bytes()));
+    let policy = format!(
+        "default-src 'none'; script-src 'sha256-{hash}'; style-src 'unsafe-inline'; img-src data:; \
+         connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
+    );
+    HeaderValue::from_str(&policy).expect("a header value")
+});
+
+/// Bytes a multipart envelope may add around the file.
+const MULTIPART_OVERHEAD: usize = 64 * 1024;
+
+pub(super) fn router(prefix: &str, routes: Routes) -> Router {
+    Router::new()
+        .route(&format!("{prefix}/files"), post(upload_signed_in))
+        .route(&format!("{prefix}/upload/{{token}}"), get(page).post(upload_by_link))
+        // The bodies are bounded as they are read (`Routes::read_body`), by the upload limits.
+        .layer(axum::extract::DefaultBodyLimit::disable())
+        .with_state(routes)
+}
+
+#[derive(Deserialize)]
+struct FileQuery {
+    filename: Option<String>,
+}
+
+async fn upload_signed_in(
+    axum::extract::State(routes): axum::extract::State<Routes>,
+    request: Request<Body>,
+) -> Response {
+    let owner = match routes.caller(&request) {
+        Ok((owner, _)) => owner,
+        Err(refusal) => return refusal,
+    };
+    receive(&routes, &owner, request).await
+}
+
+async fn upload_by_link(
+    axum::extract::State(routes): axum::extract::State<Routes>,
+    Path(token): Path<String>,
+    request: Request<Body>,
+) -> Response {
+    match routes.inner.links.verify(&token) {
+        Ok(owner) => receive(&routes, &owner, request).await,
+        Err(e) => link_refused(e),
+    }
+}
+
+fn link_refused(e: mirobody_tools::backends::SignedUrlError) -> Response {
+    let message = match e {
+        mirobody_tools::backends::SignedUrlError::Expired => "This upload link has expired; ask for a new one.",
+        _ => "This upload link is not valid; ask for a new one.",
+    };
+    error(StatusCode::FORBIDDEN, message)
+}
+
+async fn page(axum::extract::State(routes): axum::extract::State<Routes>, Path(token): Path<String>) -> Response {
+    let mut response = match routes.inner.links.verify(&token) {
+        Ok(_) => (StatusCode::OK, PAGE).into_response(),
+        Err(e) => {
+            let refused = link_refused(e);
+            let status = refused.status();
+            (status, "This upload link is expired or not valid; ask for a new one.").into_response()
+        }
+    };
+    let ok = response.status() == StatusCode::OK;
+    let headers = response.headers_mut();
+    if ok {
+        headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("text/html; charset=utf-8"));
+    }
+    headers.insert(header::CONTENT_SECURITY_POLICY, PAGE_POLICY.clone());
+    headers.insert(header::REFERRER_POLICY, HeaderValue::from_static("no-referrer"));
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    headers.insert(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
+    response
+}
+
+fn is_multipart(headers: &HeaderMap) -> bool {
+    headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.trim_start().to_ascii_lowercase().starts_with("multipart/form-data"))
+}
+
+// Reads the file from the request (bounded) and stores it as `owner`'s.
+async fn receive(routes: &Routes, owner: &str, request: Request<Body>) -> Response {
+    let max_file = usize::try_from(routes.inner.limits.max_file_bytes).unwrap_or(usize::MAX);
+    let (parts, body) = request.into_parts();
+    let multipart = is_multipart(&parts.headers);
+    let max = if multipart { max_file.saturating_add(MULTIPART_OVERHEAD) } else { max_file };
+    let bytes = match routes.read_body(body, max).await {
+        Ok(bytes) => bytes,
+        Err(refusal) if refusal.status() == StatusCode::PAYLOAD_TOO_LARGE => {
+            return error(StatusCode::PAYLOAD_TOO_LARGE, UploadError::TooLarge { max: max_file as u64 }.to_string());
+        }
+        Err(refusal) => return refusal,
+    };
+    let (filename, declared, bytes) = if multipart {
+        let request = Request::from_parts(parts, Body::from(bytes));
+        match file_field(request).await {
+            Ok(found) => found,
+            Err(refusal) => return refusal,
+        }
+    } else {
+        let filename = Query::<FileQuery>::try_from_uri(&parts.uri).ok().and_then(|q| q.0.filename);
+        let declared = parts.headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).map(str::to_owned);
+        (filename.unwrap_or_else(|| "upload".to_owned()), declared, bytes.to_vec())
+    };
+    match store_upload(routes.backends(), &routes.inner.limits, owner, &filename, declared.as_deref(), bytes).await {
+        Ok(uploaded) => {
+            let mut response = (StatusCode::CREATED, axum::Json(uploaded)).into_response();
+            response.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+            response
+        }
+        Err(e) => error(StatusCode::from_u16(e.status()).unwrap_or(StatusCode::BAD_REQUEST), e.to_string()),
+    }
+}
+
+// The `file` field of a multipart body: its name, declared type and bytes.
+async fn file_field(request: Request<Body>) -> Result<(String, Option<String>, Vec<u8>), Response> {
+    let bad = |message: &str| error(StatusCode::BAD_REQUEST, message);
+    let mut multipart =
+        Multipart::from_request(request, &()).await.map_err(|_| bad("The multipart body could not be read."))?;
+    loop {
+        let field = multipart.next_field().await.map_err(|_| bad("The multipart body could not be read."))?;
+        let Some(field) = field else {
+            return Err(bad("The multipart body has no 'file' field."));
+        };
+        if field.name() != Some("file") {
+            continue;
+        }
+        let filename = field.file_name().unwrap_or("upload").to_owned();
+        let declared = field.content_type().map(str::to_owned);
+        let bytes = field.bytes().await.map_err(|_| bad("The file in the multipart body could not be read."))?;
+        return Ok((filename, declared, bytes.to_vec()));
+    }
+}

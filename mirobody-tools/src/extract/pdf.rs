@@ -1,0 +1,182 @@
+//! Text from a PDF, through `pdf-extract`, with its panics caught and its output tidied.
+
+use std::panic::{self, AssertUnwindSafe};
+
+use pdf_extract::{Error as PdfError, OutputError};
+
+use super::ExtractError;
+
+/// The text layer of the PDF in `bytes`, tidied; `Ok(None)` when there is none (a scan).
+pub(super) fn extract(bytes: &[u8]) -> Result<Option<String>, ExtractError> {
+    // pdf-extract (and lopdf under it) panic on some malformed files (index out of bounds,
+    // unwraps, overflow); a bad upload must give an error, not bring down the worker. Nothing
+    // is shared with the closure but `bytes`, so nothing is left half-updated after a panic.
+    let raw = match panic::catch_unwind(AssertUnwindSafe(|| pdf_extract::extract_text_from_mem(bytes))) {
+        Ok(Ok(text)) => text,
+        Ok(Err(OutputError::PdfError(PdfError::Decryption(_) | PdfError::InvalidPassword))) => {
+            return Err(ExtractError::Encrypted);
+        }
+        Ok(Err(err)) => return Err(ExtractError::Damaged(err.to_string())),
+        Err(_) => return Err(ExtractError::Damaged("its structure could not be parsed".to_owned())),
+    };
+    let text = normalise(&raw);
+    Ok((!text.is_empty()).then_some(text))
+}
+
+/// `raw` with each line's trailing whitespace trimmed, at most two blank lines in a row, no
+/// blank lines at either end, and no NUL characters (which databases refuse in text).
+fn normalise(raw: &str) -> String {
+    let mut out = String::with_capacity(raw.len());
+    let mut blank_run = 0usize;
+    for line in raw.lines() {
+        let line = line.trim_end();
+        if line.is_empty() {
+            blank_run += 1;
+            // Leading blank lines and runs past two are dropped.
+            if out.is_empty() || blank_run > 2 {
+                continue;
+            }
+        } else {
+            blank_run = 0;
+        }
+        out.push_str(line);
+        out.push('\n');
+    }
+    let kept = out.trim_end().len();
+    out.truncate(kept);
+    if out.contains('\0') { out.replace('\0', "") } else { out }
+}
+
+#[cfg(test)]
+pub(super) mod tests {
+    use super::*;
+    use lopdf::content::{Content, Operation};
+    use lopdf::{Document, Object, Stream, dictionary};
+
+    /// A one-page PDF drawing `lines` in Helvetica (a Type1 standard font), one line each, or a
+    /// blank page when `lines` is empty.
+    pub(in super::super) fn build_pdf(lines: &[&str]) -> Vec<u8> {
+        build(lines, |_| {})
+    }
+
+    /// [`build_pdf`] with `edit` applied to the document before it is saved.
+    fn build(lines: &[&str], edit: impl FnOnce(&mut Document)) -> Vec<u8> {
+        let mut doc = Document::with_version("1.5");
+        let pages_id = doc.new_object_id();
+        let font_id = doc.add_object(dictionary! {
+            "Type" => "Font",
+            "Subtype" => "Type1",
+            "BaseFont" => "Helvetica",
+        });
+        let resources_id = doc.add_object(dictionary! { "Font" => dictionary! { "F1" => font_id } });
+        let mut operations = Vec::new();
+        if !lines.is_empty() {
+            operations.push(Operation::new("BT", vec![]));
+            operations.push(Operation::new("Tf", vec!["F1".into(), 12.into()]));
+            operations.push(Operation::new("TL", vec![16.into()]));
+            operations.push(Operation::new("Td", vec![72.into(), 720.into()]));
+            for line in lines {
+                operations.push(Operation::new("Tj", vec![Object::string_literal(*line)]));
+                operations.push(Operation::new("T*", vec![]));
+            }
+            operations.push(Operation::new("ET", vec![]));
+        }
+        let content = Content { operations }.encode().expect("content encodes");
+        let content_id = doc.add_object(Stream::new(dictionary! {}, content));
+        let page_id = doc.add_object(dictionary! {
+            "Type" => "Page",
+            "Parent" => pages_id,
+            "Contents" => content_id,
+        });
+        doc.objects.insert(
+            pages_id,
+            Object::Dictionary(dictionary! {
+                "Type" => "Pages",
+                "Kids" => vec![page_id.into()],
+                "Count" => 1,
+                "Resources" => resources_id,
+                "MediaBox" => vec![0.into(), 0.into(), 612.into(), 792.into()],
+            }),
+        );
+        let catalog_id = doc.add_object(dictionary! { "Type" => "Catalog", "Pages" => pages_id });
+        doc.trailer.set("Root", catalog_id);
+        edit(&mut doc);
+        let mut bytes = Vec::new();
+        doc.save_to(&mut bytes).expect("PDF saves");
+        bytes
+    }
+
+    #[test]
+    fn text_of_a_real_pdf_is_extracted_line_by_line() {
+        let bytes = build_pdf(&["Glucose 5.4 mmol/L", "HbA1c 5.9 %"]);
+        let text = super::super::extract_text(super::super::ContentKind::Pdf, &bytes).unwrap().expect("has text");
+        let glucose = text.find("Glucose 5.4 mmol/L").unwrap_or_else(|| panic!("no glucose in {text:?}"));
+        let hba1c = text.find("HbA1c 5.9 %").unwrap_or_else(|| panic!("no HbA1c in {text:?}"));
+        assert!(glucose < hba1c);
+        assert!(text[glucose..hba1c].contains('\n'), "the two lines run together: {text:?}");
+        assert_eq!(text, text.trim(), "blank lines at the ends are dropped");
+    }
+
+    #[test]
+    fn a_page_without_text_has_no_text() {
+        assert!(extract(&build_pdf(&[])).unwrap().is_none());
+    }
+
+    #[test]
+    fn a_truncated_pdf_is_damaged() {
+        let bytes = build_pdf(&["Glucose 5.4 mmol/L", "HbA1c 5.9 %"]);
+        let err = extract(&bytes[..bytes.len() / 2]).unwrap_err();
+        assert!(matches!(err, ExtractError::Damaged(_)), "{err:?}");
+    }
+
+    #[test]
+    fn random_bytes_after_the_header_are_damaged() {
+        let mut state: u32 = 7;
+        let mut bytes = b"%PDF-1.4\n".to_vec();
+        bytes.extend((0..4096).map(|_| {
+            state = state.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
+            (state >> 24) as u8
+        }));
+        let err = extract(&bytes).unwrap_err();
+        assert!(matches!(err, ExtractError::Damaged(_)), "{err:?}");
+        assert!(err.to_string().contains("damaged"));
+    }
+
+    #[test]
+    fn a_pdf_that_makes_pdf_extract_panic_is_damaged() {
+        // A page whose font reference leads nowhere: pdf-extract `expect`s the object.
+        let bytes = build(&["Glucose 5.4 mmol/L"], |doc| {
+            doc.objects.retain(|_, object| object.type_name().ok() != Some(b"Font".as_slice()));
+        });
+        let err = extract(&bytes).unwrap_err();
+        assert!(matches!(&err, ExtractError::Damaged(why) if why.contains("structure")), "{err:?}");
+    }
+
+    #[test]
+    fn a_password_protected_pdf_says_so() {
+        let bytes = build(&["Glucose 5.4 mmol/L"], |doc| {
+            // The standard security handler keys on the file identifier.
+            let id = Object::string_literal(b"0123456789abcdef".to_vec());
+            doc.trailer.set("ID", vec![id.clone(), id]);
+            let version = lopdf::EncryptionVersion::V2 {
+                document: doc,
+                owner_password: "owner",
+                user_password: "secret",
+                key_length: 128,
+                permissions: lopdf::Permissions::default(),
+            };
+            let state = lopdf::EncryptionState::try_from(version).expect("encryption state");
+            doc.encrypt(&state).expect("PDF encrypts");
+        });
+        let err = extract(&bytes).unwrap_err();
+        assert!(matches!(err, ExtractError::Encrypted), "{err:?}");
+        assert!(err.to_string().contains("password"));
+    }
+
+    #[test]
+    fn normalise_trims_lines_and_collapses_blank_runs() {
+        let raw = "\n\n  Title  \t\n\n\n\n\n\nBody\r\nline 2 \n\n\n\u{0}end\n\n\n";
+        assert_eq!(normalise(raw), "  Title\n\n\nBody\nline 2\n\n\nend");
+        assert_eq!(normalise(" \n\t\n"), "");
+    }
+}

@@ -1,0 +1,133 @@
+//! Importing a person's health data: FHIR R4 (a Bundle of any importable type, or one
+//! resource) and a wearable's CSV export, into the store the health queries read.
+//!
+//! Everything is stored as the authenticated person's, whatever a resource's `subject` says.
+//! A `transaction` is all or nothing; a `batch` (and a `collection` or `searchset`) keeps its
+//! valid entries and reports each invalid one by index. A resource imported twice (the same
+//! source id) is stored once.
+
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::backends::SqlStore;
+use crate::fhir::{self, EntryInput, EntryOutcome, ImportRequest, RequestKind};
+
+/// What an import answers: the HTTP status and the FHIR body (an `OperationOutcome`, or a
+/// `batch-response` / `transaction-response` Bundle), with the counts for a command line.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[non_exhaustive]
+pub struct ImportResponse {
+    /// The HTTP status.
+    pub status: u16,
+    /// The FHIR response body.
+    pub body: Value,
+    /// What happened, counted.
+    pub summary: ImportSummary,
+}
+
+/// What an import did, counted.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
+pub struct ImportSummary {
+    /// Resources stored.
+    pub created: usize,
+    /// Resources already stored before (the same source id), left as they were.
+    pub unchanged: usize,
+    /// Resources of a type that is not imported (Patient, Encounter, ...).
+    pub skipped: usize,
+    /// Entries refused, each as `entry N: reason` (0-based N; for CSV, `line N: reason`).
+    pub invalid: Vec<String>,
+}
+
+/// Imports a FHIR Bundle or resource as `subject`'s (`POST /fhir`).
+pub async fn import_fhir(sql: &SqlStore, subject: &str, body: &Value) -> ImportResponse {
+    match fhir::parse_import(body) {
+        Ok(request) => run(sql, subject, request).await,
+        Err(reason) => refused(400, vec![(None, reason)]),
+    }
+}
+
+/// Imports one FHIR Observation as `subject`'s (`POST /fhir/Observation`).
+pub async fn import_fhir_observation(sql: &SqlStore, subject: &str, body: &Value) -> ImportResponse {
+    match fhir::parse_observation(body) {
+        Ok(request) => run(sql, subject, request).await,
+        Err(reason) => refused(400, vec![(None, reason)]),
+    }
+}
+
+/// Imports a wearable's CSV export (columns time, indicator, value and optionally unit, in
+/// any order) as `subject`'s: every valid row is kept, each bad one reported by line.
+pub async fn import_csv(sql: &SqlStore, subject: &str, text: &str) -> ImportResponse {
+    match fhir::parse_csv(text) {
+        Ok(request) => run(sql, subject, request).await,
+        Err(reason) => refused(400, vec![(None, reason)]),
+    }
+}
+
+fn refused(status: u16, issues: Vec<(Option<usize>, String)>) -> ImportResponse {
+    let invalid = issues
+        .iter()
+        .map(|(index, reason)| match index {
+            Some(i) => format!("entry {i}: {reason}"),
+            None => reason.clone(),
+        })
+        .collect();
+    let (status, body) = fhir::operation_outcome(status, &issues);
+    ImportResponse { status, body, summary: ImportSummary { invalid, ..ImportSummary::default() } }
+}
+
+async fn run(sql: &SqlStore, subject: &str, request: ImportRequest) -> ImportResponse {
+    let invalid: Vec<(Option<usize>, String)> = request
+        .entries
+        .iter()
+        .enumerate()
+        .filter_map(|(i, entry)| match entry {
+            EntryInput::Invalid(reason) => Some((Some(i), reason.clone())),
+            _ => None,
+        })
+        .collect();
+    if request.kind == RequestKind::Transaction && !invalid.is_empty() {
+        // All or nothing: one bad entry and none is stored.
+        return refused(400, invalid);
+    }
+    let items: Vec<&fhir::ImportItem> = request
+        .entries
+        .iter()
+        .filter_map(|entry| match entry {
+            EntryInput::Item(item) => Some(item),
+            _ => None,
+        })
+        .collect();
+    let created = match sql.import_items(subject, &items, None).await {
+        Ok(created) => created,
+        Err(e) => return refused(503, vec![(None, e.to_string())]),
+    };
+    let mut created = created.into_iter();
+    let mut summary = ImportSummary::default();
+    let outcomes: Vec<EntryOutcome> = request
+        .entries
+        .into_iter()
+        .enumerate()
+        .map(|(i, entry)| match entry {
+            EntryInput::Item(_) => {
+                if created.next().unwrap_or(false) {
+                    summary.created += 1;
+                    EntryOutcome::Created
+                } else {
+                    summary.unchanged += 1;
+                    EntryOutcome::Unchanged
+                }
+            }
+            EntryInput::Skipped { resource_type } => {
+                summary.skipped += 1;
+                EntryOutcome::Skipped { resource_type }
+            }
+            EntryInput::Invalid(reason) => {
+                summary.invalid.push(format!("entry {i}: {reason}"));
+                EntryOutcome::Invalid(reason)
+            }
+        })
+        .collect();
+    let (status, body) = fhir::response(request.kind, &outcomes);
+    ImportResponse { status, body, summary }
+}

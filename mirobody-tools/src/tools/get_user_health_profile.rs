@@ -1,0 +1,81 @@
+//! `get_user_health_profile`: a person's health at a glance: the newest value of each
+//! indicator, their conditions, medications and allergies, and the dates the data covers.
+//!
+//! Named as upstream named it; its answer is built from the person's own imported data, not a
+//! profile text, and an empty profile says so plainly (with the upload link) instead of
+//! upstream's redirect that also swallowed errors.
+
+use mirobody_core::{
+    Annotations, Args, Param, Tool, ToolContext, ToolError, ToolResult, Type, UserInfo, register_tool,
+};
+use serde_json::{Value, json};
+
+use super::{caller, fail, member, query};
+use crate::health::health_store;
+
+/// The declaration of `get_user_health_profile`.
+pub fn tool() -> Tool {
+    Tool::new(
+        "get_user_health_profile",
+        "The user's health profile: the latest value of each indicator they have data for, their \
+         conditions, medications and allergies, and the dates their data covers. Call it first to see \
+         what is known about the user's health.",
+    )
+    .param(Param::optional(
+        "member",
+        Type::String,
+        "Whose profile: leave empty for the user; otherwise a care-circle member's nickname, email or id.",
+    ))
+    .annotations(Annotations::read_only().idempotent(true))
+    .auth(true)
+    .handler(get_user_health_profile)
+}
+
+async fn get_user_health_profile(args: Args, user: &UserInfo, ctx: &ToolContext<'_>) -> Result<ToolResult, ToolError> {
+    let me = caller(user)?;
+    let db = health_store(ctx).map_err(fail)?;
+    let (subject, label) = member::subject(args.str("member"), me, user, db).await?;
+    let denied = || ToolError::new("Not authorized to read that member's health data.");
+    let latest = db.latest_values(me, &subject).await.map_err(fail)?.ok_or_else(denied)?;
+    let records = db.health_records(me, &subject).await.map_err(fail)?.ok_or_else(denied)?;
+    let indicators = db.indicators(me, &subject).await.map_err(fail)?.ok_or_else(denied)?;
+
+    let latest: Vec<Value> = latest
+        .iter()
+        .map(|p| {
+            json!({
+                "code": p.code,
+                "name": p.display,
+                "value": p.value.map_or_else(|| json!(p.value_text), |n| json!(n)),
+                "unit": p.unit,
+                "time": p.time,
+            })
+        })
+        .collect();
+    let of_kind = |kind: &str| -> Vec<Value> {
+        records
+            .iter()
+            .filter(|r| r.kind == kind)
+            .map(|r| json!({"name": r.display, "status": r.status, "since": r.time}))
+            .collect()
+    };
+    // RFC 3339 UTC times sort as text.
+    let from = indicators.iter().map(|i| i.first.as_str()).min();
+    let to = indicators.iter().map(|i| i.last.as_str()).max();
+    let mut out = json!({
+        "subject": label,
+        "latest": latest,
+        "conditions": of_kind("condition"),
+        "medications": of_kind("medication"),
+        "allergies": of_kind("allergy"),
+        "covered": {"from": from, "to": to},
+    });
+    if latest.is_empty() && records.is_empty() {
+        let who = if subject == me { "The user has".to_owned() } else { format!("{label} has") };
+        let nothing = query::nothing_found(ctx, me, subject == me, format!("{who} no health data yet."));
+        out.as_object_mut().expect("an object").extend(nothing.as_object().cloned().unwrap_or_default());
+    }
+    Ok(ToolResult::ok(out))
+}
+
+register_tool!(tool);
