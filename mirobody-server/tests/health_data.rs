@@ -24,7 +24,7 @@ fn uploads_are_checked_stored_and_read_back() {
     let port = free_port();
     let (alice, bob) = (token(&data_dir, port, "alice"), token(&data_dir, port, "bob"));
     let env = [("MIROBODY_UPLOADS__MAX_FILE_BYTES", "200000"), ("MIROBODY_UPLOADS__MAX_FILES_PER_USER", "4")];
-    let mut server = start_with(&data_dir, port, std::process::Stdio::null(), &env);
+    let _server = common::KillOnDrop(start_with(&data_dir, port, std::process::Stdio::null(), &env));
     let bearer = format!("Bearer {alice}");
     let sid = session(port, &alice);
 
@@ -118,7 +118,6 @@ fn uploads_are_checked_stored_and_read_back() {
     assert_eq!(status, 201, "{}", String::from_utf8_lossy(&body));
     assert_eq!(json_of(&body)["mime"], "text/csv");
     assert_eq!(files(port, &bob, &bob_sid).len(), 1);
-    server.kill().unwrap();
 }
 
 fn glucose(id: &str, value: Value, time: &str) -> Value {
@@ -138,7 +137,7 @@ fn fhir_imports_feed_the_health_queries() {
     let data_dir = fresh_data_dir("fhir");
     let port = free_port();
     let (alice, bob) = (token(&data_dir, port, "alice"), token(&data_dir, port, "bob"));
-    let mut server = start_with(&data_dir, port, std::process::Stdio::null(), &[]);
+    let _server = common::KillOnDrop(start_with(&data_dir, port, std::process::Stdio::null(), &[]));
     let bearer = format!("Bearer {alice}");
     let headers = [("Authorization", bearer.as_str()), ("Content-Type", "application/fhir+json")];
     let sid = session(port, &alice);
@@ -237,7 +236,6 @@ fn fhir_imports_feed_the_health_queries() {
     assert!(denied["error"].as_str().unwrap_or_default().contains("No circle member"), "{denied}");
     let own = tool(port, &bob, &bob_sid, "get_user_health_profile", json!({}));
     assert_eq!((own["latest"].clone(), own["conditions"].clone()), (json!([]), json!([])), "{own}");
-    server.kill().unwrap();
 }
 
 #[test]
@@ -246,7 +244,7 @@ fn the_care_circle_is_managed_and_revocation_holds_at_once() {
     let port = free_port();
     let (alice, bob, carol) =
         (token(&data_dir, port, "alice"), token(&data_dir, port, "bob"), token(&data_dir, port, "carol"));
-    let mut server = start_with(&data_dir, port, std::process::Stdio::null(), &[]);
+    let _server = common::KillOnDrop(start_with(&data_dir, port, std::process::Stdio::null(), &[]));
     let auth = |t: &str| format!("Bearer {t}");
     let (a, b, c) = (auth(&alice), auth(&bob), auth(&carol));
     let json_headers =
@@ -301,7 +299,6 @@ fn the_care_circle_is_managed_and_revocation_holds_at_once() {
     assert_eq!(status, 400);
     let (status, _, _) = request(port, "POST", "/circle/invites", &[], br#"{"invitee":"carol"}"#);
     assert_eq!(status, 401);
-    server.kill().unwrap();
 }
 
 #[test]
@@ -309,8 +306,8 @@ fn upload_links_upload_as_their_user_until_they_expire() {
     let data_dir = fresh_data_dir("upload-link");
     let port = free_port();
     let alice = token(&data_dir, port, "alice");
-    let mut server =
-        start_with(&data_dir, port, std::process::Stdio::null(), &[("MIROBODY_UPLOADS__LINK_TTL_SECS", "2")]);
+    let env = [("MIROBODY_UPLOADS__LINK_TTL_SECS", "2")];
+    let _server = common::KillOnDrop(start_with(&data_dir, port, std::process::Stdio::null(), &env));
     let sid = session(port, &alice);
     let link = tool(port, &alice, &sid, "upload_link", json!({}));
     let url = link["url"].as_str().unwrap().to_owned();
@@ -350,5 +347,4 @@ fn upload_links_upload_as_their_user_until_they_expire() {
     let (status, _, _) = request(port, "GET", &path, &[], b"");
     assert_eq!(status, 403);
     assert_eq!(files(port, &alice, &sid).len(), 1);
-    server.kill().unwrap();
 }

@@ -27,7 +27,7 @@ pub(super) fn router(prefix: &str, routes: Routes) -> Router {
         .with_state(routes)
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, Default)]
 #[serde(deny_unknown_fields)]
 struct Invite {
     invitee: String,
@@ -70,12 +70,6 @@ async fn overview(State(routes): State<Routes>, request: Request<Body>) -> Respo
     match routes.backends().sql().circle(&user).await {
         Ok(circle) => axum::Json(circle).into_response(),
         Err(e) => backend_error(e),
-    }
-}
-
-impl Default for Invite {
-    fn default() -> Self {
-        Invite { invitee: String::new(), nickname: None }
     }
 }
 

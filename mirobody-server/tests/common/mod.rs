@@ -195,3 +195,13 @@ pub(crate) fn tool(port: u16, token: &str, session: &str, tool: &str, arguments:
     }
     result["structuredContent"].clone()
 }
+
+/// A server process that is killed and reaped when the test ends, however it ends.
+pub(crate) struct KillOnDrop(pub(crate) Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}

@@ -1,7 +1,8 @@
 //! Property tests: whatever sequence of calls two users make (remembering, uploading,
-//! recording observations, titling conversations under the same session ids, sharing and
-//! unsharing), user A's tool calls never return user B's observations, files, memories or
-//! conversations, unless B shares their health data with A (and then only observations).
+//! recording observations, importing FHIR data, titling conversations under the same session
+//! ids, sharing and unsharing, inviting, accepting and revoking in the care circle), user A's
+//! tool calls never return user B's observations, health data, files, memories or
+//! conversations, unless B shares their health data with A (and then only health data).
 
 use mirobody_tools::health::HealthStore;
 use proptest::prelude::*;
@@ -20,6 +21,10 @@ enum Op {
     Summarize { user: usize, session: u8, n: u8 },
     Share { owner: usize },
     Unshare { owner: usize },
+    Import { user: usize, n: u8 },
+    Invite { owner: usize },
+    Accept { reader: usize },
+    Revoke { user: usize },
 }
 
 fn op() -> impl Strategy<Value = Op> {
@@ -30,7 +35,11 @@ fn op() -> impl Strategy<Value = Op> {
         (user.clone(), any::<u8>()).prop_map(|(user, n)| Op::Observe { user, n }),
         (user.clone(), 0..2u8, any::<u8>()).prop_map(|(user, session, n)| Op::Summarize { user, session, n }),
         user.clone().prop_map(|owner| Op::Share { owner }),
-        user.prop_map(|owner| Op::Unshare { owner }),
+        user.clone().prop_map(|owner| Op::Unshare { owner }),
+        (user.clone(), any::<u8>()).prop_map(|(user, n)| Op::Import { user, n }),
+        user.clone().prop_map(|owner| Op::Invite { owner }),
+        user.clone().prop_map(|reader| Op::Accept { reader }),
+        user.prop_map(|user| Op::Revoke { user }),
     ]
 }
 
@@ -47,6 +56,7 @@ async fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
         clients.push(env.user(user).await);
     }
     let mut shares = [false; 2]; // shares[owner]: owner shares with the other user
+    let mut invites: [Option<i64>; 2] = [None, None]; // invites[owner]: waiting for the other
     for op in &ops {
         match *op {
             Op::Remember { user, n } => {
@@ -81,6 +91,37 @@ async fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
                 sql.unshare_health(USERS[owner], USERS[1 - owner]).await.unwrap();
                 shares[owner] = false;
             }
+            Op::Import { user, n } => {
+                let observation = json!({"resourceType": "Observation", "id": format!("o{n}"),
+                    "code": {"text": marker(user)}, "effectiveDateTime": "2026-02-01T00:00:00Z",
+                    "valueQuantity": {"value": n, "unit": "u"}, "subject": {"reference": format!("Patient/{}", USERS[1 - user])}});
+                let condition = json!({"resourceType": "Condition", "id": format!("c{n}"),
+                    "code": {"text": format!("{} condition {n}", marker(user))}});
+                let bundle = json!({"resourceType": "Bundle", "type": "batch",
+                    "entry": [{"resource": observation}, {"resource": condition}]});
+                let imported = mirobody_tools::import::import_fhir(sql, USERS[user], &bundle).await;
+                prop_assert_eq!(imported.status, 200);
+            }
+            Op::Invite { owner } => {
+                let id = sql.invite_to_circle(USERS[owner], USERS[1 - owner], Some(&format!("nick{owner}"))).await;
+                invites[owner] = Some(id.unwrap());
+            }
+            Op::Accept { reader } => {
+                let owner = 1 - reader;
+                // Nobody accepts the invitation they made themselves, meant for the other.
+                if let Some(own) = invites[reader] {
+                    prop_assert_eq!(sql.accept_invite(USERS[reader], own, None).await.unwrap(), None);
+                }
+                if let Some(id) = invites[owner].take() {
+                    let accepted = sql.accept_invite(USERS[reader], id, None).await.unwrap();
+                    prop_assert_eq!(accepted.as_deref(), Some(USERS[owner]));
+                    shares[owner] = true;
+                }
+            }
+            Op::Revoke { user } => {
+                sql.leave_circle(USERS[user], USERS[1 - user]).await.unwrap();
+                shares = [false; 2];
+            }
         }
     }
     for reader in 0..2 {
@@ -107,6 +148,31 @@ async fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
             prop_assert!(read.tool_error().starts_with("File not found"));
         }
         leaked("own observations", client.tool("family_health", json!({})).await.ok())?;
+        // A part of the marker finds what is named by it, and an answer that repeats the
+        // question back does not hold the whole marker.
+        let part = &foreign[1..6];
+        let search = json!({"keywords": [part]});
+        leaked("indicators", client.tool("search_health_indicators", search).await.ok())?;
+        leaked("series", client.tool("fetch_health_data", json!({"indicators": [part]})).await.ok())?;
+        leaked("profile", client.tool("get_user_health_profile", json!({})).await.ok())?;
+        for tool in ["search_health_indicators", "fetch_health_data", "get_user_health_profile"] {
+            let arguments = json!({"keywords": [part], "indicators": [part], "member": USERS[other]});
+            let mut arguments = arguments.as_object().unwrap().clone();
+            if tool == "get_user_health_profile" {
+                arguments.retain(|k, _| k == "member");
+            } else if tool == "search_health_indicators" {
+                arguments.remove("indicators");
+            } else {
+                arguments.remove("keywords");
+            }
+            let theirs = client.tool(tool, Value::Object(arguments)).await;
+            if shares[other] {
+                prop_assert_eq!(&theirs.ok()["subject"], &json!(format!("nick{other}")), "{}", tool);
+            } else {
+                prop_assert!(theirs.tool_error().contains("No circle member"), "{tool}");
+                leaked(tool, &theirs.body)?;
+            }
+        }
         let theirs = client.tool("family_health", json!({"member": USERS[other]})).await;
         if shares[other] {
             prop_assert_eq!(&theirs.ok()["subject"], &json!(format!("nick{other}")));

@@ -1,0 +1,96 @@
+//! The operator's commands for a person's health data, through the real binary: `import fhir`,
+//! `import csv` and `circle ...`, checked by calling the health tools with `tools call`.
+
+mod common;
+
+use std::path::Path;
+use std::process::Output;
+
+use common::{clean_command, fresh_data_dir};
+use serde_json::{Value, json};
+
+// The exit code and what the command printed (its log goes to stderr, left out).
+fn run(data_dir: &Path, args: &[&str]) -> (i32, String) {
+    let output: Output = clean_command()
+        .args(args)
+        .env("MIROBODY_BACKENDS__DATA_DIR", data_dir)
+        .env("RUST_LOG", "error")
+        .output()
+        .expect("run the binary");
+    (output.status.code().unwrap_or(-1), String::from_utf8_lossy(&output.stdout).into_owned())
+}
+
+fn call(data_dir: &Path, user: &str, tool: &str, arguments: Value) -> Value {
+    let output = clean_command()
+        .args(["tools", "call", tool, &arguments.to_string(), "--user", user])
+        .env("MIROBODY_BACKENDS__DATA_DIR", data_dir)
+        .output()
+        .expect("run the binary");
+    let out = String::from_utf8_lossy(&output.stdout);
+    let result: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"));
+    if result["isError"] == true {
+        json!({"error": result["content"][0]["text"]})
+    } else {
+        result["structuredContent"].clone()
+    }
+}
+
+#[test]
+fn imports_and_the_care_circle_from_the_command_line() {
+    let data_dir = fresh_data_dir("cli-health");
+    let bundle = json!({"resourceType": "Bundle", "type": "collection", "entry": [
+        {"resource": {"resourceType": "Observation", "id": "w1", "code": {"coding": [{"system": "http://loinc.org",
+            "code": "29463-7", "display": "Body weight"}]}, "effectiveDateTime": "2026-02-01T07:00:00Z",
+            "valueQuantity": {"value": 71.8, "unit": "kg"}}},
+        {"resource": {"resourceType": "Observation", "id": "bad", "code": {"text": "Weight"},
+            "effectiveDateTime": "2026-02-02", "valueQuantity": {"value": "heavy"}}},
+    ]});
+    let fhir = data_dir.join("export.json");
+    std::fs::write(&fhir, bundle.to_string()).unwrap();
+    let fhir = fhir.to_str().unwrap();
+
+    let (code, out) = run(&data_dir, &["import", "fhir", fhir, "--user", "alice"]);
+    assert_eq!(code, 1, "an entry was refused: {out}");
+    assert!(out.contains("1 stored, 0 already there, 0 skipped (types not imported), 1 refused"), "{out}");
+    assert!(out.contains("entry 1:") && out.contains("must be a number"), "{out}");
+    let (_, out) = run(&data_dir, &["import", "fhir", fhir, "--user", "alice"]);
+    assert!(out.contains("0 stored, 1 already there"), "imported once: {out}");
+
+    let csv = data_dir.join("watch.csv");
+    std::fs::write(
+        &csv,
+        "Indicator,Time,Value,Unit\nheart rate,2026-02-01T06:00:00Z,58,bpm\nsteps,2026-02-01T23:00:00Z,9120,steps\n",
+    )
+    .unwrap();
+    let (code, out) = run(&data_dir, &["import", "csv", csv.to_str().unwrap(), "--user", "alice"]);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("2 stored"), "{out}");
+    let (code, out) = run(&data_dir, &["import", "fhir", "/no/such/file.json", "--user", "alice"]);
+    assert_eq!(code, 2, "{out}");
+
+    let found = call(&data_dir, "alice", "search_health_indicators", json!({"keywords": ["pulse", "weight", "steps"]}));
+    let codes: Vec<&str> =
+        found["indicators"].as_array().unwrap().iter().map(|i| i["code"].as_str().unwrap()).collect();
+    assert!(codes.contains(&"29463-7") && codes.contains(&"8867-4"), "{found}");
+
+    // The circle: bob reads alice's data only between accepting and the revocation.
+    let (code, out) = run(&data_dir, &["circle", "invite", "bob", "--user", "alice", "--nickname", "Alice"]);
+    assert_eq!(code, 0, "{out}");
+    let id = out.trim().trim_start_matches("invitation ").to_owned();
+    let (_, listed) = run(&data_dir, &["circle", "list", "--user", "bob"]);
+    assert!(listed.contains("\"invites_received\"") && listed.contains("\"owner\": \"alice\""), "{listed}");
+    let denied = call(&data_dir, "bob", "fetch_health_data", json!({"indicators": ["weight"], "member": "Alice"}));
+    assert!(denied["error"].is_string(), "{denied}");
+    let (code, out) = run(&data_dir, &["circle", "accept", &id, "--user", "carol"]);
+    assert_eq!(code, 1, "not carol's to accept: {out}");
+    let (code, out) = run(&data_dir, &["circle", "accept", &id, "--user", "bob"]);
+    assert_eq!(code, 0, "{out}");
+    let shared = call(&data_dir, "bob", "fetch_health_data", json!({"indicators": ["weight"], "member": "Alice"}));
+    assert_eq!(shared["indicators"]["Body weight"]["data"][0]["value"], 71.8, "{shared}");
+    let (code, out) = run(&data_dir, &["circle", "revoke", "alice", "--user", "bob"]);
+    assert_eq!(code, 0, "{out}");
+    let after = call(&data_dir, "bob", "fetch_health_data", json!({"indicators": ["weight"], "member": "Alice"}));
+    assert!(after["error"].is_string(), "{after}");
+    let (code, _) = run(&data_dir, &["circle", "revoke", "alice", "--user", "bob"]);
+    assert_eq!(code, 1, "nothing left to revoke");
+}

@@ -1,0 +1,70 @@
+//! The upload page in a real browser: headless Chromium (Debian's package, driven by
+//! playwright-core from npm; `tests/browser/setup.sh` installs both) opens the link the
+//! `upload_link` tool made, uploads a PDF lab report, and the test reads its text back through
+//! `read_file` over MCP. The page must make no request outside the server's origin.
+//!
+//! Without Chromium or npm the test says `SKIPPED: <why>`; with `MIROBODY_REQUIRE_EXTERNAL=1`
+//! (as `.ci/run` sets) it fails instead.
+
+mod common;
+
+use std::path::Path;
+use std::process::Command;
+
+use common::{free_port, fresh_data_dir, session, start, token, tool};
+use serde_json::{Value, json};
+
+fn browser_dir() -> &'static Path {
+    Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/browser"))
+}
+
+// Installs what the browser test needs, or says why it cannot.
+fn set_up() -> Result<(), String> {
+    let output = Command::new("bash").arg("setup.sh").current_dir(browser_dir()).output().map_err(|e| e.to_string())?;
+    if output.status.success() { Ok(()) } else { Err(String::from_utf8_lossy(&output.stderr).trim().to_owned()) }
+}
+
+#[test]
+fn a_person_uploads_a_lab_report_through_the_link_in_a_real_browser() {
+    if let Err(why) = set_up() {
+        if std::env::var("MIROBODY_REQUIRE_EXTERNAL").as_deref() == Ok("1") {
+            panic!("the browser test could not be set up, and MIROBODY_REQUIRE_EXTERNAL=1 requires it: {why}");
+        }
+        println!("SKIPPED: upload page in a browser: {why}");
+        return;
+    }
+    let data_dir = fresh_data_dir("upload-page");
+    let port = free_port();
+    let alice = token(&data_dir, port, "alice");
+    let _server = common::KillOnDrop(start(&data_dir, port));
+    let sid = session(port, &alice);
+    let link = tool(port, &alice, &sid, "upload_link", json!({}));
+    let url = link["url"].as_str().expect("an upload link").to_owned();
+
+    let report = data_dir.join("lab report.pdf");
+    std::fs::write(&report, include_bytes!("../../mirobody-tools/assets/lab-report.pdf")).unwrap();
+    let screenshot = data_dir.join("upload.png");
+    let output = Command::new("node")
+        .arg("upload.mjs")
+        .arg(&url)
+        .arg(&report)
+        .arg(&screenshot)
+        .current_dir(browser_dir())
+        .output()
+        .expect("run node");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&output.stderr));
+    let seen: Value = serde_json::from_str(stdout.lines().last().unwrap_or_default()).expect("one line of JSON");
+    assert_eq!(seen["errors"], json!([]), "{seen}");
+    assert_eq!(seen["other_origins"], json!([]), "the page reached no other origin: {seen}");
+    let result = &seen["results"][0];
+    assert_eq!(result["has_text"], true, "{seen}");
+    assert!(result["text"].as_str().unwrap_or_default().contains("lab report.pdf"), "{seen}");
+    assert!(std::fs::metadata(&screenshot).map(|m| m.len() > 1_000).unwrap_or(false), "a screenshot was taken");
+
+    // What the person uploaded is what the model reads.
+    let read = tool(port, &alice, &sid, "read_file", json!({"file_key": result["file_key"]}));
+    let content = read["content"].as_str().unwrap_or_default();
+    assert!(content.contains("Glucose 5.4 mmol/L") && content.contains("Hemoglobin 14.1"), "{read}");
+    assert_eq!(read["filename"], "lab report.pdf");
+}
