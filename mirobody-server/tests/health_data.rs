@@ -23,7 +23,12 @@ fn uploads_are_checked_stored_and_read_back() {
     let data_dir = fresh_data_dir("uploads");
     let port = free_port();
     let (alice, bob) = (token(&data_dir, port, "alice"), token(&data_dir, port, "bob"));
-    let env = [("MIROBODY_UPLOADS__MAX_FILE_BYTES", "200000"), ("MIROBODY_UPLOADS__MAX_FILES_PER_USER", "4")];
+    let key = "ab".repeat(32);
+    let env = [
+        ("MIROBODY_UPLOADS__MAX_FILE_BYTES", "200000"),
+        ("MIROBODY_UPLOADS__MAX_FILES_PER_USER", "4"),
+        ("MIROBODY_BACKENDS__FILE_ENCRYPTION_KEY", key.as_str()),
+    ];
     let _server = common::KillOnDrop(start_with(&data_dir, port, std::process::Stdio::null(), &env));
     let bearer = format!("Bearer {alice}");
     let sid = session(port, &alice);
@@ -46,6 +51,11 @@ fn uploads_are_checked_stored_and_read_back() {
     assert_eq!((uploaded["size"].as_u64(), uploaded["has_text"].as_bool()), (Some(text.len() as u64), Some(true)));
     let read = tool(port, &alice, &sid, "read_file", json!({"file_key": uploaded["file_key"]}));
     assert_eq!(read["content"], text);
+    // At rest, neither the file nor its text is readable.
+    let stored = std::fs::read_dir(data_dir.join("files")).unwrap().map(|e| std::fs::read(e.unwrap().path()).unwrap());
+    let stored: Vec<Vec<u8>> = stored.collect();
+    assert_eq!(stored.len(), 2, "the file and its text");
+    assert!(stored.iter().all(|bytes| !bytes.windows(7).any(|w| w == b"Glucose")), "encrypted at rest");
 
     // A PDF in a multipart body, named .txt: its type comes from its content.
     let boundary = "XyZb0undary";
@@ -347,4 +357,29 @@ fn upload_links_upload_as_their_user_until_they_expire() {
     let (status, _, _) = request(port, "GET", &path, &[], b"");
     assert_eq!(status, 403);
     assert_eq!(files(port, &alice, &sid).len(), 1);
+}
+
+#[test]
+fn a_body_that_never_finishes_is_cut_off_at_the_deadline() {
+    use std::io::{Read, Write};
+    let data_dir = fresh_data_dir("upload-slow");
+    let port = free_port();
+    let alice = token(&data_dir, port, "alice");
+    let env = [("MIROBODY_REQUEST_BODY_TIMEOUT_SECS", "1")];
+    let _server = common::KillOnDrop(start_with(&data_dir, port, std::process::Stdio::null(), &env));
+    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    stream.set_read_timeout(Some(std::time::Duration::from_secs(10))).unwrap();
+    let started = std::time::Instant::now();
+    write!(
+        stream,
+        "POST /files?filename=slow.txt HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer {alice}\r\n\
+         Content-Length: 100000\r\n\r\nonly a little"
+    )
+    .unwrap();
+    let mut reply = String::new();
+    let _ = stream.read_to_string(&mut reply);
+    assert!(reply.starts_with("HTTP/1.1 408"), "{reply}");
+    assert!(started.elapsed() < std::time::Duration::from_secs(5), "cut off near the deadline");
+    let sid = session(port, &alice);
+    assert!(files(port, &alice, &sid).is_empty(), "nothing stored");
 }
