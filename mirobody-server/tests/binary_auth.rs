@@ -162,6 +162,8 @@ fn resources_list_shows_the_callers_own_uploads_only() {
         .output()
         .unwrap();
     assert!(demo.status.success(), "{}", String::from_utf8_lossy(&demo.stderr));
+    let printed = String::from_utf8_lossy(&demo.stdout);
+    assert!(printed.contains(&format!("http://127.0.0.1:{port}/upload/")), "the demo prints an upload link: {printed}");
     let mut server = start(&data_dir, port);
     let list = r#"{"jsonrpc":"2.0","id":3,"method":"resources/list","params":{}}"#;
     let uris = |user: Option<&str>| -> Vec<String> {
@@ -177,13 +179,19 @@ fn resources_list_shows_the_callers_own_uploads_only() {
     };
     let demo_uris = uris(Some("demo"));
     assert!(demo_uris.contains(&"info://server".to_owned()), "{demo_uris:?}");
-    assert!(demo_uris.iter().any(|u| u == "file://demo-lab-results"), "the demo user's uploads: {demo_uris:?}");
+    assert_eq!(demo_uris.iter().filter(|u| u.starts_with("file://up-")).count(), 3, "the demo's uploads: {demo_uris:?}");
     // A binary upload comes back as a signed, expiring URL that the server itself serves.
     let bearer = format!("Bearer {}", token(&data_dir, port, "demo"));
     let (head, _) = raw_post(port, "/mcp", &[("Authorization", &bearer)], INIT);
     let sid = header(&head, "mcp-session-id").unwrap().to_owned();
-    let read = r#"{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"read_file","arguments":{"file_key":"demo-steps-chart"}}}"#;
-    let (_, body) = raw_post(port, "/mcp", &[("Authorization", &bearer), ("Mcp-Session-Id", &sid)], read);
+    let list_files = r#"{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"list_files","arguments":{}}}"#;
+    let (_, body) = raw_post(port, "/mcp", &[("Authorization", &bearer), ("Mcp-Session-Id", &sid)], list_files);
+    let listed: Value = serde_json::from_str(&body).unwrap();
+    let files = listed["result"]["structuredContent"]["files"].as_array().unwrap().clone();
+    let png = files.iter().find(|f| f["mime"] == "image/png").unwrap_or_else(|| panic!("{body}"))["file_key"].clone();
+    let read = json!({"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"read_file","arguments":{"file_key":png}}});
+    let (_, body) =
+        raw_post(port, "/mcp", &[("Authorization", &bearer), ("Mcp-Session-Id", &sid)], &read.to_string());
     let reply: Value = serde_json::from_str(&body).unwrap();
     let url = reply["result"]["structuredContent"]["url"]
         .as_str()
