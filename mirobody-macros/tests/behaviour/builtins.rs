@@ -258,14 +258,21 @@ fn list_files_matches_the_builtin() {
 // ---- read_file ----
 
 /// Read one of the user's uploaded files by its file_key (from list_files). Returns the text
-/// extracted from it, or its content when it is text; for other files, a link that works for
-/// an hour.
+/// extracted from it, or its content when it is text, 50,000 characters at a time (pass the
+/// answer's next_offset as offset to read on); for other files, a link that works for an hour.
 ///
 /// Args:
 ///     file_key: The file_key from list_files.
+///     offset: Where to start reading, in characters (next_offset of the last page).
 #[tool(name = "read_file", annotations(read_only, idempotent), register = false)]
-async fn read_file(user: &UserInfo, ctx: &ToolContext<'_>, file_key: &str) -> Result<Value, String> {
+async fn read_file(
+    user: &UserInfo,
+    ctx: &ToolContext<'_>,
+    file_key: &str,
+    #[arg(default = 0)] offset: i64,
+) -> Result<Value, String> {
     const URL_LIFETIME: Duration = Duration::from_secs(3600);
+    const PAGE: usize = 50_000;
     let owner = user.user_id().ok_or("Authentication required: sign in and call the tool again.")?;
     let key = file_key.trim();
     if key.is_empty() {
@@ -274,6 +281,8 @@ async fn read_file(user: &UserInfo, ctx: &ToolContext<'_>, file_key: &str) -> Re
     if !valid_key(key) {
         return Err("That is not a file_key this server uses; call list_files for the keys.".into());
     }
+    let offset =
+        usize::try_from(offset).map_err(|_| "'offset' must be 0 or more (the next_offset of the last page).")?;
     let db = mirobody_tools::health::health_store(ctx).map_err(|e| e.to_string())?;
     let storage = ctx.storage().map_err(|e| e.to_string())?;
     // A key that names a file's extracted text (`.trans`) or metadata (`.meta`) reads the file.
@@ -291,10 +300,20 @@ async fn read_file(user: &UserInfo, ctx: &ToolContext<'_>, file_key: &str) -> Re
         None
     };
     if let Some(text) = text {
-        let (content, truncated) = cap_chars(&text, 50_000);
-        let mut out = json!({"filename": file.filename, "mime": file.mime_type, "content": content});
+        let total = text.chars().count();
+        if offset > total || (offset == total && total > 0) {
+            return Err(format!("'offset' {offset} is past the end: the text has {total} characters."));
+        }
+        let rest: String = text.chars().skip(offset).collect();
+        let (content, truncated) = cap_chars(&rest, PAGE);
+        let mut out =
+            json!({"filename": file.filename, "mime": file.mime_type, "content": content, "total_chars": total});
+        if offset > 0 {
+            out["offset"] = json!(offset);
+        }
         if truncated {
             out["truncated"] = json!(true);
+            out["next_offset"] = json!(offset + PAGE);
         }
         return Ok(out);
     }
@@ -348,6 +367,9 @@ fn read_file_matches_the_builtin() {
             (ada(), key("f-chart")),
             (ada(), key("f-latin1")),
             (ada(), key("f-long")),
+            (ada(), json!({"file_key": "f-long", "offset": 50_000})),
+            (ada(), json!({"file_key": "f-long", "offset": 10_000_000})),
+            (ada(), json!({"file_key": "f-notes", "offset": -1})),
             (ada(), key("f-gone")),
             (ada(), key("f-eve")),
             (ada(), key("nope")),

@@ -136,7 +136,7 @@ impl Env {
             json!({"code": {"text": "Mood"}, "valueString": "calm", "effectiveInstant": "2026-03-01T08:00:00Z"}),
             json!({"code": {"text": "Pushups"}, "valueInteger": 25, "effectiveDateTime": "2026-02-28T08:00:00Z"}),
             json!({"code": {"text": "Fasting"}, "valueBoolean": true, "effectiveDateTime": "2026-02-27T08:00:00Z"}),
-            json!({"meta": {"lastUpdated": "2026-02-26T08:00:00Z"}}),
+            json!({"code": {"text": "Note"}, "effectiveDateTime": "2026-02-26T08:00:00Z"}),
         ];
         sql.add_observations("ada", &ada).await.unwrap();
         let mom = [quantity("2339-0", "Glucose", 96.0, "mg/dL", "2026-03-05T07:00:00Z")];
