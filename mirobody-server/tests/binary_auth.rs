@@ -179,7 +179,11 @@ fn resources_list_shows_the_callers_own_uploads_only() {
     };
     let demo_uris = uris(Some("demo"));
     assert!(demo_uris.contains(&"info://server".to_owned()), "{demo_uris:?}");
-    assert_eq!(demo_uris.iter().filter(|u| u.starts_with("file://up-")).count(), 3, "the demo's uploads: {demo_uris:?}");
+    assert_eq!(
+        demo_uris.iter().filter(|u| u.starts_with("file://up-")).count(),
+        3,
+        "the demo's uploads: {demo_uris:?}"
+    );
     // A binary upload comes back as a signed, expiring URL that the server itself serves.
     let bearer = format!("Bearer {}", token(&data_dir, port, "demo"));
     let (head, _) = raw_post(port, "/mcp", &[("Authorization", &bearer)], INIT);
@@ -190,8 +194,7 @@ fn resources_list_shows_the_callers_own_uploads_only() {
     let files = listed["result"]["structuredContent"]["files"].as_array().unwrap().clone();
     let png = files.iter().find(|f| f["mime"] == "image/png").unwrap_or_else(|| panic!("{body}"))["file_key"].clone();
     let read = json!({"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"read_file","arguments":{"file_key":png}}});
-    let (_, body) =
-        raw_post(port, "/mcp", &[("Authorization", &bearer), ("Mcp-Session-Id", &sid)], &read.to_string());
+    let (_, body) = raw_post(port, "/mcp", &[("Authorization", &bearer), ("Mcp-Session-Id", &sid)], &read.to_string());
     let reply: Value = serde_json::from_str(&body).unwrap();
     let url = reply["result"]["structuredContent"]["url"]
         .as_str()
