@@ -45,7 +45,9 @@ const IMPORT_ROUNDS: usize = 5;
 /// Rounds of the interleaved timing loop.
 const ROUNDS: usize = 10;
 
-const BARE_FETCH: &str = "SELECT time_ms, value, unit FROM health_points \
+// The same rows and columns the tool answers with (time, value or text, unit, source file),
+// decoded into tuples, with no access check and no formatting.
+const BARE_FETCH: &str = "SELECT time_ms, value, value_text, unit, file_key FROM health_points \
      WHERE subject = $1 AND code = $2 AND time_ms >= $3 AND time_ms < $4 ORDER BY time_ms DESC LIMIT 1000";
 const BARE_OBSERVATION: &str = "INSERT INTO observations \
      (subject, code, effective_ms, resource, created_at_ms, source_id, file_key) \
@@ -54,7 +56,7 @@ const BARE_POINT: &str = "INSERT INTO health_points \
      (subject, observation_id, code, display, time_ms, value, value_text, unit, file_key) \
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)";
 
-type BareRows = Vec<(i64, Option<f64>, Option<String>)>;
+type BareRows = Vec<(i64, Option<f64>, Option<String>, Option<String>, Option<String>)>;
 
 fn env_usize(name: &str, default: usize) -> usize {
     std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default).max(1)
@@ -167,14 +169,16 @@ macro_rules! on_bare {
 impl Bare {
     /// The baseline read: the same rows `HealthStore::series` returns, in one plain query.
     async fn fetch(&self, subject: &str, year: Year) -> BareRows {
-        on_bare!(self, |pool| sqlx::query_as::<_, (i64, Option<f64>, Option<String>)>(BARE_FETCH)
-            .bind(subject)
-            .bind(CODE)
-            .bind(year.start_ms)
-            .bind(year.end_ms)
-            .fetch_all(pool)
-            .await
-            .expect("the bare query"))
+        on_bare!(self, |pool| sqlx::query_as::<_, (i64, Option<f64>, Option<String>, Option<String>, Option<String>)>(
+            BARE_FETCH
+        )
+        .bind(subject)
+        .bind(CODE)
+        .bind(year.start_ms)
+        .bind(year.end_ms)
+        .fetch_all(pool)
+        .await
+        .expect("the bare query"))
     }
 
     /// The baseline write: `rows` as `subject`'s, one transaction of plain INSERTs.

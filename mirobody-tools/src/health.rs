@@ -146,12 +146,28 @@ pub struct HealthRecord {
     pub time: Option<String>,
 }
 
+/// One value of a series: [`SeriesPoint`] without the code and name the series is asked by.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct SeriesValue {
+    /// When it was measured, RFC 3339.
+    pub time: String,
+    /// The value, when it is a number.
+    pub value: Option<f64>,
+    /// The value, when it is text (a coded or free-text result).
+    pub value_text: Option<String>,
+    /// The unit of `value`.
+    pub unit: Option<String>,
+    /// The uploaded file it was read from, if any.
+    pub file_key: Option<String>,
+}
+
 /// The part of a series [`HealthStore::series`] returns.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct Series {
     /// The values, oldest first: the newest `limit` in the range.
-    pub points: Vec<SeriesPoint>,
+    pub points: Vec<SeriesValue>,
     /// Whether older values in the range were left out.
     pub truncated: bool,
 }

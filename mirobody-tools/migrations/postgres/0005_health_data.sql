@@ -21,8 +21,40 @@ CREATE TABLE health_points (
     unit           TEXT,
     file_key       TEXT
 );
-CREATE INDEX health_points_series ON health_points (subject, code, time_ms);
+CREATE INDEX health_points_series ON health_points (subject, code, time_ms, id);
 CREATE INDEX health_points_observation ON health_points (observation_id);
+
+-- What each person has of each indicator (one row per code and unit, '' for none), kept by a
+-- trigger so that listing a person's indicators never reads their values.
+CREATE TABLE health_indicators (
+    subject  TEXT NOT NULL,
+    code     TEXT NOT NULL,
+    unit     TEXT NOT NULL,
+    display  TEXT NOT NULL,
+    n        BIGINT NOT NULL,
+    first_ms BIGINT NOT NULL,
+    last_ms  BIGINT NOT NULL,
+    PRIMARY KEY (subject, code, unit)
+);
+-- A removed value is no longer counted; its times may still bound first_ms and last_ms.
+CREATE FUNCTION mirobody_summarize_health_point() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF TG_OP = 'INSERT' THEN
+        INSERT INTO health_indicators AS s (subject, code, unit, display, n, first_ms, last_ms)
+            VALUES (NEW.subject, NEW.code, COALESCE(NEW.unit, ''), NEW.display, 1, NEW.time_ms, NEW.time_ms)
+            ON CONFLICT (subject, code, unit) DO UPDATE SET n = s.n + 1, display = EXCLUDED.display,
+                first_ms = LEAST(s.first_ms, EXCLUDED.first_ms), last_ms = GREATEST(s.last_ms, EXCLUDED.last_ms);
+        RETURN NEW;
+    END IF;
+    UPDATE health_indicators SET n = n - 1
+        WHERE subject = OLD.subject AND code = OLD.code AND unit = COALESCE(OLD.unit, '');
+    DELETE FROM health_indicators
+        WHERE subject = OLD.subject AND code = OLD.code AND unit = COALESCE(OLD.unit, '') AND n <= 0;
+    RETURN OLD;
+END;
+$$;
+CREATE TRIGGER health_points_summary AFTER INSERT OR DELETE ON health_points
+    FOR EACH ROW EXECUTE FUNCTION mirobody_summarize_health_point();
 
 -- Conditions, medications and allergies, for the profile.
 CREATE TABLE health_records (

@@ -21,8 +21,34 @@ CREATE TABLE health_points (
     unit           TEXT,
     file_key       TEXT
 );
-CREATE INDEX health_points_series ON health_points (subject, code, time_ms);
+CREATE INDEX health_points_series ON health_points (subject, code, time_ms, id);
 CREATE INDEX health_points_observation ON health_points (observation_id);
+
+-- What each person has of each indicator (one row per code and unit, '' for none), kept by
+-- triggers so that listing a person's indicators never reads their values.
+CREATE TABLE health_indicators (
+    subject  TEXT NOT NULL,
+    code     TEXT NOT NULL,
+    unit     TEXT NOT NULL,
+    display  TEXT NOT NULL,
+    n        INTEGER NOT NULL,
+    first_ms INTEGER NOT NULL,
+    last_ms  INTEGER NOT NULL,
+    PRIMARY KEY (subject, code, unit)
+);
+CREATE TRIGGER health_points_summary_insert AFTER INSERT ON health_points BEGIN
+    INSERT INTO health_indicators (subject, code, unit, display, n, first_ms, last_ms)
+        VALUES (new.subject, new.code, COALESCE(new.unit, ''), new.display, 1, new.time_ms, new.time_ms)
+        ON CONFLICT (subject, code, unit) DO UPDATE SET n = n + 1, display = excluded.display,
+            first_ms = MIN(first_ms, excluded.first_ms), last_ms = MAX(last_ms, excluded.last_ms);
+END;
+-- A removed value is no longer counted; its times may still bound first_ms and last_ms.
+CREATE TRIGGER health_points_summary_delete AFTER DELETE ON health_points BEGIN
+    UPDATE health_indicators SET n = n - 1
+        WHERE subject = old.subject AND code = old.code AND unit = COALESCE(old.unit, '');
+    DELETE FROM health_indicators
+        WHERE subject = old.subject AND code = old.code AND unit = COALESCE(old.unit, '') AND n <= 0;
+END;
 
 -- Conditions, medications and allergies, for the profile.
 CREATE TABLE health_records (

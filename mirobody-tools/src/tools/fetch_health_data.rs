@@ -8,11 +8,11 @@
 use mirobody_core::{
     Annotations, Args, Param, Tool, ToolContext, ToolError, ToolResult, Type, UserInfo, register_tool,
 };
-use serde_json::{Map, Value, json};
+use serde::Serialize;
 
 use super::query::{self, matches};
 use super::{caller, fail, member};
-use crate::health::{IndicatorSummary, health_store};
+use crate::health::{IndicatorSummary, Series, SeriesValue, health_store};
 
 /// The default and the most values per series.
 pub const DEFAULT_LIMIT: i64 = 100;
@@ -57,76 +57,117 @@ async fn fetch_health_data(args: Args, user: &UserInfo, ctx: &ToolContext<'_>) -
     let denied = || ToolError::new("Not authorized to read that member's health data.");
     let all = db.indicators(me, &subject).await.map_err(fail)?.ok_or_else(denied)?;
 
-    let mut series = Map::new();
+    // Each code once, with the series the store gave for it.
+    let mut fetched: Vec<(&IndicatorSummary, Series)> = Vec::new();
     let mut not_found = Vec::new();
-    let mut seen: Vec<&str> = Vec::new();
     for name in &wanted {
-        let codes: Vec<&IndicatorSummary> = all.iter().filter(|s| matches(s, name)).collect();
-        if codes.is_empty() {
-            not_found.push(*name);
-            continue;
-        }
-        for summary in codes {
-            if seen.contains(&summary.code.as_str()) {
+        let mut any = false;
+        for summary in all.iter().filter(|s| matches(s, name)) {
+            any = true;
+            if fetched.iter().any(|(done, _)| done.code == summary.code) {
                 continue;
             }
-            seen.push(&summary.code);
             let found = db.series(me, &subject, &summary.code, start, end, limit).await.map_err(fail)?;
-            let found = found.ok_or_else(denied)?;
-            // One series per unit: values are never silently mixed across units.
-            let mut units: Vec<Option<&str>> = Vec::new();
-            for point in &found.points {
-                if !units.contains(&point.unit.as_deref()) {
-                    units.push(point.unit.as_deref());
-                }
-            }
-            for unit in &units {
-                let data: Vec<Value> = found
-                    .points
-                    .iter()
-                    .filter(|p| p.unit.as_deref() == *unit)
-                    .map(|p| {
-                        let mut v =
-                            json!({"time": p.time, "value": p.value.map_or_else(|| json!(p.value_text), |n| json!(n))});
-                        if let Some(unit) = &p.unit {
-                            v["unit"] = json!(unit);
-                        }
-                        if let Some(file_key) = &p.file_key {
-                            v["file_key"] = json!(file_key);
-                        }
-                        v
-                    })
-                    .collect();
-                let key = match unit {
-                    Some(unit) if units.len() > 1 => format!("{} ({unit})", summary.display),
-                    _ => summary.display.clone(),
-                };
-                let mut entry = json!({"code": summary.code, "unit": unit, "count": data.len(), "data": data});
-                if found.truncated {
-                    entry["truncated"] = json!(true);
-                }
-                series.insert(key, entry);
-            }
+            fetched.push((summary, found.ok_or_else(denied)?));
+        }
+        if !any {
+            not_found.push(*name);
         }
     }
-    let mut out = json!({"subject": label, "indicators": series});
-    if !not_found.is_empty() {
-        out["not_found"] = json!(not_found);
+    let mut indicators = Vec::new();
+    for (summary, found) in &fetched {
+        // One series per unit: values are never silently mixed across units.
+        let mut units: Vec<Option<&str>> = Vec::new();
+        for point in &found.points {
+            if !units.contains(&point.unit.as_deref()) {
+                units.push(point.unit.as_deref());
+            }
+        }
+        for unit in &units {
+            let data: Vec<Point<'_>> =
+                found.points.iter().filter(|p| p.unit.as_deref() == *unit).map(Point::from).collect();
+            let name = match unit {
+                Some(unit) if units.len() > 1 => format!("{} ({unit})", summary.display),
+                _ => summary.display.clone(),
+            };
+            let entry = Entry { code: &summary.code, unit: *unit, count: data.len(), data, truncated: found.truncated };
+            indicators.push((name, entry));
+        }
     }
-    if series_is_empty(&out) {
-        let message = if not_found.is_empty() {
+    let (mut message, mut upload_url) = (None, None);
+    if indicators.is_empty() {
+        let text = if not_found.is_empty() {
             "No values in that time range.".to_owned()
         } else {
             format!("No data for {}.", not_found.join(", "))
         };
-        let nothing = query::nothing_found(ctx, me, subject == me, message);
-        out.as_object_mut().expect("an object").extend(nothing.as_object().cloned().unwrap_or_default());
+        let nothing = query::nothing_found(ctx, me, subject == me, text);
+        message = nothing["message"].as_str().map(str::to_owned);
+        upload_url = nothing["upload_url"].as_str().map(str::to_owned);
     }
-    Ok(ToolResult::ok(out))
+    Ok(ToolResult::ok(Answer { subject: &label, indicators: Named(indicators), not_found, message, upload_url }))
 }
 
-fn series_is_empty(out: &Value) -> bool {
-    out["indicators"].as_object().is_none_or(|m| m.values().all(|s| s["count"] == 0))
+// The answer, serialized straight to JSON text from what the store returned: a year of values
+// is a thousand objects, which a `Value` tree would allocate and copy twice.
+#[derive(Serialize)]
+struct Answer<'a> {
+    subject: &'a str,
+    indicators: Named<'a>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    not_found: Vec<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    message: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    upload_url: Option<String>,
+}
+
+/// Series by name, in the order found, as a JSON object.
+struct Named<'a>(Vec<(String, Entry<'a>)>);
+
+impl Serialize for Named<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_map(self.0.iter().map(|(name, entry)| (name, entry)))
+    }
+}
+
+#[derive(Serialize)]
+struct Entry<'a> {
+    code: &'a str,
+    unit: Option<&'a str>,
+    count: usize,
+    data: Vec<Point<'a>>,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    truncated: bool,
+}
+
+#[derive(Serialize)]
+struct Point<'a> {
+    time: &'a str,
+    value: PointValue<'a>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    unit: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    file_key: Option<&'a str>,
+}
+
+/// A number, or the text of a coded or free-text result (null when there is neither).
+#[derive(Serialize)]
+#[serde(untagged)]
+enum PointValue<'a> {
+    Number(f64),
+    Text(Option<&'a str>),
+}
+
+impl<'a> From<&'a SeriesValue> for Point<'a> {
+    fn from(p: &'a SeriesValue) -> Self {
+        Point {
+            time: &p.time,
+            value: p.value.map_or(PointValue::Text(p.value_text.as_deref()), PointValue::Number),
+            unit: p.unit.as_deref(),
+            file_key: p.file_key.as_deref(),
+        }
+    }
 }
 
 register_tool!(tool);

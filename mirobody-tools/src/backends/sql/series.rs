@@ -10,15 +10,25 @@ use mirobody_core::backend::BackendResult;
 use sqlx::Row;
 
 use super::{Pool, SqlStore, db_error};
-use crate::health::{HealthRecord, HealthStore, IndicatorSummary, Series, SeriesPoint};
+use crate::health::{HealthRecord, HealthStore, IndicatorSummary, Series, SeriesPoint, SeriesValue};
 use crate::text::rfc3339;
 
-/// The access condition, where `$1` is the subject and `$2` the reader: a macro so that every
-/// statement stays one `&'static str`.
-macro_rules! may_read {
-    () => {
-        "($2 = $1 OR EXISTS (SELECT 1 FROM health_shares WHERE reader = $2 AND owner = $1))"
+/// A statement in two forms, `[own, shared]`, around its access condition (`$1` is the
+/// subject, `$2` the reader): for the reader's own data the condition is only `$2 = $1`; for
+/// another's it also asks for the share, in the same statement. A macro, so that each form
+/// stays one `&'static str`.
+macro_rules! scoped {
+    ($($before:expr),+ ; $($after:expr),+) => {
+        [
+            concat!($($before,)+ "$2 = $1", $($after),+),
+            concat!($($before,)+ "EXISTS (SELECT 1 FROM health_shares WHERE reader = $2 AND owner = $1)", $($after),+),
+        ]
     };
+}
+
+/// The form of a [`scoped!`] statement for `reader` reading `subject`'s data.
+fn form(sql: &[&'static str; 2], reader: &str, subject: &str) -> &'static str {
+    sql[usize::from(reader != subject)]
 }
 
 impl SqlStore {
@@ -32,22 +42,25 @@ impl SqlStore {
         reader: &str,
         subject: &str,
     ) -> BackendResult<Option<Vec<IndicatorSummary>>> {
-        const SQL: &str = concat!(
-            "SELECT code, MAX(display) AS display, unit, COUNT(*) AS n, MIN(time_ms) AS first_ms, \
-             MAX(time_ms) AS last_ms FROM health_points WHERE subject = $1 AND ",
-            may_read!(),
-            " \
-             GROUP BY code, unit ORDER BY code, unit"
+        const SQL: [&str; 2] = scoped!(
+            "SELECT code, display, unit, n, first_ms, last_ms FROM health_indicators WHERE subject = $1 AND ";
+            " ORDER BY code, unit"
         );
         let found = on_pool!(self, |pool| {
-            let rows = sqlx::query(SQL).bind(subject).bind(reader).fetch_all(pool).await.map_err(db_error)?;
+            let rows = sqlx::query(form(&SQL, reader, subject))
+                .bind(subject)
+                .bind(reader)
+                .fetch_all(pool)
+                .await
+                .map_err(db_error)?;
             rows.iter()
                 .map(|row| {
                     let count: i64 = row.try_get("n")?;
+                    let unit: String = row.try_get("unit")?;
                     Ok(IndicatorSummary {
                         code: row.try_get("code")?,
                         display: row.try_get("display")?,
-                        unit: row.try_get("unit")?,
+                        unit: (!unit.is_empty()).then_some(unit),
                         count: count.max(0) as u64,
                         first: rfc3339(row.try_get("first_ms")?),
                         last: rfc3339(row.try_get("last_ms")?),
@@ -68,15 +81,16 @@ impl SqlStore {
         limit: u32,
     ) -> BackendResult<Option<Series>> {
         // The newest `limit + 1` in the range: the extra one says whether any were left out.
-        const SQL: &str = concat!(
-            "SELECT code, display, time_ms, value, value_text, unit, file_key FROM health_points \
-             WHERE subject = $1 AND code = $3 AND time_ms >= $4 AND time_ms < $5 AND ",
-            may_read!(),
-            " \
-             ORDER BY time_ms DESC, id DESC LIMIT $6"
+        // Only what differs from value to value is read: the code and name are the caller's.
+        const SQL: [&str; 2] = scoped!(
+            "SELECT time_ms, value, value_text, unit, file_key FROM health_points ",
+            "WHERE subject = $1 AND code = $3 AND time_ms >= $4 AND time_ms < $5 AND ";
+            " ORDER BY time_ms DESC, id DESC LIMIT $6"
         );
-        let mut points = on_pool!(self, |pool| {
-            let rows = sqlx::query(SQL)
+        // Decoded by position into tuples: a thousand values, five columns each.
+        type Row = (i64, Option<f64>, Option<String>, Option<String>, Option<String>);
+        let rows: Vec<Row> = on_pool!(self, |pool| {
+            sqlx::query_as(form(&SQL, reader, subject))
                 .bind(subject)
                 .bind(reader)
                 .bind(code)
@@ -85,9 +99,18 @@ impl SqlStore {
                 .bind(i64::from(limit) + 1)
                 .fetch_all(pool)
                 .await
-                .map_err(db_error)?;
-            rows.iter().map(series_point).collect::<Result<Vec<_>, sqlx::Error>>().map_err(db_error)
+                .map_err(db_error)
         })?;
+        let mut points: Vec<SeriesValue> = rows
+            .into_iter()
+            .map(|(time_ms, value, value_text, unit, file_key)| SeriesValue {
+                time: rfc3339(time_ms),
+                value,
+                value_text,
+                unit,
+                file_key,
+            })
+            .collect();
         if points.is_empty() {
             return self.empty_or_refused(reader, subject, Series::default()).await;
         }
@@ -103,16 +126,20 @@ impl SqlStore {
         subject: &str,
     ) -> BackendResult<Option<Vec<SeriesPoint>>> {
         // Per code, the newest point: one index seek each on (subject, code, time_ms).
-        const SQL: &str = concat!(
+        const SQL: [&str; 2] = scoped!(
             "SELECT p.code, p.display, p.time_ms, p.value, p.value_text, p.unit, p.file_key \
-             FROM health_points p WHERE p.subject = $1 AND ",
-            may_read!(),
+             FROM health_points p WHERE p.subject = $1 AND ";
             " AND p.id = (\
              SELECT q.id FROM health_points q WHERE q.subject = p.subject AND q.code = p.code \
              ORDER BY q.time_ms DESC, q.id DESC LIMIT 1) ORDER BY p.code"
         );
         let found = on_pool!(self, |pool| {
-            let rows = sqlx::query(SQL).bind(subject).bind(reader).fetch_all(pool).await.map_err(db_error)?;
+            let rows = sqlx::query(form(&SQL, reader, subject))
+                .bind(subject)
+                .bind(reader)
+                .fetch_all(pool)
+                .await
+                .map_err(db_error)?;
             rows.iter().map(series_point).collect::<Result<Vec<_>, sqlx::Error>>().map_err(db_error)
         })?;
         if found.is_empty() { self.empty_or_refused(reader, subject, found).await } else { Ok(Some(found)) }
@@ -123,14 +150,18 @@ impl SqlStore {
         reader: &str,
         subject: &str,
     ) -> BackendResult<Option<Vec<HealthRecord>>> {
-        const SQL: &str = concat!(
-            "SELECT kind, display, status, time_ms FROM health_records WHERE subject = $1 AND ",
-            may_read!(),
+        const SQL: [&str; 2] = scoped!(
+            "SELECT kind, display, status, time_ms FROM health_records WHERE subject = $1 AND ";
             " \
              ORDER BY kind, time_ms DESC, id DESC"
         );
         let found = on_pool!(self, |pool| {
-            let rows = sqlx::query(SQL).bind(subject).bind(reader).fetch_all(pool).await.map_err(db_error)?;
+            let rows = sqlx::query(form(&SQL, reader, subject))
+                .bind(subject)
+                .bind(reader)
+                .fetch_all(pool)
+                .await
+                .map_err(db_error)?;
             rows.iter()
                 .map(|row| {
                     let time: Option<i64> = row.try_get("time_ms")?;
