@@ -169,7 +169,8 @@ pub struct UploadSettings {
     pub max_bytes_per_user: u64,
     /// The largest FHIR or CSV import body, in bytes.
     pub max_import_bytes: u64,
-    /// Uploads and imports being received at once, server-wide; more wait in line.
+    /// Uploads and imports handled at once, server-wide (each from its first byte to its
+    /// answer); more wait in line for up to 10 seconds, then get 503.
     pub max_concurrent: usize,
     /// Seconds an upload link (the `upload_link` tool) works.
     pub link_ttl_secs: u64,

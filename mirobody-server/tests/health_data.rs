@@ -383,3 +383,29 @@ fn a_body_that_never_finishes_is_cut_off_at_the_deadline() {
     let sid = session(port, &alice);
     assert!(files(port, &alice, &sid).is_empty(), "nothing stored");
 }
+
+#[test]
+fn uploads_beyond_the_concurrent_bound_are_told_to_come_back() {
+    use std::io::Write;
+    let data_dir = fresh_data_dir("upload-busy");
+    let port = free_port();
+    let alice = token(&data_dir, port, "alice");
+    let env = [("MIROBODY_UPLOADS__MAX_CONCURRENT", "1"), ("MIROBODY_REQUEST_BODY_TIMEOUT_SECS", "60")];
+    let _server = common::KillOnDrop(start_with(&data_dir, port, std::process::Stdio::null(), &env));
+    // One upload whose body never ends holds the only turn.
+    let mut stalled = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    write!(
+        stalled,
+        "POST /files?filename=slow.txt HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer {alice}\r\n\
+         Content-Length: 100000\r\n\r\nstarted"
+    )
+    .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    // The next waits its turn, then is told to come back rather than held (or buffered) forever.
+    let started = std::time::Instant::now();
+    let (status, head, body) = request(port, "POST", "/fhir", &[("Authorization", &format!("Bearer {alice}"))], b"{}");
+    assert_eq!(status, 503, "{}", String::from_utf8_lossy(&body));
+    assert!(head.to_ascii_lowercase().contains("retry-after: 5"), "{head}");
+    assert!(started.elapsed() >= std::time::Duration::from_secs(9), "it waited for a turn first");
+    drop(stalled);
+}

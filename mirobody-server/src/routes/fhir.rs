@@ -34,6 +34,10 @@ async fn receive(routes: Routes, request: Request<Body>, observation_only: bool)
         Ok((owner, _)) => owner,
         Err(refusal) => return refusal,
     };
+    let _turn = match routes.admit().await {
+        Ok(turn) => turn,
+        Err(busy) => return busy,
+    };
     let bytes = match routes.read_body(request.into_body(), routes.inner.max_import_bytes).await {
         Ok(bytes) => bytes,
         Err(refusal) => return refusal,

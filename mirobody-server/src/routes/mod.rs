@@ -41,7 +41,7 @@ struct Inner {
     links: UploadLinks,
     max_import_bytes: usize,
     body_deadline: Duration,
-    // Bodies being received at once, server-wide: each may hold up to its size limit in memory.
+    // Uploads and imports handled at once, server-wide (`Routes::admit`).
     receiving: Semaphore,
 }
 
@@ -111,14 +111,22 @@ impl Routes {
         }
     }
 
-    /// The body, at most `max` bytes, arriving within the body deadline; waits its turn among
-    /// the bodies being received (503 with `Retry-After` after [`QUEUE_WAIT`]).
+    /// A turn among the uploads and imports being handled (bodies received, parsed, stored),
+    /// held until the answer is made: each may hold up to its size limit in memory, so at most
+    /// `uploads.max_concurrent` do at once. Waits [`QUEUE_WAIT`], then 503 with `Retry-After`.
+    async fn admit(&self) -> Result<tokio::sync::SemaphorePermit<'_>, Response> {
+        match tokio::time::timeout(QUEUE_WAIT, self.inner.receiving.acquire()).await {
+            Ok(Ok(permit)) => Ok(permit),
+            _ => {
+                let mut busy = error(StatusCode::SERVICE_UNAVAILABLE, "The server is receiving many files; try again.");
+                busy.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static("5"));
+                Err(busy)
+            }
+        }
+    }
+
+    /// The body, at most `max` bytes, arriving within the body deadline.
     async fn read_body(&self, body: Body, max: usize) -> Result<Bytes, Response> {
-        let Ok(Ok(_permit)) = tokio::time::timeout(QUEUE_WAIT, self.inner.receiving.acquire()).await else {
-            let mut busy = error(StatusCode::SERVICE_UNAVAILABLE, "The server is receiving many files; try again.");
-            busy.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static("5"));
-            return Err(busy);
-        };
         let limited = http_body_util::Limited::new(body, max);
         match tokio::time::timeout(self.inner.body_deadline, limited.collect()).await {
             Err(_) => Err(error(StatusCode::REQUEST_TIMEOUT, "The request body took too long to arrive.")),

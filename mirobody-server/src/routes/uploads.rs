@@ -113,6 +113,10 @@ fn is_multipart(headers: &HeaderMap) -> bool {
 
 // Reads the file from the request (bounded) and stores it as `owner`'s.
 async fn receive(routes: &Routes, owner: &str, request: Request<Body>) -> Response {
+    let _turn = match routes.admit().await {
+        Ok(turn) => turn,
+        Err(busy) => return busy,
+    };
     let max_file = usize::try_from(routes.inner.limits.max_file_bytes).unwrap_or(usize::MAX);
     let (parts, body) = request.into_parts();
     let multipart = is_multipart(&parts.headers);

@@ -13,6 +13,7 @@ use serde::Serialize;
 use super::query::{self, matches};
 use super::{caller, fail, member};
 use crate::health::{IndicatorSummary, Series, SeriesValue, health_store};
+use crate::indicators;
 
 /// The default and the most values per series.
 pub const DEFAULT_LIMIT: i64 = 100;
@@ -55,7 +56,25 @@ async fn fetch_health_data(args: Args, user: &UserInfo, ctx: &ToolContext<'_>) -
     let db = health_store(ctx).map_err(fail)?;
     let (subject, label) = member::subject(args.str("member"), me, user, db).await?;
     let denied = || ToolError::new("Not authorized to read that member's health data.");
-    let all = db.indicators(me, &subject).await.map_err(fail)?.ok_or_else(denied)?;
+    // The series of the codes the names give by themselves (a code, or the catalog's codes for
+    // a common name) are read while the person's indicators are: most calls name one
+    // indicator, and this saves a round trip to the database.
+    let mut direct: Vec<String> = Vec::new();
+    for name in &wanted {
+        for code in direct_codes(name) {
+            if direct.len() < MAX_PREFETCH && !direct.contains(&code) {
+                direct.push(code);
+            }
+        }
+    }
+    let prefetch =
+        futures::future::join_all(direct.iter().map(|code| db.series(me, &subject, code, start, end, limit)));
+    let (all, prefetched_results) = futures::join!(db.indicators(me, &subject), prefetch);
+    let all = all.map_err(fail)?.ok_or_else(denied)?;
+    let mut prefetched = Vec::with_capacity(direct.len());
+    for (code, found) in direct.into_iter().zip(prefetched_results) {
+        prefetched.push((code, found.map_err(fail)?));
+    }
 
     // Each code once, with the series the store gave for it.
     let mut fetched: Vec<(&IndicatorSummary, Series)> = Vec::new();
@@ -67,7 +86,10 @@ async fn fetch_health_data(args: Args, user: &UserInfo, ctx: &ToolContext<'_>) -
             if fetched.iter().any(|(done, _)| done.code == summary.code) {
                 continue;
             }
-            let found = db.series(me, &subject, &summary.code, start, end, limit).await.map_err(fail)?;
+            let found = match prefetched.iter().position(|(code, _)| *code == summary.code) {
+                Some(at) => prefetched.swap_remove(at).1,
+                None => db.series(me, &subject, &summary.code, start, end, limit).await.map_err(fail)?,
+            };
             fetched.push((summary, found.ok_or_else(denied)?));
         }
         if !any {
@@ -106,6 +128,25 @@ async fn fetch_health_data(args: Args, user: &UserInfo, ctx: &ToolContext<'_>) -
         upload_url = nothing["upload_url"].as_str().map(str::to_owned);
     }
     Ok(ToolResult::ok(Answer { subject: &label, indicators: Named(indicators), not_found, message, upload_url }))
+}
+
+/// The most series read ahead of knowing which codes the person has.
+const MAX_PREFETCH: usize = 4;
+
+/// The codes a name gives without the person's data: itself when it looks like a LOINC code
+/// (`2339-0`), else the catalog's codes for it.
+fn direct_codes(name: &str) -> Vec<String> {
+    let loinc = name.split_once('-').is_some_and(|(number, check)| {
+        !number.is_empty()
+            && number.bytes().all(|b| b.is_ascii_digit())
+            && check.len() == 1
+            && check.bytes().all(|b| b.is_ascii_digit())
+    });
+    if loinc {
+        vec![name.to_owned()]
+    } else {
+        indicators::matching_codes(name).into_iter().map(str::to_owned).collect()
+    }
 }
 
 // The answer, serialized straight to JSON text from what the store returned: a year of values
