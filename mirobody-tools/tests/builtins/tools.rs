@@ -566,3 +566,28 @@ async fn the_demo_loads_once_and_every_tool_has_data() {
     let recalled = demo.tool("recall_memory", json!({"query": "penicillin allergy"})).await;
     assert_eq!(recalled.ok()["memories"][0]["text"], "Allergic to penicillin.");
 }
+
+#[tokio::test]
+async fn values_in_two_units_are_two_series_never_one() {
+    let env = Env::sqlite().await;
+    let sql = env.backends.sql();
+    let values = [
+        observation("2339-0", 5.4, "mmol/L", "2026-01-01T08:00:00Z"),
+        observation("2339-0", 99.0, "mg/dL", "2026-02-01T08:00:00Z"),
+        observation("2339-0", 6.0, "mmol/L", "2026-03-01T08:00:00Z"),
+    ];
+    sql.add_observations("me", &values).await.unwrap();
+    let me = env.user("me").await;
+    let reply = me.tool("fetch_health_data", json!({"indicators": ["blood sugar"]})).await;
+    let series = &reply.ok()["indicators"];
+    let names: Vec<&String> = series.as_object().unwrap().keys().collect();
+    assert_eq!(names.len(), 2, "{series}");
+    let mmol = &series["2339-0 (mmol/L)"];
+    assert_eq!((mmol["unit"].as_str(), mmol["count"].as_u64()), (Some("mmol/L"), Some(2)), "{series}");
+    let values: Vec<f64> = mmol["data"].as_array().unwrap().iter().map(|p| p["value"].as_f64().unwrap()).collect();
+    assert_eq!(values, [5.4, 6.0], "oldest first, mmol/L only");
+    assert_eq!(series["2339-0 (mg/dL)"]["data"][0]["value"], 99.0);
+    // Out of the range: said plainly.
+    let none = me.tool("fetch_health_data", json!({"indicators": ["glucose"], "start_time": "2027-01-01"})).await;
+    assert_eq!(none.ok()["message"], "No values in that time range.");
+}
