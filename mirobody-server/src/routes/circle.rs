@@ -27,14 +27,14 @@ pub(super) fn router(prefix: &str, routes: Routes) -> Router {
         .with_state(routes)
 }
 
-#[derive(Deserialize, Default)]
+#[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct Invite {
     invitee: String,
     nickname: Option<String>,
 }
 
-#[derive(Deserialize, Default)]
+#[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct Accept {
     nickname: Option<String>,
@@ -50,16 +50,16 @@ fn backend_error(e: mirobody_core::backend::BackendError) -> Response {
     }
 }
 
-async fn json_body<T: serde::de::DeserializeOwned + Default>(
+// The JSON body; with `required` false, no body reads as `{}`.
+async fn json_body<T: serde::de::DeserializeOwned>(
     routes: &Routes,
     request: Request<Body>,
     required: bool,
 ) -> Result<T, Response> {
     let bytes = routes.read_body(request.into_body(), MAX_SMALL_BODY).await?;
-    if bytes.iter().all(u8::is_ascii_whitespace) && !required {
-        return Ok(T::default());
-    }
-    serde_json::from_slice(&bytes).map_err(|e| error(StatusCode::BAD_REQUEST, format!("The body is not valid: {e}.")))
+    let empty = bytes.iter().all(u8::is_ascii_whitespace);
+    let json: &[u8] = if empty && !required { b"{}" } else { &bytes };
+    serde_json::from_slice(json).map_err(|e| error(StatusCode::BAD_REQUEST, format!("The body is not valid: {e}.")))
 }
 
 async fn overview(State(routes): State<Routes>, request: Request<Body>) -> Response {

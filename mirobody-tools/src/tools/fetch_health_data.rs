@@ -38,11 +38,7 @@ pub fn tool() -> Tool {
         Param::optional("limit", Type::Integer, "The most values per series (1-1000), the newest kept.")
             .default(DEFAULT_LIMIT),
     )
-    .param(Param::optional(
-        "member",
-        Type::String,
-        "Whose data: leave empty for the user; otherwise a care-circle member's nickname, email or id.",
-    ))
+    .param(member::param("data"))
     .annotations(Annotations::read_only().idempotent(true))
     .auth(true)
     .handler(fetch_health_data)
@@ -116,18 +112,16 @@ async fn fetch_health_data(args: Args, user: &UserInfo, ctx: &ToolContext<'_>) -
             indicators.push((name, entry));
         }
     }
-    let (mut message, mut upload_url) = (None, None);
+    let mut nothing = None;
     if indicators.is_empty() {
         let text = if not_found.is_empty() {
             "No values in that time range.".to_owned()
         } else {
             format!("No data for {}.", not_found.join(", "))
         };
-        let nothing = query::nothing_found(ctx, me, subject == me, text);
-        message = nothing["message"].as_str().map(str::to_owned);
-        upload_url = nothing["upload_url"].as_str().map(str::to_owned);
+        nothing = Some(query::NothingFound::new(ctx, me, subject == me, text));
     }
-    Ok(ToolResult::ok(Answer { subject: &label, indicators: Named(indicators), not_found, message, upload_url }))
+    Ok(ToolResult::ok(Answer { subject: &label, indicators: Named(indicators), not_found, nothing }))
 }
 
 /// The most series read ahead of knowing which codes the person has.
@@ -157,10 +151,8 @@ struct Answer<'a> {
     indicators: Named<'a>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     not_found: Vec<&'a str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    message: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    upload_url: Option<String>,
+    #[serde(flatten)]
+    nothing: Option<query::NothingFound>,
 }
 
 /// Series by name, in the order found, as a JSON object.

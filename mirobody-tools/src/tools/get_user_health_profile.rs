@@ -5,9 +5,7 @@
 //! profile text, and an empty profile says so plainly (with the upload link) instead of
 //! upstream's redirect that also swallowed errors.
 
-use mirobody_core::{
-    Annotations, Args, Param, Tool, ToolContext, ToolError, ToolResult, Type, UserInfo, register_tool,
-};
+use mirobody_core::{Annotations, Args, Tool, ToolContext, ToolError, ToolResult, UserInfo, register_tool};
 use serde_json::{Value, json};
 
 use super::{caller, fail, member, query};
@@ -21,11 +19,7 @@ pub fn tool() -> Tool {
          conditions, medications and allergies, and the dates their data covers. Call it first to see \
          what is known about the user's health.",
     )
-    .param(Param::optional(
-        "member",
-        Type::String,
-        "Whose profile: leave empty for the user; otherwise a care-circle member's nickname, email or id.",
-    ))
+    .param(member::param("profile"))
     .annotations(Annotations::read_only().idempotent(true))
     .auth(true)
     .handler(get_user_health_profile)
@@ -72,8 +66,7 @@ async fn get_user_health_profile(args: Args, user: &UserInfo, ctx: &ToolContext<
     });
     if latest.is_empty() && records.is_empty() {
         let who = if subject == me { "The user has".to_owned() } else { format!("{label} has") };
-        let nothing = query::nothing_found(ctx, me, subject == me, format!("{who} no health data yet."));
-        out.as_object_mut().expect("an object").extend(nothing.as_object().cloned().unwrap_or_default());
+        query::NothingFound::new(ctx, me, subject == me, format!("{who} no health data yet.")).add_to(&mut out);
     }
     Ok(ToolResult::ok(out))
 }

@@ -2,6 +2,7 @@
 //! has data for, reading a time range, and offering the upload link when nothing is there.
 
 use mirobody_core::{Args, ToolContext, ToolError};
+use serde::Serialize;
 use serde_json::{Value, json};
 
 use crate::health::IndicatorSummary;
@@ -80,16 +81,36 @@ fn next_month(year_month: &str) -> Option<i64> {
 
 /// What a query that found nothing adds to its answer: a plain message and, when the server
 /// makes upload links, one for the caller.
-pub(crate) fn nothing_found(ctx: &ToolContext<'_>, me: &str, subject_is_me: bool, message: String) -> Value {
-    let mut out = json!({"message": message});
-    if subject_is_me && let Some((url, _)) = ctx.extension::<UploadLinks>().and_then(|links| links.link(me)) {
-        out["upload_url"] = json!(url);
-        out["message"] = json!(format!(
-            "{message} The user can add lab reports, letters or a wearable's export at upload_url (a link that \
-             works for a short while); offer it to them."
-        ));
+#[derive(Serialize)]
+pub(crate) struct NothingFound {
+    pub(crate) message: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) upload_url: Option<String>,
+}
+
+impl NothingFound {
+    /// `message`, with the caller's upload link when the data asked for is their own.
+    pub(crate) fn new(ctx: &ToolContext<'_>, me: &str, subject_is_me: bool, message: String) -> Self {
+        let link = ctx.extension::<UploadLinks>().filter(|_| subject_is_me).and_then(|links| links.link(me));
+        match link {
+            Some((url, _)) => NothingFound {
+                message: format!(
+                    "{message} The user can add lab reports, letters or a wearable's export at upload_url (a link \
+                     that works for a short while); offer it to them."
+                ),
+                upload_url: Some(url),
+            },
+            None => NothingFound { message, upload_url: None },
+        }
     }
-    out
+
+    /// Adds `message` and `upload_url` to an answer built as a JSON object.
+    pub(crate) fn add_to(self, out: &mut Value) {
+        out["message"] = json!(self.message);
+        if let Some(url) = self.upload_url {
+            out["upload_url"] = json!(url);
+        }
+    }
 }
 
 #[cfg(test)]

@@ -27,11 +27,7 @@ pub fn tool() -> Tool {
         Param::required("keywords", Type::Array, "What to look for, e.g. [\"glucose\", \"blood pressure\"].")
             .items(Type::String),
     )
-    .param(Param::optional(
-        "member",
-        Type::String,
-        "Whose data: leave empty for the user; otherwise a care-circle member's nickname, email or id.",
-    ))
+    .param(member::param("data"))
     .annotations(Annotations::read_only().idempotent(true))
     .auth(true)
     .handler(search_health_indicators)
@@ -74,9 +70,8 @@ async fn search_health_indicators(args: Args, user: &UserInfo, ctx: &ToolContext
     }
     if found.is_empty() {
         let who = if subject == me { "The user has".to_owned() } else { format!("{label} has") };
-        let nothing =
-            query::nothing_found(ctx, me, subject == me, format!("{who} no data matching {}.", keywords.join(", ")));
-        out.as_object_mut().expect("an object").extend(nothing.as_object().cloned().unwrap_or_default());
+        query::NothingFound::new(ctx, me, subject == me, format!("{who} no data matching {}.", keywords.join(", ")))
+            .add_to(&mut out);
     }
     Ok(ToolResult::ok(out))
 }

@@ -152,8 +152,7 @@ impl SqlStore {
     ) -> BackendResult<Option<Vec<HealthRecord>>> {
         const SQL: [&str; 2] = scoped!(
             "SELECT kind, display, status, time_ms FROM health_records WHERE subject = $1 AND ";
-            " \
-             ORDER BY kind, time_ms DESC, id DESC"
+            " ORDER BY kind, time_ms DESC, id DESC"
         );
         let found = on_pool!(self, |pool| {
             let rows = sqlx::query(form(&SQL, reader, subject))
