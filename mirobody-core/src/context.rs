@@ -63,6 +63,10 @@ pub trait ClientPeer: Send + Sync {
     }
     /// Whether the client declared a capability (`elicitation`, `sampling`, `roots`).
     fn supports(&self, capability: &str) -> bool;
+    /// Lets a call of a tool with [task support](crate::Tool::task_support) go on as a task
+    /// from here (see [`ToolContext::become_task`]); the default, for clients without tasks,
+    /// does nothing.
+    fn become_task(&self) {}
 }
 
 /// Why a request to the client did not get an answer.
@@ -238,6 +242,25 @@ impl<'a> ToolContext<'a> {
         match self.client {
             Some(client) => client.request_keyed(key, method, params).await,
             None => Err(PeerError::Unsupported(method.to_owned())),
+        }
+    }
+
+    /// Marks the point from which a call of a tool with [task
+    /// support](crate::Tool::task_support) goes on as a task, when its client negotiated
+    /// tasks: the client gets the task's handle now, and questions asked from here on reach it
+    /// through the task. Questions asked before it are answered the 2026-07-28 way (an
+    /// `input_required` result and a retry). Without it, a call becomes a task when it is
+    /// still working after a short while. Does nothing for other calls.
+    ///
+    /// ```
+    /// use mirobody_core::ToolContext;
+    ///
+    /// // An in-process call has no client: nothing happens.
+    /// ToolContext::new().become_task();
+    /// ```
+    pub fn become_task(&self) {
+        if let Some(client) = self.client {
+            client.become_task();
         }
     }
 

@@ -48,6 +48,7 @@ mod prompt;
 mod registry;
 mod resource;
 mod result;
+mod task;
 mod tool;
 mod user;
 
@@ -59,11 +60,12 @@ pub use backend::{
 pub use catalog::{DuplicateEntry, PromptRegistry, ResourceRegistry};
 pub use context::{ClientPeer, PeerError, ToolContext};
 pub use mirobody_schema as schema;
-pub use mirobody_schema::{Annotations, Format, Param, ToolSpec, Type};
+pub use mirobody_schema::{Annotations, Format, Param, TaskSupport, ToolSpec, Type};
 pub use prompt::{ContextPromptFn, Prompt, PromptArgument, PromptFn, PromptMessage};
 pub use registry::{CallError, Registry, RegistryBuilder, RegistryError};
 pub use resource::{ReadFn, Resource, ResourceContents, ResourceError, ResourceInfo, ResourceTemplate, TemplateReadFn};
 pub use result::{Content, EmbeddedResource, IntoToolResult, Json, ToolError, ToolResult};
+pub use task::{TaskRecord, TaskState, TaskStore};
 pub use tool::{AsyncHandlerFn, Handler, Tool};
 pub use user::UserInfo;
 

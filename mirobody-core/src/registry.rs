@@ -446,7 +446,7 @@ fn panicked(name: &str, panic: &(dyn std::any::Any + Send)) -> ToolResult {
         .unwrap_or("(no message)");
     tracing::error!(tool = name, panic = message, "tool handler panicked");
     // The panic text may hold internals, so the model gets a fixed message.
-    ToolResult::error(format!(
+    ToolResult::internal_error(format!(
         "Tool '{name}' failed with an internal error. The error was logged; do not retry with the same arguments."
     ))
 }

@@ -144,6 +144,9 @@ pub struct ToolResult {
     content: Vec<Content>,
     structured: Option<Structured>,
     is_error: bool,
+    // The handler did not finish (it panicked): a protocol-level failure where one can be
+    // told apart from a tool's own error (a task then reports `failed`).
+    internal: bool,
     // Boxed: few results carry it, and a result moves through several futures on its way out
     // (past 128 bytes, each move is a call to memcpy).
     meta: Option<Box<Map<String, Value>>>,
@@ -234,12 +237,24 @@ impl ToolResult {
 
     // A successful result whose structured content is the object `json`, also its text.
     fn from_object_json(json: String, structured: Structured) -> Self {
-        ToolResult { content: vec![Content::text(json)], structured: Some(structured), is_error: false, meta: None }
+        ToolResult {
+            content: vec![Content::text(json)],
+            structured: Some(structured),
+            is_error: false,
+            internal: false,
+            meta: None,
+        }
     }
 
     /// A failed result: the message is for the model, so say what to do next.
     pub fn error(message: impl Into<String>) -> Self {
-        ToolResult { content: vec![Content::text(message)], structured: None, is_error: true, meta: None }
+        ToolResult {
+            content: vec![Content::text(message)],
+            structured: None,
+            is_error: true,
+            internal: false,
+            meta: None,
+        }
     }
 
     /// A successful result of plain text.
@@ -249,7 +264,7 @@ impl ToolResult {
 
     /// A successful result of the given content blocks.
     pub fn from_content(content: Vec<Content>) -> Self {
-        ToolResult { content, structured: None, is_error: false, meta: None }
+        ToolResult { content, structured: None, is_error: false, internal: false, meta: None }
     }
 
     /// Adds a content block.
@@ -267,6 +282,26 @@ impl ToolResult {
     /// Whether the call failed.
     pub fn is_error(&self) -> bool {
         self.is_error
+    }
+
+    /// An error result for a call that failed inside the server rather than in the tool's own
+    /// logic (a panicking handler gives one): still an error result for a model to read, and a
+    /// protocol-level error where the protocol tells the two apart (a task reports `failed`).
+    ///
+    /// ```
+    /// use mirobody_core::ToolResult;
+    ///
+    /// let failed = ToolResult::internal_error("the store is unreachable");
+    /// assert!(failed.is_error() && failed.is_internal_error());
+    /// assert!(!ToolResult::error("no such city").is_internal_error());
+    /// ```
+    pub fn internal_error(message: impl Into<String>) -> Self {
+        ToolResult { internal: true, ..ToolResult::error(message) }
+    }
+
+    /// Whether this is an [internal error](ToolResult::internal_error).
+    pub fn is_internal_error(&self) -> bool {
+        self.internal
     }
 
     /// The content blocks.

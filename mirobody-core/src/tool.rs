@@ -5,7 +5,7 @@ use std::future::Future;
 use std::sync::Arc;
 
 use futures::future::BoxFuture;
-use mirobody_schema::{Annotations, Param, ToolSpec};
+use mirobody_schema::{Annotations, Param, TaskSupport, ToolSpec};
 use serde_json::{Map, Value};
 
 use crate::args::Args;
@@ -212,6 +212,25 @@ impl Tool {
         if !self.client_capabilities.contains(&capability) {
             self.client_capabilities.push(capability);
         }
+        self
+    }
+
+    /// Whether a call may run as a task: answered at once with a handle that the client polls
+    /// and cancels, the work going on in the background (the MCP tasks extension). A call
+    /// becomes a task when its handler is still working after a short while, or at
+    /// [`ToolContext::become_task`]; questions it asked before that travel as a 2026-07-28
+    /// `input_required` result, questions after it through the task.
+    ///
+    /// ```
+    /// use mirobody_core::{TaskSupport, Tool, ToolResult};
+    ///
+    /// let tool = Tool::new("import_archive", "Imports a large archive.")
+    ///     .task_support(TaskSupport::Optional)
+    ///     .sync_handler(|_, _, _| ToolResult::text("imported"));
+    /// assert_eq!(tool.spec().task_support_level(), TaskSupport::Optional);
+    /// ```
+    pub fn task_support(mut self, support: TaskSupport) -> Self {
+        self.spec = self.spec.task_support(support);
         self
     }
 

@@ -33,5 +33,5 @@ mod validate;
 
 pub use param::{Param, Type};
 pub use render::{Format, UnknownFormat};
-pub use spec::{Annotations, MAX_NAME_LEN, SpecError, ToolSpec};
+pub use spec::{Annotations, MAX_NAME_LEN, SpecError, TaskSupport, ToolSpec};
 pub use validate::{ArgProblem, InvalidArguments, Validator};

@@ -126,6 +126,9 @@ impl ToolSpec {
         if let Some(annotations) = self.annotation_hints().to_json() {
             entry.insert("annotations".into(), annotations);
         }
+        if self.task_support_level() != crate::TaskSupport::Forbidden {
+            entry.insert("execution".into(), json!({"taskSupport": self.task_support_level().as_str()}));
+        }
         if let Some(meta) = self.meta_value() {
             entry.insert("_meta".into(), Value::Object(meta.clone()));
         }

@@ -190,6 +190,33 @@ pub struct ToolSpec {
     output_schema: Option<Value>,
     annotations: Annotations,
     meta: Option<Map<String, Value>>,
+    task_support: TaskSupport,
+}
+
+/// Whether a call of the tool may run as a task (MCP `execution.taskSupport`): answered at
+/// once with a handle the client polls, fetches the result from later, or cancels.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum TaskSupport {
+    /// Never a task: the call is answered when it finishes (the default).
+    #[default]
+    Forbidden,
+    /// A task when the client negotiated tasks and the call takes long; answered directly
+    /// otherwise.
+    Optional,
+    /// Only as a task: a client that did not negotiate tasks is refused.
+    Required,
+}
+
+impl TaskSupport {
+    /// Its name on the wire (`forbidden`, `optional`, `required`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TaskSupport::Forbidden => "forbidden",
+            TaskSupport::Optional => "optional",
+            TaskSupport::Required => "required",
+        }
+    }
 }
 
 impl ToolSpec {
@@ -204,6 +231,7 @@ impl ToolSpec {
             output_schema: None,
             annotations: Annotations::default(),
             meta: None,
+            task_support: TaskSupport::Forbidden,
         }
     }
 
@@ -248,6 +276,18 @@ impl ToolSpec {
     pub fn meta(mut self, meta: Map<String, Value>) -> Self {
         self.meta = Some(meta);
         self
+    }
+
+    /// Whether a call may run as a task (MCP `execution.taskSupport`, rendered when not
+    /// [`TaskSupport::Forbidden`]).
+    pub fn task_support(mut self, support: TaskSupport) -> Self {
+        self.task_support = support;
+        self
+    }
+
+    /// Whether a call may run as a task.
+    pub fn task_support_level(&self) -> TaskSupport {
+        self.task_support
     }
 
     /// The tool's name.

@@ -7,8 +7,9 @@
 //! Tools that ask the client something use one API (`ToolContext::request`) on both
 //! revisions: on 2025-11-25 the question is a request on the call's SSE stream, on 2026-07-28
 //! an `input_required` result, after which the handler runs again with the answer. The
-//! fixtures of the tasks extension (`tasks-*` scenarios, not part of either revision) are left
-//! out.
+//! fixtures of the tasks extension (`tasks-*` scenarios) are in `tasks.rs`.
+
+mod tasks;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -360,6 +361,7 @@ async fn streaming_elicitation(_: Args, _: &UserInfo, ctx: &ToolContext<'_>) -> 
 fn tools(changes: &ChangeNotifier) -> Vec<Tool> {
     let mut tools = tools_2025();
     tools.extend(tools_2026(changes));
+    tools.extend(tasks::tools());
     tools
 }
 

@@ -27,12 +27,15 @@ pub(crate) enum Method {
     CompletionComplete,
     ServerDiscover,
     SubscriptionsListen,
+    TasksGet,
+    TasksUpdate,
+    TasksCancel,
 }
 
 impl Method {
     /// Every method.
     #[cfg(test)]
-    pub(crate) const ALL: [Method; 15] = [
+    pub(crate) const ALL: [Method; 18] = [
         Method::Initialize,
         Method::Ping,
         Method::ToolsList,
@@ -48,6 +51,9 @@ impl Method {
         Method::CompletionComplete,
         Method::ServerDiscover,
         Method::SubscriptionsListen,
+        Method::TasksGet,
+        Method::TasksUpdate,
+        Method::TasksCancel,
     ];
 
     /// The method a request names; `None` for one this server does not know.
@@ -68,6 +74,9 @@ impl Method {
             "completion/complete" => Method::CompletionComplete,
             "server/discover" => Method::ServerDiscover,
             "subscriptions/listen" => Method::SubscriptionsListen,
+            "tasks/get" => Method::TasksGet,
+            "tasks/update" => Method::TasksUpdate,
+            "tasks/cancel" => Method::TasksCancel,
             _ => return None,
         })
     }
@@ -90,12 +99,23 @@ impl Method {
             Method::CompletionComplete => "completion/complete",
             Method::ServerDiscover => "server/discover",
             Method::SubscriptionsListen => "subscriptions/listen",
+            Method::TasksGet => "tasks/get",
+            Method::TasksUpdate => "tasks/update",
+            Method::TasksCancel => "tasks/cancel",
         }
     }
 
-    /// Whether the session revisions (2025-11-25 and before) serve it.
+    /// Whether the session revisions (2025-11-25 and before) serve it: not the stateless
+    /// revision's own methods, nor the tasks extension, which this server serves on 2026-07-28.
     pub(crate) fn in_sessions(self) -> bool {
-        !matches!(self, Method::ServerDiscover | Method::SubscriptionsListen)
+        !matches!(
+            self,
+            Method::ServerDiscover
+                | Method::SubscriptionsListen
+                | Method::TasksGet
+                | Method::TasksUpdate
+                | Method::TasksCancel
+        )
     }
 
     /// Whether 2026-07-28 serves it: the revision removed the handshake, `ping`, the session's
@@ -143,7 +163,10 @@ mod tests {
                 "prompts/get",
                 "completion/complete",
                 "server/discover",
-                "subscriptions/listen"
+                "subscriptions/listen",
+                "tasks/get",
+                "tasks/update",
+                "tasks/cancel"
             ]
         );
     }

@@ -23,6 +23,7 @@ pub(crate) mod peer;
 pub(crate) mod rev_2025_11_25;
 pub(crate) mod rev_2026_07_28;
 mod service;
+pub(crate) mod tasks;
 pub(crate) mod versions;
 
 pub(crate) use fast::tool_call::{ToolCall, read_tool_call};

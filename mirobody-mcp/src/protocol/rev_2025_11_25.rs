@@ -124,7 +124,11 @@ impl McpService {
                 Ok(json!({}))
             }),
             Method::CompletionComplete => self.complete(params),
-            Method::ServerDiscover | Method::SubscriptionsListen => Err(method_not_found(method.name())),
+            Method::ServerDiscover
+            | Method::SubscriptionsListen
+            | Method::TasksGet
+            | Method::TasksUpdate
+            | Method::TasksCancel => Err(method_not_found(method.name())),
         };
         match outcome {
             Ok(result) => Reply::ok(jsonrpc::result_bytes(id, &result)),

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use mirobody_core::{
     AccessKind, AccessLog, AccessOutcome, Cache, CallError, ClientPeer, Memory, PromptMessage, PromptRegistry,
-    Registry, ResourceContents, ResourceError, ResourceRegistry, Storage, ToolContext, ToolResult, UserInfo,
+    Registry, ResourceContents, ResourceError, ResourceRegistry, Storage, TaskStore, ToolContext, ToolResult, UserInfo,
 };
 use serde::Deserialize;
 use serde_json::value::RawValue;
@@ -22,6 +22,7 @@ use crate::protocol::access::AccessWriter;
 use crate::protocol::changes::ChangeNotifier;
 use crate::protocol::peer::PendingRequests;
 use crate::protocol::rev_2026_07_28::mrtr::StateKey;
+use crate::protocol::tasks::{MemoryTaskStore, TaskOptions, Tasks};
 use crate::session::Session;
 
 /// The backends tools may use; each optional.
@@ -176,6 +177,7 @@ pub(crate) struct Inner {
     pub(crate) pending: Arc<PendingRequests>,
     pub(crate) changes: ChangeNotifier,
     pub(crate) modern: ModernState,
+    pub(crate) tasks: Arc<Tasks>,
 }
 
 /// Builds an [`McpService`].
@@ -183,6 +185,8 @@ pub struct McpServiceBuilder {
     pub(crate) inner: Inner,
     pub(crate) state_key: Option<StateKey>,
     pub(crate) state_ttl: Duration,
+    pub(crate) task_store: Option<Arc<dyn TaskStore>>,
+    pub(crate) task_options: TaskOptions,
     pub(crate) list_ttl: Duration,
 }
 
@@ -296,9 +300,24 @@ impl McpServiceBuilder {
         self
     }
 
+    /// Where task records are kept (tasks outlive the process with a database store); by
+    /// default, in memory.
+    pub fn task_store(mut self, store: Arc<dyn TaskStore>) -> Self {
+        self.task_store = Some(store);
+        self
+    }
+
+    /// How tasks are kept and bounded.
+    pub fn task_options(mut self, options: TaskOptions) -> Self {
+        self.task_options = options;
+        self
+    }
+
     /// The service.
     pub fn build(self) -> McpService {
-        let McpServiceBuilder { mut inner, state_key, state_ttl, list_ttl } = self;
+        let McpServiceBuilder { mut inner, state_key, state_ttl, list_ttl, task_store, task_options } = self;
+        let task_store = task_store.unwrap_or_else(|| Arc::new(MemoryTaskStore::default()));
+        inner.tasks = Arc::new(Tasks::new(task_store, task_options));
         inner.modern = ModernState::new(
             &inner.info.name,
             &inner.info.version,
@@ -346,8 +365,11 @@ impl McpService {
                 pending: Arc::default(),
                 changes: ChangeNotifier::new(),
                 modern: ModernState::placeholder(),
+                tasks: Arc::new(Tasks::new(Arc::new(MemoryTaskStore::default()), TaskOptions::default())),
             },
             state_key: None,
+            task_store: None,
+            task_options: TaskOptions::default(),
             state_ttl: Duration::from_secs(600),
             list_ttl: Duration::from_secs(60),
         }

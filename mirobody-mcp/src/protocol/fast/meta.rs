@@ -40,6 +40,8 @@ pub(crate) struct MetaEnvelope<'a, M> {
     pub(crate) uri: Option<&'a RawValue>,
     #[serde(borrow, default)]
     pub(crate) arguments: Option<&'a RawValue>,
+    #[serde(rename = "taskId", borrow, default)]
+    pub(crate) task_id: Option<&'a RawValue>,
     #[serde(rename = "inputResponses", borrow, default, deserialize_with = "raw_present")]
     pub(crate) input_responses: Option<&'a RawValue>,
     #[serde(rename = "requestState", borrow, default, deserialize_with = "raw_present")]
@@ -54,6 +56,7 @@ impl<'a, M> MetaEnvelope<'a, M> {
             name: text(self.name),
             uri: text(self.uri),
             arguments: text(self.arguments),
+            task_id: text(self.task_id),
             input_responses: text(self.input_responses),
             request_state: text(self.request_state),
         };
@@ -68,6 +71,7 @@ pub(crate) struct Members<'a> {
     pub(crate) name: Option<&'a str>,
     pub(crate) uri: Option<&'a str>,
     pub(crate) arguments: Option<&'a str>,
+    pub(crate) task_id: Option<&'a str>,
     // Given, even as `null`.
     pub(crate) input_responses: Option<&'a str>,
     pub(crate) request_state: Option<&'a str>,
@@ -93,7 +97,7 @@ impl<'a> ReadParams<'a> {
     // (benches/README.md). `None` where the walk gives up (see `scan`): the caller then reads
     // them with serde.
     pub(crate) fn read(cursor: &mut Cursor<'a>) -> Option<Self> {
-        let (mut meta, mut name, mut uri, mut arguments) = (None, None, None, None);
+        let (mut meta, mut name, mut uri, mut arguments, mut task_id) = (None, None, None, None, None);
         let (mut input_responses, mut request_state) = (None, None);
         cursor.members(|member, value| match member {
             "_meta" if value.peek() == Some(b'{') => once(&mut meta, Some(MetaFields::read(value)?)),
@@ -101,6 +105,7 @@ impl<'a> ReadParams<'a> {
             "name" => once(&mut name, value.raw_unless_null()?),
             "uri" => once(&mut uri, value.raw_unless_null()?),
             "arguments" => once(&mut arguments, value.raw_unless_null()?),
+            "taskId" => once(&mut task_id, value.raw_unless_null()?),
             "inputResponses" => once(&mut input_responses, value.raw()?),
             "requestState" => once(&mut request_state, value.raw()?),
             _ => value.skip(),
@@ -109,6 +114,7 @@ impl<'a> ReadParams<'a> {
             name: name.flatten(),
             uri: uri.flatten(),
             arguments: arguments.flatten(),
+            task_id: task_id.flatten(),
             input_responses,
             request_state,
         };

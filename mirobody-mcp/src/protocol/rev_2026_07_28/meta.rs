@@ -115,12 +115,17 @@ impl<'a> ModernParams<'a> {
         self.members.arguments
     }
 
-    /// `params.name` (or `params.uri` when `key` is "uri"), when it is a string.
+    /// `params.name` (or `params.uri` or `params.taskId` when `key` says so), when it is a
+    /// string.
     pub(crate) fn text(&self, key: &str) -> Option<Cow<'a, str>> {
         // Borrowed from the request unless it has escapes: a bare `Cow` always allocates.
         #[derive(Deserialize)]
         struct Text<'a>(#[serde(borrow)] Cow<'a, str>);
-        let raw = if key == "uri" { self.members.uri } else { self.members.name }?;
+        let raw = match key {
+            "uri" => self.members.uri,
+            "taskId" => self.members.task_id,
+            _ => self.members.name,
+        }?;
         // A string without escapes is the text between its quotes: the reader that captured it
         // already refused control characters. Reading it with serde_json costs more than the
         // rest of the header check, and a call reads the name twice.

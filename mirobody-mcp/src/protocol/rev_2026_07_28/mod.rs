@@ -9,6 +9,7 @@ mod headers;
 mod meta;
 pub(crate) mod mrtr;
 pub(crate) mod state;
+mod tasks;
 
 pub(crate) use exchange::{ModernExchange, ModernReply};
 pub(crate) use headers::HeaderParam;
@@ -21,7 +22,9 @@ pub(crate) use meta::*;
 
 use std::borrow::Cow;
 
-use mirobody_core::{AccessKind, AccessOutcome, CallError, ResourceError, ToolContext, ToolResult, UserInfo};
+use mirobody_core::{
+    AccessKind, AccessOutcome, CallError, ResourceError, TaskSupport, ToolContext, ToolResult, UserInfo,
+};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
 use tokio::sync::mpsc;
@@ -153,6 +156,9 @@ impl McpService {
             Method::PromptsList => self.list_prompts(params).map(|v| self.finish_value(id, &v, Some(public))),
             Method::PromptsGet => return self.modern_get_prompt(id, params, exchange).await,
             Method::CompletionComplete => self.complete(params).map(|v| self.finish_value(id, &v, None)),
+            Method::TasksGet => return self.task_method(id, tasks::TaskMethod::Get, params, exchange).await,
+            Method::TasksUpdate => return self.task_method(id, tasks::TaskMethod::Update, params, exchange).await,
+            Method::TasksCancel => return self.task_method(id, tasks::TaskMethod::Cancel, params, exchange).await,
             // Removed by this revision; and `subscriptions/listen`, which the transport answers
             // with a stream.
             Method::Initialize
@@ -186,6 +192,7 @@ impl McpService {
                 "prompts": {"listChanged": true},
                 "logging": {},
                 "completions": {},
+                "extensions": {crate::protocol::tasks::EXTENSION: {}},
             },
         });
         if let Some(instructions) = &self.inner().info.instructions {
@@ -269,12 +276,16 @@ impl McpService {
     }
 
     fn mrtr_peer<'a>(&self, exchange: &'a ModernExchange<'_>, answers: Map<String, Value>) -> MrtrPeer<'a> {
-        let notifications = exchange.notifications.clone().map(|out| Notifications {
+        MrtrPeer::new(answers, &exchange.meta.client_capabilities, self.notifications(exchange))
+    }
+
+    // Where a call's progress and logs go, if the transport carries them.
+    fn notifications(&self, exchange: &ModernExchange<'_>) -> Option<Notifications> {
+        exchange.notifications.clone().map(|out| Notifications {
             out,
             progress_token: exchange.meta.progress_token.clone(),
             log_level: exchange.meta.log_rank().unwrap_or(LOGS_OFF),
-        });
-        MrtrPeer::new(answers, &exchange.meta.client_capabilities, notifications)
+        })
     }
 
     /// Runs a `tools/call` whose params are read, checked and owned.
@@ -302,6 +313,7 @@ impl McpService {
             None => Value::Null,
         };
         let registry = &self.inner().registry;
+        let mut support = TaskSupport::Forbidden;
         if let Some(tool) = registry.get(&p.name) {
             if !self.visible(exchange.user, tool) {
                 let started = self.access_started(exchange.user);
@@ -324,6 +336,7 @@ impl McpService {
                 .with_data(json!({"requiredCapabilities": required}));
                 return ModernReply::error(id, &error);
             }
+            support = tool.spec().task_support_level();
         }
         let binding = Binding {
             method: "tools/call",
@@ -332,6 +345,14 @@ impl McpService {
             user: exchange.user.user_id(),
         };
         let retry = RetryParams { input_responses: p.input_responses, request_state: p.request_state };
+        if support != TaskSupport::Forbidden {
+            if tasks::negotiated(exchange) {
+                return self.modern_task_call(id, &p.name, arguments, &binding, retry, exchange, support).await;
+            }
+            if support == TaskSupport::Required {
+                return ModernReply::error(id, &tasks::missing_extension(&format!("Tool '{}'", p.name)));
+            }
+        }
         let started = self.access_started(exchange.user);
         let call = async |ctx: &ToolContext<'_>| registry.call(&p.name, arguments, exchange.user, ctx).await;
         let outcome = match self.round(id, exchange, &binding, retry, call).await {

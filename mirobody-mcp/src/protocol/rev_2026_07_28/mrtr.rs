@@ -288,7 +288,7 @@ impl RetryParams {
 }
 
 /// Whether `answer` has the shape of a result of `method`.
-fn check_answer(method: &str, answer: &Value) -> Result<(), &'static str> {
+pub(crate) fn check_answer(method: &str, answer: &Value) -> Result<(), &'static str> {
     let ok = match method {
         "elicitation/create" => {
             matches!(answer.get("action").and_then(Value::as_str), Some("accept" | "decline" | "cancel"))

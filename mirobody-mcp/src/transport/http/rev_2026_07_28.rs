@@ -209,6 +209,7 @@ fn check_headers(
     let key = match method {
         "tools/call" | "prompts/get" => "name",
         "resources/read" => "uri",
+        "tasks/get" | "tasks/update" | "tasks/cancel" => "taskId",
         _ => return Ok(()),
     };
     // Malformed params are the method's to report.

@@ -1,0 +1,178 @@
+//! The tasks extension on 2026-07-28: `tools/call` of a tool with task support from a client
+//! that negotiated the extension (per request, in `_meta`), and `tasks/get`, `tasks/update`,
+//! `tasks/cancel`. The engine is [`crate::protocol::tasks`]; this is its wire.
+
+use std::sync::Arc;
+
+use futures::future::BoxFuture;
+use mirobody_core::{CallError, TaskRecord, TaskSupport, ToolResult, UserInfo};
+use serde::Deserialize;
+use serde_json::value::RawValue;
+use serde_json::{Map, Value, json};
+
+use super::mrtr::{Binding, RetryParams};
+use super::{ModernExchange, ModernReply, codes, splice};
+use crate::jsonrpc::{self, Id, RpcError};
+use crate::protocol::tasks::{EXTENSION, Escalation, TaskPeer, drive, owner_of, task_json};
+use crate::protocol::{CallFailure, McpService, call_failure, parse};
+
+/// Whether the request's client negotiated the tasks extension.
+pub(crate) fn negotiated(exchange: &ModernExchange<'_>) -> bool {
+    exchange.meta.client_capabilities.get("extensions").and_then(|e| e.get(EXTENSION)).is_some_and(|v| !v.is_null())
+}
+
+/// -32021 naming the extension: what a client that did not negotiate tasks gets from the task
+/// methods and from a tool whose calls are only tasks.
+pub(crate) fn missing_extension(what: &str) -> RpcError {
+    RpcError::new(
+        codes::MISSING_REQUIRED_CLIENT_CAPABILITY,
+        format!("{what} needs the client capability extensions[\"{EXTENSION}\"]"),
+    )
+    .with_data(json!({"requiredCapabilities": {"extensions": {EXTENSION: {}}}}))
+}
+
+#[derive(Deserialize)]
+struct TaskParams {
+    #[serde(rename = "taskId")]
+    task_id: String,
+    #[serde(rename = "inputResponses", default)]
+    input_responses: Option<Value>,
+}
+
+/// A task operation.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum TaskMethod {
+    Get,
+    Update,
+    Cancel,
+}
+
+impl TaskMethod {
+    fn name(self) -> &'static str {
+        match self {
+            TaskMethod::Get => "tasks/get",
+            TaskMethod::Update => "tasks/update",
+            TaskMethod::Cancel => "tasks/cancel",
+        }
+    }
+}
+
+impl McpService {
+    /// `tasks/get`, `tasks/update` or `tasks/cancel`.
+    pub(crate) async fn task_method(
+        &self,
+        id: &Id,
+        method: TaskMethod,
+        params: Option<&RawValue>,
+        exchange: &ModernExchange<'_>,
+    ) -> ModernReply {
+        if !negotiated(exchange) {
+            return ModernReply::error(id, &missing_extension(method.name()));
+        }
+        let p = match parse::<TaskParams>(params, method.name()) {
+            Ok(p) => p,
+            Err(e) => return ModernReply::error(id, &e),
+        };
+        let tasks = &self.inner().tasks;
+        let owner = owner_of(exchange.user);
+        let done = match method {
+            TaskMethod::Get => match tasks.get(&p.task_id, &owner).await {
+                Ok(record) => {
+                    let task = Value::Object(task_json(&record, &tasks.options, true));
+                    return ModernReply::ok(self.finish_value(id, &task, None));
+                }
+                Err(refusal) => Err(refusal),
+            },
+            TaskMethod::Update => {
+                let responses = match p.input_responses {
+                    Some(Value::Object(responses)) => responses,
+                    None => Map::new(),
+                    Some(_) => {
+                        let error = RpcError::invalid_params("Invalid params: \"inputResponses\" must be an object");
+                        return ModernReply::error(id, &error);
+                    }
+                };
+                tasks.update(&p.task_id, &owner, responses).await
+            }
+            TaskMethod::Cancel => tasks.cancel(&p.task_id, &owner).await,
+        };
+        match done {
+            Ok(()) => ModernReply::ok(self.finish(id, "{}", None)),
+            Err(refusal) => ModernReply::error(id, &refusal.into_rpc(&p.task_id)),
+        }
+    }
+
+    /// A `tools/call` of a tool with task support from a client that negotiated tasks: run in
+    /// the request until it finishes, asks, or becomes a task (see [`crate::protocol::tasks`]).
+    pub(crate) async fn modern_task_call(
+        &self,
+        id: &Id,
+        name: &str,
+        arguments: Value,
+        binding: &Binding<'_>,
+        retry: RetryParams,
+        exchange: &ModernExchange<'_>,
+        support: TaskSupport,
+    ) -> ModernReply {
+        let tasks = &self.inner().tasks;
+        let sealer = &self.modern().sealer;
+        let answers = match retry.answers(sealer, binding) {
+            Ok(answers) => answers,
+            Err(e) => return ModernReply::error(id, &e),
+        };
+        if let Err(refusal) = tasks.admit(&owner_of(exchange.user)).await {
+            return ModernReply::error(id, &refusal.into_rpc(""));
+        }
+        let live = tasks.prepare(exchange.user, name);
+        let capabilities = exchange.meta.client_capabilities.clone();
+        let peer = Arc::new(TaskPeer::new(answers, capabilities, live.clone(), self.notifications(exchange)));
+        let mut job = self.task_job(name.to_owned(), arguments, exchange.user.clone(), peer.clone());
+        let started = self.access_started(exchange.user);
+        match drive(&peer, &mut job, tasks.options.sync_budget).await {
+            Escalation::Done(outcome) if support == TaskSupport::Required => {
+                self.record_call(exchange.user, name, &outcome, started);
+                self.task_created(id, tasks.keep_finished(live, outcome).await)
+            }
+            Escalation::Done(outcome) => {
+                self.record_call(exchange.user, name, &outcome, started);
+                match outcome.map_err(call_failure) {
+                    Ok(result) | Err(CallFailure::Result(result)) => ModernReply::ok(self.tool_result(id, &result)),
+                    Err(CallFailure::Error(error, status)) => ModernReply::error_with(id, &error, status),
+                }
+            }
+            Escalation::InputRequired { requests, answers } => {
+                let state = sealer.seal(binding, answers);
+                ModernReply::ok(self.input_required(id, requests, state))
+            }
+            Escalation::Invalid(error) => ModernReply::error(id, &error),
+            Escalation::Task => self.task_created(id, tasks.launch(live, job).await),
+        }
+    }
+
+    // The call's future, owning what it needs, so that it can go on after the request.
+    fn task_job(
+        &self,
+        name: String,
+        arguments: Value,
+        user: UserInfo,
+        peer: Arc<TaskPeer>,
+    ) -> BoxFuture<'static, Result<ToolResult, CallError>> {
+        let inner = self.inner.clone();
+        Box::pin(async move {
+            let ctx = inner.backends.context(Some(&*peer));
+            inner.registry.call(&name, arguments, &user, &ctx).await
+        })
+    }
+
+    // `CreateTaskResult`: the task, flat, with `resultType: "task"`.
+    fn task_created(&self, id: &Id, created: Result<TaskRecord, RpcError>) -> ModernReply {
+        let record = match created {
+            Ok(record) => record,
+            Err(error) => return ModernReply::error(id, &error),
+        };
+        let mut task = task_json(&record, &self.inner().tasks.options, false);
+        task.insert("resultType".into(), json!("task"));
+        let raw = Value::Object(task).to_string();
+        ModernReply::ok(jsonrpc::raw_result_bytes(id, &splice(&raw, &self.modern().server_info)))
+    }
+}

@@ -1,0 +1,491 @@
+//! Tasks (the MCP tasks extension, `io.modelcontextprotocol/tasks`): a call that goes on in the
+//! background, answered at once with a handle its caller polls, answers questions through, or
+//! cancels.
+//!
+//! A call of a tool with task support starts like any other, in the request's own future, with
+//! a [`TaskPeer`] as its client. It becomes a task when its handler is still working after the
+//! sync budget, or when it calls `ToolContext::become_task`; its future then moves to a tokio
+//! task of its own, and its record to the [`TaskStore`] before the handle is returned (so a
+//! `tasks/get` right after finds it). A question asked before that is a 2026-07-28
+//! `input_required` result like any other call's; one asked after waits in the task's
+//! `inputRequests` until `tasks/update` brings its answer.
+//!
+//! The records are the store's; the running futures, their questions and their abort handles
+//! are this process's ([`Tasks`]). A finished task's record is what every later read sees, here
+//! or on another instance sharing the store; a task not ended whose process is gone reads as
+//! failed once its lease passes (a running task renews it).
+
+mod memory;
+mod peer;
+
+pub use memory::MemoryTaskStore;
+pub(crate) use peer::{Escalation, TaskPeer, drive};
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use futures::future::BoxFuture;
+use mirobody_core::{CallError, Content, TaskRecord, TaskState, TaskStore, ToolResult, UserInfo};
+use serde_json::{Map, Value, json};
+use tokio::sync::oneshot;
+use tokio::task::AbortHandle;
+
+use crate::jsonrpc::{RpcError, code};
+use crate::protocol::{CallFailure, call_failure};
+use crate::session::{lock, random_token};
+
+/// The extension's identifier, under `capabilities.extensions`.
+pub(crate) const EXTENSION: &str = "io.modelcontextprotocol/tasks";
+
+/// How tasks are kept and bounded.
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct TaskOptions {
+    /// How long a task (and its result) is kept after it is created (`ttlMs`).
+    pub ttl: Duration,
+    /// How often a client should poll (`pollIntervalMs`).
+    pub poll_interval: Duration,
+    /// The most tasks one caller may have running at once.
+    pub max_live_per_caller: u64,
+    /// How long a call of a tool with optional task support runs in its request before it
+    /// becomes a task.
+    pub sync_budget: Duration,
+    /// How long a running task's record vouches for it without being renewed: after that, a
+    /// task whose process died reads as failed.
+    pub lease: Duration,
+}
+
+impl Default for TaskOptions {
+    fn default() -> Self {
+        TaskOptions {
+            ttl: Duration::from_secs(3600),
+            poll_interval: Duration::from_millis(500),
+            max_live_per_caller: 32,
+            sync_budget: Duration::from_millis(200),
+            lease: Duration::from_secs(30),
+        }
+    }
+}
+
+impl TaskOptions {
+    /// The same options with another time to live.
+    pub fn with_ttl(mut self, ttl: Duration) -> Self {
+        self.ttl = ttl;
+        self
+    }
+
+    /// The same options with another bound on running tasks per caller.
+    pub fn with_max_live_per_caller(mut self, max: u64) -> Self {
+        self.max_live_per_caller = max;
+        self
+    }
+
+    /// The same options with another sync budget.
+    pub fn with_sync_budget(mut self, budget: Duration) -> Self {
+        self.sync_budget = budget;
+        self
+    }
+
+    /// The same options with another lease.
+    pub fn with_lease(mut self, lease: Duration) -> Self {
+        self.lease = lease;
+        self
+    }
+}
+
+pub(crate) fn now_ms() -> i64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as i64).unwrap_or(0)
+}
+
+/// The key a caller's tasks are kept under.
+pub(crate) fn owner_of(user: &UserInfo) -> String {
+    match user.user_id() {
+        Some(id) => format!("user:{id}"),
+        None => "anonymous".to_owned(),
+    }
+}
+
+/// A question waiting in a task for its answer.
+struct Pending {
+    key: String,
+    request: Value,
+    answer: oneshot::Sender<Value>,
+}
+
+struct LiveState {
+    record: TaskRecord,
+    pending: Vec<Pending>,
+    abort: Option<AbortHandle>,
+}
+
+/// A task of this process: its record as it stands, its questions, its abort handle.
+pub(crate) struct LiveTask {
+    state: Mutex<LiveState>,
+    store: Arc<dyn TaskStore>,
+    // Saves one at a time, each of the state as it stands then: the last save is the latest.
+    saving: tokio::sync::Mutex<()>,
+}
+
+impl LiveTask {
+    fn new(record: TaskRecord, store: Arc<dyn TaskStore>) -> Arc<LiveTask> {
+        Arc::new(LiveTask {
+            state: Mutex::new(LiveState { record, pending: Vec::new(), abort: None }),
+            store,
+            saving: tokio::sync::Mutex::new(()),
+        })
+    }
+
+    pub(crate) fn record(&self) -> TaskRecord {
+        lock(&self.state).record.clone()
+    }
+
+    async fn persist(&self) -> Result<(), RpcError> {
+        let _one_at_a_time = self.saving.lock().await;
+        let record = self.record();
+        self.store.save(&record).await.map_err(|e| {
+            tracing::error!(task = %record.id, error = %e, "could not save a task");
+            RpcError::new(code::INTERNAL_ERROR, "Internal error: the task could not be saved")
+        })
+    }
+
+    /// Waits in the task for the answer to a question (see [`TaskPeer`]).
+    pub(crate) async fn ask(&self, key: String, request: Value) -> Option<Value> {
+        let (tx, rx) = oneshot::channel();
+        {
+            let mut state = lock(&self.state);
+            if state.record.state.is_terminal() {
+                return None;
+            }
+            state.pending.retain(|p| p.key != key);
+            state.pending.push(Pending { key, request, answer: tx });
+            state.set_questions(now_ms());
+        }
+        // A failed save is logged; the question still waits here for this process's readers.
+        let _ = self.persist().await;
+        rx.await.ok()
+    }
+
+    fn finish(&self, state: TaskState, outcome: Option<Value>) -> bool {
+        let mut live = lock(&self.state);
+        if live.record.state.is_terminal() {
+            return false;
+        }
+        live.record.state = state;
+        live.record.outcome = outcome;
+        live.record.input_requests = None;
+        live.record.updated_ms = now_ms();
+        live.pending.clear();
+        if let Some(abort) = live.abort.take() {
+            abort.abort();
+        }
+        true
+    }
+}
+
+impl LiveState {
+    // The record's questions and state from the questions pending.
+    fn set_questions(&mut self, now: i64) {
+        let before = self.record.state;
+        if self.pending.is_empty() {
+            self.record.input_requests = None;
+            self.record.state = TaskState::Working;
+        } else {
+            let requests: Map<String, Value> =
+                self.pending.iter().map(|p| (p.key.clone(), p.request.clone())).collect();
+            self.record.input_requests = Some(Value::Object(requests));
+            self.record.state = TaskState::InputRequired;
+        }
+        if before != self.record.state || self.record.state == TaskState::InputRequired {
+            self.record.updated_ms = now;
+        }
+    }
+}
+
+/// How a call's outcome ends its task: completed with a result (a tool's own error included),
+/// or failed with a protocol-level error.
+fn outcome_of(outcome: Result<ToolResult, CallError>) -> (TaskState, Value) {
+    let result = match outcome.map_err(call_failure) {
+        Ok(result) | Err(CallFailure::Result(result)) => result,
+        Err(CallFailure::Error(error, _)) => return (TaskState::Failed, json!({"error": error_json(&error)})),
+    };
+    if result.is_internal_error() {
+        let message = match result.content().first() {
+            Some(Content::Text { text, .. }) => text.clone(),
+            _ => "Internal error".to_owned(),
+        };
+        return (TaskState::Failed, json!({"error": {"code": code::INTERNAL_ERROR, "message": message}}));
+    }
+    (TaskState::Completed, json!({"result": result}))
+}
+
+fn error_json(error: &RpcError) -> Value {
+    let mut value = json!({"code": error.code, "message": error.message});
+    if let Some(data) = &error.data {
+        value["data"] = data.clone();
+    }
+    value
+}
+
+/// Why a task operation was refused.
+pub(crate) enum TaskRefusal {
+    /// No task with that id is the caller's (or it expired).
+    Unknown,
+    /// The caller has too many tasks running.
+    TooMany(u64),
+    /// An answer does not fit its question, or the store failed.
+    Rpc(RpcError),
+}
+
+impl TaskRefusal {
+    pub(crate) fn into_rpc(self, id: &str) -> RpcError {
+        match self {
+            TaskRefusal::Unknown => RpcError::invalid_params(format!("Unknown task: '{id}'")),
+            TaskRefusal::TooMany(max) => RpcError::new(
+                code::INVALID_REQUEST,
+                format!("Too many running tasks: at most {max} per caller; wait for one to end or cancel one"),
+            ),
+            TaskRefusal::Rpc(error) => error,
+        }
+    }
+}
+
+/// This process's tasks, and the store of every task's record.
+pub(crate) struct Tasks {
+    live: Mutex<HashMap<String, Arc<LiveTask>>>,
+    store: Arc<dyn TaskStore>,
+    pub(crate) options: TaskOptions,
+    last_purge_ms: AtomicI64,
+}
+
+impl Tasks {
+    pub(crate) fn new(store: Arc<dyn TaskStore>, options: TaskOptions) -> Tasks {
+        Tasks { live: Mutex::default(), store, options, last_purge_ms: AtomicI64::new(0) }
+    }
+
+    /// A record for a new task of `user` calling `tool`, not yet kept anywhere, with the live
+    /// task that will run it.
+    pub(crate) fn prepare(&self, user: &UserInfo, tool: &str) -> Arc<LiveTask> {
+        let now = now_ms();
+        let record = TaskRecord::new(
+            random_token(),
+            owner_of(user),
+            tool.to_owned(),
+            now,
+            self.options.ttl.as_millis() as i64,
+            self.options.lease.as_millis() as i64,
+        );
+        LiveTask::new(record, self.store.clone())
+    }
+
+    /// Refuses a new task when its caller has the most running already.
+    pub(crate) async fn admit(&self, owner: &str) -> Result<(), TaskRefusal> {
+        let now = now_ms();
+        // Forget expired records now and then, not on every call.
+        let last = self.last_purge_ms.load(Ordering::Relaxed);
+        if now - last > 60_000
+            && self.last_purge_ms.compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed).is_ok()
+        {
+            if let Err(e) = self.store.purge(now).await {
+                tracing::warn!(error = %e, "could not purge expired tasks");
+            }
+        }
+        let max = self.options.max_live_per_caller;
+        let here = lock(&self.live).values().filter(|t| t.record().owner == owner).count() as u64;
+        let live = self.store.live(owner, now).await.map_err(|e| TaskRefusal::Rpc(store_error(e)))?.max(here);
+        if live >= max { Err(TaskRefusal::TooMany(max)) } else { Ok(()) }
+    }
+
+    /// Starts `job` as the task `live`: its record saved (durably: a `tasks/get` finds it once
+    /// this returns), its future run on the runtime until it ends, renewing its lease.
+    pub(crate) async fn launch(
+        self: &Arc<Self>,
+        live: Arc<LiveTask>,
+        job: BoxFuture<'static, Result<ToolResult, CallError>>,
+    ) -> Result<TaskRecord, RpcError> {
+        {
+            let mut state = lock(&live.state);
+            let now = now_ms();
+            state.set_questions(now);
+        }
+        live.persist().await?;
+        let id = live.record().id;
+        lock(&self.live).insert(id.clone(), live.clone());
+        let tasks = self.clone();
+        let running = live.clone();
+        let handle = tokio::spawn(async move {
+            let outcome = renewing(&running, job, tasks.options.lease).await;
+            tasks.end(&running, outcome).await;
+        });
+        {
+            let mut state = lock(&live.state);
+            if state.record.state.is_terminal() {
+                handle.abort();
+            } else {
+                state.abort = Some(handle.abort_handle());
+            }
+        }
+        Ok(live.record())
+    }
+
+    /// Keeps a call that finished before it became a task as a completed (or failed) task: for
+    /// a tool whose calls are only ever tasks.
+    pub(crate) async fn keep_finished(
+        &self,
+        live: Arc<LiveTask>,
+        outcome: Result<ToolResult, CallError>,
+    ) -> Result<TaskRecord, RpcError> {
+        let (state, outcome) = outcome_of(outcome);
+        live.finish(state, Some(outcome));
+        live.persist().await?;
+        Ok(live.record())
+    }
+
+    async fn end(&self, live: &Arc<LiveTask>, outcome: Result<ToolResult, CallError>) {
+        let (state, outcome) = outcome_of(outcome);
+        if live.finish(state, Some(outcome)) {
+            let _ = live.persist().await;
+        }
+        lock(&self.live).remove(&live.record().id);
+    }
+
+    /// The caller's task, as it stands now.
+    pub(crate) async fn get(&self, id: &str, owner: &str) -> Result<TaskRecord, TaskRefusal> {
+        if let Some(live) = self.live_task(id, owner) {
+            return Ok(live.record());
+        }
+        let now = now_ms();
+        match self.store.load(id, owner, now).await {
+            Ok(Some(mut record)) => {
+                record.state = record.state_at(now);
+                if record.state == TaskState::Failed && record.outcome.is_none() {
+                    record.outcome = Some(json!({"error": {
+                        "code": code::INTERNAL_ERROR,
+                        "message": "The task ended with the server process that was running it",
+                    }}));
+                    record.input_requests = None;
+                }
+                Ok(record)
+            }
+            Ok(None) => Err(TaskRefusal::Unknown),
+            Err(e) => Err(TaskRefusal::Rpc(store_error(e))),
+        }
+    }
+
+    fn live_task(&self, id: &str, owner: &str) -> Option<Arc<LiveTask>> {
+        let live = lock(&self.live).get(id).cloned()?;
+        // Another caller's task is not found, exactly as a task that does not exist.
+        (live.record().owner == owner).then_some(live)
+    }
+
+    /// Delivers answers to the caller's task's questions; answers to questions it is not
+    /// asking are ignored.
+    pub(crate) async fn update(&self, id: &str, owner: &str, responses: Map<String, Value>) -> Result<(), TaskRefusal> {
+        let Some(live) = self.live_task(id, owner) else {
+            // Not running here: known (ended, or another instance's) or not.
+            return self.get(id, owner).await.map(drop);
+        };
+        {
+            let mut state = lock(&live.state);
+            for (key, answer) in &responses {
+                let Some(position) = state.pending.iter().position(|p| p.key == *key) else { continue };
+                let method = state.pending[position].request["method"].as_str().unwrap_or_default().to_owned();
+                if let Err(why) = peer::check_answer(&method, answer) {
+                    return Err(TaskRefusal::Rpc(RpcError::invalid_params(format!(
+                        "Invalid params: inputResponses[\"{key}\"] {why} ({method})"
+                    ))));
+                }
+            }
+            for (key, answer) in responses {
+                if let Some(position) = state.pending.iter().position(|p| p.key == key) {
+                    let pending = state.pending.remove(position);
+                    // The handler may be gone (cancelled): nothing waits for the answer then.
+                    let _ = pending.answer.send(answer);
+                }
+            }
+            let now = now_ms();
+            if !state.record.state.is_terminal() {
+                state.set_questions(now);
+            }
+        }
+        live.persist().await.map_err(TaskRefusal::Rpc)
+    }
+
+    /// Cancels the caller's task, if it has not ended (cancelling an ended one does nothing).
+    pub(crate) async fn cancel(&self, id: &str, owner: &str) -> Result<(), TaskRefusal> {
+        if let Some(live) = self.live_task(id, owner) {
+            if live.finish(TaskState::Cancelled, None) {
+                live.persist().await.map_err(TaskRefusal::Rpc)?;
+            }
+            lock(&self.live).remove(id);
+            return Ok(());
+        }
+        let mut record = self.get(id, owner).await?;
+        if !record.state.is_terminal() {
+            // Running on another instance: its record says cancelled from now on, and the
+            // instance's own end of it does not overwrite that (see `TaskStore::save`).
+            record.state = TaskState::Cancelled;
+            record.updated_ms = now_ms();
+            record.input_requests = None;
+            self.store.save(&record).await.map_err(|e| TaskRefusal::Rpc(store_error(e)))?;
+        }
+        Ok(())
+    }
+}
+
+fn store_error(error: mirobody_core::BackendError) -> RpcError {
+    tracing::error!(error = %error, "task store failed");
+    RpcError::new(code::INTERNAL_ERROR, "Internal error: the task store failed")
+}
+
+// Runs a task's future to its end, renewing the task's lease meanwhile.
+async fn renewing(
+    live: &LiveTask,
+    mut job: BoxFuture<'static, Result<ToolResult, CallError>>,
+    lease: Duration,
+) -> Result<ToolResult, CallError> {
+    let mut renew = tokio::time::interval((lease / 3).max(Duration::from_millis(10)));
+    renew.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    renew.tick().await;
+    loop {
+        tokio::select! {
+            outcome = &mut job => return outcome,
+            _ = renew.tick() => {
+                lock(&live.state).record.lease_until_ms = now_ms() + lease.as_millis() as i64;
+                let _ = live.persist().await;
+            }
+        }
+    }
+}
+
+/// The wire form of a task: its id, status, times, time to live and poll interval, and when
+/// `detailed` (a `tasks/get`), its questions, result or error.
+pub(crate) fn task_json(record: &TaskRecord, options: &TaskOptions, detailed: bool) -> Map<String, Value> {
+    let mut task = Map::new();
+    task.insert("taskId".into(), json!(record.id));
+    task.insert("status".into(), json!(record.state.as_str()));
+    task.insert("createdAt".into(), json!(rfc3339(record.created_ms)));
+    task.insert("lastUpdatedAt".into(), json!(rfc3339(record.updated_ms)));
+    task.insert("ttlMs".into(), json!((record.expires_ms - record.created_ms).max(1)));
+    task.insert("pollIntervalMs".into(), json!(options.poll_interval.as_millis().max(1) as u64));
+    if detailed {
+        match record.state {
+            TaskState::InputRequired => {
+                task.insert("inputRequests".into(), record.input_requests.clone().unwrap_or_else(|| json!({})));
+            }
+            TaskState::Completed | TaskState::Failed => {
+                if let Some(Value::Object(outcome)) = &record.outcome {
+                    task.extend(outcome.clone());
+                }
+            }
+            _ => {}
+        }
+    }
+    task
+}
+
+fn rfc3339(ms: i64) -> String {
+    let time = UNIX_EPOCH + Duration::from_millis(ms.max(0) as u64);
+    humantime::format_rfc3339_millis(time).to_string()
+}
