@@ -98,7 +98,9 @@ macro_rules! register_tool {
 pub mod __private {
     pub use crate::catalog::{CatalogItem, CatalogRegistration};
     pub use crate::registry::Registration;
-    pub use crate::{Annotations, Args, IntoToolResult, Json, Param, Tool, ToolContext, ToolResult, Type, UserInfo};
+    pub use crate::{
+        Annotations, Args, IntoToolResult, Json, Param, TaskSupport, Tool, ToolContext, ToolResult, Type, UserInfo,
+    };
     pub use inventory;
     pub use serde;
     pub use serde_json;

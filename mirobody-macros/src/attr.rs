@@ -39,6 +39,8 @@ pub(crate) struct ToolOptions {
     pub(crate) enabled: Option<Expr>,
     pub(crate) register: Option<bool>,
     pub(crate) krate: Option<syn::Path>,
+    /// `task_support = "optional"` or `"required"`: the `TaskSupport` variant's name.
+    pub(crate) task_support: Option<&'static str>,
     /// Only on a method of a `#[tool_service]` impl: not a tool.
     pub(crate) skip: Option<Span>,
 }
@@ -61,7 +63,8 @@ pub(crate) struct ServiceOptions {
     pub(crate) krate: Option<syn::Path>,
 }
 
-const TOOL_OPTIONS: &str = "name, title, auth, scopes, annotations(...), meta, input_schema, enabled, register, crate";
+const TOOL_OPTIONS: &str =
+    "name, title, auth, scopes, annotations(...), meta, input_schema, enabled, register, task_support, crate";
 const SERVICE_OPTIONS: &str = "enabled, register, crate";
 const ANNOTATION_OPTIONS: &str = "read_only, additive, destructive, idempotent, open_world, title";
 const ARG_OPTIONS: &str = "default, name, one_of";
@@ -161,6 +164,22 @@ fn parse_tool_option(
         "enabled" => once(cx, &mut opts.enabled, meta.value()?.parse()?, meta, WHERE),
         "register" => once(cx, &mut opts.register, meta.value()?.parse::<LitBool>()?.value, meta, WHERE),
         "crate" => once(cx, &mut opts.krate, meta.value()?.parse()?, meta, WHERE),
+        "task_support" => {
+            let value: LitStr = meta.value()?.parse()?;
+            let variant = match value.value().as_str() {
+                "forbidden" => "Forbidden",
+                "optional" => "Optional",
+                "required" => "Required",
+                other => {
+                    cx.error_spanned_by(
+                        &value,
+                        format!("unknown task_support `{other}`; use \"optional\", \"required\" or \"forbidden\""),
+                    );
+                    return Ok(());
+                }
+            };
+            once(cx, &mut opts.task_support, variant, meta, WHERE);
+        }
         "skip" if in_service => once(cx, &mut opts.skip, meta.path.span_of(), meta, WHERE),
         "skip" => {
             cx.error_spanned_by(

@@ -151,7 +151,8 @@ pub async fn build(config: &Config) -> Result<Server, AppError> {
         .backends(tool_backends.clone())
         .info(config.server_info())
         .options(config.mcp_options())
-        .access_log(opened.access_log());
+        .access_log(opened.access_log())
+        .task_store(opened.task_store());
     if let Some(visibility) = mirobody_auth::visibility(&config.auth) {
         builder = builder.visibility(move |user: &UserInfo, tool: &mirobody_core::Tool| visibility(user, tool));
     }

@@ -1,6 +1,8 @@
 use std::collections::HashMap;
 
-use mirobody_core::{Annotations, Args, Format, Param, Tool, ToolContext, ToolEnum, ToolResult, Type, UserInfo, tool};
+use mirobody_core::{
+    Annotations, Args, Format, Param, TaskSupport, Tool, ToolContext, ToolEnum, ToolResult, Type, UserInfo, tool,
+};
 use serde_json::{Value, json};
 
 use crate::registry;
@@ -208,6 +210,23 @@ fn enabled_auth_and_meta_expressions() {
     assert_eq!(tool.spec().meta_value(), Some(&widget_meta()));
     let registry = registry([tool, echo_macro_tool()]);
     assert_eq!(registry.names().collect::<Vec<_>>(), ["echo"]);
+}
+
+/// Imports a large archive.
+#[tool(task_support = "optional", register = false)]
+async fn import_archive(path: String) -> String {
+    path
+}
+
+#[test]
+fn task_support_is_the_hand_written_setter() {
+    let by_hand = Tool::new("import_archive", "Imports a large archive.")
+        .param(Param::required("path", Type::String, ""))
+        .task_support(TaskSupport::Optional);
+    let tool = import_archive_tool();
+    assert_eq!(tool.spec(), by_hand.spec());
+    assert_eq!(tool.spec().render(Format::Mcp)["execution"], json!({"taskSupport": "optional"}));
+    assert!(described_tool().spec().render(Format::Mcp).get("execution").is_none(), "forbidden is not rendered");
 }
 
 // ---- Descriptions. ----

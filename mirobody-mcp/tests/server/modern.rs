@@ -76,6 +76,7 @@ impl Modern {
         let name = match method.as_str() {
             "tools/call" | "prompts/get" => body["params"]["name"].as_str(),
             "resources/read" => body["params"]["uri"].as_str(),
+            "tasks/get" | "tasks/update" | "tasks/cancel" => body["params"]["taskId"].as_str(),
             _ => None,
         };
         if let Some(name) = name {
@@ -563,6 +564,13 @@ mod rounds;
 
 #[path = "modern/streams.rs"]
 mod streams;
+
+// =============================================================================================
+// Tasks
+// =============================================================================================
+
+#[path = "modern/tasks.rs"]
+mod tasks;
 
 // =============================================================================================
 // stdio: the same per-request choice, without headers

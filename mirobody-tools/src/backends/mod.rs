@@ -31,7 +31,7 @@ use std::fmt;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use mirobody_core::{AccessLog, Cache, Memory, SecretStore, Storage};
+use mirobody_core::{AccessLog, Cache, Memory, SecretStore, Storage, TaskStore};
 
 use crate::health::HealthStore;
 use serde::Deserialize;
@@ -306,6 +306,11 @@ impl OpenedBackends {
 
     /// The access log, for `McpServiceBuilder::access_log`.
     pub fn access_log(&self) -> Arc<dyn AccessLog> {
+        self.sql.clone()
+    }
+
+    /// The task store, for `McpServiceBuilder::task_store`: tasks outlive the process.
+    pub fn task_store(&self) -> Arc<dyn TaskStore> {
         self.sql.clone()
     }
 

@@ -9,7 +9,7 @@
 use std::time::Duration;
 
 use mirobody_core::{
-    Annotations, Args, Param, Tool, ToolContext, ToolError, ToolResult, Type, UserInfo, register_tool,
+    Annotations, Args, Param, TaskSupport, Tool, ToolContext, ToolError, ToolResult, Type, UserInfo, register_tool,
 };
 use serde_json::json;
 
@@ -43,6 +43,8 @@ pub fn tool() -> Tool {
         .default(0),
     )
     .annotations(Annotations::read_only().idempotent(true))
+    // Drawing a large chart, or extracting a long PDF, may take a while: a task then.
+    .task_support(TaskSupport::Optional)
     .auth(true)
     .handler(read_file)
 }

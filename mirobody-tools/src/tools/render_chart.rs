@@ -10,7 +10,8 @@
 
 use base64::Engine;
 use mirobody_core::{
-    Annotations, Args, Content, Param, Tool, ToolContext, ToolError, ToolResult, Type, UserInfo, register_tool,
+    Annotations, Args, Content, Param, TaskSupport, Tool, ToolContext, ToolError, ToolResult, Type, UserInfo,
+    register_tool,
 };
 use serde_json::{Value, json};
 
@@ -67,6 +68,8 @@ pub fn tool() -> Tool {
     ))
     .param(Param::optional("title", Type::String, "A title shown above the chart."))
     .annotations(Annotations::read_only().idempotent(true))
+    // Drawing a large chart, or extracting a long PDF, may take a while: a task then.
+    .task_support(TaskSupport::Optional)
     .handler(render_chart)
 }
 

@@ -14,4 +14,8 @@ fn renamed() {}
 #[tool(auth = false, skip)]
 fn unauthenticated() {}
 
+/// A task support that is not one.
+#[tool(task_support = "sometimes")]
+fn sometimes() {}
+
 fn main() {}

@@ -49,6 +49,12 @@ pub(super) const MIGRATIONS: &[(i64, &str, &str, &str)] = &[
         include_str!("../../../migrations/sqlite/0005_health_data.sql"),
         include_str!("../../../migrations/postgres/0005_health_data.sql"),
     ),
+    (
+        6,
+        "tasks",
+        include_str!("../../../migrations/sqlite/0006_tasks.sql"),
+        include_str!("../../../migrations/postgres/0006_tasks.sql"),
+    ),
 ];
 
 /// Where a SQLite migration hands over to Rust to compute every memory's indexed terms.

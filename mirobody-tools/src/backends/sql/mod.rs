@@ -10,7 +10,7 @@
 //!
 //! This file holds the store and its pool; `connect.rs` opens and migrates it, `setup.rs` has
 //! the writes the tool traits leave out, and one file each implements a trait: `db.rs`,
-//! `memory.rs`, `secrets.rs`, `access_log.rs`.
+//! `memory.rs`, `secrets.rs`, `access_log.rs`, `tasks.rs`.
 
 use std::fmt;
 
@@ -57,6 +57,7 @@ mod memory;
 mod secrets;
 mod series;
 mod setup;
+mod tasks;
 #[cfg(test)]
 mod tests;
 

@@ -1,0 +1,245 @@
+//! The tasks extension: a slow call becomes a task its owner polls to the result; nobody else
+//! reads, answers or cancels it; cancelling drops the handler; a question inside a task waits
+//! for `tasks/update` and a wrong answer is refused; results expire; running tasks per caller
+//! are bounded; without the extension the methods are -32021 and a task-only tool too; a store
+//! shared by two services answers for a task either ran (another instance, or a restart).
+
+use std::sync::atomic::AtomicBool;
+
+use mirobody_core::TaskSupport;
+use mirobody_mcp::{MemoryTaskStore, TaskOptions};
+
+use super::*;
+
+const TASKS: &str = "io.modelcontextprotocol/tasks";
+
+static DROPPED: AtomicBool = AtomicBool::new(false);
+
+struct SetOnDrop(&'static AtomicBool);
+
+impl Drop for SetOnDrop {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::SeqCst);
+    }
+}
+
+async fn sleepy(args: Args, _: &UserInfo, _: &ToolContext<'_>) -> ToolResult {
+    tokio::time::sleep(Duration::from_millis(args.integer("ms", 300) as u64)).await;
+    ToolResult::text("slept")
+}
+
+async fn forever(_: Args, _: &UserInfo, ctx: &ToolContext<'_>) -> ToolResult {
+    ctx.become_task();
+    let _guard = SetOnDrop(&DROPPED);
+    std::future::pending::<()>().await;
+    ToolResult::text("never")
+}
+
+async fn ask_in_task(_: Args, _: &UserInfo, ctx: &ToolContext<'_>) -> ToolResult {
+    ctx.become_task();
+    let question = json!({"message": "Go?", "requestedSchema": {"type": "object", "properties": {}}});
+    match ctx.request_keyed("go", "elicitation/create", question).await {
+        Ok(answer) => ToolResult::text(format!("answer: {}", answer["action"])),
+        Err(e) => ToolResult::error(e.to_string()),
+    }
+}
+
+fn task_service(store: Arc<MemoryTaskStore>, options: TaskOptions) -> McpService {
+    let registry = Registry::builder()
+        .tool(
+            Tool::new("sleepy", "Sleeps.")
+                .param(mirobody_core::Param::optional("ms", mirobody_core::Type::Integer, "How long."))
+                .task_support(TaskSupport::Optional)
+                .handler(sleepy),
+        )
+        .tool(Tool::new("forever", "Never ends.").task_support(TaskSupport::Optional).handler(forever))
+        .tool(Tool::new("ask_in_task", "Asks inside a task.").task_support(TaskSupport::Optional).handler(ask_in_task))
+        .tool(
+            Tool::new("only_task", "Only ever a task.")
+                .task_support(TaskSupport::Required)
+                .sync_handler(|_, _, _| ToolResult::text("done")),
+        )
+        .build()
+        .unwrap();
+    McpService::builder(Arc::new(registry)).task_store(store).task_options(options).build()
+}
+
+fn options() -> TaskOptions {
+    TaskOptions::default().with_sync_budget(Duration::from_millis(50)).with_max_live_per_caller(2)
+}
+
+fn client_of(service: McpService) -> Modern {
+    let http = McpHttp::new(service, HttpOptions::default());
+    Modern::new(http.router()).with_capabilities(json!({"elicitation": {}, "extensions": {TASKS: {}}}))
+}
+
+fn as_user(client: Modern, user: &str) -> Modern {
+    client.acting_as(UserInfo::authenticated(user))
+}
+
+async fn created(client: &Modern, tool: &str, arguments: Value) -> String {
+    let reply = client.call_tool(tool, arguments).await;
+    let result = reply.result();
+    assert_eq!(result["resultType"], "task", "{result}");
+    assert!(result.get("result").is_none() && result.get("requestState").is_none(), "{result}");
+    result["taskId"].as_str().expect("a task id").to_owned()
+}
+
+async fn get(client: &Modern, task: &str) -> Reply {
+    client.call("tasks/get", json!({"taskId": task})).await
+}
+
+// Polls until the task is in `status` (or has ended).
+async fn until(client: &Modern, task: &str, status: &str) -> Value {
+    within("the task's status", async {
+        loop {
+            let reply = get(client, task).await;
+            let result = reply.result().clone();
+            let now = result["status"].as_str().unwrap_or_default().to_owned();
+            if now == status || ["completed", "failed", "cancelled"].contains(&now.as_str()) {
+                return result;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await
+}
+
+#[tokio::test]
+async fn a_slow_call_becomes_a_task_its_owner_polls_to_the_result() {
+    let client = as_user(client_of(task_service(Arc::default(), options())), "alice");
+    // A fast call is answered directly.
+    let fast = client.call_tool("sleepy", json!({"ms": 0})).await;
+    assert_eq!(assert_complete(&fast)["content"][0]["text"], "slept");
+
+    let task = created(&client, "sleepy", json!({"ms": 300})).await;
+    let working = get(&client, &task).await;
+    assert_eq!(assert_complete(&working)["status"], "working");
+    assert!(working.result().get("result").is_none());
+    let done = until(&client, &task, "completed").await;
+    assert_eq!(done["status"], "completed", "{done}");
+    assert_eq!(done["result"]["content"][0]["text"], "slept");
+    assert!(done["ttlMs"].as_i64().unwrap() > 0 && done["pollIntervalMs"].as_i64().unwrap() > 0);
+
+    // A task-only tool that finishes at once is a completed task.
+    let only = created(&client, "only_task", json!({})).await;
+    assert_eq!(get(&client, &only).await.result()["result"]["content"][0]["text"], "done");
+}
+
+#[tokio::test]
+async fn nobody_else_reads_answers_or_cancels_a_task() {
+    let service = task_service(Arc::default(), options());
+    let alice = as_user(client_of(service.clone()), "alice");
+    let bob = as_user(client_of(service.clone()), "bob");
+    let anonymous = client_of(service);
+    let task = created(&alice, "ask_in_task", json!({})).await;
+    until(&alice, &task, "input_required").await;
+    for other in [&bob, &anonymous] {
+        assert_eq!(get(other, &task).await.error_code(), -32602);
+        let answer = json!({"taskId": task, "inputResponses": {"go": {"action": "accept"}}});
+        assert_eq!(other.call("tasks/update", answer).await.error_code(), -32602);
+        assert_eq!(other.call("tasks/cancel", json!({"taskId": task})).await.error_code(), -32602);
+    }
+    // Untouched by them: still waiting for its owner's answer.
+    let still = get(&alice, &task).await;
+    assert_eq!(still.result()["status"], "input_required");
+    assert_eq!(still.result()["inputRequests"]["go"]["method"], "elicitation/create");
+}
+
+#[tokio::test]
+async fn a_question_in_a_task_waits_for_its_answer_and_a_wrong_one_is_refused() {
+    let client = as_user(client_of(task_service(Arc::default(), options())), "alice");
+    let task = created(&client, "ask_in_task", json!({})).await;
+    until(&client, &task, "input_required").await;
+    let wrong = client.call("tasks/update", json!({"taskId": task, "inputResponses": {"go": {"nope": 1}}})).await;
+    assert_eq!(wrong.error_code(), -32602, "{}", wrong.body);
+    assert_eq!(get(&client, &task).await.result()["status"], "input_required", "a wrong answer loses nothing");
+    let not_an_object = client.call("tasks/update", json!({"taskId": task, "inputResponses": [1]})).await;
+    assert_eq!(not_an_object.error_code(), -32602);
+    let ack =
+        client.call("tasks/update", json!({"taskId": task, "inputResponses": {"go": {"action": "accept"}}})).await;
+    assert_eq!(ack.result()["resultType"], "complete");
+    assert!(ack.result().get("status").is_none(), "the ack carries no task: {}", ack.body);
+    let done = until(&client, &task, "completed").await;
+    assert_eq!(done["result"]["content"][0]["text"], "answer: \"accept\"");
+}
+
+#[tokio::test]
+async fn cancelling_drops_the_handler_and_is_idempotent() {
+    let client = as_user(client_of(task_service(Arc::default(), options())), "alice");
+    let task = created(&client, "forever", json!({})).await;
+    let ack = client.call("tasks/cancel", json!({"taskId": task})).await;
+    assert_eq!(ack.result()["resultType"], "complete");
+    assert_eq!(get(&client, &task).await.result()["status"], "cancelled");
+    within("the handler to be dropped", async {
+        while !DROPPED.load(Ordering::SeqCst) {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await;
+    // Again: the same ack, the same status.
+    assert_eq!(client.call("tasks/cancel", json!({"taskId": task})).await.result()["resultType"], "complete");
+    assert_eq!(get(&client, &task).await.result()["status"], "cancelled");
+    assert_eq!(client.call("tasks/cancel", json!({"taskId": "no-such-task"})).await.error_code(), -32602);
+}
+
+#[tokio::test]
+async fn running_tasks_per_caller_are_bounded() {
+    let service = task_service(Arc::default(), options());
+    let alice = as_user(client_of(service.clone()), "alice");
+    let first = created(&alice, "forever", json!({})).await;
+    created(&alice, "forever", json!({})).await;
+    let refused = alice.call_tool("forever", json!({})).await;
+    assert_eq!(refused.error_code(), -32600, "{}", refused.body);
+    assert!(refused.error_message().contains("at most 2"), "{}", refused.body);
+    // Another caller is not held back by alice's tasks.
+    created(&as_user(client_of(service), "bob"), "forever", json!({})).await;
+    // One ends: alice may start another.
+    alice.call("tasks/cancel", json!({"taskId": first})).await.result();
+    created(&alice, "forever", json!({})).await;
+}
+
+#[tokio::test]
+async fn a_task_is_forgotten_when_its_time_to_live_passes() {
+    let options = options().with_ttl(Duration::from_millis(400));
+    let client = as_user(client_of(task_service(Arc::default(), options)), "alice");
+    let task = created(&client, "sleepy", json!({"ms": 100})).await;
+    let done = until(&client, &task, "completed").await;
+    assert_eq!(done["ttlMs"], 400);
+    tokio::time::sleep(Duration::from_millis(450)).await;
+    assert_eq!(get(&client, &task).await.error_code(), -32602, "expired");
+}
+
+#[tokio::test]
+async fn without_the_extension_the_methods_and_task_only_tools_are_refused() {
+    let client = client_of(task_service(Arc::default(), options())).with_capabilities(json!({}));
+    for method in ["tasks/get", "tasks/update", "tasks/cancel"] {
+        let reply = client.call(method, json!({"taskId": "t"})).await;
+        assert_eq!((reply.status, reply.error_code()), (StatusCode::BAD_REQUEST, -32021), "{method}");
+        assert!(reply.body["error"]["data"]["requiredCapabilities"]["extensions"][TASKS].is_object());
+    }
+    assert_eq!(client.call_tool("only_task", json!({})).await.error_code(), -32021);
+    // A tool whose tasks are optional just answers, however long it takes.
+    let slow = client.call_tool("sleepy", json!({"ms": 150})).await;
+    assert_eq!(assert_complete(&slow)["content"][0]["text"], "slept");
+    // The removed methods of the first tasks design are not served.
+    for method in ["tasks/result", "tasks/list"] {
+        assert_eq!(client.call(method, json!({"taskId": "t"})).await.error_code(), -32601, "{method}");
+    }
+}
+
+#[tokio::test]
+async fn a_shared_store_answers_for_a_task_another_service_ran() {
+    let store = Arc::new(MemoryTaskStore::default());
+    let first = as_user(client_of(task_service(store.clone(), options())), "alice");
+    let task = created(&first, "sleepy", json!({"ms": 100})).await;
+    until(&first, &task, "completed").await;
+    // Another instance (or this one restarted) on the same store.
+    let second = as_user(client_of(task_service(store, options())), "alice");
+    let done = get(&second, &task).await;
+    assert_eq!(done.result()["result"]["content"][0]["text"], "slept");
+    assert_eq!(
+        get(&as_user(client_of(task_service(Arc::default(), options())), "alice"), &task).await.error_code(),
+        -32602
+    );
+}
