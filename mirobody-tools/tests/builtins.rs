@@ -28,6 +28,10 @@ mod backends;
 #[path = "builtins/durability.rs"]
 mod durability;
 
+/// Tasks in the SQL store outlive a restart; one running when its process ended reads failed.
+#[path = "builtins/tasks.rs"]
+mod tasks;
+
 /// Files on disk are owner-only: the data folder, the database and its WAL, uploads, keys.
 #[path = "builtins/private_files.rs"]
 mod private_files;

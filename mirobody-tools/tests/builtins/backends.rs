@@ -5,7 +5,9 @@
 use std::time::Duration;
 
 use mirobody_core::backend::NewMemory;
-use mirobody_core::{AccessKind, AccessLog, AccessOutcome, Cache, Memory, SecretStore};
+use mirobody_core::{
+    AccessKind, AccessLog, AccessOutcome, Cache, Memory, SecretStore, TaskRecord, TaskState, TaskStore,
+};
 use mirobody_tools::backends::{Dialect, MemoryCache, RedisCache, SqlStore};
 use mirobody_tools::health::FileRecord;
 use mirobody_tools::health::HealthStore;
@@ -53,6 +55,46 @@ on_both_databases! {
     access_log_outcomes_round_trip;
     the_care_circle_is_invited_accepted_and_revoked;
     imports_store_each_resource_once_and_feed_the_queries;
+    tasks_are_their_owners_and_an_ended_one_never_changes;
+}
+
+async fn tasks_are_their_owners_and_an_ended_one_never_changes(db: &SqlStore) {
+    let mut task = TaskRecord::new("t1".into(), "user:alice".into(), "sleepy".into(), 1_000, 60_000, 30_000);
+    db.save(&task).await.unwrap();
+    assert_eq!(db.load("t1", "user:alice", 2_000).await.unwrap().as_ref(), Some(&task));
+    assert_eq!(db.load("t1", "user:bob", 2_000).await.unwrap(), None, "another owner's task is not found");
+    assert_eq!(db.live("user:alice", 2_000).await.unwrap(), 1);
+    assert_eq!(db.live("user:alice", 40_000).await.unwrap(), 0, "a task whose lease passed is not live");
+    assert_eq!(db.load("t1", "user:alice", 40_000).await.unwrap().unwrap().state_at(40_000), TaskState::Failed);
+
+    task.state = TaskState::InputRequired;
+    task.input_requests = Some(json!({"go": {"method": "elicitation/create", "params": {}}}));
+    db.save(&task).await.unwrap();
+    assert_eq!(db.load("t1", "user:alice", 2_000).await.unwrap().unwrap().input_requests, task.input_requests);
+    // Another owner cannot overwrite it by reusing its id.
+    let mut foreign = task.clone();
+    foreign.owner = "user:mallory".into();
+    foreign.state = TaskState::Cancelled;
+    db.save(&foreign).await.unwrap();
+    assert_eq!(db.load("t1", "user:alice", 2_000).await.unwrap().unwrap().state, TaskState::InputRequired);
+
+    let mut cancelled = task.clone();
+    cancelled.state = TaskState::Cancelled;
+    cancelled.input_requests = None;
+    db.save(&cancelled).await.unwrap();
+    // The end another instance writes after the cancel does not replace it.
+    let mut completed = task.clone();
+    completed.state = TaskState::Completed;
+    completed.outcome = Some(json!({"result": {"content": []}}));
+    db.save(&completed).await.unwrap();
+    let kept = db.load("t1", "user:alice", 2_000).await.unwrap().unwrap();
+    assert_eq!((kept.state, kept.outcome), (TaskState::Cancelled, None));
+    assert_eq!(db.live("user:alice", 2_000).await.unwrap(), 0);
+
+    // Expired: gone from reads, then purged.
+    assert_eq!(db.load("t1", "user:alice", 61_000).await.unwrap(), None);
+    assert_eq!(db.purge(61_000).await.unwrap(), 1);
+    assert_eq!(db.purge(61_000).await.unwrap(), 0);
 }
 
 async fn the_care_circle_is_invited_accepted_and_revoked(db: &SqlStore) {
