@@ -26,7 +26,7 @@ mod transport;
 /// The axum version the router is built on, for serving and mounting it.
 pub use axum;
 pub use protocol::rev_2026_07_28::mrtr::StateKey;
-pub use protocol::tasks::{MemoryTaskStore, TaskOptions};
+pub use protocol::tasks::{MemoryTaskStore, TaskError, TaskOptions};
 pub use protocol::{
     Backends, McpOptions, McpService, McpServiceBuilder, ResourceLister, ServerInfo, ToolVisibility, changes,
 };

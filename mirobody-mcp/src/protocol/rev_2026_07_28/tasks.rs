@@ -150,7 +150,7 @@ impl McpService {
     }
 
     // The call's future, owning what it needs, so that it can go on after the request.
-    fn task_job(
+    pub(crate) fn task_job(
         &self,
         name: String,
         arguments: Value,

@@ -15,9 +15,11 @@
 //! or on another instance sharing the store; a task not ended whose process is gone reads as
 //! failed once its lease passes (a running task renews it).
 
+mod api;
 mod memory;
 mod peer;
 
+pub use api::TaskError;
 pub use memory::MemoryTaskStore;
 pub(crate) use peer::{Escalation, TaskPeer, drive};
 

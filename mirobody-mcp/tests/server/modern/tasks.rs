@@ -243,3 +243,41 @@ async fn a_shared_store_answers_for_a_task_another_service_ran() {
         -32602
     );
 }
+
+#[tokio::test]
+async fn the_in_process_api_runs_a_call_as_a_task_for_its_owner_only() {
+    use mirobody_core::TaskState;
+    use mirobody_mcp::TaskError;
+
+    let service = task_service(Arc::default(), options());
+    let (alice, bob) = (UserInfo::authenticated("alice"), UserInfo::authenticated("bob"));
+    let task = service.start_task("ask_in_task", json!({}), &alice).await.unwrap();
+    let asking = within("the question", async {
+        loop {
+            let now = service.task(&task.id, &alice).await.unwrap();
+            if now.state == TaskState::InputRequired {
+                return now;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await;
+    assert_eq!(asking.input_requests.unwrap()["go"]["method"], "elicitation/create");
+    assert!(matches!(service.task(&task.id, &bob).await, Err(TaskError::Unknown(_))));
+    assert!(matches!(service.cancel_task(&task.id, &bob).await, Err(TaskError::Unknown(_))));
+    let answer: serde_json::Map<String, Value> = serde_json::from_value(json!({"go": {"action": "decline"}})).unwrap();
+    service.answer_task(&task.id, &alice, answer).await.unwrap();
+    let done = within("the end", async {
+        loop {
+            let now = service.task(&task.id, &alice).await.unwrap();
+            if now.state.is_terminal() {
+                return now;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await;
+    assert_eq!(done.outcome.unwrap()["result"]["content"][0]["text"], "answer: \"decline\"");
+    // A call refused before it runs is an error, not a task.
+    assert!(matches!(service.start_task("no_such_tool", json!({}), &alice).await, Err(TaskError::Call(_))));
+}
