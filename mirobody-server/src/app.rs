@@ -152,7 +152,8 @@ pub async fn build(config: &Config) -> Result<Server, AppError> {
         .info(config.server_info())
         .options(config.mcp_options())
         .access_log(opened.access_log())
-        .task_store(opened.task_store());
+        .task_store(opened.task_store())
+        .task_options(config.tasks.options());
     if let Some(visibility) = mirobody_auth::visibility(&config.auth) {
         builder = builder.visibility(move |user: &UserInfo, tool: &mirobody_core::Tool| visibility(user, tool));
     }

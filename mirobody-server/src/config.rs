@@ -101,6 +101,9 @@ pub struct Config {
     pub max_subscriptions: usize,
     /// A person's uploads and imports: sizes, quotas, upload links.
     pub uploads: UploadSettings,
+    /// Calls that run as tasks (the MCP tasks extension): how long results are kept, how many
+    /// run at once per caller.
+    pub tasks: TaskSettings,
     /// Who callers are: JWT keys, issuer and audience, personal-secret scopes, per-agent tool
     /// lists (also as flat `ALLOWED_TOOLS_<AGENT>` / `DISALLOWED_TOOLS_<AGENT>` keys).
     pub auth: AuthConfig,
@@ -150,6 +153,7 @@ impl Default for Config {
             list_ttl_secs: 60,
             max_subscriptions: http.max_subscriptions,
             uploads: UploadSettings::default(),
+            tasks: TaskSettings::default(),
             auth: AuthConfig::default(),
             backends: BackendConfig::default(),
         }
@@ -198,6 +202,46 @@ impl UploadSettings {
         limits.max_files_per_user = self.max_files_per_user;
         limits.max_bytes_per_user = self.max_bytes_per_user;
         limits
+    }
+}
+
+/// The `tasks` settings. Task records live in the database, so with PostgreSQL every
+/// instance answers for every task.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+#[non_exhaustive]
+pub struct TaskSettings {
+    /// Seconds a task and its result are kept after it starts (`ttlMs`).
+    pub ttl_secs: u64,
+    /// The most tasks one caller has running at once.
+    pub max_running_per_caller: u64,
+    /// Milliseconds a call of a tool with optional task support runs before it becomes a task.
+    pub sync_budget_ms: u64,
+    /// Seconds a running task's record vouches for it unrenewed: a task whose instance died
+    /// reads as failed this long after.
+    pub lease_secs: u64,
+}
+
+impl Default for TaskSettings {
+    fn default() -> Self {
+        let options = mirobody_mcp::TaskOptions::default();
+        TaskSettings {
+            ttl_secs: options.ttl.as_secs(),
+            max_running_per_caller: options.max_live_per_caller,
+            sync_budget_ms: options.sync_budget.as_millis() as u64,
+            lease_secs: options.lease.as_secs(),
+        }
+    }
+}
+
+impl TaskSettings {
+    /// The options the MCP service applies.
+    pub fn options(&self) -> mirobody_mcp::TaskOptions {
+        mirobody_mcp::TaskOptions::default()
+            .with_ttl(std::time::Duration::from_secs(self.ttl_secs))
+            .with_max_live_per_caller(self.max_running_per_caller)
+            .with_sync_budget(std::time::Duration::from_millis(self.sync_budget_ms))
+            .with_lease(std::time::Duration::from_secs(self.lease_secs))
     }
 }
 
@@ -310,6 +354,9 @@ impl Config {
             ("uploads.max_import_bytes", self.uploads.max_import_bytes),
             ("uploads.max_concurrent", self.uploads.max_concurrent as u64),
             ("uploads.link_ttl_secs", self.uploads.link_ttl_secs),
+            ("tasks.ttl_secs", self.tasks.ttl_secs),
+            ("tasks.max_running_per_caller", self.tasks.max_running_per_caller),
+            ("tasks.lease_secs", self.tasks.lease_secs),
             ("write_timeout_secs", self.write_timeout_secs),
             ("request_body_timeout_secs", self.request_body_timeout_secs),
             ("max_connections", self.max_connections as u64),
@@ -626,5 +673,14 @@ mod tests {
         assert!(err.contains("MIROBODY_WORKER_THREADS") && err.contains("many"), "{err}");
         let err = Config::load(None, env(&[("MIROBODY_PUBLIC_BASE_URL", "example.com")])).unwrap_err().to_string();
         assert!(err.contains("public_base_url"), "{err}");
+    }
+
+    #[test]
+    fn task_settings_reach_the_service_options_and_zero_is_refused() {
+        let vars = [("MIROBODY_TASKS__TTL_SECS", "60"), ("MIROBODY_TASKS__MAX_RUNNING_PER_CALLER", "3")];
+        let options = Config::load(None, env(&vars)).unwrap().tasks.options();
+        assert_eq!((options.ttl, options.max_live_per_caller), (Duration::from_secs(60), 3));
+        let err = Config::load(None, env(&[("MIROBODY_TASKS__LEASE_SECS", "0")])).unwrap_err().to_string();
+        assert!(err.contains("tasks.lease_secs must be at least 1"), "{err}");
     }
 }

@@ -19,6 +19,7 @@ pub mod changes;
 pub(crate) mod fast;
 mod hooks;
 pub(crate) mod methods;
+mod outcome;
 pub(crate) mod peer;
 pub(crate) mod rev_2025_11_25;
 pub(crate) mod rev_2026_07_28;

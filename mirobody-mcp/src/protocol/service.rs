@@ -20,6 +20,7 @@ pub(crate) use crate::jsonrpc::parse;
 use crate::jsonrpc::{self, Id, RpcError, code};
 use crate::protocol::access::AccessWriter;
 use crate::protocol::changes::ChangeNotifier;
+pub(crate) use crate::protocol::outcome::{CallFailure, Status, call_failure};
 use crate::protocol::peer::PendingRequests;
 use crate::protocol::rev_2026_07_28::mrtr::StateKey;
 use crate::protocol::tasks::{MemoryTaskStore, TaskOptions, Tasks};
@@ -96,17 +97,6 @@ impl Default for McpOptions {
     fn default() -> Self {
         McpOptions { page_size: 100, hide_auth_tools_from_anonymous: false, answer_timeout: Duration::from_secs(300) }
     }
-}
-
-/// How a reply should travel, beyond its JSON-RPC body.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) enum Status {
-    /// A normal reply.
-    Ok,
-    /// The method needs an authenticated caller (HTTP 401 with a challenge).
-    Unauthenticated,
-    /// The caller's token lacks these scopes (HTTP 403).
-    Forbidden(Vec<String>),
 }
 
 /// A response to one request.
@@ -617,30 +607,6 @@ impl McpService {
         }
         // No completion sources are declared yet: an empty list is the honest answer.
         Ok(json!({"completion": {"values": [], "total": 0, "hasMore": false}}))
-    }
-}
-
-/// How a [`CallError`] is answered: argument problems are results the model can read and correct
-/// (SEP-1303); the rest are protocol errors, with the HTTP treatment they need.
-pub(crate) enum CallFailure {
-    /// An error result.
-    Result(ToolResult),
-    /// A JSON-RPC error.
-    Error(RpcError, Status),
-}
-
-pub(crate) fn call_failure(error: CallError) -> CallFailure {
-    match error {
-        e @ CallError::InvalidArguments { .. } => CallFailure::Result(e.into_tool_result()),
-        e @ CallError::UnknownTool { .. } => CallFailure::Error(RpcError::invalid_params(e.to_string()), Status::Ok),
-        e @ CallError::Unauthenticated { .. } => {
-            CallFailure::Error(RpcError::new(code::UNAUTHORIZED, e.to_string()), Status::Unauthenticated)
-        }
-        CallError::InsufficientScope { tool, missing } => {
-            let message = format!("Insufficient scope for tool '{tool}': the token lacks {}", missing.join(", "));
-            CallFailure::Error(RpcError::new(code::UNAUTHORIZED, message), Status::Forbidden(missing))
-        }
-        other => CallFailure::Error(RpcError::new(code::INTERNAL_ERROR, other.to_string()), Status::Ok),
     }
 }
 

@@ -31,10 +31,8 @@ use tokio::sync::mpsc;
 
 use crate::jsonrpc::{self, Id, Request, RpcError, code};
 use crate::protocol::fast::scan::read_value;
-use crate::protocol::peer::Outbox;
-use crate::protocol::rev_2026_07_28::mrtr::{
-    Arguments, Binding, MrtrPeer, Notifications, RetryParams, Round, run_round,
-};
+use crate::protocol::peer::{Notifications, Outbox};
+use crate::protocol::rev_2026_07_28::mrtr::{Arguments, Binding, MrtrPeer, RetryParams, Round, run_round};
 use crate::protocol::{
     CallFailure, McpService, PromptParams, ServerInfo, Status, UriParams, call_failure, parse, single_page,
 };
@@ -347,7 +345,8 @@ impl McpService {
         let retry = RetryParams { input_responses: p.input_responses, request_state: p.request_state };
         if support != TaskSupport::Forbidden {
             if tasks::negotiated(exchange) {
-                return self.modern_task_call(id, &p.name, arguments, &binding, retry, exchange, support).await;
+                let call = tasks::TaskCall { name: &p.name, arguments, binding: &binding, retry, support };
+                return self.modern_task_call(id, call, exchange).await;
             }
             if support == TaskSupport::Required {
                 return ModernReply::error(id, &tasks::missing_extension(&format!("Tool '{}'", p.name)));

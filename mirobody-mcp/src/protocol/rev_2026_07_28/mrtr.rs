@@ -34,7 +34,7 @@ use serde_json::{Map, Value, json};
 use sha2::{Digest, Sha256};
 
 use crate::jsonrpc::RpcError;
-use crate::protocol::peer::{Outbox, capability_for, log_bytes, progress_bytes};
+use crate::protocol::peer::{Notifications, capability_for, check_answer, log_bytes, progress_bytes};
 use crate::session::{LOGS_OFF, lock, log_rank};
 
 type HmacSha256 = Hmac<Sha256>;
@@ -285,29 +285,6 @@ impl RetryParams {
         }
         Ok(answers)
     }
-}
-
-/// Whether `answer` has the shape of a result of `method`.
-pub(crate) fn check_answer(method: &str, answer: &Value) -> Result<(), &'static str> {
-    let ok = match method {
-        "elicitation/create" => {
-            matches!(answer.get("action").and_then(Value::as_str), Some("accept" | "decline" | "cancel"))
-        }
-        "sampling/createMessage" => answer.get("content").is_some_and(|c| c.is_object() || c.is_array()),
-        "roots/list" => answer.get("roots").is_some_and(Value::is_array),
-        _ => true,
-    };
-    if ok { Ok(()) } else { Err("is not a valid result for its request") }
-}
-
-/// Where a call's request-scoped notifications (progress, logs) go, and which it wants.
-pub(crate) struct Notifications {
-    /// The call's stream.
-    pub(crate) out: Outbox,
-    /// The `_meta.progressToken`, if the client asked for progress.
-    pub(crate) progress_token: Option<Value>,
-    /// The lowest log level wanted (`LOGS_OFF` for none: logs need a `logLevel` in `_meta`).
-    pub(crate) log_level: u8,
 }
 
 #[derive(Default)]

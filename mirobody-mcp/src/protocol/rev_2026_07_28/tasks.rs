@@ -31,6 +31,15 @@ pub(crate) fn missing_extension(what: &str) -> RpcError {
     .with_data(json!({"requiredCapabilities": {"extensions": {EXTENSION: {}}}}))
 }
 
+/// A `tools/call` that may become a task, as read and checked.
+pub(crate) struct TaskCall<'a> {
+    pub(crate) name: &'a str,
+    pub(crate) arguments: Value,
+    pub(crate) binding: &'a Binding<'a>,
+    pub(crate) retry: RetryParams,
+    pub(crate) support: TaskSupport,
+}
+
 #[derive(Deserialize)]
 struct TaskParams {
     #[serde(rename = "taskId")]
@@ -107,13 +116,10 @@ impl McpService {
     pub(crate) async fn modern_task_call(
         &self,
         id: &Id,
-        name: &str,
-        arguments: Value,
-        binding: &Binding<'_>,
-        retry: RetryParams,
+        call: TaskCall<'_>,
         exchange: &ModernExchange<'_>,
-        support: TaskSupport,
     ) -> ModernReply {
+        let TaskCall { name, arguments, binding, retry, support } = call;
         let tasks = &self.inner().tasks;
         let sealer = &self.modern().sealer;
         let answers = match retry.answers(sealer, binding) {

@@ -35,7 +35,7 @@ use tokio::sync::oneshot;
 use tokio::task::AbortHandle;
 
 use crate::jsonrpc::{RpcError, code};
-use crate::protocol::{CallFailure, call_failure};
+use crate::protocol::outcome::{CallFailure, call_failure};
 use crate::session::{lock, random_token};
 
 /// The extension's identifier, under `capabilities.extensions`.
@@ -288,10 +288,9 @@ impl Tasks {
         let last = self.last_purge_ms.load(Ordering::Relaxed);
         if now - last > 60_000
             && self.last_purge_ms.compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed).is_ok()
+            && let Err(e) = self.store.purge(now).await
         {
-            if let Err(e) = self.store.purge(now).await {
-                tracing::warn!(error = %e, "could not purge expired tasks");
-            }
+            tracing::warn!(error = %e, "could not purge expired tasks");
         }
         let max = self.options.max_live_per_caller;
         let here = lock(&self.live).values().filter(|t| t.record().owner == owner).count() as u64;

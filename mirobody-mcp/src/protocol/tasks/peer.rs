@@ -12,9 +12,8 @@ use serde_json::{Map, Value, json};
 
 use super::LiveTask;
 use crate::jsonrpc::RpcError;
-use crate::protocol::peer::{capability_for, log_bytes, progress_bytes};
-use crate::protocol::rev_2026_07_28::mrtr::Notifications;
-pub(crate) use crate::protocol::rev_2026_07_28::mrtr::check_answer;
+pub(crate) use crate::protocol::peer::check_answer;
+use crate::protocol::peer::{Notifications, capability_for, log_bytes, progress_bytes};
 use crate::session::{LOGS_OFF, lock, log_rank};
 
 #[derive(Default)]
