@@ -264,7 +264,7 @@ fn list_files_matches_the_builtin() {
 /// Args:
 ///     file_key: The file_key from list_files.
 ///     offset: Where to start reading, in characters (next_offset of the last page).
-#[tool(name = "read_file", annotations(read_only, idempotent), register = false)]
+#[tool(name = "read_file", annotations(read_only, idempotent), task_support = "optional", register = false)]
 async fn read_file(
     user: &UserInfo,
     ctx: &ToolContext<'_>,
@@ -522,7 +522,7 @@ fn remember_matches_the_builtin() {
 ///     option: A complete Apache ECharts option: series (each with a type and data), plus xAxis
 ///         and yAxis for line, bar and scatter charts.
 ///     title: A title shown above the chart.
-#[tool(name = "render_chart", annotations(read_only, idempotent), register = false)]
+#[tool(name = "render_chart", annotations(read_only, idempotent), task_support = "optional", register = false)]
 async fn render_chart(option: Value, title: Option<&str>) -> Result<Value, String> {
     const SERIES_TYPES: [&str; 22] = [
         "line",

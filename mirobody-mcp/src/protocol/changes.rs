@@ -26,6 +26,14 @@ pub enum Change {
     ResourcesListChanged,
     /// A resource's contents changed (`notifications/resources/updated`).
     ResourceUpdated(String),
+    /// A task's status changed (`notifications/tasks`): told only to its owner's streams.
+    TaskStatus {
+        /// Whose task it is (the owner key of its record).
+        owner: String,
+        /// The task as `tasks/get` gives it (id, status, times; the result or error once it
+        /// has ended; the questions while input is required).
+        task: Map<String, Value>,
+    },
 }
 
 /// Announces changes to every open `subscriptions/listen` stream. Cheap to clone; clones
@@ -124,6 +132,9 @@ pub struct SubscriptionFilter {
     uris: HashSet<String>,
     // The requested URIs in request order, for the acknowledgement.
     uri_list: Vec<String>,
+    // Whose task status changes the stream carries: its caller's, when its request negotiated
+    // the tasks extension.
+    tasks_of: Option<String>,
 }
 
 impl SubscriptionFilter {
@@ -171,6 +182,12 @@ impl SubscriptionFilter {
         Ok(filter)
     }
 
+    /// The same filter, carrying the status changes of `owner`'s tasks too.
+    pub fn with_tasks_of(mut self, owner: impl Into<String>) -> Self {
+        self.tasks_of = Some(owner.into());
+        self
+    }
+
     /// Whether a stream with this filter carries `change`.
     pub fn wants(&self, change: &Change) -> bool {
         match change {
@@ -178,6 +195,7 @@ impl SubscriptionFilter {
             Change::PromptsListChanged => self.prompts,
             Change::ResourcesListChanged => self.resources,
             Change::ResourceUpdated(uri) => self.uris.contains(uri),
+            Change::TaskStatus { owner, .. } => self.tasks_of.as_ref() == Some(owner),
         }
     }
 
@@ -218,6 +236,11 @@ pub fn change_notification(change: &Change, subscription: &Id) -> Vec<u8> {
         Change::PromptsListChanged => ("notifications/prompts/list_changed", json!({"_meta": meta})),
         Change::ResourcesListChanged => ("notifications/resources/list_changed", json!({"_meta": meta})),
         Change::ResourceUpdated(uri) => ("notifications/resources/updated", json!({"uri": uri, "_meta": meta})),
+        Change::TaskStatus { task, .. } => {
+            let mut params = task.clone();
+            params.insert("_meta".into(), meta);
+            ("notifications/tasks", Value::Object(params))
+        }
     };
     jsonrpc::notification_bytes(method, &params)
 }
@@ -235,6 +258,10 @@ mod tests {
         assert!(!filter.wants(&Change::ToolsListChanged));
         assert!(filter.wants(&Change::ResourceUpdated("a://x".into())));
         assert!(!filter.wants(&Change::ResourceUpdated("a://y".into())));
+        let task = |owner: &str| Change::TaskStatus { owner: owner.into(), task: Map::new() };
+        assert!(!filter.wants(&task("user:ada")), "task changes only when asked for");
+        let filter = filter.with_tasks_of("user:ada");
+        assert!(filter.wants(&task("user:ada")) && !filter.wants(&task("user:bob")), "and only the caller's");
         assert_eq!(filter.honored(), json!({"promptsListChanged": true, "resourceSubscriptions": ["a://x"]}));
     }
 

@@ -307,7 +307,7 @@ impl McpServiceBuilder {
     pub fn build(self) -> McpService {
         let McpServiceBuilder { mut inner, state_key, state_ttl, list_ttl, task_store, task_options } = self;
         let task_store = task_store.unwrap_or_else(|| Arc::new(MemoryTaskStore::default()));
-        inner.tasks = Arc::new(Tasks::new(task_store, task_options));
+        inner.tasks = Arc::new(Tasks::new(task_store, task_options, inner.changes.clone()));
         inner.modern = ModernState::new(
             &inner.info.name,
             &inner.info.version,
@@ -355,7 +355,11 @@ impl McpService {
                 pending: Arc::default(),
                 changes: ChangeNotifier::new(),
                 modern: ModernState::placeholder(),
-                tasks: Arc::new(Tasks::new(Arc::new(MemoryTaskStore::default()), TaskOptions::default())),
+                tasks: Arc::new(Tasks::new(
+                    Arc::new(MemoryTaskStore::default()),
+                    TaskOptions::default(),
+                    ChangeNotifier::new(),
+                )),
             },
             state_key: None,
             task_store: None,

@@ -61,8 +61,9 @@ impl McpService {
             Err(error) => return ModernReply::error(&request.id, &error),
         };
         if request.method == "subscriptions/listen" {
+            let tasks_of = crate::protocol::tasks::listens_for_tasks(&meta.client_capabilities, user);
             return match &notifications {
-                Some(out) => self.listen(request, out).await,
+                Some(out) => self.listen(request, out, tasks_of).await,
                 None => ModernReply::error(
                     &request.id,
                     &RpcError::new(code::METHOD_NOT_FOUND, "subscriptions/listen needs a streaming transport"),
@@ -75,10 +76,10 @@ impl McpService {
 
     // A listen stream on a message transport: the acknowledgement, then the changes asked for,
     // then the final result once the streams end.
-    async fn listen(&self, request: &Request, out: &mpsc::Sender<Vec<u8>>) -> ModernReply {
+    async fn listen(&self, request: &Request, out: &mpsc::Sender<Vec<u8>>, tasks_of: Option<String>) -> ModernReply {
         let id = &request.id;
         let filter = match listen_filter(request.params.as_deref()) {
-            Ok(filter) => filter,
+            Ok(filter) => tasks_of.into_iter().fold(filter, |filter, owner| filter.with_tasks_of(owner)),
             Err(error) => return ModernReply::error(id, &error),
         };
         let changes = self.changes();

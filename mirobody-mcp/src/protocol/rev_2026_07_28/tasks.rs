@@ -13,12 +13,12 @@ use serde_json::{Map, Value, json};
 use super::mrtr::{Binding, RetryParams};
 use super::{ModernExchange, ModernReply, codes, splice};
 use crate::jsonrpc::{self, Id, RpcError};
-use crate::protocol::tasks::{EXTENSION, Escalation, TaskPeer, drive, owner_of, task_json};
+use crate::protocol::tasks::{EXTENSION, Escalation, TaskPeer, drive, listens_for_tasks, owner_of, task_json};
 use crate::protocol::{CallFailure, McpService, call_failure, parse};
 
 /// Whether the request's client negotiated the tasks extension.
 pub(crate) fn negotiated(exchange: &ModernExchange<'_>) -> bool {
-    exchange.meta.client_capabilities.get("extensions").and_then(|e| e.get(EXTENSION)).is_some_and(|v| !v.is_null())
+    listens_for_tasks(&exchange.meta.client_capabilities, exchange.user).is_some()
 }
 
 /// -32021 naming the extension: what a client that did not negotiate tasks gets from the task

@@ -35,6 +35,7 @@ use tokio::sync::oneshot;
 use tokio::task::AbortHandle;
 
 use crate::jsonrpc::{RpcError, code};
+use crate::protocol::changes::{Change, ChangeNotifier};
 use crate::protocol::outcome::{CallFailure, call_failure};
 use crate::session::{lock, random_token};
 
@@ -109,6 +110,14 @@ pub(crate) fn owner_of(user: &UserInfo) -> String {
     }
 }
 
+/// Whose task status changes a `subscriptions/listen` stream carries: its caller's, when the
+/// request negotiated the extension.
+/// `capabilities` is the request's `_meta` client capabilities.
+pub(crate) fn listens_for_tasks(capabilities: &Value, user: &UserInfo) -> Option<String> {
+    let negotiated = capabilities.get("extensions").and_then(|e| e.get(EXTENSION));
+    negotiated.is_some_and(|v| !v.is_null()).then(|| owner_of(user))
+}
+
 /// A question waiting in a task for its answer.
 struct Pending {
     key: String,
@@ -126,15 +135,20 @@ struct LiveState {
 pub(crate) struct LiveTask {
     state: Mutex<LiveState>,
     store: Arc<dyn TaskStore>,
+    // Where its status changes are announced (its owner's listen streams), and how.
+    changes: ChangeNotifier,
+    options: TaskOptions,
     // Saves one at a time, each of the state as it stands then: the last save is the latest.
     saving: tokio::sync::Mutex<()>,
 }
 
 impl LiveTask {
-    fn new(record: TaskRecord, store: Arc<dyn TaskStore>) -> Arc<LiveTask> {
+    fn new(record: TaskRecord, tasks: &Tasks) -> Arc<LiveTask> {
         Arc::new(LiveTask {
             state: Mutex::new(LiveState { record, pending: Vec::new(), abort: None }),
-            store,
+            store: tasks.store.clone(),
+            changes: tasks.changes.clone(),
+            options: tasks.options.clone(),
             saving: tokio::sync::Mutex::new(()),
         })
     }
@@ -143,13 +157,30 @@ impl LiveTask {
         lock(&self.state).record.clone()
     }
 
+    // Saves the record as it stands and tells its owner's listen streams.
     async fn persist(&self) -> Result<(), RpcError> {
         let _one_at_a_time = self.saving.lock().await;
         let record = self.record();
         self.store.save(&record).await.map_err(|e| {
             tracing::error!(task = %record.id, error = %e, "could not save a task");
             RpcError::new(code::INTERNAL_ERROR, "Internal error: the task could not be saved")
-        })
+        })?;
+        let task = task_json(&record, &self.options, true);
+        self.changes.notify(Change::TaskStatus { owner: record.owner, task });
+        Ok(())
+    }
+
+    // Renews the lease: a save nobody is told about.
+    async fn renew(&self, lease: Duration) {
+        let _one_at_a_time = self.saving.lock().await;
+        let record = {
+            let mut state = lock(&self.state);
+            state.record.lease_until_ms = now_ms() + lease.as_millis() as i64;
+            state.record.clone()
+        };
+        if let Err(e) = self.store.save(&record).await {
+            tracing::warn!(task = %record.id, error = %e, "could not renew a task's lease");
+        }
     }
 
     /// Waits in the task for the answer to a question (see [`TaskPeer`]).
@@ -169,20 +200,38 @@ impl LiveTask {
         rx.await.ok()
     }
 
-    fn finish(&self, state: TaskState, outcome: Option<Value>) -> bool {
-        let mut live = lock(&self.state);
-        if live.record.state.is_terminal() {
-            return false;
+    // Ends the task: the ended record saved first, then shown here (so nobody sees an end
+    // that a crash could still lose), its questions dropped, its owner told. `abort` stops its
+    // future (a cancel); the future's own end passes false. False when it had ended already.
+    async fn end_with(&self, state: TaskState, outcome: Option<Value>, abort: bool) -> Result<bool, RpcError> {
+        let _one_at_a_time = self.saving.lock().await;
+        let mut record = {
+            let live = lock(&self.state);
+            if live.record.state.is_terminal() {
+                return Ok(false);
+            }
+            live.record.clone()
+        };
+        record.state = state;
+        record.outcome = outcome;
+        record.input_requests = None;
+        record.updated_ms = now_ms();
+        self.store.save(&record).await.map_err(|e| {
+            tracing::error!(task = %record.id, error = %e, "could not save a task's end");
+            RpcError::new(code::INTERNAL_ERROR, "Internal error: the task could not be saved")
+        })?;
+        let handle = {
+            let mut live = lock(&self.state);
+            live.record = record.clone();
+            live.pending.clear();
+            live.abort.take()
+        };
+        if let Some(handle) = handle.filter(|_| abort) {
+            handle.abort();
         }
-        live.record.state = state;
-        live.record.outcome = outcome;
-        live.record.input_requests = None;
-        live.record.updated_ms = now_ms();
-        live.pending.clear();
-        if let Some(abort) = live.abort.take() {
-            abort.abort();
-        }
-        true
+        let task = task_json(&record, &self.options, true);
+        self.changes.notify(Change::TaskStatus { owner: record.owner, task });
+        Ok(true)
     }
 }
 
@@ -257,13 +306,14 @@ impl TaskRefusal {
 pub(crate) struct Tasks {
     live: Mutex<HashMap<String, Arc<LiveTask>>>,
     store: Arc<dyn TaskStore>,
+    changes: ChangeNotifier,
     pub(crate) options: TaskOptions,
     last_purge_ms: AtomicI64,
 }
 
 impl Tasks {
-    pub(crate) fn new(store: Arc<dyn TaskStore>, options: TaskOptions) -> Tasks {
-        Tasks { live: Mutex::default(), store, options, last_purge_ms: AtomicI64::new(0) }
+    pub(crate) fn new(store: Arc<dyn TaskStore>, options: TaskOptions, changes: ChangeNotifier) -> Tasks {
+        Tasks { live: Mutex::default(), store, changes, options, last_purge_ms: AtomicI64::new(0) }
     }
 
     /// A record for a new task of `user` calling `tool`, not yet kept anywhere, with the live
@@ -278,7 +328,7 @@ impl Tasks {
             self.options.ttl.as_millis() as i64,
             self.options.lease.as_millis() as i64,
         );
-        LiveTask::new(record, self.store.clone())
+        LiveTask::new(record, self)
     }
 
     /// Refuses a new task when its caller has the most running already.
@@ -338,16 +388,14 @@ impl Tasks {
         outcome: Result<ToolResult, CallError>,
     ) -> Result<TaskRecord, RpcError> {
         let (state, outcome) = outcome_of(outcome);
-        live.finish(state, Some(outcome));
-        live.persist().await?;
+        live.end_with(state, Some(outcome), false).await?;
         Ok(live.record())
     }
 
     async fn end(&self, live: &Arc<LiveTask>, outcome: Result<ToolResult, CallError>) {
         let (state, outcome) = outcome_of(outcome);
-        if live.finish(state, Some(outcome)) {
-            let _ = live.persist().await;
-        }
+        // A failed save is logged: the record then reads failed once its lease lapses.
+        let _ = live.end_with(state, Some(outcome), false).await;
         lock(&self.live).remove(&live.record().id);
     }
 
@@ -416,9 +464,7 @@ impl Tasks {
     /// Cancels the caller's task, if it has not ended (cancelling an ended one does nothing).
     pub(crate) async fn cancel(&self, id: &str, owner: &str) -> Result<(), TaskRefusal> {
         if let Some(live) = self.live_task(id, owner) {
-            if live.finish(TaskState::Cancelled, None) {
-                live.persist().await.map_err(TaskRefusal::Rpc)?;
-            }
+            live.end_with(TaskState::Cancelled, None, true).await.map_err(TaskRefusal::Rpc)?;
             lock(&self.live).remove(id);
             return Ok(());
         }
@@ -452,10 +498,7 @@ async fn renewing(
     loop {
         tokio::select! {
             outcome = &mut job => return outcome,
-            _ = renew.tick() => {
-                lock(&live.state).record.lease_until_ms = now_ms() + lease.as_millis() as i64;
-                let _ = live.persist().await;
-            }
+            _ = renew.tick() => live.renew(lease).await,
         }
     }
 }

@@ -304,10 +304,11 @@ pub(crate) async fn handle(
     caller: Caller,
 ) -> Response {
     if request.method == "subscriptions/listen" {
-        return match ModernParams::parse(request.params.as_deref())
-            .and_then(|params| ladder(http.service(), &headers, &request.method, &params))
-        {
-            Ok(()) => listen(http, &request, &headers, &caller),
+        return match ModernParams::parse(request.params.as_deref()).and_then(|params| {
+            ladder(http.service(), &headers, &request.method, &params)?;
+            Ok(crate::protocol::tasks::listens_for_tasks(&params.meta.client_capabilities, &user))
+        }) {
+            Ok(tasks_of) => listen(http, &request, &headers, &caller, tasks_of),
             Err(error) => refusal(&request.id, &error),
         };
     }
@@ -409,7 +410,14 @@ async fn answer(http: &McpHttp, mut call: CallFuture<ModernReply>, inbox: Inbox,
     }
 }
 
-fn listen(http: &McpHttp, request: &Request, headers: &HeaderMap, caller: &Caller) -> Response {
+// `tasks_of`: the caller whose task status changes the stream carries too, if any.
+fn listen(
+    http: &McpHttp,
+    request: &Request,
+    headers: &HeaderMap,
+    caller: &Caller,
+    tasks_of: Option<String>,
+) -> Response {
     let id = request.id.clone();
     if !accepts(headers.get(http::header::ACCEPT), "text/event-stream") {
         return rpc_error(
@@ -420,7 +428,7 @@ fn listen(http: &McpHttp, request: &Request, headers: &HeaderMap, caller: &Calle
         );
     }
     let filter = match rev_2026_07_28::listen_filter(request.params.as_deref()) {
-        Ok(filter) => filter,
+        Ok(filter) => tasks_of.into_iter().fold(filter, |filter, owner| filter.with_tasks_of(owner)),
         Err(error) => return refusal(&id, &error),
     };
     let changes = http.service().changes();

@@ -10,6 +10,7 @@ use mirobody_core::TaskSupport;
 use mirobody_mcp::{MemoryTaskStore, TaskOptions};
 
 use super::*;
+use crate::support::Sse;
 
 const TASKS: &str = "io.modelcontextprotocol/tasks";
 
@@ -280,4 +281,37 @@ async fn the_in_process_api_runs_a_call_as_a_task_for_its_owner_only() {
     assert_eq!(done.outcome.unwrap()["result"]["content"][0]["text"], "answer: \"decline\"");
     // A call refused before it runs is an error, not a task.
     assert!(matches!(service.start_task("no_such_tool", json!({}), &alice).await, Err(TaskError::Call(_))));
+}
+
+#[tokio::test]
+async fn status_changes_reach_only_the_owners_listen_streams() {
+    let service = task_service(Arc::default(), options());
+    let changes = service.changes().clone();
+    let alice = as_user(client_of(service.clone()), "alice");
+    let bob = as_user(client_of(service.clone()), "bob");
+    let listen = json!({"notifications": {"promptsListChanged": true}});
+    let mut alices = Sse::new(alice.send(alice.request("subscriptions/listen", listen.clone())).await);
+    let mut bobs = Sse::new(bob.send(bob.request("subscriptions/listen", listen)).await);
+    assert_eq!(alices.next_message().await["method"], "notifications/subscriptions/acknowledged");
+    assert_eq!(bobs.next_message().await["method"], "notifications/subscriptions/acknowledged");
+
+    let task = created(&alice, "sleepy", json!({"ms": 100})).await;
+    let mut seen = Vec::new();
+    let ended = within("the task's end on the stream", async {
+        loop {
+            let message = alices.next_message().await;
+            assert_eq!(message["method"], "notifications/tasks", "{message}");
+            assert_eq!(message["params"]["taskId"], task.as_str());
+            seen.push(message["params"]["status"].clone());
+            if message["params"]["status"] == "completed" {
+                return message;
+            }
+        }
+    })
+    .await;
+    assert_eq!(seen.first(), Some(&json!("working")), "{seen:?}");
+    assert_eq!(ended["params"]["result"]["content"][0]["text"], "slept");
+    // Bob's stream carried none of it: the next thing it sees is the next change it asked for.
+    changes.prompts_changed();
+    assert_eq!(bobs.next_message().await["method"], "notifications/prompts/list_changed");
 }
