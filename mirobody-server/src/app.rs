@@ -179,6 +179,7 @@ pub async fn build(config: &Config) -> Result<Server, AppError> {
     let files_path = format!("{}/files/{{*key}}", config.uri_prefix);
     let rest = Router::new()
         .route("/healthz", get(|| async { "ok" }))
+        .route("/readyz", get(readyz).with_state(Arc::clone(&opened)))
         .route(&files_path, get(serve_signed_file).with_state(Arc::clone(&opened)))
         .merge(mirobody_auth::protected_resource_metadata(&auth))
         .merge(mirobody_auth::personal_router(&auth))
@@ -200,6 +201,23 @@ pub async fn build(config: &Config) -> Result<Server, AppError> {
     let mcp_path = config.mcp_path();
     let app = auth.wrap(mcp.mount(&mcp_path, rest)).unmarked_anonymous_at(&mcp_path);
     Ok(Server { app, service, backends: opened, auth, endpoint, tool_backends, upload_links })
+}
+
+// Readiness for a load balancer: 200 when the database and the cache answer within two
+// seconds, 503 naming what does not (liveness is `/healthz`, which checks nothing).
+async fn readyz(State(backends): State<Arc<OpenedBackends>>) -> Response {
+    let readiness = backends.readiness(std::time::Duration::from_secs(2)).await;
+    let status = if readiness.is_ready() { StatusCode::OK } else { StatusCode::SERVICE_UNAVAILABLE };
+    let check = |result: &Result<(), String>| match result {
+        Ok(()) => serde_json::json!("ok"),
+        Err(why) => serde_json::json!({"error": why}),
+    };
+    let body = serde_json::json!({
+        "ready": readiness.is_ready(),
+        "database": check(&readiness.database),
+        "cache": check(&readiness.cache),
+    });
+    (status, [(header::CONTENT_TYPE, "application/json")], body.to_string()).into_response()
 }
 
 // Serves a stored file through a signed, expiring URL (the local store's stand-in for a

@@ -32,6 +32,10 @@ mod durability;
 #[path = "builtins/tasks.rs"]
 mod tasks;
 
+/// The S3 backend against a real S3 server (moto), set up by the test or reported skipped.
+#[path = "builtins/s3.rs"]
+mod s3;
+
 /// Files on disk are owner-only: the data folder, the database and its WAL, uploads, keys.
 #[path = "builtins/private_files.rs"]
 mod private_files;

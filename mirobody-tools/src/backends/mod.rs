@@ -247,6 +247,24 @@ pub enum OpenError {
     Redis(String),
 }
 
+/// What [`OpenedBackends::readiness`] found: each check's failure, if any (messages safe to
+/// show: no URL or secret).
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Readiness {
+    /// The database.
+    pub database: Result<(), String>,
+    /// The cache.
+    pub cache: Result<(), String>,
+}
+
+impl Readiness {
+    /// Whether every check passed.
+    pub fn is_ready(&self) -> bool {
+        self.database.is_ok() && self.cache.is_ok()
+    }
+}
+
 /// The opened backends: concrete types for set-up and the demo, and the trait handles tools
 /// and the auth layer use.
 pub struct OpenedBackends {
@@ -317,6 +335,23 @@ impl OpenedBackends {
     /// The SQL store itself: users, sharing, observations, files (writes the traits leave out).
     pub fn sql(&self) -> &Arc<SqlStore> {
         &self.sql
+    }
+
+    /// Whether the shared backends answer, each within `timeout`: the database (a query) and
+    /// the cache (a read; Redis when configured). For a load balancer's readiness check: an
+    /// instance that cannot reach them should get no traffic.
+    pub async fn readiness(&self, timeout: std::time::Duration) -> Readiness {
+        let database = match tokio::time::timeout(timeout, self.sql.schema_version()).await {
+            Ok(Ok(_)) => Ok(()),
+            Ok(Err(e)) => Err(e.to_string()),
+            Err(_) => Err(format!("no answer within {timeout:?}")),
+        };
+        let cache = match tokio::time::timeout(timeout, self.cache.get("mirobody:readiness")).await {
+            Ok(Ok(_)) => Ok(()),
+            Ok(Err(e)) => Err(e.to_string()),
+            Err(_) => Err(format!("no answer within {timeout:?}")),
+        };
+        Readiness { database, cache }
     }
 
     /// The object storage itself.

@@ -1,0 +1,195 @@
+//! The S3 backend against a real S3 server: `moto` in server mode (from PyPI, into a
+//! virtualenv under `target/tmp`), set up here or reported skipped. Uploads through
+//! `store_upload`, listing and reading through the tools, pre-signed URLs fetched without
+//! credentials, deletion, and encryption at rest (the object in the bucket is not the file).
+
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use mirobody_tools::backends::StorageConfig;
+use mirobody_tools::uploads::{UploadLimits, store_upload};
+use serde_json::json;
+
+use crate::support::Env;
+
+const MOTO: &str = "moto[server]==5.2.6";
+
+/// A moto S3 server on a free port, stopped when dropped.
+struct Moto {
+    child: Child,
+    python: PathBuf,
+    endpoint: String,
+}
+
+impl Drop for Moto {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn skip(why: &str) -> Option<Moto> {
+    if std::env::var("MIROBODY_REQUIRE_EXTERNAL").as_deref() == Ok("1") {
+        panic!("the S3 server could not be set up, and MIROBODY_REQUIRE_EXTERNAL=1 requires it: {why}");
+    }
+    println!("SKIPPED: S3 tests: {why}");
+    None
+}
+
+fn run(command: &mut Command) -> Result<(), String> {
+    let output = command.output().map_err(|e| format!("{command:?}: {e}"))?;
+    if output.status.success() {
+        Ok(())
+    } else {
+        Err(format!("{command:?}: {}", String::from_utf8_lossy(&output.stderr)))
+    }
+}
+
+// The virtualenv with moto (and boto3, which it brings), made once and reused.
+fn venv() -> Result<PathBuf, String> {
+    static ONCE: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _one = ONCE.lock().unwrap_or_else(|p| p.into_inner());
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("external/venv-moto");
+    let marker = dir.join(".installed");
+    if !marker.exists() {
+        run(Command::new("python3").args(["-m", "venv"]).arg(&dir))?;
+        run(Command::new(dir.join("bin/pip")).args(["install", "-q", MOTO]))?;
+        std::fs::write(&marker, MOTO).map_err(|e| e.to_string())?;
+    }
+    Ok(dir)
+}
+
+fn start() -> Option<Moto> {
+    let dir = match venv() {
+        Ok(dir) => dir,
+        Err(e) => return skip(&e),
+    };
+    let port = TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port()).unwrap();
+    let child = Command::new(dir.join("bin/moto_server"))
+        .args(["-H", "127.0.0.1", "-p", &port.to_string()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn();
+    let child = match child {
+        Ok(child) => child,
+        Err(e) => return skip(&format!("moto_server: {e}")),
+    };
+    let moto = Moto { child, python: dir.join("bin/python"), endpoint: format!("http://127.0.0.1:{port}") };
+    let started = Instant::now();
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(started.elapsed() < Duration::from_secs(30), "moto_server did not start");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    Some(moto)
+}
+
+impl Moto {
+    // Runs boto3 against the server: `code` sees `s3`, a client, and prints its answer.
+    fn boto3(&self, code: &str) -> Vec<u8> {
+        let script = format!(
+            "import boto3, sys\ns3 = boto3.client('s3', endpoint_url='{}', region_name='us-east-1', \
+             aws_access_key_id='test', aws_secret_access_key='test')\n{code}",
+            self.endpoint
+        );
+        let output = Command::new(&self.python).args(["-c", &script]).output().expect("python runs");
+        assert!(output.status.success(), "boto3: {}", String::from_utf8_lossy(&output.stderr));
+        output.stdout
+    }
+
+    fn bucket(&self, name: &str) -> StorageConfig {
+        self.boto3(&format!("s3.create_bucket(Bucket='{name}')"));
+        StorageConfig::S3 {
+            bucket: name.into(),
+            endpoint: Some(self.endpoint.clone()),
+            region: Some("us-east-1".into()),
+            access_key_id: Some("test".into()),
+            secret_access_key: Some("test".into()),
+            allow_http: true,
+        }
+    }
+
+    // The object as the bucket holds it.
+    fn raw(&self, bucket: &str, key: &str) -> Vec<u8> {
+        self.boto3(&format!("sys.stdout.buffer.write(s3.get_object(Bucket='{bucket}', Key='{key}')['Body'].read())"))
+    }
+
+    fn keys(&self, bucket: &str) -> String {
+        String::from_utf8(self.boto3(&format!(
+            "print(sorted(o['Key'] for o in s3.list_objects_v2(Bucket='{bucket}').get('Contents', [])))"
+        )))
+        .unwrap()
+    }
+}
+
+// A GET of `url` with no credentials: (status, body).
+fn fetch(python: &Path, url: &str) -> (u16, Vec<u8>) {
+    let script = "import sys, urllib.request, urllib.error\ntry:\n    r = urllib.request.urlopen(sys.argv[1])\n    \
+                  print(r.status)\n    sys.stdout.flush()\n    sys.stdout.buffer.write(r.read())\nexcept \
+                  urllib.error.HTTPError as e:\n    print(e.code)";
+    let output = Command::new(python).args(["-c", script, url]).output().expect("python runs");
+    let (status, body) = output.stdout.split_at(output.stdout.iter().position(|&b| b == b'\n').unwrap() + 1);
+    (String::from_utf8_lossy(status).trim().parse().unwrap(), body.to_vec())
+}
+
+const NOTES: &str = "Blood pressure 128/82, resting pulse 64. Keep walking daily.";
+
+#[tokio::test]
+async fn uploads_listing_reads_and_presigned_urls_on_s3() {
+    let Some(moto) = start() else { return };
+    let storage = moto.bucket("plain");
+    let env = Env::with(|c| mirobody_tools::backends::BackendConfig { storage, ..c }).await;
+    let limits = UploadLimits::default();
+    let notes = store_upload(&env.backends, &limits, "alice", "notes.txt", None, NOTES.as_bytes().to_vec())
+        .await
+        .expect("stored on S3");
+    store_upload(&env.backends, &limits, "bob", "bobs.txt", None, b"bob's own".to_vec()).await.unwrap();
+    let quoted = format!("'{}'", notes.file_key);
+    assert!(moto.keys("plain").contains(&quoted), "the object is in the bucket");
+    assert_eq!(moto.raw("plain", &notes.file_key), NOTES.as_bytes(), "unencrypted: the object is the file");
+
+    let alice = env.user("alice").await;
+    let listed = alice.tool("list_files", json!({})).await;
+    let files = listed.ok()["files"].as_array().unwrap().clone();
+    assert_eq!(files.len(), 1, "only alice's own file: {files:?}");
+    assert_eq!(files[0]["file_key"], notes.file_key.as_str());
+    let read = alice.tool("read_file", json!({"file_key": notes.file_key})).await;
+    assert_eq!(read.ok()["content"], NOTES);
+
+    // The store pre-signs its own URLs; one works without credentials.
+    let storage = env.backends.storage().unwrap();
+    let url = storage.signed_url(&notes.file_key, Duration::from_secs(60)).await.unwrap();
+    assert!(url.starts_with(&moto.endpoint) && url.contains("X-Amz-Signature="), "{url}");
+    assert_eq!(fetch(&moto.python, &url), (200, NOTES.as_bytes().to_vec()));
+
+    storage.delete(&notes.file_key).await.unwrap();
+    assert!(storage.get(&notes.file_key).await.is_err(), "deleted");
+    assert!(!moto.keys("plain").contains(&quoted), "gone from the bucket");
+}
+
+#[tokio::test]
+async fn files_on_s3_are_encrypted_at_rest() {
+    let Some(moto) = start() else { return };
+    let storage = moto.bucket("sealed");
+    let key = "ab".repeat(32);
+    let env =
+        Env::with(|c| mirobody_tools::backends::BackendConfig { storage, file_encryption_key: Some(key), ..c }).await;
+    let notes =
+        store_upload(&env.backends, &UploadLimits::default(), "alice", "notes.txt", None, NOTES.as_bytes().to_vec())
+            .await
+            .expect("stored on S3");
+    let raw = moto.raw("sealed", &notes.file_key);
+    assert!(!raw.is_empty());
+    assert!(!raw.windows(16).any(|w| NOTES.as_bytes().windows(16).any(|n| n == w)), "no plaintext in the bucket");
+
+    let alice = env.user("alice").await;
+    let read = alice.tool("read_file", json!({"file_key": notes.file_key})).await;
+    assert_eq!(read.ok()["content"], NOTES, "decrypted on the way out");
+    // A pre-signed S3 URL would hand out ciphertext: the server signs its own instead.
+    let url = env.backends.storage().unwrap().signed_url(&notes.file_key, Duration::from_secs(60)).await.unwrap();
+    assert!(url.starts_with("http://localhost/files"), "{url}");
+    let (path, query) = url.strip_prefix("http://localhost/files").unwrap().split_once('?').unwrap();
+    let verified = env.backends.verify_signed_url(path, query).expect("the server's own URL verifies");
+    assert_eq!(env.backends.storage().unwrap().get(&verified).await.unwrap(), NOTES.as_bytes());
+}
