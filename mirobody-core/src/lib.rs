@@ -51,6 +51,7 @@ mod result;
 mod task;
 mod tool;
 mod user;
+mod view;
 
 pub use args::Args;
 pub use backend::{
@@ -68,6 +69,7 @@ pub use result::{Content, EmbeddedResource, IntoToolResult, Json, ToolError, Too
 pub use task::{TaskRecord, TaskState, TaskStore};
 pub use tool::{AsyncHandlerFn, Handler, Tool};
 pub use user::UserInfo;
+pub use view::{NotAViewUri, UI_EXTENSION, VIEW_MIME_TYPE, View};
 
 /// `#[tool]` on a function, `#[tool_service]` on an impl block and `#[derive(ToolEnum)]`:
 /// a tool's declaration and handler from a plain function (see `mirobody-macros`).

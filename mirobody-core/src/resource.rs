@@ -68,6 +68,9 @@ pub struct ResourceInfo {
     /// Its MIME type.
     #[serde(rename = "mimeType", skip_serializing_if = "Option::is_none")]
     pub mime_type: Option<Cow<'static, str>>,
+    /// Its `_meta` in the listing (for example an MCP Apps view's `ui` settings).
+    #[serde(rename = "_meta", skip_serializing_if = "Option::is_none")]
+    pub meta: Option<serde_json::Map<String, serde_json::Value>>,
 }
 
 /// A resource with a fixed URI.
@@ -90,7 +93,14 @@ impl Resource {
     /// A resource read by `read`.
     pub fn new(uri: impl Into<Cow<'static, str>>, name: impl Into<Cow<'static, str>>, read: ReadFn) -> Self {
         Resource {
-            info: ResourceInfo { uri: uri.into(), name: name.into(), title: None, description: None, mime_type: None },
+            info: ResourceInfo {
+                uri: uri.into(),
+                name: name.into(),
+                title: None,
+                description: None,
+                mime_type: None,
+                meta: None,
+            },
             auth: false,
             read,
         }
@@ -111,12 +121,19 @@ impl Resource {
                 mime_type: Some(mime_for_read.clone()),
                 text: Some(text()),
                 blob: None,
+                meta: None,
             };
             Box::pin(std::future::ready(Ok(vec![contents])))
         });
         let mut resource = Resource::new(uri, name, read);
         resource.info.mime_type = Some(mime);
         resource
+    }
+
+    /// Sets the listing entry's `_meta`.
+    pub fn with_meta(mut self, meta: serde_json::Map<String, serde_json::Value>) -> Self {
+        self.info.meta = Some(meta);
+        self
     }
 
     /// Sets the description.

@@ -66,6 +66,9 @@ pub struct EmbeddedResource {
     /// Base64 contents.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub blob: Option<String>,
+    /// `_meta` of the contents (for example an MCP Apps view's `ui` settings).
+    #[serde(rename = "_meta", skip_serializing_if = "Option::is_none")]
+    pub meta: Option<serde_json::Map<String, Value>>,
 }
 
 impl Content {
@@ -97,6 +100,7 @@ impl Content {
                 mime_type: Some(mime_type.into()),
                 text: Some(text.into()),
                 blob: None,
+                meta: None,
             },
         }
     }
@@ -109,6 +113,7 @@ impl Content {
                 mime_type: Some(mime_type.into()),
                 text: None,
                 blob: Some(base64.into()),
+                meta: None,
             },
         }
     }

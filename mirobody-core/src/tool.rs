@@ -234,6 +234,33 @@ impl Tool {
         self
     }
 
+    /// Links the tool to a view (MCP Apps): hosts that render views show the one at `uri` (a
+    /// [`View`](crate::View) served as a resource) beside the call, fed its input and result;
+    /// other clients ignore the link. Sets `_meta.ui.resourceUri` (and the older flat
+    /// `ui/resourceUri`), keeping the rest of the tool's `_meta`.
+    ///
+    /// ```
+    /// use mirobody_core::{Format, Tool, ToolResult};
+    ///
+    /// let tool = Tool::new("trend", "Shows a trend.").view("ui://charts/trend.html")
+    ///     .sync_handler(|_, _, _| ToolResult::text("..."));
+    /// assert_eq!(tool.spec().render(Format::Mcp)["_meta"]["ui"]["resourceUri"], "ui://charts/trend.html");
+    /// ```
+    pub fn view(mut self, uri: impl Into<String>) -> Self {
+        let uri = uri.into();
+        let mut meta = self.spec.meta_value().cloned().unwrap_or_default();
+        let ui = meta.entry("ui").or_insert_with(|| Value::Object(Map::new()));
+        if !ui.is_object() {
+            *ui = Value::Object(Map::new());
+        }
+        if let Some(ui) = ui.as_object_mut() {
+            ui.insert("resourceUri".into(), Value::String(uri.clone()));
+        }
+        meta.insert("ui/resourceUri".into(), Value::String(uri));
+        self.spec = self.spec.meta(meta);
+        self
+    }
+
     /// A predicate checked when the registry is built: false (or a panic) skips the tool.
     pub fn enabled_if(mut self, enabled: fn() -> bool) -> Self {
         self.enabled = Some(enabled);

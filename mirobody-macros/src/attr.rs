@@ -41,6 +41,8 @@ pub(crate) struct ToolOptions {
     pub(crate) krate: Option<syn::Path>,
     /// `task_support = "optional"` or `"required"`: the `TaskSupport` variant's name.
     pub(crate) task_support: Option<&'static str>,
+    /// `view = "ui://..."`: the MCP Apps view the tool links to.
+    pub(crate) view: Option<LitStr>,
     /// Only on a method of a `#[tool_service]` impl: not a tool.
     pub(crate) skip: Option<Span>,
 }
@@ -64,7 +66,7 @@ pub(crate) struct ServiceOptions {
 }
 
 const TOOL_OPTIONS: &str =
-    "name, title, auth, scopes, annotations(...), meta, input_schema, enabled, register, task_support, crate";
+    "name, title, auth, scopes, annotations(...), meta, input_schema, enabled, register, task_support, view, crate";
 const SERVICE_OPTIONS: &str = "enabled, register, crate";
 const ANNOTATION_OPTIONS: &str = "read_only, additive, destructive, idempotent, open_world, title";
 const ARG_OPTIONS: &str = "default, name, one_of";
@@ -164,6 +166,13 @@ fn parse_tool_option(
         "enabled" => once(cx, &mut opts.enabled, meta.value()?.parse()?, meta, WHERE),
         "register" => once(cx, &mut opts.register, meta.value()?.parse::<LitBool>()?.value, meta, WHERE),
         "crate" => once(cx, &mut opts.krate, meta.value()?.parse()?, meta, WHERE),
+        "view" => {
+            let uri: LitStr = meta.value()?.parse()?;
+            if !uri.value().starts_with("ui://") {
+                cx.error_spanned_by(&uri, "a view's URI starts with ui://");
+            }
+            once(cx, &mut opts.view, uri, meta, WHERE);
+        }
         "task_support" => {
             let value: LitStr = meta.value()?.parse()?;
             let variant = match value.value().as_str() {

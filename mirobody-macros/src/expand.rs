@@ -103,6 +103,9 @@ pub(crate) fn builder(tool: &Tool, vis: &Visibility, target: Target<'_>, inherit
     if let Some(enabled) = tool.opts.enabled.as_ref().or(inherited.enabled) {
         setters.push(quote!(.enabled_if(#enabled)));
     }
+    if let Some(uri) = &tool.opts.view {
+        setters.push(quote!(.view(#uri)));
+    }
     if let Some(variant) = tool.opts.task_support {
         let variant = proc_macro2::Ident::new(variant, proc_macro2::Span::call_site());
         setters.push(quote!(.task_support(#p::TaskSupport::#variant)));

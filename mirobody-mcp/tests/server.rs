@@ -28,3 +28,5 @@ mod stdio;
 mod streaming;
 #[path = "server/tracing_spans.rs"]
 mod tracing_spans;
+#[path = "server/views.rs"]
+mod views;

@@ -79,6 +79,7 @@ async fn read_upload(
             mime_type: Some(mime.to_owned()),
             text: Some(text.to_owned()),
             blob: None,
+            meta: None,
         }])
     };
     if let Some(text_key) = &file.text_key {
@@ -102,6 +103,7 @@ async fn read_upload(
         mime_type: Some(file.mime_type),
         text: None,
         blob: Some(base64::engine::general_purpose::STANDARD.encode(&bytes)),
+        meta: None,
     }])
 }
 
@@ -124,6 +126,7 @@ pub async fn list_uploads(user: &UserInfo, ctx: &ToolContext<'_>) -> Result<Vec<
                 title: None,
                 description: Some(Cow::Borrowed(description)),
                 mime_type: Some(Cow::Owned(if f.text_key.is_some() { "text/plain".into() } else { f.mime_type })),
+                meta: None,
             }
         })
         .collect())

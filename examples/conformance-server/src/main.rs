@@ -423,6 +423,7 @@ fn template_read() -> mirobody_core::TemplateReadFn {
             mime_type: Some("application/json".into()),
             text: Some(text),
             blob: None,
+            meta: None,
         };
         Box::pin(std::future::ready(Ok(vec![contents])))
     })
@@ -435,6 +436,7 @@ fn resources() -> ResourceRegistry {
             mime_type: Some("image/png".into()),
             text: None,
             blob: Some(PNG.into()),
+            meta: None,
         };
         Box::pin(std::future::ready(Ok(vec![contents])))
     });

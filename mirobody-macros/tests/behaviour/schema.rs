@@ -229,6 +229,19 @@ fn task_support_is_the_hand_written_setter() {
     assert!(described_tool().spec().render(Format::Mcp).get("execution").is_none(), "forbidden is not rendered");
 }
 
+/// Shows a trend.
+#[tool(view = "ui://charts/trend.html", register = false)]
+fn trend() -> String {
+    String::new()
+}
+
+#[test]
+fn a_view_is_the_hand_written_link() {
+    let by_hand = Tool::new("trend", "Shows a trend.").view("ui://charts/trend.html");
+    assert_eq!(trend_tool().spec(), by_hand.spec());
+    assert_eq!(trend_tool().spec().render(Format::Mcp)["_meta"]["ui"]["resourceUri"], "ui://charts/trend.html");
+}
+
 // ---- Descriptions. ----
 
 /// First line,

@@ -173,6 +173,10 @@ impl McpService {
             },
             "serverInfo": {"name": info.name, "version": info.version},
         });
+        let extensions = self.extensions();
+        if !extensions.is_empty() {
+            result["capabilities"]["extensions"] = Value::Object(extensions);
+        }
         if let Some(instructions) = &info.instructions {
             result["instructions"] = json!(instructions);
         }

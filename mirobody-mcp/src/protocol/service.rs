@@ -7,11 +7,12 @@ use std::time::{Duration, Instant};
 
 use mirobody_core::{
     AccessKind, AccessLog, AccessOutcome, Cache, CallError, ClientPeer, Memory, PromptMessage, PromptRegistry,
-    Registry, ResourceContents, ResourceError, ResourceRegistry, Storage, TaskStore, ToolContext, ToolResult, UserInfo,
+    Registry, ResourceContents, ResourceError, ResourceRegistry, Storage, TaskStore, ToolContext, ToolResult,
+    UI_EXTENSION, UserInfo, VIEW_MIME_TYPE,
 };
 use serde::Deserialize;
 use serde_json::value::RawValue;
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 
 use super::hooks::{ResourceLister, ToolVisibility};
 use super::rev_2026_07_28::state::ModernState;
@@ -371,6 +372,19 @@ impl McpService {
 
     pub(crate) fn inner(&self) -> &Inner {
         &self.inner
+    }
+
+    /// The extensions this service advertises under `capabilities.extensions`, on both
+    /// revisions: MCP Apps when it serves a view. (Tasks, a 2026-07-28 extension, is added by
+    /// that revision's discovery.)
+    pub(crate) fn extensions(&self) -> Map<String, Value> {
+        let mut extensions = Map::new();
+        let views =
+            self.inner.resources.resources().iter().any(|r| r.info().mime_type.as_deref() == Some(VIEW_MIME_TYPE));
+        if views {
+            extensions.insert(UI_EXTENSION.into(), json!({}));
+        }
+        extensions
     }
 
     /// Where list changes are announced: call [`ChangeNotifier::tools_changed`] (and the like)

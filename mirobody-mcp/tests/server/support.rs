@@ -227,6 +227,7 @@ pub(crate) fn resources() -> ResourceRegistry {
             mime_type: Some("application/json".into()),
             text: Some(json!({"id": vars.get("id")}).to_string()),
             blob: None,
+            meta: None,
         };
         Box::pin(std::future::ready(Ok(vec![contents])))
     });
@@ -284,7 +285,12 @@ impl TestServer {
 
     /// These options.
     pub(crate) fn with(mcp: McpOptions, http: HttpOptions) -> Self {
-        let http = McpHttp::new(service(mcp), http);
+        TestServer::of(service(mcp), http)
+    }
+
+    /// This service.
+    pub(crate) fn of(service: McpService, http: HttpOptions) -> Self {
+        let http = McpHttp::new(service, http);
         let router = http.router();
         TestServer { http, router }
     }

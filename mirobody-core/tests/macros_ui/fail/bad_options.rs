@@ -18,4 +18,8 @@ fn unauthenticated() {}
 #[tool(task_support = "sometimes")]
 fn sometimes() {}
 
+/// A view that is not a ui:// resource.
+#[tool(view = "https://example.com/chart.html")]
+fn web_view() {}
+
 fn main() {}

@@ -191,9 +191,11 @@ impl McpService {
                 "prompts": {"listChanged": true},
                 "logging": {},
                 "completions": {},
-                "extensions": {crate::protocol::tasks::EXTENSION: {}},
             },
         });
+        let mut extensions = self.extensions();
+        extensions.insert(crate::protocol::tasks::EXTENSION.into(), json!({}));
+        result["capabilities"]["extensions"] = Value::Object(extensions);
         if let Some(instructions) = &self.inner().info.instructions {
             result["instructions"] = json!(instructions);
         }
