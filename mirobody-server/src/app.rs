@@ -144,9 +144,12 @@ pub async fn build(config: &Config) -> Result<Server, AppError> {
     tool_backends.storage = opened.storage();
     tool_backends.extensions.insert(opened.db());
     tool_backends.extensions.insert(upload_links.clone());
+    tool_backends
+        .extensions
+        .insert(mirobody_tools::uploads::Uploader::new(Arc::clone(&opened), config.uploads.limits()));
     tool_backends.memory = opened.memory();
     let mut builder = McpService::builder(Arc::clone(&registry))
-        .resources(ResourceRegistry::from_registered(Vec::new(), Vec::new())?)
+        .resources(ResourceRegistry::from_registered(mirobody_tools::views::resources(), Vec::new())?)
         .prompts(PromptRegistry::from_registered(Vec::new())?)
         .backends(tool_backends.clone())
         .info(config.server_info())

@@ -30,6 +30,7 @@ pub mod resources;
 mod text;
 pub mod tools;
 pub mod uploads;
+pub mod views;
 
 use mirobody_core::{Registry, RegistryError};
 

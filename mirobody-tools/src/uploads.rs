@@ -136,6 +136,27 @@ fn extension(kind: ContentKind, mime: &str) -> &'static str {
     }
 }
 
+/// What the `upload_file` tool stores through (put it in the context's extensions): the
+/// server's backends and its upload limits, so a file uploaded from a view is checked and kept
+/// exactly as one posted to `/files`.
+#[derive(Clone)]
+pub struct Uploader {
+    backends: std::sync::Arc<OpenedBackends>,
+    limits: UploadLimits,
+}
+
+impl Uploader {
+    /// An uploader over `backends`, within `limits`.
+    pub fn new(backends: std::sync::Arc<OpenedBackends>, limits: UploadLimits) -> Self {
+        Uploader { backends, limits }
+    }
+
+    /// Stores `bytes` as `owner`'s file `filename` (see [`store_upload`]).
+    pub async fn store(&self, owner: &str, filename: &str, bytes: Vec<u8>) -> Result<Uploaded, UploadError> {
+        store_upload(&self.backends, &self.limits, owner, filename, None, bytes).await
+    }
+}
+
 /// Stores `bytes` as `owner`'s file `filename` (the client's `declared` type is only a hint:
 /// the type is read from the content), reads its text, and adds it to their index.
 ///

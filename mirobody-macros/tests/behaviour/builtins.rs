@@ -522,7 +522,13 @@ fn remember_matches_the_builtin() {
 ///     option: A complete Apache ECharts option: series (each with a type and data), plus xAxis
 ///         and yAxis for line, bar and scatter charts.
 ///     title: A title shown above the chart.
-#[tool(name = "render_chart", annotations(read_only, idempotent), task_support = "optional", register = false)]
+#[tool(
+    name = "render_chart",
+    annotations(read_only, idempotent),
+    task_support = "optional",
+    view = "ui://mirobody/chart.html",
+    register = false
+)]
 async fn render_chart(option: Value, title: Option<&str>) -> Result<Value, String> {
     const SERIES_TYPES: [&str; 22] = [
         "line",

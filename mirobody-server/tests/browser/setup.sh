@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Idempotent set-up for the browser tests: Debian's Chromium and playwright-core.
+# Idempotent set-up for the browser tests: Debian's Chromium, playwright-core, and for the
+# view tests the official MCP TypeScript SDK, @modelcontextprotocol/ext-apps and esbuild.
 # Usage: bash setup.sh   (from any directory). Exits non-zero with a message when it cannot.
 set -u
 cd "$(dirname "${BASH_SOURCE[0]}")" || exit 1
@@ -23,9 +24,9 @@ if [ ! -x "$CHROMIUM" ]; then
   [ -x "$CHROMIUM" ] || die "chromium was installed but $CHROMIUM is not there (set CHROMIUM=path)"
 fi
 
-if [ ! -d node_modules/playwright-core ]; then
+if [ ! -d node_modules/playwright-core ] || [ ! -d node_modules/esbuild ] || [ ! -d node_modules/@modelcontextprotocol/ext-apps ]; then
   command -v npm >/dev/null 2>&1 || die "npm is not installed (needed for playwright-core)"
-  echo "browser setup: installing playwright-core" >&2
+  echo "browser setup: installing playwright-core, the MCP SDK and ext-apps, esbuild" >&2
   if [ -f package-lock.json ]; then
     npm ci --no-audit --no-fund >&2 || npm install --no-audit --no-fund >&2 || die "npm could not install playwright-core"
   else

@@ -41,6 +41,8 @@ pub fn tool() -> Tool {
     .param(member::param("data"))
     .annotations(Annotations::read_only().idempotent(true))
     .auth(true)
+    // Hosts that render MCP Apps views show it live; the result stays what every client reads.
+    .view(crate::views::CHART_VIEW)
     .handler(fetch_health_data)
 }
 

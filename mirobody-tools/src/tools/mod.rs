@@ -36,6 +36,7 @@ pub mod remember;
 pub mod render_chart;
 pub mod search_health_indicators;
 pub mod summarize_conversation;
+pub mod upload_file;
 pub mod upload_link;
 pub mod whoami;
 

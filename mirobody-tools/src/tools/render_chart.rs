@@ -70,6 +70,8 @@ pub fn tool() -> Tool {
     .annotations(Annotations::read_only().idempotent(true))
     // Drawing a large chart, or extracting a long PDF, may take a while: a task then.
     .task_support(TaskSupport::Optional)
+    // Hosts that render MCP Apps views show it live; the result stays what every client reads.
+    .view(crate::views::CHART_VIEW)
     .handler(render_chart)
 }
 

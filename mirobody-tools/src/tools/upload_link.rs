@@ -22,6 +22,8 @@ pub fn tool() -> Tool {
     )
     .annotations(Annotations::read_only().idempotent(false))
     .auth(true)
+    // Hosts that render MCP Apps views show an upload box in the conversation instead.
+    .view(crate::views::UPLOAD_VIEW)
     .handler(upload_link)
 }
 

@@ -150,7 +150,8 @@ pub(crate) fn handles(backends: &OpenedBackends) -> Backends {
 /// `edit`, to take some away).
 pub(crate) fn router(backends: &OpenedBackends, edit: impl FnOnce(Backends) -> Backends) -> Router {
     let registry = Arc::new(mirobody_tools::builtin_registry().expect("the built-ins register"));
-    let resources = ResourceRegistry::from_registered(Vec::new(), Vec::new()).expect("the resources register");
+    let resources = ResourceRegistry::from_registered(mirobody_tools::views::resources(), Vec::new())
+        .expect("the resources register");
     let service = McpService::builder(registry)
         .resources(resources)
         .backends(edit(handles(backends)))

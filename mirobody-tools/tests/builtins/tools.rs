@@ -70,6 +70,7 @@ async fn the_builtin_tools_are_listed_with_annotations_true_to_what_they_do() {
             "render_chart",
             "search_health_indicators",
             "summarize_conversation",
+            "upload_file",
             "upload_link",
             "whoami"
         ]
@@ -78,7 +79,7 @@ async fn the_builtin_tools_are_listed_with_annotations_true_to_what_they_do() {
         let name = tool["name"].as_str().unwrap();
         let hints = &tool["annotations"];
         match name {
-            "remember" => {
+            "remember" | "upload_file" => {
                 assert_eq!(hints["readOnlyHint"], false, "{name}");
                 assert_eq!(hints["destructiveHint"], false, "{name}");
             }
@@ -90,6 +91,45 @@ async fn the_builtin_tools_are_listed_with_annotations_true_to_what_they_do() {
         }
         assert_eq!(hints["openWorldHint"], false, "{name}");
     }
+}
+
+#[tokio::test]
+async fn upload_file_stores_what_the_view_sends_and_refuses_bad_input() {
+    use base64::Engine;
+    use mirobody_tools::uploads::{UploadLimits, Uploader};
+
+    let dir = tempfile::tempdir().unwrap();
+    let backends =
+        std::sync::Arc::new(mirobody_tools::backends::open(&crate::support::config_in(dir.path())).await.unwrap());
+    // Without an uploader in the context the tool says so.
+    let plain =
+        Env { router: crate::support::router(&backends, |b| b), backends: backends.clone(), dir, _schema: None };
+    let reply =
+        plain.user("u1").await.tool("upload_file", json!({"filename": "a.txt", "content_base64": "aGk="})).await;
+    assert!(reply.tool_error().contains("does not take uploads"), "{}", reply.body);
+
+    let uploader = Uploader::new(backends.clone(), UploadLimits::default());
+    let router = crate::support::router(&backends, move |mut b| {
+        b.extensions.insert(uploader);
+        b
+    });
+    let env = Env { router, backends, dir: tempfile::tempdir().unwrap(), _schema: None };
+    let client = env.user("u1").await;
+    let text = "Glucose 5.4 mmol/L";
+    let encoded = base64::engine::general_purpose::STANDARD.encode(text);
+    let stored = client.tool("upload_file", json!({"filename": "labs.txt", "content_base64": encoded})).await;
+    let key = stored.ok()["file_key"].as_str().unwrap().to_owned();
+    assert_eq!(client.tool("read_file", json!({"file_key": key})).await.ok()["content"], text);
+
+    let bad = client.tool("upload_file", json!({"filename": "x.txt", "content_base64": "not base64!"})).await;
+    assert!(bad.tool_error().contains("not valid base64"));
+    let huge = "A".repeat(mirobody_tools::tools::upload_file::MAX_INLINE_BYTES / 3 * 4 + 8);
+    let too_large = client.tool("upload_file", json!({"filename": "big.txt", "content_base64": huge})).await;
+    assert!(too_large.tool_error().contains("larger than"), "{}", too_large.body);
+    let empty = client.tool("upload_file", json!({"filename": "empty.txt", "content_base64": ""})).await;
+    assert!(empty.body["result"]["isError"] == true, "an empty file is refused: {}", empty.body);
+    let listed = client.tool("list_files", json!({})).await;
+    assert_eq!(listed.ok()["files"].as_array().unwrap().len(), 1, "nothing stored by the refused calls");
 }
 
 #[tokio::test]

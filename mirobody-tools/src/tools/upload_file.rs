@@ -1,0 +1,54 @@
+//! `upload_file`: the upload view's way in. A person picks a file in the view (MCP Apps), the
+//! view calls this tool through the host, and the file is stored exactly as one posted to
+//! `/files` is (size, quota, type sniffed from the content, text extracted). Declared for the
+//! view only (`_meta.ui.visibility: ["app"]`), so hosts keep it off the model's tool list;
+//! a model that calls it anyway can only store a file as the signed-in caller.
+//!
+//! The file travels base64 in the call, so it is bounded below the endpoint's body limit;
+//! larger files go through `upload_link`.
+
+use base64::Engine;
+use mirobody_core::{
+    Annotations, Args, Param, Tool, ToolContext, ToolError, ToolResult, Type, UserInfo, register_tool,
+};
+use serde_json::{Map, Value, json};
+
+use super::caller;
+use crate::uploads::Uploader;
+
+/// The largest file the view uploads through the tool, in bytes (its base64 fits the default
+/// 4 MiB request body with room for the envelope).
+pub const MAX_INLINE_BYTES: usize = 2_900_000;
+
+/// The declaration of `upload_file`.
+pub fn tool() -> Tool {
+    let mut ui = Map::new();
+    ui.insert("ui".into(), json!({"visibility": ["app"]}));
+    Tool::new("upload_file", "Stores a file the user picked in the upload view (called by the view, not by the model).")
+        .param(Param::required("filename", Type::String, "The file's name."))
+        .param(Param::required("content_base64", Type::String, "The file's bytes, base64."))
+        .annotations(Annotations::additive())
+        .auth(true)
+        .meta(ui)
+        .handler(upload_file)
+}
+
+async fn upload_file(args: Args, user: &UserInfo, ctx: &ToolContext<'_>) -> Result<ToolResult, ToolError> {
+    let me = caller(user)?;
+    let uploader = ctx.extension::<Uploader>().ok_or_else(|| ToolError::new("This server does not take uploads."))?;
+    let encoded = args.str("content_base64").unwrap_or_default();
+    if encoded.len() > MAX_INLINE_BYTES.div_ceil(3) * 4 {
+        return Err(ToolError::new(format!(
+            "The file is larger than {MAX_INLINE_BYTES} bytes: upload it through the page upload_link gives."
+        )));
+    }
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(encoded.trim())
+        .map_err(|_| ToolError::new("content_base64 is not valid base64."))?;
+    let filename = args.str_or("filename", "upload");
+    let uploaded = uploader.store(me, filename, bytes).await.map_err(|e| ToolError::new(e.to_string()))?;
+    let value: Value = serde_json::to_value(&uploaded).map_err(|e| ToolError::new(e.to_string()))?;
+    Ok(ToolResult::ok(value))
+}
+
+register_tool!(tool);
