@@ -94,6 +94,7 @@ fn views_render_and_upload_in_a_host_built_on_the_official_sdk() {
     let calls = json!([
         {"name": "render_chart", "arguments": {"option": option, "title": "This week"}},
         {"name": "fetch_health_data", "arguments": {"indicators": ["heart rate"]}},
+        {"name": "family_health", "arguments": {}},
         {"name": "upload_link", "arguments": {}, "upload": report},
     ]);
     let output = Command::new("node")
@@ -146,6 +147,16 @@ fn views_render_and_upload_in_a_host_built_on_the_official_sdk() {
         marks_of(&health["before"]["marks"], &series).into_iter().map(|(l, v)| (l.to_owned(), v)).collect();
     assert_eq!(shown, expected, "{health}");
     assert_eq!(shown.iter().map(|(_, v)| *v).collect::<Vec<_>>(), [58.0, 61.0, 57.0]);
+
+    // family_health's recent observations, as text the model read, become the same trend.
+    let family = case(&seen, "family_health");
+    common_checks(family, "ui://mirobody/chart.html");
+    let legend = family["before"]["legend"].as_array().unwrap();
+    assert_eq!(legend.len(), 1, "one indicator: {family}");
+    let name = legend[0]["name"].as_str().unwrap();
+    let mut values: Vec<f64> = marks_of(&family["before"]["marks"], name).into_iter().map(|(_, v)| v).collect();
+    values.sort_by(f64::total_cmp);
+    assert_eq!(values, [57.0, 58.0, 61.0], "{family}");
 
     // The upload view: the person picks a lab report, the view sends it through the host, and
     // the server holds it as the caller's file, its text read.

@@ -2,7 +2,8 @@
 //! the picture or the data every other client gets. One self-contained page, no script from
 //! anywhere else and no network, the same bytes for every caller: its data comes only from the
 //! tool input and result the host hands it. `render_chart` shows the ECharts option the model
-//! passed; `fetch_health_data` a series per indicator over time, with the values the model saw;
+//! passed; `fetch_health_data` and `family_health` a series per indicator over time, with the
+//! values the model saw;
 //! `upload_link` an upload box whose file goes to the server through the host (`upload_file`).
 
 use mirobody_core::{Resource, View};

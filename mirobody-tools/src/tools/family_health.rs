@@ -40,6 +40,8 @@ pub fn tool() -> Tool {
     )
     .annotations(Annotations::read_only().idempotent(true))
     .auth(true)
+    // Hosts that render MCP Apps views show the values as a trend per indicator.
+    .view(crate::views::CHART_VIEW)
     .handler(family_health)
 }
 

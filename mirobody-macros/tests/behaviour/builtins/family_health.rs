@@ -15,7 +15,7 @@ use super::harness::{Backends, ada, anonymous, check};
 ///     member: Whose data: leave empty (or "me") for the user; otherwise a family member's
 ///         nickname, email or id, or a distinctive part of the nickname.
 ///     count: How many of the newest observations to return (1-100).
-#[tool(name = "family_health", annotations(read_only, idempotent), register = false)]
+#[tool(name = "family_health", annotations(read_only, idempotent), view = "ui://mirobody/chart.html", register = false)]
 async fn family_health(
     user: &UserInfo,
     ctx: &ToolContext<'_>,
