@@ -120,6 +120,10 @@ fn views_render_and_upload_in_a_host_built_on_the_official_sdk() {
     );
     assert_eq!(marks_of(&chart["before"]["marks"], "Steps"), [("Mon", 5200.0), ("Tue", 8100.0), ("Wed", 7600.0)]);
     assert_eq!(marks_of(&chart["before"]["marks"], "Sleep hours"), [("Mon", 7.5), ("Tue", 6.25), ("Wed", 8.0)]);
+    // Drawn to the host's width, and again when the host narrows it.
+    let widths: Vec<f64> = chart["widths"].as_array().unwrap().iter().map(|w| w.as_f64().unwrap()).collect();
+    assert!(widths[0] > 600.0 && widths[1] < 450.0 && widths[1] > 380.0, "{widths:?}");
+    assert_eq!(chart["hover"], "Sleep hours · Wed: 8", "hovering the last mark shows its value");
     // The legend toggles a series off, and only that one.
     assert_eq!(chart["toggled"]["legend"][0], json!({"name": "Steps", "on": false}));
     assert!(marks_of(&chart["toggled"]["marks"], "Steps").is_empty());

@@ -105,14 +105,22 @@ try {
       document.body.appendChild(box);
     });
     const blank = (await page.locator("#blank").screenshot()).length;
-    let toggled = null;
+    let toggled = null, widths = null, hover = null;
     if (!call.upload) {
+      // The host narrows the view: it redraws to the new width.
+      const before = await frame.evaluate(() => document.querySelector("svg").viewBox.baseVal.width);
+      await page.evaluate(() => { document.querySelector("iframe").style.width = "420px"; });
+      await frame.waitForFunction(() => document.querySelector("svg").viewBox.baseVal.width < 500, null, { timeout: 10000 });
+      widths = [before, await frame.evaluate(() => document.querySelector("svg").viewBox.baseVal.width)];
+      // Hovering a mark shows its value.
+      await frame.locator("svg [data-series]").last().hover();
+      hover = await frame.evaluate(() => { const t = document.getElementById("tip"); return t.style.display === "block" ? t.textContent : null; });
       await frame.locator("#legend button").first().click();
       toggled = await seen();
     }
     out.push({
       tool: call.name, resourceUri: uri, mimeType: view.mimeType, viewMeta: view._meta ?? null,
-      result, before, toggled, uploaded, requested, iframeHeight, screenshotBytes: shot.length, blankBytes: blank, requests, errors,
+      result, before, toggled, widths, hover, uploaded, requested, iframeHeight, screenshotBytes: shot.length, blankBytes: blank, requests, errors,
     });
     await page.close();
   }
