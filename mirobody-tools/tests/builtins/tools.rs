@@ -75,6 +75,24 @@ async fn the_builtin_tools_are_listed_with_annotations_true_to_what_they_do() {
             "whoami"
         ]
     );
+    // The views (MCP Apps) each tool links to, and the one tool only a view calls.
+    for tool in tools.as_array().unwrap() {
+        let view = tool["_meta"]["ui"]["resourceUri"].as_str();
+        let expected = match tool["name"].as_str().unwrap() {
+            "render_chart" | "fetch_health_data" | "family_health" => Some(mirobody_tools::views::CHART_VIEW),
+            "upload_link" => Some(mirobody_tools::views::UPLOAD_VIEW),
+            _ => None,
+        };
+        assert_eq!(view, expected, "{tool}");
+        let visibility = &tool["_meta"]["ui"]["visibility"];
+        assert_eq!(*visibility == json!(["app"]), tool["name"] == "upload_file", "{tool}");
+    }
+    let listed = client.call("resources/list", json!({})).await.result()["resources"].clone();
+    for uri in [mirobody_tools::views::CHART_VIEW, mirobody_tools::views::UPLOAD_VIEW] {
+        let entry = listed.as_array().unwrap().iter().find(|r| r["uri"] == uri).expect("the view is listed");
+        assert_eq!(entry["mimeType"], "text/html;profile=mcp-app");
+        assert!(entry["_meta"]["ui"].get("csp").is_none(), "a view declares no network: {entry}");
+    }
     for tool in tools.as_array().unwrap() {
         let name = tool["name"].as_str().unwrap();
         let hints = &tool["annotations"];
