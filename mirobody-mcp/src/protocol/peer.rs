@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 use tokio::sync::{Notify, mpsc, oneshot};
 
 use crate::jsonrpc::{self, Id};
-use crate::session::{Session, lock, random_token};
+use crate::session::{LOGS_OFF, Session, lock, log_rank, random_token};
 
 struct Pending {
     answer: oneshot::Sender<Result<Value, Value>>,
@@ -305,6 +305,7 @@ pub(crate) fn check_answer(method: &str, answer: &Value) -> Result<(), &'static 
 }
 
 /// Where a call's request-scoped notifications (progress, logs) go, and which it wants.
+#[derive(Clone)]
 pub(crate) struct Notifications {
     /// The call's stream.
     pub(crate) out: Outbox,
@@ -312,6 +313,38 @@ pub(crate) struct Notifications {
     pub(crate) progress_token: Option<Value>,
     /// The lowest log level wanted (`LOGS_OFF` for none: logs need a `logLevel` in `_meta`).
     pub(crate) log_level: u8,
+}
+
+impl Notifications {
+    /// Sends progress, if the client asked for it.
+    pub(crate) async fn progress(&self, progress: f64, total: Option<f64>, message: Option<&str>) {
+        if let Some(token) = &self.progress_token {
+            // The receiver is gone only when the call's stream is closed.
+            let _ = self.out.send(progress_bytes(token, progress, total, message)).await;
+        }
+    }
+
+    /// Sends a log message, if its level is one the client asked for.
+    pub(crate) async fn log(&self, level: &str, data: Value) {
+        if self.log_level != LOGS_OFF && log_rank(level).is_some_and(|rank| rank >= self.log_level) {
+            let _ = self.out.send(log_bytes(level, data)).await;
+        }
+    }
+}
+
+/// Whether a client whose `_meta` declared `capabilities` supports `capability`.
+pub(crate) fn declares(capabilities: &Value, capability: &str) -> bool {
+    capabilities.get(capability).is_some_and(|v| !v.is_null())
+}
+
+/// The capability a question to the client needs, if the client declared it: only sampling,
+/// elicitation and roots travel as input requests, and only to a client that declared the
+/// capability (a server must not send others).
+pub(crate) fn input_capability(method: &str, capabilities: &Value) -> Result<&'static str, PeerError> {
+    match capability_for(method) {
+        Some(capability) if declares(capabilities, capability) => Ok(capability),
+        _ => Err(PeerError::Unsupported(method.to_owned())),
+    }
 }
 
 #[cfg(test)]

@@ -34,8 +34,8 @@ use serde_json::{Map, Value, json};
 use sha2::{Digest, Sha256};
 
 use crate::jsonrpc::RpcError;
-use crate::protocol::peer::{Notifications, capability_for, check_answer, log_bytes, progress_bytes};
-use crate::session::{LOGS_OFF, lock, log_rank};
+use crate::protocol::peer::{Notifications, check_answer, declares, input_capability};
+use crate::session::lock;
 
 type HmacSha256 = Hmac<Sha256>;
 
@@ -287,11 +287,60 @@ impl RetryParams {
     }
 }
 
+/// What one round of a call has asked and used so far: what its `input_required` result, or
+/// its refusal, is made of. Shared by the clients of calls that may end in a round.
 #[derive(Default)]
-struct RoundState {
+pub(crate) struct RoundState {
     asked: Vec<(String, Value)>,
     used: Map<String, Value>,
     invalid: Option<RpcError>,
+}
+
+impl RoundState {
+    /// The answer the retry brought (`answers`) to the question `key`, if it fits; `None`
+    /// when the round must end here: the question is recorded for the `input_required`
+    /// result, or the answer that does not fit it for the refusal.
+    pub(crate) fn ask(
+        &mut self,
+        answers: &Map<String, Value>,
+        key: &str,
+        method: &str,
+        params: Value,
+    ) -> Option<Value> {
+        match answers.get(key) {
+            Some(answer) => match check_answer(method, answer) {
+                Ok(()) => {
+                    self.used.insert(key.to_owned(), answer.clone());
+                    return Some(answer.clone());
+                }
+                Err(why) => {
+                    self.invalid.get_or_insert_with(|| {
+                        RpcError::invalid_params(format!("Invalid params: inputResponses[\"{key}\"] {why} ({method})"))
+                    });
+                }
+            },
+            None if !self.asked.iter().any(|(k, _)| k == key) => {
+                let params = if params.is_null() { json!({}) } else { params };
+                self.asked.push((key.to_owned(), json!({"method": method, "params": params})));
+            }
+            None => {}
+        }
+        None
+    }
+
+    /// How the round ends, if it does now: an answer that did not fit, or the questions asked
+    /// (with the answers used, to seal into the next state).
+    pub(crate) fn end<T>(&mut self) -> Option<Round<T>> {
+        if let Some(error) = self.invalid.take() {
+            return Some(Round::Invalid(error));
+        }
+        if self.asked.is_empty() {
+            return None;
+        }
+        let requests = std::mem::take(&mut self.asked);
+        let answers = std::mem::take(&mut self.used);
+        Some(Round::InputRequired { requests, answers })
+    }
 }
 
 /// The client of one 2026-07-28 call, as its handler sees it: answers from the retry, questions
@@ -314,25 +363,8 @@ impl<'a> MrtrPeer<'a> {
     }
 
     async fn ask(&self, key: String, method: &str, params: Value) -> Result<Value, PeerError> {
-        if let Some(answer) = self.answers.get(&key) {
-            let mut round = lock(&self.round);
-            match check_answer(method, answer) {
-                Ok(()) => {
-                    round.used.insert(key, answer.clone());
-                    return Ok(answer.clone());
-                }
-                Err(why) => {
-                    round.invalid.get_or_insert_with(|| {
-                        RpcError::invalid_params(format!("Invalid params: inputResponses[\"{key}\"] {why} ({method})"))
-                    });
-                }
-            }
-        } else {
-            let mut round = lock(&self.round);
-            if !round.asked.iter().any(|(k, _)| *k == key) {
-                let params = if params.is_null() { json!({}) } else { params };
-                round.asked.push((key, json!({"method": method, "params": params})));
-            }
+        if let Some(answer) = lock(&self.round).ask(&self.answers, &key, method, params) {
+            return Ok(answer);
         }
         // Unanswered (or answered wrongly): this round ends here; see `run_round`.
         std::future::pending().await
@@ -342,47 +374,30 @@ impl<'a> MrtrPeer<'a> {
 #[async_trait]
 impl ClientPeer for MrtrPeer<'_> {
     async fn progress(&self, progress: f64, total: Option<f64>, message: Option<&str>) {
-        if let Some(n) = &self.notifications
-            && let Some(token) = &n.progress_token
-        {
-            // The receiver is gone only when the call's stream is closed.
-            let _ = n.out.send(progress_bytes(token, progress, total, message)).await;
+        if let Some(n) = &self.notifications {
+            n.progress(progress, total, message).await;
         }
     }
 
     async fn log(&self, level: &str, data: Value) {
-        if let Some(n) = &self.notifications
-            && n.log_level != LOGS_OFF
-            && log_rank(level).is_some_and(|rank| rank >= n.log_level)
-        {
-            let _ = n.out.send(log_bytes(level, data)).await;
+        if let Some(n) = &self.notifications {
+            n.log(level, data).await;
         }
     }
 
     async fn request(&self, method: &str, params: Value) -> Result<Value, PeerError> {
-        let capability = self.allowed(method)?;
+        let capability = input_capability(method, self.capabilities)?;
         let n = self.unnamed.fetch_add(1, Ordering::Relaxed) + 1;
         self.ask(format!("{capability}-{n}"), method, params).await
     }
 
     async fn request_keyed(&self, key: &str, method: &str, params: Value) -> Result<Value, PeerError> {
-        self.allowed(method)?;
+        input_capability(method, self.capabilities)?;
         self.ask(key.to_owned(), method, params).await
     }
 
     fn supports(&self, capability: &str) -> bool {
-        self.capabilities.get(capability).is_some_and(|v| !v.is_null())
-    }
-}
-
-impl MrtrPeer<'_> {
-    // Only sampling, elicitation and roots travel as input requests, and only to a client that
-    // declared the capability (a server must not send others).
-    fn allowed(&self, method: &str) -> Result<&'static str, PeerError> {
-        match capability_for(method) {
-            Some(capability) if self.supports(capability) => Ok(capability),
-            _ => Err(PeerError::Unsupported(method.to_owned())),
-        }
+        declares(self.capabilities, capability)
     }
 }
 
@@ -405,16 +420,10 @@ pub(crate) async fn run_round<T>(peer: &MrtrPeer<'_>, future: impl Future<Output
         if let Poll::Ready(value) = future.as_mut().poll(cx) {
             return Poll::Ready(Round::Done(value));
         }
-        let mut round = lock(&peer.round);
-        if let Some(error) = round.invalid.take() {
-            return Poll::Ready(Round::Invalid(error));
+        match lock(&peer.round).end() {
+            Some(end) => Poll::Ready(end),
+            None => Poll::Pending,
         }
-        if !round.asked.is_empty() {
-            let requests = std::mem::take(&mut round.asked);
-            let answers = std::mem::take(&mut round.used);
-            return Poll::Ready(Round::InputRequired { requests, answers });
-        }
-        Poll::Pending
     })
     .await
 }

@@ -10,7 +10,7 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
 
-use super::mrtr::{Binding, RetryParams};
+use super::mrtr::{Binding, RetryParams, Round};
 use super::{ModernExchange, ModernReply, codes, splice};
 use crate::jsonrpc::{self, Id, RpcError};
 use crate::protocol::tasks::{EXTENSION, Escalation, TaskPeer, drive, listens_for_tasks, owner_of, task_json};
@@ -135,22 +135,22 @@ impl McpService {
         let mut job = self.task_job(name.to_owned(), arguments, exchange.user.clone(), peer.clone());
         let started = self.access_started(exchange.user);
         match drive(&peer, &mut job, tasks.options.sync_budget).await {
-            Escalation::Done(outcome) if support == TaskSupport::Required => {
+            Escalation::Round(Round::Done(outcome)) if support == TaskSupport::Required => {
                 self.record_call(exchange.user, name, &outcome, started);
                 self.task_created(id, tasks.keep_finished(live, outcome).await)
             }
-            Escalation::Done(outcome) => {
+            Escalation::Round(Round::Done(outcome)) => {
                 self.record_call(exchange.user, name, &outcome, started);
                 match outcome.map_err(call_failure) {
                     Ok(result) | Err(CallFailure::Result(result)) => ModernReply::ok(self.tool_result(id, &result)),
                     Err(CallFailure::Error(error, status)) => ModernReply::error_with(id, &error, status),
                 }
             }
-            Escalation::InputRequired { requests, answers } => {
+            Escalation::Round(Round::InputRequired { requests, answers }) => {
                 let state = sealer.seal(binding, answers);
                 ModernReply::ok(self.input_required(id, requests, state))
             }
-            Escalation::Invalid(error) => ModernReply::error(id, &error),
+            Escalation::Round(Round::Invalid(error)) => ModernReply::error(id, &error),
             Escalation::Task => self.task_created(id, tasks.launch(live, job).await),
         }
     }

@@ -9,6 +9,7 @@ use serde_json::{Map, Value};
 
 use super::{Escalation, TaskPeer, TaskRefusal, drive, owner_of};
 use crate::protocol::McpService;
+use crate::protocol::rev_2026_07_28::mrtr::Round;
 
 /// Why a task operation was refused.
 #[derive(Debug, thiserror::Error)]
@@ -86,11 +87,11 @@ impl McpService {
         let mut job = self.task_job(name.to_owned(), arguments, user.clone(), peer.clone());
         let started = match drive(&peer, &mut job, std::time::Duration::ZERO).await {
             // Refused before the handler ran: nothing to keep.
-            Escalation::Done(Err(error)) => return Err(TaskError::Call(error)),
-            Escalation::Done(outcome) => tasks.keep_finished(live, outcome).await,
+            Escalation::Round(Round::Done(Err(error))) => return Err(TaskError::Call(error)),
+            Escalation::Round(Round::Done(outcome)) => tasks.keep_finished(live, outcome).await,
             Escalation::Task => tasks.launch(live, job).await,
             // A task from the first poll asks through the task, never in a round: not reached.
-            Escalation::InputRequired { .. } | Escalation::Invalid(_) => {
+            Escalation::Round(Round::InputRequired { .. } | Round::Invalid(_)) => {
                 return Err(TaskError::Refused("the call asked outside its task".to_owned()));
             }
         };

@@ -133,6 +133,9 @@ struct LiveState {
 
 /// A task of this process: its record as it stands, its questions, its abort handle.
 pub(crate) struct LiveTask {
+    // The record's id and owner, which never change: read without locking or copying it.
+    id: String,
+    owner: String,
     state: Mutex<LiveState>,
     store: Arc<dyn TaskStore>,
     // Where its status changes are announced (its owner's listen streams), and how.
@@ -145,6 +148,8 @@ pub(crate) struct LiveTask {
 impl LiveTask {
     fn new(record: TaskRecord, tasks: &Tasks) -> Arc<LiveTask> {
         Arc::new(LiveTask {
+            id: record.id.clone(),
+            owner: record.owner.clone(),
             state: Mutex::new(LiveState { record, pending: Vec::new(), abort: None }),
             store: tasks.store.clone(),
             changes: tasks.changes.clone(),
@@ -343,7 +348,7 @@ impl Tasks {
             tracing::warn!(error = %e, "could not purge expired tasks");
         }
         let max = self.options.max_live_per_caller;
-        let here = lock(&self.live).values().filter(|t| t.record().owner == owner).count() as u64;
+        let here = lock(&self.live).values().filter(|t| t.owner == owner).count() as u64;
         let live = self.store.live(owner, now).await.map_err(|e| TaskRefusal::Rpc(store_error(e)))?.max(here);
         if live >= max { Err(TaskRefusal::TooMany(max)) } else { Ok(()) }
     }
@@ -361,8 +366,7 @@ impl Tasks {
             state.set_questions(now);
         }
         live.persist().await?;
-        let id = live.record().id;
-        lock(&self.live).insert(id.clone(), live.clone());
+        lock(&self.live).insert(live.id.clone(), live.clone());
         let tasks = self.clone();
         let running = live.clone();
         let handle = tokio::spawn(async move {
@@ -396,7 +400,7 @@ impl Tasks {
         let (state, outcome) = outcome_of(outcome);
         // A failed save is logged: the record then reads failed once its lease lapses.
         let _ = live.end_with(state, Some(outcome), false).await;
-        lock(&self.live).remove(&live.record().id);
+        lock(&self.live).remove(&live.id);
     }
 
     /// The caller's task, as it stands now.
@@ -425,7 +429,7 @@ impl Tasks {
     fn live_task(&self, id: &str, owner: &str) -> Option<Arc<LiveTask>> {
         let live = lock(&self.live).get(id).cloned()?;
         // Another caller's task is not found, exactly as a task that does not exist.
-        (live.record().owner == owner).then_some(live)
+        (live.owner == owner).then_some(live)
     }
 
     /// Delivers answers to the caller's task's questions; answers to questions it is not
@@ -440,7 +444,7 @@ impl Tasks {
             for (key, answer) in &responses {
                 let Some(position) = state.pending.iter().position(|p| p.key == *key) else { continue };
                 let method = state.pending[position].request["method"].as_str().unwrap_or_default().to_owned();
-                if let Err(why) = peer::check_answer(&method, answer) {
+                if let Err(why) = crate::protocol::peer::check_answer(&method, answer) {
                     return Err(TaskRefusal::Rpc(RpcError::invalid_params(format!(
                         "Invalid params: inputResponses[\"{key}\"] {why} ({method})"
                     ))));

@@ -11,28 +11,16 @@ use mirobody_core::{ClientPeer, PeerError};
 use serde_json::{Map, Value, json};
 
 use super::LiveTask;
-use crate::jsonrpc::RpcError;
-pub(crate) use crate::protocol::peer::check_answer;
-use crate::protocol::peer::{Notifications, capability_for, log_bytes, progress_bytes};
-use crate::session::{LOGS_OFF, lock, log_rank};
+use crate::protocol::peer::{Notifications, declares, input_capability};
+use crate::protocol::rev_2026_07_28::mrtr::{Round, RoundState};
+use crate::session::lock;
 
 #[derive(Default)]
-struct Round {
+struct Phase {
     // Set when the call became a task: questions go to the task from then on.
     escalated: bool,
-    asked: Vec<(String, Value)>,
-    used: Map<String, Value>,
-    invalid: Option<RpcError>,
-}
-
-// What became of a question.
-enum Asked {
-    // The retry brought its answer.
-    Answered(Value),
-    // Recorded for the round's `input_required` result (or its answer did not fit).
-    EndsRound,
-    // The call is a task: the question waits in it.
-    InTask,
+    // Until then, what the round asked and used.
+    round: RoundState,
 }
 
 /// The client of a call of a tool with task support. Until the call becomes a task it is a
@@ -44,7 +32,7 @@ pub(crate) struct TaskPeer {
     task: Arc<LiveTask>,
     // The request's stream, until the call becomes a task.
     notifications: Mutex<Option<Notifications>>,
-    round: Mutex<Round>,
+    phase: Mutex<Phase>,
     unnamed: AtomicUsize,
 }
 
@@ -60,93 +48,66 @@ impl TaskPeer {
             capabilities,
             task,
             notifications: Mutex::new(notifications),
-            round: Mutex::default(),
+            phase: Mutex::default(),
             unnamed: AtomicUsize::new(0),
         }
     }
 
     fn escalate(&self) {
-        lock(&self.round).escalated = true;
+        lock(&self.phase).escalated = true;
         lock(&self.notifications).take();
     }
 
     async fn ask(&self, key: String, method: &str, params: Value) -> Result<Value, PeerError> {
-        let params = if params.is_null() { json!({}) } else { params };
-        let request = json!({"method": method, "params": params});
-        match self.ask_in_round(&key, method, &request) {
-            Asked::Answered(answer) => Ok(answer),
-            Asked::InTask => self.task.ask(key, request).await.ok_or(PeerError::NoAnswer),
+        let in_round = {
+            let mut phase = lock(&self.phase);
+            (!phase.escalated).then(|| phase.round.ask(&self.answers, &key, method, params.clone()))
+        };
+        match in_round {
+            Some(Some(answer)) => Ok(answer),
             // This round ends here; see `drive`.
-            Asked::EndsRound => std::future::pending().await,
+            Some(None) => std::future::pending().await,
+            None => {
+                let params = if params.is_null() { json!({}) } else { params };
+                let request = json!({"method": method, "params": params});
+                self.task.ask(key, request).await.ok_or(PeerError::NoAnswer)
+            }
         }
     }
 
-    fn ask_in_round(&self, key: &str, method: &str, request: &Value) -> Asked {
-        let mut round = lock(&self.round);
-        if round.escalated {
-            return Asked::InTask;
-        }
-        match self.answers.get(key) {
-            Some(answer) => match check_answer(method, answer) {
-                Ok(()) => {
-                    round.used.insert(key.to_owned(), answer.clone());
-                    return Asked::Answered(answer.clone());
-                }
-                Err(why) => {
-                    round.invalid.get_or_insert_with(|| {
-                        RpcError::invalid_params(format!("Invalid params: inputResponses[\"{key}\"] {why} ({method})"))
-                    });
-                }
-            },
-            None if !round.asked.iter().any(|(k, _)| k == key) => round.asked.push((key.to_owned(), request.clone())),
-            None => {}
-        }
-        Asked::EndsRound
-    }
-
-    fn allowed(&self, method: &str) -> Result<&'static str, PeerError> {
-        match capability_for(method) {
-            Some(capability) if self.supports(capability) => Ok(capability),
-            _ => Err(PeerError::Unsupported(method.to_owned())),
-        }
-    }
-
-    fn stream(&self) -> Option<(crate::protocol::peer::Outbox, Option<Value>, u8)> {
-        let notifications = lock(&self.notifications);
-        notifications.as_ref().map(|n| (n.out.clone(), n.progress_token.clone(), n.log_level))
+    // The request's stream, while the call is not a task.
+    fn stream(&self) -> Option<Notifications> {
+        lock(&self.notifications).clone()
     }
 }
 
 #[async_trait]
 impl ClientPeer for TaskPeer {
     async fn progress(&self, progress: f64, total: Option<f64>, message: Option<&str>) {
-        if let Some((out, Some(token), _)) = self.stream() {
-            let _ = out.send(progress_bytes(&token, progress, total, message)).await;
+        if let Some(n) = self.stream() {
+            n.progress(progress, total, message).await;
         }
     }
 
     async fn log(&self, level: &str, data: Value) {
-        if let Some((out, _, wanted)) = self.stream()
-            && wanted != LOGS_OFF
-            && log_rank(level).is_some_and(|rank| rank >= wanted)
-        {
-            let _ = out.send(log_bytes(level, data)).await;
+        if let Some(n) = self.stream() {
+            n.log(level, data).await;
         }
     }
 
     async fn request(&self, method: &str, params: Value) -> Result<Value, PeerError> {
-        let capability = self.allowed(method)?;
+        let capability = input_capability(method, &self.capabilities)?;
         let n = self.unnamed.fetch_add(1, Ordering::Relaxed) + 1;
         self.ask(format!("{capability}-{n}"), method, params).await
     }
 
     async fn request_keyed(&self, key: &str, method: &str, params: Value) -> Result<Value, PeerError> {
-        self.allowed(method)?;
+        input_capability(method, &self.capabilities)?;
         self.ask(key.to_owned(), method, params).await
     }
 
     fn supports(&self, capability: &str) -> bool {
-        self.capabilities.get(capability).is_some_and(|v| !v.is_null())
+        declares(&self.capabilities, capability)
     }
 
     fn become_task(&self) {
@@ -156,12 +117,9 @@ impl ClientPeer for TaskPeer {
 
 /// How the request part of a call that may become a task ended.
 pub(crate) enum Escalation<T> {
-    /// The handler finished.
-    Done(T),
-    /// The handler asked before becoming a task: the questions and the answers used.
-    InputRequired { requests: Vec<(String, Value)>, answers: Map<String, Value> },
-    /// An answer the retry brought does not fit its question.
-    Invalid(RpcError),
+    /// As a 2026-07-28 round: the handler finished, asked before becoming a task, or was
+    /// answered wrongly.
+    Round(Round<T>),
     /// The call is a task now: its future goes on in the background.
     Task,
 }
@@ -172,22 +130,17 @@ pub(crate) async fn drive<F: Future + Unpin>(peer: &TaskPeer, job: &mut F, budge
     let mut deadline = std::pin::pin!(tokio::time::sleep(budget));
     std::future::poll_fn(|cx| {
         if let Poll::Ready(output) = std::pin::Pin::new(&mut *job).poll(cx) {
-            return Poll::Ready(Escalation::Done(output));
+            return Poll::Ready(Escalation::Round(Round::Done(output)));
         }
-        let mut round = lock(&peer.round);
-        if let Some(error) = round.invalid.take() {
-            return Poll::Ready(Escalation::Invalid(error));
+        let mut phase = lock(&peer.phase);
+        if let Some(end) = phase.round.end() {
+            return Poll::Ready(Escalation::Round(end));
         }
-        if round.escalated {
+        if phase.escalated {
             return Poll::Ready(Escalation::Task);
         }
-        if !round.asked.is_empty() {
-            let requests = std::mem::take(&mut round.asked);
-            let answers = std::mem::take(&mut round.used);
-            return Poll::Ready(Escalation::InputRequired { requests, answers });
-        }
         if deadline.as_mut().poll(cx).is_ready() {
-            drop(round);
+            drop(phase);
             peer.escalate();
             return Poll::Ready(Escalation::Task);
         }
