@@ -4,8 +4,6 @@
 //! are bounded; without the extension the methods are -32021 and a task-only tool too; a store
 //! shared by two services answers for a task either ran (another instance, or a restart).
 
-use std::sync::atomic::AtomicBool;
-
 use mirobody_core::TaskSupport;
 use mirobody_mcp::{MemoryTaskStore, TaskOptions};
 
@@ -14,13 +12,14 @@ use crate::support::Sse;
 
 const TASKS: &str = "io.modelcontextprotocol/tasks";
 
-static DROPPED: AtomicBool = AtomicBool::new(false);
+// The tags of the `forever` handlers dropped so far: tests run at once, so each watches its own.
+static DROPPED: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
 
-struct SetOnDrop(&'static AtomicBool);
+struct NoteDrop(String);
 
-impl Drop for SetOnDrop {
+impl Drop for NoteDrop {
     fn drop(&mut self) {
-        self.0.store(true, Ordering::SeqCst);
+        DROPPED.lock().unwrap_or_else(|p| p.into_inner()).push(std::mem::take(&mut self.0));
     }
 }
 
@@ -29,9 +28,9 @@ async fn sleepy(args: Args, _: &UserInfo, _: &ToolContext<'_>) -> ToolResult {
     ToolResult::text("slept")
 }
 
-async fn forever(_: Args, _: &UserInfo, ctx: &ToolContext<'_>) -> ToolResult {
+async fn forever(args: Args, _: &UserInfo, ctx: &ToolContext<'_>) -> ToolResult {
     ctx.become_task();
-    let _guard = SetOnDrop(&DROPPED);
+    let _guard = NoteDrop(args.str_or("tag", "").to_owned());
     std::future::pending::<()>().await;
     ToolResult::text("never")
 }
@@ -53,7 +52,12 @@ fn task_service(store: Arc<MemoryTaskStore>, options: TaskOptions) -> McpService
                 .task_support(TaskSupport::Optional)
                 .handler(sleepy),
         )
-        .tool(Tool::new("forever", "Never ends.").task_support(TaskSupport::Optional).handler(forever))
+        .tool(
+            Tool::new("forever", "Never ends.")
+                .param(mirobody_core::Param::optional("tag", mirobody_core::Type::String, "Names the call."))
+                .task_support(TaskSupport::Optional)
+                .handler(forever),
+        )
         .tool(Tool::new("ask_in_task", "Asks inside a task.").task_support(TaskSupport::Optional).handler(ask_in_task))
         .tool(
             Tool::new("only_task", "Only ever a task.")
@@ -168,12 +172,12 @@ async fn a_question_in_a_task_waits_for_its_answer_and_a_wrong_one_is_refused() 
 #[tokio::test]
 async fn cancelling_drops_the_handler_and_is_idempotent() {
     let client = as_user(client_of(task_service(Arc::default(), options())), "alice");
-    let task = created(&client, "forever", json!({})).await;
+    let task = created(&client, "forever", json!({"tag": "cancelled-by-its-owner"})).await;
     let ack = client.call("tasks/cancel", json!({"taskId": task})).await;
     assert_eq!(ack.result()["resultType"], "complete");
     assert_eq!(get(&client, &task).await.result()["status"], "cancelled");
     within("the handler to be dropped", async {
-        while !DROPPED.load(Ordering::SeqCst) {
+        while !DROPPED.lock().unwrap().iter().any(|tag| tag == "cancelled-by-its-owner") {
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
     })
