@@ -265,3 +265,27 @@ mod tests {
         assert_eq!(AccessOutcome::InvalidArguments.as_str(), "invalid_arguments");
     }
 }
+
+/// What instances of one server share so that any of them serves any request of an MCP
+/// session (the 2025-11-25 revision's `Mcp-Session-Id`): each session's summary, kept with an
+/// expiry, and events carried from one instance to all. The records and events are opaque
+/// bytes the MCP layer writes and reads; an implementation only keeps and carries them (Redis:
+/// keys with `EX`, and a pub/sub channel).
+#[async_trait]
+pub trait SessionBackplane: Send + Sync {
+    /// Keeps `record` under `id` for `ttl`, replacing what was there.
+    async fn save(&self, id: &str, record: Vec<u8>, ttl: Duration) -> BackendResult<()>;
+    /// The record under `id`, if it has not expired or been removed.
+    async fn load(&self, id: &str) -> BackendResult<Option<Vec<u8>>>;
+    /// Forgets `id`.
+    async fn remove(&self, id: &str) -> BackendResult<()>;
+    /// Makes each of `ids` that still exists live `ttl` from now.
+    async fn renew(&self, ids: &[String], ttl: Duration) -> BackendResult<()>;
+    /// Sends `event` to every instance subscribed through [`events`](Self::events), this one
+    /// included. Delivery is at most once: an instance that is not subscribed at that moment
+    /// never sees it.
+    async fn publish(&self, event: Vec<u8>) -> BackendResult<()>;
+    /// The events published from now on by any instance. The stream ends when the connection
+    /// under it is lost; the caller subscribes again.
+    async fn events(&self) -> BackendResult<futures::stream::BoxStream<'static, Vec<u8>>>;
+}

@@ -56,7 +56,7 @@ mod view;
 pub use args::Args;
 pub use backend::{
     AccessKind, AccessLog, AccessOutcome, BackendError, Cache, Memory, MissingBackend, SecretOwner, SecretStore,
-    Storage,
+    SessionBackplane, Storage,
 };
 pub use catalog::{DuplicateEntry, PromptRegistry, ResourceRegistry};
 pub use context::{ClientPeer, PeerError, ToolContext};

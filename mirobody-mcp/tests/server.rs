@@ -22,6 +22,8 @@ mod methods;
 mod modern;
 #[path = "server/serving.rs"]
 mod serving;
+#[path = "server/shared_sessions.rs"]
+mod shared_sessions;
 #[path = "server/stdio.rs"]
 mod stdio;
 #[path = "server/streaming.rs"]

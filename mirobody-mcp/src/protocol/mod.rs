@@ -49,7 +49,7 @@ impl McpService {
                 Some(self.handle_request(&request, &exchange).await.body)
             }
             Ok(jsonrpc::Message::Notification(n)) => {
-                self.handle_notification(&n, session);
+                let _ = self.handle_notification(&n, session);
                 None
             }
             Ok(jsonrpc::Message::Response(r)) => {

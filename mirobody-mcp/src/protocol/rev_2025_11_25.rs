@@ -137,14 +137,16 @@ impl McpService {
     }
 
     /// Takes a notification: `notifications/cancelled` stops the named request; others need
-    /// no action.
-    pub(crate) fn handle_notification(&self, notification: &Notification, session: &Session) {
-        if notification.method == "notifications/cancelled"
-            && let Ok(p) = parse::<CancelParams>(notification.params.as_deref(), &notification.method)
-        {
-            let cancelled = session.cancel_request(&p.request_id);
-            tracing::debug!(request = %p.request_id, cancelled, "cancel requested");
+    /// no action. The id of a request it cancels that is not running here, for a transport
+    /// whose calls may run in another instance.
+    pub(crate) fn handle_notification(&self, notification: &Notification, session: &Session) -> Option<Id> {
+        if notification.method != "notifications/cancelled" {
+            return None;
         }
+        let p = parse::<CancelParams>(notification.params.as_deref(), &notification.method).ok()?;
+        let cancelled = session.cancel_request(&p.request_id);
+        tracing::debug!(request = %p.request_id, cancelled, "cancel requested");
+        (!cancelled).then_some(p.request_id)
     }
 
     /// Delivers a client's answer to a server-to-client request; false when nothing waits for

@@ -9,9 +9,14 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 use tokio::sync::mpsc;
 
+mod backplane;
 pub mod limits;
+mod shared;
 mod store;
 
+pub(crate) use shared::{Answer, Event};
+pub use backplane::MemoryBackplane;
+pub use shared::SharedSessions;
 pub use store::{MIN_IDLE_TO_EVICT, SessionRefused, SessionStore};
 
 /// MCP log levels, lowest first (RFC 5424 severities).
@@ -125,6 +130,9 @@ pub struct Session {
     client: OnceLock<ClientInfo>,
     log_level: AtomicU8,
     subscriptions: Mutex<HashSet<String>>,
+    // How many times the log level or the subscriptions changed: a transport that shares
+    // sessions writes the record again when a request changed it.
+    changes: AtomicU64,
     running: Mutex<Running>,
     stream: Mutex<Option<mpsc::Sender<Vec<u8>>>>,
     // When the client was last seen, on `clock_ms`.
@@ -157,6 +165,7 @@ impl Session {
             client: OnceLock::new(),
             log_level: AtomicU8::new(LOGS_OFF),
             subscriptions: Mutex::new(HashSet::new()),
+            changes: AtomicU64::new(0),
             running: Mutex::default(),
             stream: Mutex::new(None),
             last_seen_ms: AtomicU64::new(clock_ms()),
@@ -224,6 +233,13 @@ impl Session {
     /// Sets the lowest level of log messages the client wants.
     pub fn set_log_level(&self, rank: u8) {
         self.log_level.store(rank, Ordering::Relaxed);
+        self.changes.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// How many times the log level or the subscriptions changed: compare two readings to
+    /// learn whether a request changed what a shared session's record holds.
+    pub fn changes(&self) -> u64 {
+        self.changes.load(Ordering::Relaxed)
     }
 
     /// Whether a message at `level` should be sent.
@@ -242,13 +258,17 @@ impl Session {
         if subscriptions.len() >= MAX_SUBSCRIPTIONS && !subscriptions.contains(uri) {
             return Err(SubscribeError::TooMany);
         }
-        subscriptions.insert(uri.to_owned());
+        if subscriptions.insert(uri.to_owned()) {
+            self.changes.fetch_add(1, Ordering::Relaxed);
+        }
         Ok(())
     }
 
     /// Unsubscribes.
     pub fn unsubscribe(&self, uri: &str) {
-        lock(&self.subscriptions).remove(uri);
+        if lock(&self.subscriptions).remove(uri) {
+            self.changes.fetch_add(1, Ordering::Relaxed);
+        }
     }
 
     /// Whether the client subscribed to `uri`.
@@ -347,6 +367,11 @@ impl Session {
     /// Whether a call of this session is running (registered after its first poll).
     pub fn has_running_calls(&self) -> bool {
         !lock(&self.running).calls.is_empty()
+    }
+
+    /// Whether the session's stream for unrelated messages is open.
+    pub fn has_open_stream(&self) -> bool {
+        lock(&self.stream).as_ref().is_some_and(|tx| !tx.is_closed())
     }
 
     /// Cancels everything running (the session is ending), and gives its caller's session

@@ -88,10 +88,29 @@ impl SessionStore {
             crate::session::limits::CallerKey::User(id) => Some(id.to_string()),
             _ => None,
         };
-        let signed_in = owner.is_some();
-        let id = random_token();
-        let mut session = Session::new(Some(id.clone())).owned_by(owner.as_deref());
+        let session = Session::new(Some(random_token())).owned_by(owner.as_deref());
+        self.insert(session, caller)
+    }
+
+    /// Keeps `session`, this instance's copy of a session another instance made (read from its
+    /// shared record), for `caller`, making room as [`create`](Self::create) does. When a copy
+    /// is kept already (another request adopted it meanwhile), that one is given back: one
+    /// session has one copy per instance, where its calls register.
+    pub(crate) fn adopt(
+        &self,
+        session: Session,
+        caller: crate::session::limits::Caller,
+    ) -> Result<Arc<Session>, SessionRefused> {
+        self.insert(session, caller)
+    }
+
+    fn insert(&self, mut session: Session, caller: crate::session::limits::Caller) -> Result<Arc<Session>, SessionRefused> {
+        let id = session.id.clone().unwrap_or_default();
+        let signed_in = session.owner.is_some();
         let mut sessions = lock(&self.sessions);
+        if let Some(kept) = sessions.by_id.get(&id) {
+            return Ok(Arc::clone(kept));
+        }
         let mut slot = caller.try_session();
         if slot.is_none() {
             let key = caller.key().clone();
@@ -148,6 +167,41 @@ impl SessionStore {
             return false;
         }
         sessions.remove(id).is_some()
+    }
+
+    /// The session with this id, whoever it belongs to, without renewing it: for what
+    /// another instance says of it.
+    pub(crate) fn peek(&self, id: &str) -> Option<Arc<Session>> {
+        lock(&self.sessions).by_id.get(id).cloned()
+    }
+
+    /// Drops this instance's copy of a session (it ended elsewhere), ending what runs in it;
+    /// whether there was one.
+    pub(crate) fn forget(&self, id: &str) -> bool {
+        lock(&self.sessions).remove(id).is_some()
+    }
+
+    /// Drops the copies with nothing running and no stream open: they are read again from
+    /// their shared records when next used, after news of them may have been missed.
+    pub(crate) fn forget_unused(&self) -> usize {
+        let mut sessions = lock(&self.sessions);
+        let unused: Vec<String> = sessions
+            .by_id
+            .iter()
+            .filter(|(_, s)| !s.has_running_calls() && !s.has_open_stream())
+            .map(|(id, _)| id.clone())
+            .collect();
+        for id in &unused {
+            sessions.remove(id);
+        }
+        unused.len()
+    }
+
+    /// The ids of the sessions used here within `within`.
+    pub(crate) fn used_within(&self, within: Duration) -> Vec<String> {
+        let now = clock_ms();
+        let sessions = lock(&self.sessions);
+        sessions.by_id.iter().filter(|(_, s)| s.idle_at(now) <= within).map(|(id, _)| id.clone()).collect()
     }
 
     /// Drops every idle session; how many went.

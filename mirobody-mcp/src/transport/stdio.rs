@@ -82,7 +82,9 @@ where
             Err(failure) => {
                 let _ = out_tx.send(jsonrpc::error_bytes(failure.id.as_ref(), &failure.error)).await;
             }
-            Ok(Message::Notification(n)) => service.handle_notification(&n, &session),
+            Ok(Message::Notification(n)) => {
+                let _ = service.handle_notification(&n, &session);
+            }
             Ok(Message::Response(r)) => {
                 service.handle_response(r, &session, &user);
             }

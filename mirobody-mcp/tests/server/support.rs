@@ -295,6 +295,15 @@ impl TestServer {
         TestServer { http, router }
     }
 
+    /// An instance among several sharing sessions through `backplane`.
+    pub(crate) async fn sharing(backplane: Arc<dyn mirobody_core::SessionBackplane>, http: HttpOptions) -> Self {
+        let http = McpHttp::with_shared_sessions(service(McpOptions::default()), http, backplane)
+            .await
+            .expect("the backplane is subscribed to");
+        let router = http.router();
+        TestServer { http, router }
+    }
+
     /// A client with no session and no identity yet.
     pub(crate) fn client(&self) -> Client {
         Client { router: self.router.clone(), session: None, user: None, next_id: Arc::new(AtomicI64::new(1)) }
@@ -418,6 +427,11 @@ impl Client {
     /// The same router and identity, on another session id.
     pub(crate) fn on_session(&self, session: Option<&str>) -> Client {
         Client { session: session.map(str::to_owned), ..self.clone() }
+    }
+
+    /// The same session and identity, through another instance.
+    pub(crate) fn via(&self, server: &TestServer) -> Client {
+        Client { router: server.router.clone(), ..self.clone() }
     }
 
     /// A fresh request id.

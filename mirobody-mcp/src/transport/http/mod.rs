@@ -10,7 +10,7 @@
 use crate::jsonrpc::{self, Message, code};
 use crate::protocol::{self, McpService, Status};
 use crate::session::limits::{BodyBudget, CallerKey, CallerLimits, Callers};
-use crate::session::{Session, SessionStore};
+use crate::session::{Session, SessionStore, SharedSessions};
 use axum::Router;
 use axum::response::Response;
 use axum::routing::future::RouteFuture;
@@ -32,6 +32,7 @@ mod headers;
 mod responses;
 mod rev_2025_11_25;
 mod rev_2026_07_28;
+mod shared;
 
 use body::*;
 use headers::*;
@@ -128,6 +129,8 @@ struct HttpInner {
     options: HttpOptions,
     callers: Arc<Callers>,
     body_budget: BodyBudget,
+    // Where sessions are kept for every instance, when there are several.
+    shared: Option<SharedSessions>,
 }
 
 impl McpHttp {
@@ -137,7 +140,41 @@ impl McpHttp {
             .with_anonymous_share(options.max_anonymous_sessions);
         let callers = Callers::new(options.caller_limits.clone());
         let body_budget = BodyBudget::new(options.max_inflight_body_bytes);
-        McpHttp { inner: Arc::new(HttpInner { service, sessions, options, callers, body_budget }) }
+        McpHttp { inner: Arc::new(HttpInner { service, sessions, options, callers, body_budget, shared: None }) }
+    }
+
+    /// The endpoint for `service`, its 2025-11-25 sessions kept in `backplane` for every
+    /// instance that shares it (Redis, in mirobody-server), so that any instance serves any
+    /// request of a session and a session outlives the instance that made it.
+    ///
+    /// Each instance keeps a copy of the sessions it serves: a request costs no round trip to
+    /// the backplane when its session is here and unchanged, and one when it is not. A change
+    /// (`logging/setLevel`, a subscription) is written before it is answered; a cancellation,
+    /// or a client's answer to a question, that arrives where its call does not run is sent on
+    /// to every instance. Returns once this instance listens to the others; it keeps listening
+    /// (connecting again when the backplane's connection drops) and keeps the records of the
+    /// sessions used here alive, until the endpoint is dropped.
+    ///
+    /// # Errors
+    ///
+    /// The backplane cannot be subscribed to.
+    pub async fn with_shared_sessions(
+        service: McpService,
+        options: HttpOptions,
+        backplane: Arc<dyn mirobody_core::SessionBackplane>,
+    ) -> Result<Self, mirobody_core::BackendError> {
+        let mut http = McpHttp::new(service, options);
+        let ttl = http.inner.options.session_idle_timeout;
+        if let Some(inner) = Arc::get_mut(&mut http.inner) {
+            inner.shared = Some(SharedSessions::new(backplane, ttl));
+        }
+        shared::listen(&http.inner).await?;
+        Ok(http)
+    }
+
+    /// Whether sessions are shared with other instances.
+    pub fn shares_sessions(&self) -> bool {
+        self.inner.shared.is_some()
     }
 
     /// Who holds what now, and the bounds per caller.
@@ -224,8 +261,15 @@ impl McpHttp {
             // The request goes in as its parts and body, not as a whole: an async fn keeps its
             // arguments for as long as it runs, and this future is moved into a box.
             Method::POST => return ResponseFuture(Box::pin(handle_post(self.clone(), parts, body))),
-            Method::GET => handle_get(self, &parts),
-            Method::DELETE => handle_delete(self, &parts),
+            // Both may read a session's shared record.
+            Method::GET => {
+                let http = self.clone();
+                return ResponseFuture(Box::pin(async move { handle_get(&http, &parts).await }));
+            }
+            Method::DELETE => {
+                let http = self.clone();
+                return ResponseFuture(Box::pin(async move { handle_delete(&http, &parts).await }));
+            }
             _ if self.inner.options.stateless => method_not_allowed(),
             _ => not_allowed("GET, POST, DELETE"),
         };
@@ -313,7 +357,13 @@ impl HttpInner {
 
     // The caller's session: it must exist and belong to the caller. (Any supported
     // MCP-Protocol-Version is accepted on it: clients send older ones on follow-up requests.)
-    fn session_for(&self, session_id: Option<&str>, user_id: Option<&str>) -> Result<Arc<Session>, Response> {
+    // A session made by another instance is read from the shared records when not here yet.
+    async fn session_for(
+        &self,
+        session_id: Option<&str>,
+        user: &UserInfo,
+        extensions: &http::Extensions,
+    ) -> Result<Arc<Session>, Response> {
         if self.options.stateless {
             return Ok(Arc::new(Session::new(None)));
         }
@@ -325,20 +375,24 @@ impl HttpInner {
                 "Bad Request: Mcp-Session-Id header is required",
             ));
         };
-        let session = self
-            .sessions
-            .get(id, user_id)
-            .ok_or_else(|| rpc_error(StatusCode::NOT_FOUND, None, code::UNAUTHORIZED, "Session not found"))?;
-        Ok(session)
+        if let Some(session) = self.sessions.get(id, user.user_id()) {
+            return Ok(session);
+        }
+        match &self.shared {
+            // Boxed: most requests find their session here, and need not carry this.
+            Some(shared) => Box::pin(shared::adopt(self, shared, id, user, extensions)).await,
+            None => Err(session_not_found()),
+        }
     }
 
     // The session a request runs in, and its caller with the session as its conversation.
-    fn session_and_caller(
+    async fn session_and_caller(
         &self,
         session_id: Option<&str>,
         user: UserInfo,
+        extensions: &http::Extensions,
     ) -> Result<(Arc<Session>, UserInfo), Response> {
-        let session = self.session_for(session_id, user.user_id())?;
+        let session = self.session_for(session_id, &user, extensions).await?;
         let user = with_conversation_id(user, &session);
         Ok((session, user))
     }
@@ -414,7 +468,7 @@ async fn handle_post<B: RequestBody>(http: McpHttp, mut parts: Parts, body: B) -
         && let Some((id, call)) = protocol::read_tool_call(&bytes)
     {
         let span = tracing::debug_span!("mcp", method = %"tools/call", id = %id);
-        return match inner.session_and_caller(headers.session(), user) {
+        return match inner.session_and_caller(headers.session(), user, &parts.extensions).await {
             Ok((session, user)) => {
                 let Some(slot) = inner.call_slot(&session, &user, &parts.extensions) else {
                     return too_many_calls(&id);

@@ -65,6 +65,10 @@ pub(crate) fn too_many_streams() -> Response {
     )
 }
 
+pub(crate) fn session_not_found() -> Response {
+    rpc_error(StatusCode::NOT_FOUND, None, code::UNAUTHORIZED, "Session not found")
+}
+
 pub(crate) fn rpc_error(status: StatusCode, id: Option<&Id>, code: i64, message: impl Into<String>) -> Response {
     json_response(status, jsonrpc::error_bytes(id, &RpcError::new(code, message)))
 }

@@ -42,34 +42,56 @@ pub(super) async fn dispatch(
         Message::Request(request) if request.method == "initialize" => {
             Box::pin(initialize(http, &request, &user, session_id, extensions)).await
         }
-        Message::Request(request) => match inner.session_and_caller(session_id, user) {
+        Message::Request(request) => match inner.session_and_caller(session_id, user, extensions).await {
             Ok((session, user)) => request_response(http, request, user, session, streamable, extensions).await,
             Err(refusal) => refusal,
         },
-        Message::Notification(notification) => match inner.session_for(session_id, user.user_id()) {
+        Message::Notification(notification) => match inner.session_for(session_id, &user, extensions).await {
             Ok(session) => {
-                inner.service.handle_notification(&notification, &session);
+                let elsewhere = inner.service.handle_notification(&notification, &session);
+                // A call not running here may run in another instance.
+                if let (Some(request), Some(shared), Some(id)) = (elsewhere, &inner.shared, session.id()) {
+                    shared::send_cancel(shared, id, request).await;
+                }
                 accepted()
             }
             Err(refusal) => refusal,
         },
-        Message::Response(response) => match inner.session_for(session_id, user.user_id()) {
+        Message::Response(response) => match inner.session_for(session_id, &user, extensions).await {
             Ok(session) => {
                 let id = response.id.clone();
+                let outcome = inner.shared.as_ref().map(|_| response.outcome.clone());
                 if inner.service.handle_response(response, &session, &user) {
-                    accepted()
-                } else {
-                    rpc_error(
-                        StatusCode::BAD_REQUEST,
-                        Some(&id),
-                        code::INVALID_REQUEST,
-                        "No request is waiting for this response",
-                    )
+                    return accepted();
                 }
+                // The question may have been asked by a call in another instance: it is
+                // delivered there only if it went to this session and user.
+                if let (Some(shared), Some(outcome), Some(session_id)) = (&inner.shared, outcome, session.id()) {
+                    return shared::send_answer(shared, session_id, &user, id, outcome).await;
+                }
+                rpc_error(
+                    StatusCode::BAD_REQUEST,
+                    Some(&id),
+                    code::INVALID_REQUEST,
+                    "No request is waiting for this response",
+                )
             }
             Err(refusal) => refusal,
         },
     }
+}
+
+// The answer to a request refused a session.
+pub(super) fn session_refused(refused: SessionRefused, id: Option<&Id>) -> Response {
+    let status = match refused {
+        SessionRefused::CallerLimit => StatusCode::TOO_MANY_REQUESTS,
+        _ => StatusCode::SERVICE_UNAVAILABLE,
+    };
+    let message = match refused {
+        SessionRefused::CallerLimit => "Too Many Requests: too many sessions for this caller, each busy",
+        _ => "Service Unavailable: too many active sessions; try again later",
+    };
+    over_limit(status, id, message, Duration::from_secs(60))
 }
 
 pub(super) async fn initialize(
@@ -92,22 +114,20 @@ pub(super) async fn initialize(
     } else {
         match inner.sessions.create(inner.callers.caller(CallerKey::of(user, extensions))) {
             Ok(session) => session,
-            Err(refused) => {
-                let status = match refused {
-                    SessionRefused::CallerLimit => StatusCode::TOO_MANY_REQUESTS,
-                    _ => StatusCode::SERVICE_UNAVAILABLE,
-                };
-                let message = match refused {
-                    SessionRefused::CallerLimit => "Too Many Requests: too many sessions for this caller, each busy",
-                    _ => "Service Unavailable: too many active sessions; try again later",
-                };
-                return over_limit(status, Some(&request.id), message, Duration::from_secs(60));
-            }
+            Err(refused) => return session_refused(refused, Some(&request.id)),
         }
     };
     let exchange = Exchange { user, session: &session, client: None };
     let reply = inner.service.handle_request(request, &exchange).await;
     let succeeded = session.is_initialized();
+    // Kept for every instance before its id goes out.
+    if succeeded
+        && let Some(shared) = &inner.shared
+        && let Err(refusal) = shared::save(shared, &session, &request.id).await
+    {
+        inner.sessions.remove(session.id().unwrap_or_default(), user.user_id());
+        return refusal;
+    }
     let mut response = json_response(StatusCode::OK, reply.body);
     match session.id() {
         Some(id) if succeeded => {
@@ -133,8 +153,16 @@ pub(super) async fn request_response(
 ) -> Response {
     let inner = &http.inner;
     if request.method != "tools/call" {
+        let changes = session.changes();
         let exchange = Exchange { user: &user, session: &session, client: None };
         let reply = Box::pin(inner.service.handle_request(&request, &exchange)).await;
+        // A change other instances must see is kept before it is answered.
+        if session.changes() != changes
+            && let Some(shared) = &inner.shared
+            && let Err(refusal) = shared::save(shared, &session, &request.id).await
+        {
+            return refusal;
+        }
         return inner.challenge(&reply.status, json_response(StatusCode::OK, reply.body));
     }
     // A tools/call the one-pass reading left to `Message::parse`.
@@ -252,8 +280,8 @@ pub(super) fn refuse_session_method(headers: &EndpointHeaders<'_>, options: &Htt
     (options.stateless || modern).then(method_not_allowed)
 }
 
-pub(super) fn handle_get(http: &McpHttp, request: &Parts) -> Response {
-    let (headers, user_id) = (EndpointHeaders::read(&request.headers), caller_id(request));
+pub(super) async fn handle_get(http: &McpHttp, request: &Parts) -> Response {
+    let headers = EndpointHeaders::read(&request.headers);
     let inner = &http.inner;
     if let Some(refusal) = refuse_session_method(&headers, &inner.options) {
         return refusal;
@@ -266,7 +294,8 @@ pub(super) fn handle_get(http: &McpHttp, request: &Parts) -> Response {
             "Not Acceptable: Accept must include text/event-stream",
         );
     }
-    let session = match inner.session_for(headers.session(), user_id) {
+    let user = request.extensions.get::<UserInfo>().cloned().unwrap_or_default();
+    let session = match inner.session_for(headers.session(), &user, &request.extensions).await {
         Ok(session) => session,
         Err(refusal) => return refusal,
     };
@@ -291,7 +320,7 @@ pub(super) fn handle_get(http: &McpHttp, request: &Parts) -> Response {
     sse(events, inner.options.keep_alive)
 }
 
-pub(super) fn handle_delete(http: &McpHttp, request: &Parts) -> Response {
+pub(super) async fn handle_delete(http: &McpHttp, request: &Parts) -> Response {
     let (headers, user_id) = (EndpointHeaders::read(&request.headers), caller_id(request));
     let inner = &http.inner;
     if let Some(refusal) = refuse_session_method(&headers, &inner.options) {
@@ -305,10 +334,11 @@ pub(super) fn handle_delete(http: &McpHttp, request: &Parts) -> Response {
             "Bad Request: Mcp-Session-Id header is required",
         );
     };
-    if inner.sessions.remove(id, user_id) {
-        StatusCode::NO_CONTENT.into_response()
-    } else {
-        rpc_error(StatusCode::NOT_FOUND, None, code::UNAUTHORIZED, "Session not found")
+    let here = inner.sessions.remove(id, user_id);
+    match &inner.shared {
+        Some(shared) => shared::end(shared, id, user_id, here).await,
+        None if here => StatusCode::NO_CONTENT.into_response(),
+        None => session_not_found(),
     }
 }
 

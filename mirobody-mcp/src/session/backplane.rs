@@ -1,0 +1,119 @@
+//! [`MemoryBackplane`]: shared sessions within one process, for tests and for an application
+//! that runs several endpoints side by side.
+
+use futures::stream::{BoxStream, StreamExt};
+use mirobody_core::SessionBackplane;
+use mirobody_core::backend::BackendResult;
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+use tokio::sync::broadcast;
+
+use super::lock;
+
+/// A [`SessionBackplane`] in memory: records with their expiry, events through a broadcast
+/// channel. Every endpoint given the same one (an `Arc`) shares its sessions, as instances
+/// sharing a Redis do.
+///
+/// ```
+/// use std::sync::Arc;
+/// use mirobody_core::{Registry, SessionBackplane};
+/// use mirobody_mcp::McpService;
+/// use mirobody_mcp::http::{HttpOptions, McpHttp};
+/// use mirobody_mcp::session::MemoryBackplane;
+///
+/// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+/// let backplane: Arc<dyn SessionBackplane> = Arc::new(MemoryBackplane::new());
+/// let service = || McpService::builder(Arc::new(Registry::builder().build().unwrap())).build();
+/// let a = McpHttp::with_shared_sessions(service(), HttpOptions::default(), Arc::clone(&backplane)).await.unwrap();
+/// let b = McpHttp::with_shared_sessions(service(), HttpOptions::default(), backplane).await.unwrap();
+/// assert!(a.shares_sessions() && b.shares_sessions());
+/// # });
+/// ```
+pub struct MemoryBackplane {
+    records: Mutex<HashMap<String, (Vec<u8>, Instant)>>,
+    events: broadcast::Sender<Vec<u8>>,
+}
+
+impl std::fmt::Debug for MemoryBackplane {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MemoryBackplane").field("records", &lock(&self.records).len()).finish()
+    }
+}
+
+impl Default for MemoryBackplane {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl MemoryBackplane {
+    /// An empty one. Events a listener has not taken are kept up to 1,024; a listener further
+    /// behind loses the oldest, as a Redis subscriber that falls behind is cut off.
+    pub fn new() -> Self {
+        MemoryBackplane { records: Mutex::default(), events: broadcast::channel(1024).0 }
+    }
+
+    /// How many records are live.
+    pub fn len(&self) -> usize {
+        let now = Instant::now();
+        lock(&self.records).values().filter(|(_, until)| *until > now).count()
+    }
+
+    /// Whether none is.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+#[async_trait::async_trait]
+impl SessionBackplane for MemoryBackplane {
+    async fn save(&self, id: &str, record: Vec<u8>, ttl: Duration) -> BackendResult<()> {
+        let now = Instant::now();
+        let mut records = lock(&self.records);
+        records.retain(|_, (_, until)| *until > now);
+        records.insert(id.to_owned(), (record, now + ttl));
+        Ok(())
+    }
+
+    async fn load(&self, id: &str) -> BackendResult<Option<Vec<u8>>> {
+        let now = Instant::now();
+        Ok(lock(&self.records).get(id).filter(|(_, until)| *until > now).map(|(record, _)| record.clone()))
+    }
+
+    async fn remove(&self, id: &str) -> BackendResult<()> {
+        lock(&self.records).remove(id);
+        Ok(())
+    }
+
+    async fn renew(&self, ids: &[String], ttl: Duration) -> BackendResult<()> {
+        let now = Instant::now();
+        let mut records = lock(&self.records);
+        for id in ids {
+            if let Some((_, until)) = records.get_mut(id).filter(|(_, until)| *until > now) {
+                *until = now + ttl;
+            }
+        }
+        Ok(())
+    }
+
+    async fn publish(&self, event: Vec<u8>) -> BackendResult<()> {
+        // No listener is not an error: the event is for whoever listens now.
+        let _ = self.events.send(event);
+        Ok(())
+    }
+
+    async fn events(&self) -> BackendResult<BoxStream<'static, Vec<u8>>> {
+        let rx = self.events.subscribe();
+        let events = futures::stream::unfold(rx, |mut rx| async move {
+            loop {
+                match rx.recv().await {
+                    Ok(event) => return Some((event, rx)),
+                    Err(broadcast::error::RecvError::Lagged(_)) => continue,
+                    Err(broadcast::error::RecvError::Closed) => return None,
+                }
+            }
+        });
+        Ok(events.boxed())
+    }
+}

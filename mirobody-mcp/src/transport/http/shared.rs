@@ -1,0 +1,163 @@
+//! The endpoint's side of sessions shared by many instances (`McpHttp::with_shared_sessions`):
+//! reading a session another instance made, keeping changes, passing cancellations and
+//! answers on, and listening to what the other instances say.
+
+use super::*;
+use crate::jsonrpc::Id;
+use crate::session::{Answer, Event, SharedSessions};
+use axum::response::IntoResponse;
+use futures::StreamExt;
+use std::sync::Weak;
+
+// Keeps this instance's copy of session `id`, read from its shared record, if it belongs to
+// `user`: one round trip to the backplane.
+pub(super) async fn adopt(
+    inner: &HttpInner,
+    shared: &SharedSessions,
+    id: &str,
+    user: &UserInfo,
+    extensions: &http::Extensions,
+) -> Result<Arc<Session>, Response> {
+    let record = match shared.load(id).await {
+        Ok(Some(record)) if record.belongs_to(user.user_id()) => record,
+        Ok(_) => return Err(session_not_found()),
+        Err(_) => return Err(unreachable_sessions(None)),
+    };
+    let session = record.to_session(id, &protocol::SUPPORTED_VERSIONS).ok_or_else(session_not_found)?;
+    let caller = inner.callers.caller(CallerKey::of(user, extensions));
+    inner.sessions.adopt(session, caller).map_err(|refused| session_refused(refused, None))
+}
+
+// Writes a session's record (made, or changed by the request `id`) for every instance.
+pub(super) async fn save(shared: &SharedSessions, session: &Session, id: &Id) -> Result<(), Response> {
+    shared.save(session).await.map_err(|_| unreachable_sessions(Some(id)))
+}
+
+// Ends a session everywhere: DELETE. `here` says whether this instance held it for the
+// caller; otherwise its record must show it is the caller's.
+pub(super) async fn end(shared: &SharedSessions, id: &str, user_id: Option<&str>, here: bool) -> Response {
+    if !here {
+        match shared.load(id).await {
+            Ok(Some(record)) if record.belongs_to(user_id) => {}
+            Ok(_) => return session_not_found(),
+            Err(_) => return unreachable_sessions(None),
+        }
+    }
+    match shared.end(id).await {
+        Ok(()) => StatusCode::NO_CONTENT.into_response(),
+        Err(_) => unreachable_sessions(None),
+    }
+}
+
+// A cancellation of a request not running here, for the instance it runs in.
+pub(super) async fn send_cancel(shared: &SharedSessions, session: &str, request: Id) {
+    let event = Event::Cancel { session: session.to_owned(), request };
+    if let Err(e) = shared.publish(event).await {
+        tracing::warn!(error = %e, "a cancellation could not be passed to the other instances");
+    }
+}
+
+// A client's answer no call here waits for, for the instance whose call asked. Accepted
+// when it is sent on: only that instance can tell whether it was awaited, and it takes it
+// only from the session and user it asked.
+pub(super) async fn send_answer(
+    shared: &SharedSessions,
+    session: &str,
+    user: &UserInfo,
+    request: Id,
+    outcome: Result<serde_json::Value, serde_json::Value>,
+) -> Response {
+    let event = Event::Answer {
+        session: session.to_owned(),
+        user: user.user_id().map(str::to_owned),
+        request,
+        outcome: Answer::from(outcome),
+    };
+    match shared.publish(event).await {
+        Ok(()) => accepted(),
+        Err(_) => unreachable_sessions(None),
+    }
+}
+
+fn unreachable_sessions(id: Option<&Id>) -> Response {
+    over_limit(
+        StatusCode::SERVICE_UNAVAILABLE,
+        id,
+        "Service Unavailable: the shared session store cannot be reached; try again",
+        Duration::from_secs(1),
+    )
+}
+
+// Subscribes to what the other instances say, then keeps listening in a task of its own
+// (subscribing again after a lost connection, and dropping the copies news of which may have
+// been missed meanwhile), and keeps alive the records of the sessions used here. Both end
+// when the endpoint is dropped.
+pub(super) async fn listen(inner: &Arc<HttpInner>) -> Result<(), mirobody_core::BackendError> {
+    let Some(shared) = &inner.shared else { return Ok(()) };
+    let first = shared.events().await?;
+    tokio::spawn(keep_listening(Arc::downgrade(inner), first));
+    tokio::spawn(keep_records_alive(Arc::downgrade(inner), shared.ttl()));
+    Ok(())
+}
+
+async fn keep_listening(
+    weak: Weak<HttpInner>,
+    mut events: futures::stream::BoxStream<'static, Event>,
+) {
+    loop {
+        while let Some(event) = events.next().await {
+            let Some(inner) = weak.upgrade() else { return };
+            on_event(&inner, event);
+        }
+        tracing::warn!("lost the shared session store's events; subscribing again");
+        events = loop {
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            let Some(inner) = weak.upgrade() else { return };
+            let Some(shared) = &inner.shared else { return };
+            if let Ok(events) = shared.events().await {
+                let dropped = inner.sessions.forget_unused();
+                tracing::info!(dropped, "listening to the shared session store again");
+                break events;
+            }
+        };
+    }
+}
+
+fn on_event(inner: &HttpInner, event: Event) {
+    match event {
+        Event::Changed { session, record } => {
+            if let Some(copy) = inner.sessions.peek(&session) {
+                record.apply(&copy);
+            }
+        }
+        Event::Ended { session } => {
+            inner.sessions.forget(&session);
+            inner.service.pending().abandon(Some(&session));
+        }
+        Event::Cancel { session, request } => {
+            if let Some(copy) = inner.sessions.peek(&session) {
+                copy.cancel_request(&request);
+            }
+        }
+        Event::Answer { session, user, request, outcome } => {
+            inner.service.pending().complete(&request, Some(&session), user.as_deref(), outcome.into());
+        }
+    }
+}
+
+// Renews, a few times per record's life, the records of the sessions used here since: one
+// round trip for all of them, never one per request.
+async fn keep_records_alive(weak: Weak<HttpInner>, ttl: Duration) {
+    let every = (ttl / 4).clamp(Duration::from_secs(1), Duration::from_secs(60));
+    let mut tick = tokio::time::interval(every);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tick.tick().await;
+        let Some(inner) = weak.upgrade() else { return };
+        let Some(shared) = &inner.shared else { return };
+        let used = inner.sessions.used_within(every * 3 / 2);
+        if let Err(e) = shared.renew(&used).await {
+            tracing::warn!(error = %e, sessions = used.len(), "could not renew shared session records");
+        }
+    }
+}

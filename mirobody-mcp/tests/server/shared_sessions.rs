@@ -1,0 +1,245 @@
+//! Sessions shared by several endpoints through one backplane, as instances behind a load
+//! balancer share a Redis: any instance serves any request of a session, a change made through
+//! one holds on the others, cancellations and answers reach the call wherever it runs, a
+//! session outlives the instance that made it, and DELETE ends it everywhere.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use futures::stream::BoxStream;
+use http::{Method, StatusCode};
+use mirobody_core::backend::BackendResult;
+use mirobody_core::{BackendError, SessionBackplane, UserInfo};
+use mirobody_mcp::http::HttpOptions;
+use mirobody_mcp::session::MemoryBackplane;
+use serde_json::{Value, json};
+
+use crate::support::{Sse, TestServer, json_reply, notification, rpc, started, stopped, with, within};
+
+fn tool_call(id: i64, name: &str, arguments: Value) -> Value {
+    rpc(id, "tools/call", json!({"name": name, "arguments": arguments}))
+}
+
+// Two instances over one backplane.
+async fn two(backplane: &Arc<MemoryBackplane>) -> (TestServer, TestServer) {
+    let a = TestServer::sharing(Arc::clone(backplane) as _, HttpOptions::default()).await;
+    let b = TestServer::sharing(Arc::clone(backplane) as _, HttpOptions::default()).await;
+    (a, b)
+}
+
+// Polls `check` until it holds: what one instance says reaches the others a moment later.
+async fn eventually(what: &str, mut check: impl AsyncFnMut() -> bool) {
+    within(what, async {
+        while !check().await {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_session_made_on_one_instance_is_served_by_another_and_only_for_its_owner() {
+    let backplane = Arc::new(MemoryBackplane::new());
+    let (a, b) = two(&backplane).await;
+    let alice = a.initialized_as(UserInfo::authenticated("alice"), json!({})).await;
+    assert_eq!(backplane.len(), 1, "the record is kept before the id goes out");
+    assert_eq!(b.http.sessions().len(), 0);
+
+    let on_b = alice.via(&b);
+    let reply = on_b.post_json(&tool_call(2, "echo", json!({"text": "hi"}))).await;
+    assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
+    assert_eq!(reply.result()["structuredContent"]["echo"], "hi", "{}", reply.body);
+    assert_eq!(b.http.sessions().len(), 1, "b keeps a copy");
+    on_b.call("tools/list", json!({})).await.result();
+
+    let mallory = on_b.as_user(UserInfo::authenticated("mallory"));
+    assert_eq!(mallory.call("tools/list", json!({})).await.status, StatusCode::NOT_FOUND);
+    let anonymous = b.client().on_session(alice.session.as_deref());
+    assert_eq!(anonymous.call("tools/list", json!({})).await.status, StatusCode::NOT_FOUND);
+    let made_up = on_b.on_session(Some("0123456789abcdef0123456789abcdef"));
+    assert_eq!(made_up.call("tools/list", json!({})).await.status, StatusCode::NOT_FOUND);
+}
+
+#[tokio::test]
+async fn a_change_through_one_instance_holds_on_the_others() {
+    let backplane = Arc::new(MemoryBackplane::new());
+    let (a, b) = two(&backplane).await;
+    let client = a.initialized(json!({})).await;
+    let before = client.call_tool("log", json!({})).await;
+    assert_eq!(before.content_type(), "application/json", "no logs asked for yet");
+
+    client.via(&b).call("logging/setLevel", json!({"level": "debug"})).await.result();
+    eventually("a to take b's change", async || {
+        let reply = client.post(&tool_call(client.id(), "log", json!({}))).await;
+        reply.headers()["content-type"].to_str().unwrap().starts_with("text/event-stream")
+    })
+    .await;
+    // And a third instance, which never saw the session, reads it with the change.
+    let c = TestServer::sharing(Arc::clone(&backplane) as _, HttpOptions::default()).await;
+    let reply = client.via(&c).post(&tool_call(50, "log", json!({}))).await;
+    let mut sse = Sse::new(reply);
+    assert_eq!(sse.next_message().await["method"], "notifications/message");
+}
+
+#[tokio::test]
+async fn a_cancellation_reaches_the_call_on_another_instance() {
+    let backplane = Arc::new(MemoryBackplane::new());
+    let (a, b) = two(&backplane).await;
+    let client = a.initialized(json!({})).await;
+    let signal = started("shared-cancel");
+    let pending = tokio::spawn({
+        let client = client.clone();
+        async move { client.post(&tool_call(31, "slow", json!({"tag": "shared-cancel"}))).await }
+    });
+    within("the slow tool to start", signal.notified()).await;
+
+    let cancel = client.via(&b).post(&notification("notifications/cancelled", json!({"requestId": 31}))).await;
+    assert_eq!(cancel.status(), StatusCode::ACCEPTED);
+    within("the tool on a to stop", stopped("shared-cancel").notified()).await;
+    let reply = json_reply(within("the reply", pending).await.unwrap()).await;
+    assert_eq!(reply.body["id"], 31);
+    assert!(reply.body.get("error").is_some(), "{}", reply.body);
+}
+
+#[tokio::test]
+async fn an_answer_reaches_the_question_asked_on_another_instance_from_its_session_only() {
+    let backplane = Arc::new(MemoryBackplane::new());
+    let (a, b) = two(&backplane).await;
+    let client = a.initialized_as(UserInfo::authenticated("alice"), json!({"elicitation": {}})).await;
+    let other = b.initialized_as(UserInfo::authenticated("alice"), json!({"elicitation": {}})).await;
+    let mut sse = Sse::new(client.post(&tool_call(41, "elicit", json!({}))).await);
+    let ask = sse.next_message().await;
+    assert_eq!(ask["method"], "elicitation/create", "{ask}");
+    let answer = |name: &str| json!({"jsonrpc": "2.0", "id": ask["id"], "result": {"action": "accept", "content": {"name": name}}});
+
+    // Another session of the same user, on b: passed on, but a takes it only from the session
+    // it asked.
+    assert_eq!(other.post(&answer("Mallory")).await.status(), StatusCode::ACCEPTED);
+    let impostor = client.via(&b).as_user(UserInfo::authenticated("mallory"));
+    assert_eq!(impostor.post(&answer("Trudy")).await.status(), StatusCode::NOT_FOUND);
+
+    assert_eq!(client.via(&b).post(&answer("Ada")).await.status(), StatusCode::ACCEPTED);
+    let response = sse.next_message().await;
+    assert_eq!(response["id"], 41);
+    assert_eq!(response["result"]["structuredContent"]["answer"]["content"]["name"], "Ada", "{response}");
+}
+
+#[tokio::test]
+async fn a_session_outlives_the_instance_that_made_it() {
+    let backplane = Arc::new(MemoryBackplane::new());
+    let a = TestServer::sharing(Arc::clone(&backplane) as _, HttpOptions::default()).await;
+    let client = a.initialized_as(UserInfo::authenticated("alice"), json!({})).await;
+    client.call("logging/setLevel", json!({"level": "info"})).await.result();
+    drop(a);
+
+    let c = TestServer::sharing(Arc::clone(&backplane) as _, HttpOptions::default()).await;
+    let on_c = client.via(&c);
+    let mut sse = Sse::new(on_c.post(&tool_call(7, "log", json!({}))).await);
+    assert_eq!(sse.next_message().await["params"]["data"]["msg"], "first", "the log level came along");
+    let echo = on_c.post_json(&tool_call(8, "echo", json!({"text": "still here"}))).await;
+    assert_eq!(echo.result()["structuredContent"]["echo"], "still here");
+}
+
+#[tokio::test]
+async fn delete_through_one_instance_ends_the_session_everywhere() {
+    let backplane = Arc::new(MemoryBackplane::new());
+    let (a, b) = two(&backplane).await;
+    let client = a.initialized_as(UserInfo::authenticated("alice"), json!({})).await;
+    client.via(&b).call("tools/list", json!({})).await.result();
+    assert_eq!((a.http.sessions().len(), b.http.sessions().len()), (1, 1));
+
+    let not_hers = client.via(&b).as_user(UserInfo::authenticated("mallory"));
+    assert_eq!(not_hers.send(not_hers.request(Method::DELETE, "")).await.status(), StatusCode::NOT_FOUND);
+    assert_eq!(backplane.len(), 1, "another user's DELETE ends nothing");
+
+    let on_b = client.via(&b);
+    assert_eq!(on_b.send(on_b.request(Method::DELETE, "")).await.status(), StatusCode::NO_CONTENT);
+    assert!(backplane.is_empty());
+    eventually("a to drop its copy", async || a.http.sessions().is_empty()).await;
+    assert_eq!(client.call("tools/list", json!({})).await.status, StatusCode::NOT_FOUND);
+    assert_eq!(on_b.call("tools/list", json!({})).await.status, StatusCode::NOT_FOUND);
+}
+
+#[tokio::test]
+async fn a_record_lives_while_the_session_is_used_anywhere_and_goes_when_it_is_not() {
+    let backplane = Arc::new(MemoryBackplane::new());
+    let idle = with(|o: &mut HttpOptions| o.session_idle_timeout = Duration::from_secs(2));
+    let a = TestServer::sharing(Arc::clone(&backplane) as _, idle.clone()).await;
+    let b = TestServer::sharing(Arc::clone(&backplane) as _, idle).await;
+    let client = a.initialized(json!({})).await;
+    // Used through a for twice the record's life: a renews it, so b still finds it.
+    for _ in 0..8 {
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        client.call("ping", json!({})).await.result();
+    }
+    client.via(&b).call("ping", json!({})).await.result();
+    // Unused for longer than its life: gone everywhere.
+    tokio::time::sleep(Duration::from_millis(4_500)).await;
+    assert!(backplane.is_empty());
+    assert_eq!(client.via(&b).call("ping", json!({})).await.status, StatusCode::NOT_FOUND);
+    assert_eq!(client.call("ping", json!({})).await.status, StatusCode::NOT_FOUND);
+}
+
+// A backplane that can be taken down.
+struct Flaky {
+    inner: MemoryBackplane,
+    down: AtomicBool,
+}
+
+impl Flaky {
+    fn check(&self) -> BackendResult<()> {
+        if self.down.load(Ordering::Relaxed) { Err(BackendError::new("down")) } else { Ok(()) }
+    }
+}
+
+#[async_trait::async_trait]
+impl SessionBackplane for Flaky {
+    async fn save(&self, id: &str, record: Vec<u8>, ttl: Duration) -> BackendResult<()> {
+        self.check()?;
+        self.inner.save(id, record, ttl).await
+    }
+    async fn load(&self, id: &str) -> BackendResult<Option<Vec<u8>>> {
+        self.check()?;
+        self.inner.load(id).await
+    }
+    async fn remove(&self, id: &str) -> BackendResult<()> {
+        self.check()?;
+        self.inner.remove(id).await
+    }
+    async fn renew(&self, ids: &[String], ttl: Duration) -> BackendResult<()> {
+        self.check()?;
+        self.inner.renew(ids, ttl).await
+    }
+    async fn publish(&self, event: Vec<u8>) -> BackendResult<()> {
+        self.check()?;
+        self.inner.publish(event).await
+    }
+    async fn events(&self) -> BackendResult<BoxStream<'static, Vec<u8>>> {
+        self.inner.events().await
+    }
+}
+
+#[tokio::test]
+async fn an_unreachable_store_is_a_503_and_nothing_is_half_made() {
+    let flaky = Arc::new(Flaky { inner: MemoryBackplane::new(), down: AtomicBool::new(false) });
+    let a = TestServer::sharing(Arc::clone(&flaky) as _, HttpOptions::default()).await;
+    let b = TestServer::sharing(Arc::clone(&flaky) as _, HttpOptions::default()).await;
+    let client = a.initialized(json!({})).await;
+    flaky.down.store(true, Ordering::Relaxed);
+
+    let refused = a.client().call("initialize", crate::support::init_params("2025-11-25", json!({}))).await;
+    assert_eq!(refused.status, StatusCode::SERVICE_UNAVAILABLE, "{}", refused.body);
+    assert!(refused.header("mcp-session-id").is_empty());
+    assert!(!refused.header("retry-after").is_empty());
+    assert_eq!(a.http.sessions().len(), 1, "the refused session is not kept");
+
+    let change = client.call("logging/setLevel", json!({"level": "debug"})).await;
+    assert_eq!(change.status, StatusCode::SERVICE_UNAVAILABLE, "a change others would not see is not acknowledged");
+    assert_eq!(client.via(&b).call("ping", json!({})).await.status, StatusCode::SERVICE_UNAVAILABLE);
+    // What this instance holds still serves.
+    client.call("ping", json!({})).await.result();
+
+    flaky.down.store(false, Ordering::Relaxed);
+    client.via(&b).call("ping", json!({})).await.result();
+}
