@@ -40,6 +40,9 @@ pub enum AppError {
     /// The generated signing key for tokens could not be kept.
     #[error("auth.hs256_secret: {0}")]
     TokenKey(String),
+    /// Sessions are to be shared, but the shared store cannot be listened to.
+    #[error("shared_sessions: {0}")]
+    SharedSessions(String),
 }
 
 /// The server's routes behind the auth layer, which goes around them rather than inside because
@@ -177,7 +180,12 @@ pub async fn build(config: &Config) -> Result<Server, AppError> {
 
     let mut http_options = config.http_options();
     http_options.resource_metadata_url = Some(auth.resource_metadata_url().to_owned());
-    let mcp = McpHttp::new(service.clone(), http_options);
+    let mcp = match opened.session_backplane().filter(|_| config.shares_sessions()) {
+        Some(backplane) => McpHttp::with_shared_sessions(service.clone(), http_options, backplane)
+            .await
+            .map_err(|e| AppError::SharedSessions(e.to_string()))?,
+        None => McpHttp::new(service.clone(), http_options),
+    };
     mcp.spawn_session_sweeper();
     let files_path = format!("{}/files/{{*key}}", config.uri_prefix);
     let rest = Router::new()

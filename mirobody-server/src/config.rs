@@ -31,6 +31,10 @@ pub struct Config {
     pub uri_prefix: String,
     /// Serve without sessions, for many instances behind a load balancer.
     pub stateless: bool,
+    /// Keep 2025-11-25 sessions in Redis when `backends.redis_url` is set, so that every
+    /// instance serves every session (on by default). Instances that share sessions must share
+    /// their keys too: the server refuses to start when one would be generated.
+    pub shared_sessions: bool,
     /// The largest request body, in bytes.
     pub max_body_bytes: usize,
     /// Host names accepted in the Host header (`*` for any). The public base URL's host is
@@ -122,6 +126,7 @@ impl Default for Config {
             public_base_url: None,
             uri_prefix: String::new(),
             stateless: http.stateless,
+            shared_sessions: true,
             max_body_bytes: http.max_body_bytes,
             allowed_hosts: http.allowed_hosts,
             allowed_origins: http.allowed_origins,
@@ -330,7 +335,47 @@ impl Config {
         Ok(config)
     }
 
+    /// Whether sessions are shared with other instances through Redis.
+    pub fn shares_sessions(&self) -> bool {
+        self.shared_sessions && !self.stateless && self.backends.redis_url.is_some()
+    }
+
+    // Instances that share sessions serve one client in turn: what one signs (a requestState,
+    // a file URL, a token), another must accept, and they must read the same data.
+    fn check_shared(&self) -> Result<(), String> {
+        if !self.shares_sessions() {
+            return Ok(());
+        }
+        let auth = &self.auth;
+        let auth_key =
+            auth.hs256_secret.is_some() || auth.rs256.is_some() || auth.es256.is_some() || auth.jwks.is_some();
+        let missing: Vec<&str> = [
+            (self.request_state_key.is_none(), "request_state_key"),
+            (self.backends.signing_key.is_none(), "backends.signing_key"),
+            (!auth_key, "a token key (auth.hs256_secret, auth.rs256, auth.es256 or auth.jwks)"),
+        ]
+        .into_iter()
+        .filter_map(|(missing, name)| missing.then_some(name))
+        .collect();
+        if !missing.is_empty() {
+            return Err(format!(
+                "sessions are shared through Redis (backends.redis_url is set), so every instance must be given \
+                 the same keys, but this one would generate its own {}; set them to the same values on every \
+                 instance, or set shared_sessions: false to run one instance",
+                missing.join(", ")
+            ));
+        }
+        if self.backends.database_url.as_deref().is_none_or(|url| url.starts_with("sqlite:")) {
+            return Err("sessions are shared through Redis (backends.redis_url is set), but the database is SQLite, \
+                 which one instance alone can use; set backends.database_url to PostgreSQL, or set \
+                 shared_sessions: false to run one instance"
+                .into());
+        }
+        Ok(())
+    }
+
     fn validate(&self) -> Result<(), String> {
+        self.check_shared()?;
         if self.max_body_bytes < 1024 {
             return Err(format!("max_body_bytes must be at least 1024, not {}", self.max_body_bytes));
         }
@@ -551,6 +596,7 @@ mod tests {
             None,
             env(&[
                 ("MIROBODY_BACKENDS__REDIS_URL", "redis://127.0.0.1:6379"),
+                ("MIROBODY_SHARED_SESSIONS", "false"),
                 ("MIROBODY_AUTH__ISSUER", "https://auth.example.com"),
                 ("MIROBODY_ALLOWED_TOOLS_BASELINE", "echo, whoami"),
                 ("MIROBODY_DISALLOWED_TOOLS_BASELINE", "[whoami]"),
@@ -616,6 +662,38 @@ mod tests {
     }
 
     #[test]
+    fn shared_sessions_need_every_key_given_and_a_shared_database() {
+        let shared = [
+            ("MIROBODY_BACKENDS__REDIS_URL", "redis://127.0.0.1:6379"),
+            ("MIROBODY_BACKENDS__DATABASE_URL", "postgres://127.0.0.1/mirobody"),
+            ("MIROBODY_REQUEST_STATE_KEY", "state-key-0123456789-0123456789-abcdef"),
+            ("MIROBODY_BACKENDS__SIGNING_KEY", "url-key-0123456789-0123456789-abcdef"),
+            ("MIROBODY_AUTH__HS256_SECRET", "token-key-0123456789-0123456789-abcdef"),
+        ];
+        let config = Config::load(None, env(&shared)).unwrap();
+        assert!(config.shares_sessions());
+        // Each key left to be generated is named; so is SQLite.
+        for (left_out, named) in [
+            ("MIROBODY_REQUEST_STATE_KEY", "request_state_key"),
+            ("MIROBODY_BACKENDS__SIGNING_KEY", "backends.signing_key"),
+            ("MIROBODY_AUTH__HS256_SECRET", "a token key"),
+            ("MIROBODY_BACKENDS__DATABASE_URL", "SQLite"),
+        ] {
+            let vars: Vec<_> = shared.iter().copied().filter(|(name, _)| *name != left_out).collect();
+            let err = Config::load(None, env(&vars)).unwrap_err().to_string();
+            assert!(err.contains(named) && err.contains("shared_sessions: false"), "{left_out}: {err}");
+        }
+        // One instance says so, or shares nothing: no keys needed.
+        let redis = [("MIROBODY_BACKENDS__REDIS_URL", "redis://127.0.0.1:6379")];
+        assert!(Config::load(None, env(&redis)).is_err());
+        for off in [("MIROBODY_SHARED_SESSIONS", "false"), ("MIROBODY_STATELESS", "true")] {
+            let config = Config::load(None, env(&[redis[0], off])).unwrap();
+            assert!(!config.shares_sessions());
+        }
+        assert!(!Config::load(None, env(&[])).unwrap().shares_sessions(), "no Redis, nothing to share");
+    }
+
+    #[test]
     fn debug_prints_no_secret() {
         let config = Config::load(
             None,
@@ -624,12 +702,13 @@ mod tests {
                 ("MIROBODY_AUTH__HS256_SECRET", "token-key-0123456789-0123456789-abcdef"),
                 ("MIROBODY_BACKENDS__DATABASE_URL", "postgres://user:db-password@127.0.0.1/x"),
                 ("MIROBODY_BACKENDS__REDIS_URL", "redis://:redis-password@127.0.0.1:6379"),
+                ("MIROBODY_BACKENDS__SIGNING_KEY", "url-key-0123456789-0123456789-abcdef"),
             ]),
         )
         .unwrap();
         assert_eq!(config.request_state_key.as_ref().unwrap().expose(), "state-key-0123456789-0123456789-abcdef");
         let printed = format!("{config:?} {config:#?}");
-        for secret in ["state-key", "token-key", "db-password", "redis-password"] {
+        for secret in ["state-key", "token-key", "db-password", "redis-password", "url-key"] {
             assert!(!printed.contains(secret), "{secret} in {printed}");
         }
     }

@@ -47,8 +47,12 @@ fn not_ready_when_the_cache_is_gone() {
     let data_dir = fresh_data_dir("readyz-redis");
     let port = free_port();
     let url = format!("redis://127.0.0.1:{redis_port}");
-    let _server =
-        common::KillOnDrop(start_with(&data_dir, port, Stdio::null(), &[("MIROBODY_BACKENDS__REDIS_URL", &url)]));
+    let _server = common::KillOnDrop(start_with(
+        &data_dir,
+        port,
+        Stdio::null(),
+        &[("MIROBODY_BACKENDS__REDIS_URL", &url), ("MIROBODY_SHARED_SESSIONS", "false")],
+    ));
     assert_eq!(readyz(port).0, 200);
 
     drop(redis);

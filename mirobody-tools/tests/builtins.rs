@@ -36,6 +36,10 @@ mod tasks;
 #[path = "builtins/s3.rs"]
 mod s3;
 
+/// MCP sessions shared through Redis: records, events, and instances serving one session.
+#[path = "builtins/shared_sessions.rs"]
+mod shared_sessions;
+
 /// Files on disk are owner-only: the data folder, the database and its WAL, uploads, keys.
 #[path = "builtins/private_files.rs"]
 mod private_files;

@@ -14,9 +14,9 @@ pub mod limits;
 mod shared;
 mod store;
 
-pub(crate) use shared::{Answer, Event};
 pub use backplane::MemoryBackplane;
 pub use shared::SharedSessions;
+pub(crate) use shared::{Answer, Event};
 pub use store::{MIN_IDLE_TO_EVICT, SessionRefused, SessionStore};
 
 /// MCP log levels, lowest first (RFC 5424 severities).

@@ -78,7 +78,8 @@ impl Record {
     /// (Revision and client are settled by `initialize`, before any record is written.)
     pub(crate) fn apply(&self, session: &Session) {
         session.log_level.store(self.log_level, Ordering::Relaxed);
-        let subscriptions = self.subscriptions.iter().take(MAX_SUBSCRIPTIONS).filter(|uri| uri.len() <= MAX_SUBSCRIBED_URI_BYTES);
+        let subscriptions =
+            self.subscriptions.iter().take(MAX_SUBSCRIPTIONS).filter(|uri| uri.len() <= MAX_SUBSCRIBED_URI_BYTES);
         *lock(&session.subscriptions) = subscriptions.cloned().collect();
     }
 }

@@ -104,7 +104,11 @@ impl SessionStore {
         self.insert(session, caller)
     }
 
-    fn insert(&self, mut session: Session, caller: crate::session::limits::Caller) -> Result<Arc<Session>, SessionRefused> {
+    fn insert(
+        &self,
+        mut session: Session,
+        caller: crate::session::limits::Caller,
+    ) -> Result<Arc<Session>, SessionRefused> {
         let id = session.id.clone().unwrap_or_default();
         let signed_in = session.owner.is_some();
         let mut sessions = lock(&self.sessions);

@@ -89,6 +89,8 @@ impl Cache for MemoryCache {
 #[derive(Clone)]
 pub struct RedisCache {
     conn: ConnectionManager,
+    // For the connections a pub/sub subscription takes (shared sessions' events).
+    pub(super) client: redis::Client,
     prefix: String,
 }
 
@@ -98,7 +100,7 @@ impl fmt::Debug for RedisCache {
     }
 }
 
-fn redis_error(e: redis::RedisError) -> BackendError {
+pub(super) fn redis_error(e: redis::RedisError) -> BackendError {
     tracing::warn!(error = %e, "redis error");
     BackendError::new("The cache could not be reached; try again later.")
 }
@@ -130,14 +132,18 @@ impl RedisCache {
             .set_connection_timeout(Some(Duration::from_secs(5)))
             .set_response_timeout(Some(Duration::from_secs(5)))
             .set_number_of_retries(3);
-        let conn = ConnectionManager::new_with_config(client, config)
+        let conn = ConnectionManager::new_with_config(client.clone(), config)
             .await
             .map_err(|e| format!("cannot connect to Redis: {e}"))?;
-        Ok(RedisCache { conn, prefix: prefix.to_owned() })
+        Ok(RedisCache { conn, client, prefix: prefix.to_owned() })
     }
 
-    fn key(&self, key: &str) -> String {
+    pub(super) fn key(&self, key: &str) -> String {
         format!("{}{key}", self.prefix)
+    }
+
+    pub(super) fn connection(&self) -> ConnectionManager {
+        self.conn.clone()
     }
 }
 

@@ -23,6 +23,7 @@
 mod cache;
 mod cipher;
 mod private;
+mod sessions;
 mod signing;
 mod sql;
 mod storage;
@@ -31,7 +32,7 @@ use std::fmt;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use mirobody_core::{AccessLog, Cache, Memory, SecretStore, Storage, TaskStore};
+use mirobody_core::{AccessLog, Cache, Memory, SecretStore, SessionBackplane, Storage, TaskStore};
 
 use crate::health::HealthStore;
 use serde::Deserialize;
@@ -273,6 +274,7 @@ pub struct OpenedBackends {
     cache: Arc<dyn Cache>,
     memory: bool,
     signer: UrlSigner,
+    sessions: Option<Arc<dyn SessionBackplane>>,
 }
 
 impl fmt::Debug for OpenedBackends {
@@ -294,7 +296,18 @@ impl OpenedBackends {
         memory: bool,
         signer: UrlSigner,
     ) -> Self {
-        OpenedBackends { sql, storage, cache, memory, signer }
+        OpenedBackends { sql, storage, cache, memory, signer, sessions: None }
+    }
+
+    /// These backends, with MCP sessions shared through `backplane`.
+    pub fn with_session_backplane(mut self, backplane: Arc<dyn SessionBackplane>) -> Self {
+        self.sessions = Some(backplane);
+        self
+    }
+
+    /// Where MCP sessions are shared with other instances: Redis, when it is configured.
+    pub fn session_backplane(&self) -> Option<Arc<dyn SessionBackplane>> {
+        self.sessions.clone()
     }
 
     /// The relational store for tools.
@@ -478,17 +491,25 @@ pub async fn open(config: &BackendConfig) -> Result<OpenedBackends, OpenError> {
             Some(ObjectStorage::s3(s3, signer.clone(), cipher))
         }
     };
-    let cache: Arc<dyn Cache> = match &config.redis_url {
-        Some(url) => Arc::new(
+    let redis = match &config.redis_url {
+        Some(url) => Some(Arc::new(
             RedisCache::connect_with_ca_file(url, &config.redis_key_prefix, config.redis_ca_file.as_deref())
                 .await
                 .map_err(OpenError::Redis)?,
-        ),
+        )),
+        None => None,
+    };
+    let cache: Arc<dyn Cache> = match &redis {
+        Some(redis) => Arc::clone(redis) as _,
         None => Arc::new(MemoryCache::new(config.cache_max_bytes)),
     };
     private::warn_if_shared(&config.data_dir, "the database, uploads and keys");
     tracing::info!(database = %redact_url(&url), storage = ?config.storage, memory = config.memory, "backends open");
-    Ok(OpenedBackends::new(Arc::new(sql), storage.map(Arc::new), cache, config.memory, signer))
+    let opened = OpenedBackends::new(Arc::new(sql), storage.map(Arc::new), cache, config.memory, signer);
+    Ok(match redis {
+        Some(redis) => opened.with_session_backplane(redis),
+        None => opened,
+    })
 }
 
 #[cfg(test)]

@@ -217,7 +217,7 @@ impl Reply {
 }
 
 impl Client {
-    fn new(router: Router) -> Self {
+    pub(crate) fn new(router: Router) -> Self {
         Client { router, session: None, user: None, next_id: Arc::new(AtomicI64::new(1)) }
     }
 

@@ -100,10 +100,7 @@ pub(super) async fn listen(inner: &Arc<HttpInner>) -> Result<(), mirobody_core::
     Ok(())
 }
 
-async fn keep_listening(
-    weak: Weak<HttpInner>,
-    mut events: futures::stream::BoxStream<'static, Event>,
-) {
+async fn keep_listening(weak: Weak<HttpInner>, mut events: futures::stream::BoxStream<'static, Event>) {
     loop {
         while let Some(event) = events.next().await {
             let Some(inner) = weak.upgrade() else { return };

@@ -1,0 +1,91 @@
+//! MCP sessions shared through Redis (core's `SessionBackplane`), so that every instance of
+//! the server behind one load balancer serves every session: a record per session under
+//! `<prefix>session:<id>` with an expiry, and events on the `<prefix>sessions` channel.
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+use futures::stream::{BoxStream, StreamExt};
+use mirobody_core::SessionBackplane;
+use mirobody_core::backend::{BackendError, BackendResult};
+
+use super::cache::{RedisCache, redis_error};
+
+// Ids renewed per pipeline: one round trip each, of a bounded size.
+const RENEW_BATCH: usize = 1_000;
+
+impl RedisCache {
+    fn session_key(&self, id: &str) -> String {
+        self.key(&format!("session:{id}"))
+    }
+
+    fn session_channel(&self) -> String {
+        self.key("sessions")
+    }
+}
+
+fn millis(ttl: Duration) -> u64 {
+    // PX and PEXPIRE need at least 1 ms.
+    u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX).max(1)
+}
+
+#[async_trait]
+impl SessionBackplane for RedisCache {
+    async fn save(&self, id: &str, record: Vec<u8>, ttl: Duration) -> BackendResult<()> {
+        let mut conn = self.connection();
+        redis::cmd("SET")
+            .arg(self.session_key(id))
+            .arg(record)
+            .arg("PX")
+            .arg(millis(ttl))
+            .query_async::<()>(&mut conn)
+            .await
+            .map_err(redis_error)
+    }
+
+    async fn load(&self, id: &str) -> BackendResult<Option<Vec<u8>>> {
+        let mut conn = self.connection();
+        redis::cmd("GET").arg(self.session_key(id)).query_async(&mut conn).await.map_err(redis_error)
+    }
+
+    async fn remove(&self, id: &str) -> BackendResult<()> {
+        let mut conn = self.connection();
+        redis::cmd("DEL").arg(self.session_key(id)).query_async::<()>(&mut conn).await.map_err(redis_error)
+    }
+
+    async fn renew(&self, ids: &[String], ttl: Duration) -> BackendResult<()> {
+        let mut conn = self.connection();
+        for batch in ids.chunks(RENEW_BATCH) {
+            let mut pipe = redis::pipe();
+            for id in batch {
+                // A key that expired meanwhile stays gone: PEXPIRE does not make one.
+                pipe.cmd("PEXPIRE").arg(self.session_key(id)).arg(millis(ttl)).ignore();
+            }
+            pipe.query_async::<()>(&mut conn).await.map_err(redis_error)?;
+        }
+        Ok(())
+    }
+
+    async fn publish(&self, event: Vec<u8>) -> BackendResult<()> {
+        let mut conn = self.connection();
+        redis::cmd("PUBLISH")
+            .arg(self.session_channel())
+            .arg(event)
+            .query_async::<()>(&mut conn)
+            .await
+            .map_err(redis_error)
+    }
+
+    async fn events(&self) -> BackendResult<BoxStream<'static, Vec<u8>>> {
+        let subscribe = async {
+            let mut pubsub = self.client.get_async_pubsub().await?;
+            pubsub.subscribe(self.session_channel()).await?;
+            Ok::<_, redis::RedisError>(pubsub)
+        };
+        let pubsub = match tokio::time::timeout(Duration::from_secs(5), subscribe).await {
+            Ok(subscribed) => subscribed.map_err(redis_error)?,
+            Err(_) => return Err(BackendError::new("Redis did not answer the subscription within 5 seconds.")),
+        };
+        Ok(pubsub.into_on_message().map(|message| message.get_payload_bytes().to_vec()).boxed())
+    }
+}
