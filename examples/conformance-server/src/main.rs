@@ -525,11 +525,13 @@ async fn main() -> std::io::Result<()> {
         builder = builder.tool(tool);
     }
     let registry = builder.build().expect("the fixture tools are valid");
-    let service = McpService::builder(Arc::new(registry))
-        .resources(resources())
-        .prompts(prompts())
-        .change_notifier(changes)
-        .build();
+    let mut service = McpService::builder(Arc::new(registry)).resources(resources()).prompts(prompts());
+    // Several fixtures behind one load balancer sign each other's requestStates.
+    if let Ok(key) = std::env::var("MIROBODY_FIXTURE_STATE_KEY") {
+        service =
+            service.request_state_key(mirobody_mcp::StateKey::new(key.into_bytes()).map_err(std::io::Error::other)?);
+    }
+    let service = service.change_notifier(changes).build();
     if arg.as_deref() == Some("--stdio") {
         let user = UserInfo::anonymous();
         return mirobody_mcp::stdio::serve(service, user, tokio::io::stdin(), tokio::io::stdout(), 4 << 20).await;
@@ -542,7 +544,18 @@ async fn main() -> std::io::Result<()> {
         o.caller_limits = mirobody_mcp::limits::CallerLimits::default().with_rate(0, 0);
         o
     };
-    let mcp = McpHttp::new(service.clone(), options);
+    // With a Redis, fixtures share their sessions: any of several serves any request.
+    let mcp = match std::env::var("MIROBODY_FIXTURE_REDIS_URL") {
+        Ok(url) => {
+            let prefix = std::env::var("MIROBODY_FIXTURE_REDIS_PREFIX").unwrap_or_else(|_| "mirobody-fixture:".into());
+            let redis =
+                mirobody_tools::backends::RedisCache::connect(&url, &prefix).await.map_err(std::io::Error::other)?;
+            McpHttp::with_shared_sessions(service.clone(), options, Arc::new(redis))
+                .await
+                .map_err(std::io::Error::other)?
+        }
+        Err(_) => McpHttp::new(service.clone(), options),
+    };
     let app = mcp.router_at("/mcp");
     let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await?;
     // With port 0 the system picks one; this line says which (the tests read it).

