@@ -247,25 +247,6 @@ pub trait AccessLog: Send + Sync {
     ) -> BackendResult<()>;
 }
 
-#[cfg(test)]
-mod tests {
-    use super::AccessOutcome;
-
-    #[test]
-    fn access_outcome_names_are_serde_names_and_read_back() {
-        for outcome in AccessOutcome::ALL {
-            let name = outcome.as_str();
-            assert_eq!(serde_json::to_value(outcome).unwrap(), serde_json::Value::from(name));
-            assert_eq!(serde_json::from_value::<AccessOutcome>(name.into()).unwrap(), outcome);
-            assert_eq!(AccessOutcome::from_name(name), Some(outcome));
-            assert_eq!(outcome.to_string(), name);
-            assert_eq!(outcome.is_ok(), outcome == AccessOutcome::Ok);
-        }
-        assert_eq!(AccessOutcome::from_name("Ok"), None);
-        assert_eq!(AccessOutcome::InvalidArguments.as_str(), "invalid_arguments");
-    }
-}
-
 /// What instances of one server share so that any of them serves any request of an MCP
 /// session (the 2025-11-25 revision's `Mcp-Session-Id`): each session's summary, kept with an
 /// expiry, and events carried from one instance to all. The records and events are opaque
@@ -288,4 +269,23 @@ pub trait SessionBackplane: Send + Sync {
     /// The events published from now on by any instance. The stream ends when the connection
     /// under it is lost; the caller subscribes again.
     async fn events(&self) -> BackendResult<futures::stream::BoxStream<'static, Vec<u8>>>;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::AccessOutcome;
+
+    #[test]
+    fn access_outcome_names_are_serde_names_and_read_back() {
+        for outcome in AccessOutcome::ALL {
+            let name = outcome.as_str();
+            assert_eq!(serde_json::to_value(outcome).unwrap(), serde_json::Value::from(name));
+            assert_eq!(serde_json::from_value::<AccessOutcome>(name.into()).unwrap(), outcome);
+            assert_eq!(AccessOutcome::from_name(name), Some(outcome));
+            assert_eq!(outcome.to_string(), name);
+            assert_eq!(outcome.is_ok(), outcome == AccessOutcome::Ok);
+        }
+        assert_eq!(AccessOutcome::from_name("Ok"), None);
+        assert_eq!(AccessOutcome::InvalidArguments.as_str(), "invalid_arguments");
+    }
 }

@@ -196,7 +196,12 @@ impl Nginx {
     /// Starts `binary` on a free port in front of the servers listening on `upstreams`, its
     /// configuration, temporary files and logs under `dir`.
     pub fn start(binary: &Path, dir: &Path, upstreams: &[u16]) -> Result<Nginx, String> {
-        let port = free_port();
+        Nginx::start_on(binary, dir, free_port(), upstreams)
+    }
+
+    /// [`Nginx::start`] on `port`: for servers that must know the balancer's URL before it
+    /// starts.
+    pub fn start_on(binary: &Path, dir: &Path, port: u16, upstreams: &[u16]) -> Result<Nginx, String> {
         std::fs::create_dir_all(dir.join("logs")).map_err(|e| e.to_string())?;
         let servers: String =
             upstreams.iter().map(|p| format!("server 127.0.0.1:{p} max_fails=1 fail_timeout=2s;\n")).collect();
@@ -254,5 +259,60 @@ impl Nginx {
     /// Its URL for `path`.
     pub fn url(&self, path: &str) -> String {
         format!("http://127.0.0.1:{}{path}", self.port)
+    }
+}
+
+/// The S3 server of PyPI's `moto` (server mode), with boto3 beside it to look inside its
+/// buckets; stopped when dropped.
+#[derive(Debug)]
+pub struct Moto {
+    _process: KillOnDrop,
+    python: PathBuf,
+    /// Its URL, for an S3 client's endpoint.
+    pub endpoint: String,
+}
+
+/// The `moto` release the tests use.
+pub const MOTO: &str = "moto[server]==5.2.6";
+
+impl Moto {
+    /// Starts one on a free port, from a virtualenv made once under `peers`.
+    pub fn start(peers: &Peers) -> Result<Moto, String> {
+        let bin = peers.python_venv("moto", &[MOTO])?;
+        let port = free_port();
+        let child = Command::new(bin.join("moto_server"))
+            .args(["-H", "127.0.0.1", "-p", &port.to_string()])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .map_err(|e| format!("moto_server: {e}"))?;
+        let process = KillOnDrop(child);
+        if !wait_for_port(port, Duration::from_secs(30)) {
+            return Err("moto_server did not start listening".into());
+        }
+        Ok(Moto { _process: process, python: bin.join("python"), endpoint: format!("http://127.0.0.1:{port}") })
+    }
+
+    /// Runs boto3 against the server: `code` sees `s3`, a client, and `sys`; what it writes
+    /// to stdout.
+    pub fn boto3(&self, code: &str) -> Vec<u8> {
+        let script = format!(
+            "import boto3, sys\ns3 = boto3.client('s3', endpoint_url='{}', region_name='us-east-1', \
+             aws_access_key_id='test', aws_secret_access_key='test')\n{code}",
+            self.endpoint
+        );
+        let output = Command::new(&self.python).args(["-c", &script]).output().expect("python runs");
+        assert!(output.status.success(), "boto3: {}", String::from_utf8_lossy(&output.stderr));
+        output.stdout
+    }
+
+    /// The virtualenv's python (with boto3).
+    pub fn python(&self) -> &Path {
+        &self.python
+    }
+
+    /// Makes a bucket.
+    pub fn create_bucket(&self, name: &str) {
+        self.boto3(&format!("s3.create_bucket(Bucket='{name}')"));
     }
 }

@@ -1,7 +1,7 @@
 //! Driving the real `mirobody-server` binary over loopback: start it on a data folder, mint a
 //! token with its own CLI, and speak HTTP/1.1 to it with no client library in between.
 
-#![allow(dead_code)]
+#![allow(dead_code, unused_imports)]
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
@@ -32,10 +32,7 @@ pub(crate) fn fresh_data_dir(name: &str) -> PathBuf {
     data_dir
 }
 
-/// A port free right now.
-pub(crate) fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
-}
+pub(crate) use mirobody_testkit::{KillOnDrop, free_port};
 
 /// Starts the server on `port` with its data under `data_dir`, and waits until it listens.
 pub(crate) fn start(data_dir: &Path, port: u16) -> Child {
@@ -194,14 +191,4 @@ pub(crate) fn tool(port: u16, token: &str, session: &str, tool: &str, arguments:
         return json!({"error": result["content"][0]["text"]});
     }
     result["structuredContent"].clone()
-}
-
-/// A server process that is killed and reaped when the test ends, however it ends.
-pub(crate) struct KillOnDrop(pub(crate) Child);
-
-impl Drop for KillOnDrop {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
 }

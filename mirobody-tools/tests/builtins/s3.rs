@@ -3,103 +3,38 @@
 //! `store_upload`, listing and reading through the tools, pre-signed URLs fetched without
 //! credentials, deletion, and encryption at rest (the object in the bucket is not the file).
 
-use std::net::TcpListener;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::path::Path;
+use std::process::Command;
+use std::time::Duration;
 
+use mirobody_testkit::{Moto, Peers};
 use mirobody_tools::backends::StorageConfig;
 use mirobody_tools::uploads::{UploadLimits, store_upload};
 use serde_json::json;
 
 use crate::support::Env;
 
-const MOTO: &str = "moto[server]==5.2.6";
-
-/// A moto S3 server on a free port, stopped when dropped.
-struct Moto {
-    child: Child,
-    python: PathBuf,
-    endpoint: String,
-}
-
-impl Drop for Moto {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn skip(why: &str) -> Option<Moto> {
-    if std::env::var("MIROBODY_REQUIRE_EXTERNAL").as_deref() == Ok("1") {
-        panic!("the S3 server could not be set up, and MIROBODY_REQUIRE_EXTERNAL=1 requires it: {why}");
-    }
-    println!("SKIPPED: S3 tests: {why}");
-    None
-}
-
-fn run(command: &mut Command) -> Result<(), String> {
-    let output = command.output().map_err(|e| format!("{command:?}: {e}"))?;
-    if output.status.success() {
-        Ok(())
-    } else {
-        Err(format!("{command:?}: {}", String::from_utf8_lossy(&output.stderr)))
-    }
-}
-
-// The virtualenv with moto (and boto3, which it brings), made once and reused.
-fn venv() -> Result<PathBuf, String> {
-    static ONCE: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    let _one = ONCE.lock().unwrap_or_else(|p| p.into_inner());
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("external/venv-moto");
-    let marker = dir.join(".installed");
-    if !marker.exists() {
-        run(Command::new("python3").args(["-m", "venv"]).arg(&dir))?;
-        run(Command::new(dir.join("bin/pip")).args(["install", "-q", MOTO]))?;
-        std::fs::write(&marker, MOTO).map_err(|e| e.to_string())?;
-    }
-    Ok(dir)
-}
-
 fn start() -> Option<Moto> {
-    let dir = match venv() {
-        Ok(dir) => dir,
-        Err(e) => return skip(&e),
-    };
-    let port = TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port()).unwrap();
-    let child = Command::new(dir.join("bin/moto_server"))
-        .args(["-H", "127.0.0.1", "-p", &port.to_string()])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn();
-    let child = match child {
-        Ok(child) => child,
-        Err(e) => return skip(&format!("moto_server: {e}")),
-    };
-    let moto = Moto { child, python: dir.join("bin/python"), endpoint: format!("http://127.0.0.1:{port}") };
-    let started = Instant::now();
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(started.elapsed() < Duration::from_secs(30), "moto_server did not start");
-        std::thread::sleep(Duration::from_millis(100));
+    let peers = Peers::new(Path::new(env!("CARGO_TARGET_TMPDIR")).join("external"));
+    match Moto::start(&peers) {
+        Ok(moto) => Some(moto),
+        Err(why) => {
+            mirobody_testkit::skip(&format!("S3 tests: {why}"));
+            None
+        }
     }
-    Some(moto)
 }
 
-impl Moto {
-    // Runs boto3 against the server: `code` sees `s3`, a client, and prints its answer.
-    fn boto3(&self, code: &str) -> Vec<u8> {
-        let script = format!(
-            "import boto3, sys\ns3 = boto3.client('s3', endpoint_url='{}', region_name='us-east-1', \
-             aws_access_key_id='test', aws_secret_access_key='test')\n{code}",
-            self.endpoint
-        );
-        let output = Command::new(&self.python).args(["-c", &script]).output().expect("python runs");
-        assert!(output.status.success(), "boto3: {}", String::from_utf8_lossy(&output.stderr));
-        output.stdout
-    }
+// What these tests ask of the server beyond the kit's.
+trait Bucket {
+    fn bucket(&self, name: &str) -> StorageConfig;
+    fn raw(&self, bucket: &str, key: &str) -> Vec<u8>;
+    fn keys(&self, bucket: &str) -> String;
+}
 
+impl Bucket for Moto {
     fn bucket(&self, name: &str) -> StorageConfig {
-        self.boto3(&format!("s3.create_bucket(Bucket='{name}')"));
+        self.create_bucket(name);
         StorageConfig::S3 {
             bucket: name.into(),
             endpoint: Some(self.endpoint.clone()),
@@ -161,7 +96,7 @@ async fn uploads_listing_reads_and_presigned_urls_on_s3() {
     let storage = env.backends.storage().unwrap();
     let url = storage.signed_url(&notes.file_key, Duration::from_secs(60)).await.unwrap();
     assert!(url.starts_with(&moto.endpoint) && url.contains("X-Amz-Signature="), "{url}");
-    assert_eq!(fetch(&moto.python, &url), (200, NOTES.as_bytes().to_vec()));
+    assert_eq!(fetch(moto.python(), &url), (200, NOTES.as_bytes().to_vec()));
 
     storage.delete(&notes.file_key).await.unwrap();
     assert!(storage.get(&notes.file_key).await.is_err(), "deleted");
