@@ -57,8 +57,10 @@ async fn a_session_made_on_one_instance_is_served_by_another_and_only_for_its_ow
     assert_eq!(mallory.call("tools/list", json!({})).await.status, StatusCode::NOT_FOUND);
     let anonymous = b.client().on_session(alice.session.as_deref());
     assert_eq!(anonymous.call("tools/list", json!({})).await.status, StatusCode::NOT_FOUND);
-    let made_up = on_b.on_session(Some("0123456789abcdef0123456789abcdef"));
-    assert_eq!(made_up.call("tools/list", json!({})).await.status, StatusCode::NOT_FOUND);
+    for made_up in ["0123456789abcdef0123456789abcdef", "not-an-id", &"f".repeat(4096)] {
+        let made_up = on_b.on_session(Some(made_up));
+        assert_eq!(made_up.call("tools/list", json!({})).await.status, StatusCode::NOT_FOUND);
+    }
 }
 
 #[tokio::test]
@@ -237,6 +239,9 @@ async fn an_unreachable_store_is_a_503_and_nothing_is_half_made() {
     let change = client.call("logging/setLevel", json!({"level": "debug"})).await;
     assert_eq!(change.status, StatusCode::SERVICE_UNAVAILABLE, "a change others would not see is not acknowledged");
     assert_eq!(client.via(&b).call("ping", json!({})).await.status, StatusCode::SERVICE_UNAVAILABLE);
+    // An id this server never makes is not looked up at all.
+    let made_up = client.via(&b).on_session(Some("not-an-id"));
+    assert_eq!(made_up.call("ping", json!({})).await.status, StatusCode::NOT_FOUND);
     // What this instance holds still serves.
     client.call("ping", json!({})).await.result();
 

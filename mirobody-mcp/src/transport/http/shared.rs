@@ -18,6 +18,11 @@ pub(super) async fn adopt(
     user: &UserInfo,
     extensions: &http::Extensions,
 ) -> Result<Arc<Session>, Response> {
+    // Only ids of the form this server makes are looked up: a made-up one costs no round trip,
+    // and none longer than 32 bytes reaches a Redis key.
+    if id.len() != 32 || !id.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return Err(session_not_found());
+    }
     let record = match shared.load(id).await {
         Ok(Some(record)) if record.belongs_to(user.user_id()) => record,
         Ok(_) => return Err(session_not_found()),
