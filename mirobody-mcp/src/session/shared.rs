@@ -14,6 +14,7 @@ use mirobody_core::SessionBackplane;
 use mirobody_core::backend::BackendResult;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use std::collections::HashMap;
 
 // The record's format: a record of another format is not read, so instances of two releases
 // that disagree on it make fresh sessions rather than misread each other's.
@@ -131,9 +132,18 @@ impl From<Answer> for Result<Value, Value> {
 #[derive(Serialize, Deserialize)]
 struct Envelope {
     from: String,
+    // Set on the changes whose writer waits to hear them back (see `SharedSessions::save`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    echo: Option<String>,
     #[serde(flatten)]
     event: Event,
 }
+
+/// How long a change's writer waits to hear its own announcement back before answering.
+const ECHO_WAIT: Duration = Duration::from_secs(1);
+
+// The changes of this instance whose announcement it waits to hear back, by nonce.
+type Echoes = Arc<Mutex<HashMap<String, tokio::sync::oneshot::Sender<()>>>>;
 
 /// This instance's side of the shared sessions: the backplane, its own name among the
 /// instances, and how long a record lives unused.
@@ -141,6 +151,7 @@ pub struct SharedSessions {
     backplane: Arc<dyn SessionBackplane>,
     instance: String,
     ttl: Duration,
+    echoes: Echoes,
 }
 
 impl std::fmt::Debug for SharedSessions {
@@ -152,7 +163,7 @@ impl std::fmt::Debug for SharedSessions {
 impl SharedSessions {
     /// Sessions shared through `backplane`, each record kept `ttl` after its last use.
     pub fn new(backplane: Arc<dyn SessionBackplane>, ttl: Duration) -> Self {
-        SharedSessions { backplane, instance: random_token(), ttl }
+        SharedSessions { backplane, instance: random_token(), ttl, echoes: Echoes::default() }
     }
 
     /// How long a record lives unused.
@@ -166,7 +177,24 @@ impl SharedSessions {
         let (Some(id), Some(record)) = (session.id(), Record::of(session)) else { return Ok(()) };
         let bytes = serde_json::to_vec(&record).map_err(encode_error)?;
         self.backplane.save(id, bytes, self.ttl).await?;
-        self.publish(Event::Changed { session: id.to_owned(), record }).await
+        // The change is answered once its announcement came back through the backplane, which
+        // hands it to every instance at once: the client's next request, wherever it lands,
+        // then finds the copy there changed (a copy that missed it is read again after the
+        // backplane's connection comes back). Without a listener (or past the wait) it goes on.
+        let nonce = random_token();
+        let (heard, echo) = tokio::sync::oneshot::channel();
+        lock(&self.echoes).insert(nonce.clone(), heard);
+        let event = Event::Changed { session: id.to_owned(), record };
+        let envelope = Envelope { from: self.instance.clone(), echo: Some(nonce.clone()), event };
+        let published = match serde_json::to_vec(&envelope) {
+            Ok(bytes) => self.backplane.publish(bytes).await,
+            Err(e) => Err(encode_error(e)),
+        };
+        if published.is_ok() && tokio::time::timeout(ECHO_WAIT, echo).await.is_err() {
+            tracing::debug!("a session change was not heard back in time");
+        }
+        lock(&self.echoes).remove(&nonce);
+        published
     }
 
     /// The record of session `id`, if one is kept (an unreadable one counts as none).
@@ -191,21 +219,27 @@ impl SharedSessions {
 
     /// Tells every other instance.
     pub(crate) async fn publish(&self, event: Event) -> BackendResult<()> {
-        let envelope = Envelope { from: self.instance.clone(), event };
+        let envelope = Envelope { from: self.instance.clone(), echo: None, event };
         self.backplane.publish(serde_json::to_vec(&envelope).map_err(encode_error)?).await
     }
 
     /// What the other instances say from now on (this one's own events and unreadable ones
     /// skipped); ends when the backplane's connection does.
     pub(crate) async fn events(&self) -> BackendResult<BoxStream<'static, Event>> {
-        let instance = self.instance.clone();
+        let (instance, echoes) = (self.instance.clone(), Arc::clone(&self.echoes));
         let events = self.backplane.events().await?;
         Ok(events
             .filter_map(move |bytes| {
-                let event = serde_json::from_slice::<Envelope>(&bytes)
-                    .ok()
-                    .filter(|envelope| envelope.from != instance)
-                    .map(|envelope| envelope.event);
+                let envelope = serde_json::from_slice::<Envelope>(&bytes).ok();
+                let event = envelope.and_then(|envelope| {
+                    if envelope.from != instance {
+                        return Some(envelope.event);
+                    }
+                    if let Some(heard) = envelope.echo.and_then(|nonce| lock(&echoes).remove(&nonce)) {
+                        let _ = heard.send(());
+                    }
+                    None
+                });
                 std::future::ready(event)
             })
             .boxed())
@@ -273,7 +307,7 @@ mod tests {
             request: Id::String("q".into()),
             outcome: Answer::Result(serde_json::json!({"action": "accept"})),
         };
-        let wire = serde_json::to_value(Envelope { from: "i1".into(), event: event.clone() }).unwrap();
+        let wire = serde_json::to_value(Envelope { from: "i1".into(), echo: None, event: event.clone() }).unwrap();
         assert_eq!(wire["kind"], "answer");
         assert_eq!(wire["outcome"]["result"]["action"], "accept");
         let back: Envelope = serde_json::from_value(wire).unwrap();
