@@ -7,15 +7,15 @@
 # other CPUs, so on a small machine three instances measure the cost of the sharing, not the
 # gain of more machines.
 # Usage: benches/load/cluster.sh BINARY [seconds] [rounds]
-#   Needs wrk, nginx (NGINX=path; tests unpack Debian's under target/tmp/external/nginx),
+#   Needs wrk, nginx (NGINX_BIN=path; tests unpack Debian's under target/tmp/external/nginx),
 #   POSTGRES_URL and REDIS_URL (default: this machine's).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 [ $# -ge 1 ] || { echo "usage: $0 BINARY [seconds] [rounds]"; exit 2; }
 binary=$(realpath "$1"); secs=${2:-6}; rounds=${3:-5}
 command -v wrk >/dev/null || { echo "wrk is not installed (apt-get install wrk)"; exit 2; }
-nginx=${NGINX:-$(command -v nginx || echo target/tmp/external/nginx/usr/sbin/nginx)}
-[ -x "$nginx" ] || { echo "no nginx at $nginx (set NGINX=path)"; exit 2; }
+nginx=${NGINX_BIN:-$(command -v nginx || echo target/tmp/external/nginx/usr/sbin/nginx)}
+[ -x "$nginx" ] || { echo "no nginx at $nginx (set NGINX_BIN=path)"; exit 2; }
 . benches/load/common.sh
 postgres=${POSTGRES_URL:-postgres://postgres@127.0.0.1:5432/test}
 redis=${REDIS_URL:-redis://127.0.0.1:6379}
@@ -82,6 +82,6 @@ done | awk '
 for p in "${ports[@]}"; do
   curl -s -H 'content-type: application/json' -H 'accept: application/json, text/event-stream' -H "mcp-session-id: $three" \
     "http://127.0.0.1:$p/mcp" -d "$(sed -n "s/^wrk.body = '\(.*\)'$/\1/p" benches/load/post.lua)" | grep -q '"isError":false' \
-    || { echo "the instance on port $p did not answer tools/call echo in the shared session"; exit 1; }
+    || { echo "the instance on port $p did not answer tools/call echo in the shared session:"; curl -si -H "content-type: application/json" -H "accept: application/json, text/event-stream" -H "mcp-session-id: $three" "http://127.0.0.1:$p/mcp" -d "$(sed -n "s/^wrk.body = '\(.*\)'$/\1/p" benches/load/post.lua)"; exit 1; }
 done
 echo "every instance answered tools/call echo in the shared session"
