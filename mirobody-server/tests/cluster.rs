@@ -20,7 +20,9 @@ use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use common::{KillOnDrop, call, clean_command, free_port, fresh_data_dir, post, request, start_with};
+use common::{
+    KillOnDrop, assert_none_lost, call, clean_command, free_port, fresh_data_dir, post, request, start_with, unrecalled,
+};
 use mirobody_testkit::{Moto, Nginx, Peers, run_with_timeout, skip};
 use serde_json::json;
 
@@ -241,29 +243,7 @@ fn three_instances_behind_nginx_share_sessions_and_outlive_a_sigkill() {
     assert!(refused <= 16, "{refused} calls failed: only those in flight at the kill may");
 
     // Every acknowledged write is there, read through nginx in a session made on the dead one.
-    let mut missing = Vec::new();
-    for (i, marker) in acknowledged.iter().enumerate() {
-        let reply = call(
-            lb,
-            &token,
-            &doomed[i % doomed.len()],
-            i as u64 + 1,
-            "recall_memory",
-            json!({"query": marker, "top_k": 1}),
-        )
-        .expect("recall answers");
-        let found = reply["result"]["structuredContent"]["memories"][0]["text"].as_str().unwrap_or_default();
-        if !found.contains(marker.as_str()) {
-            missing.push(marker.clone());
-        }
-    }
-    assert!(
-        missing.is_empty(),
-        "{} of {} acknowledged memories were lost: {:?}",
-        missing.len(),
-        acknowledged.len(),
-        &missing[..missing.len().min(10)]
-    );
+    assert_none_lost(&unrecalled(lb, &token, &doomed, &acknowledged), acknowledged.len());
 
     // The clients work again through what is left, and with the instance back.
     cluster.python_client(&python, &personal, "legacy", "2025-11-25", "legacyafter");

@@ -7,7 +7,7 @@ mod common;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use common::{call, free_port, fresh_data_dir, session, start, token};
+use common::{assert_none_lost, call, free_port, fresh_data_dir, session, start, token, unrecalled};
 use serde_json::json;
 
 #[test]
@@ -50,24 +50,10 @@ fn every_acknowledged_memory_survives_sigkill() {
 
     let mut server = start(&data_dir, port);
     let sid = session(port, &token);
-    let mut missing = Vec::new();
-    for (i, marker) in acknowledged.iter().enumerate() {
-        let reply = call(port, &token, &sid, i as u64 + 1, "recall_memory", json!({"query": marker, "top_k": 1}))
-            .expect("recall answers");
-        let found = reply["result"]["structuredContent"]["memories"][0]["text"].as_str().unwrap_or_default();
-        if !found.contains(marker.as_str()) {
-            missing.push(marker.clone());
-        }
-    }
+    let missing = unrecalled(port, &token, std::slice::from_ref(&sid), &acknowledged);
     server.kill().unwrap();
     server.wait().unwrap();
     let _ = std::fs::remove_dir_all(&data_dir);
-    assert!(
-        missing.is_empty(),
-        "{} of {} acknowledged memories were lost: {:?}",
-        missing.len(),
-        acknowledged.len(),
-        &missing[..missing.len().min(10)]
-    );
+    assert_none_lost(&missing, acknowledged.len());
     println!("{} acknowledged memories, all found after SIGKILL and restart", acknowledged.len());
 }

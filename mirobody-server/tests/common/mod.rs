@@ -192,3 +192,29 @@ pub(crate) fn tool(port: u16, token: &str, session: &str, tool: &str, arguments:
     }
     result["structuredContent"].clone()
 }
+
+/// The markers `recall_memory` does not find, each asked through `port` on one of `sessions` in
+/// turn: acknowledged writes that were lost.
+pub(crate) fn unrecalled(port: u16, token: &str, sessions: &[String], markers: &[String]) -> Vec<String> {
+    let mut missing = Vec::new();
+    for (i, marker) in markers.iter().enumerate() {
+        let sid = &sessions[i % sessions.len()];
+        let reply = call(port, token, sid, i as u64 + 1, "recall_memory", json!({"query": marker, "top_k": 1}))
+            .expect("recall answers");
+        let found = reply["result"]["structuredContent"]["memories"][0]["text"].as_str().unwrap_or_default();
+        if !found.contains(marker.as_str()) {
+            missing.push(marker.clone());
+        }
+    }
+    missing
+}
+
+/// Fails the test when any of `acknowledged` writes is `missing`, naming the first ten.
+pub(crate) fn assert_none_lost(missing: &[String], acknowledged: usize) {
+    assert!(
+        missing.is_empty(),
+        "{} of {acknowledged} acknowledged memories were lost: {:?}",
+        missing.len(),
+        &missing[..missing.len().min(10)]
+    );
+}
