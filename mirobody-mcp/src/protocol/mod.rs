@@ -53,7 +53,7 @@ impl McpService {
                 None
             }
             Ok(jsonrpc::Message::Response(r)) => {
-                self.handle_response(r, session, user);
+                let _ = self.handle_response(r, session, user);
                 None
             }
             Err(failure) => Some(jsonrpc::error_bytes(failure.id.as_ref(), &failure.error)),

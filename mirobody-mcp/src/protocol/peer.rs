@@ -59,22 +59,25 @@ impl PendingRequests {
         self.len() == 0
     }
 
-    /// Delivers the client's answer; false when no request of this session and user waits
-    /// under that id.
+    /// Delivers the client's answer; gives it back when no request of this session and user
+    /// waits for it under that id.
     pub(crate) fn complete(
         &self,
         id: &Id,
         session: Option<&str>,
         user: Option<&str>,
         outcome: Result<Value, Value>,
-    ) -> bool {
-        let Id::String(key) = id else { return false };
+    ) -> Result<(), Result<Value, Value>> {
+        let Id::String(key) = id else { return Err(outcome) };
         let mut waiting = lock(&self.waiting);
         let matches = waiting.get(key).is_some_and(|p| p.session.as_deref() == session && p.user.as_deref() == user);
         if !matches {
-            return false;
+            return Err(outcome);
         }
-        waiting.remove(key).is_some_and(|p| p.answer.send(outcome).is_ok())
+        match waiting.remove(key) {
+            Some(pending) => pending.answer.send(outcome),
+            None => Err(outcome),
+        }
     }
 }
 

@@ -149,9 +149,14 @@ impl McpService {
         (!cancelled).then_some(p.request_id)
     }
 
-    /// Delivers a client's answer to a server-to-client request; false when nothing waits for
-    /// it from this session and user.
-    pub(crate) fn handle_response(&self, response: ClientResponse, session: &Session, user: &UserInfo) -> bool {
+    /// Delivers a client's answer to a server-to-client request; gives the outcome back when
+    /// nothing here waits for it from this session and user.
+    pub(crate) fn handle_response(
+        &self,
+        response: ClientResponse,
+        session: &Session,
+        user: &UserInfo,
+    ) -> Result<(), Result<Value, Value>> {
         self.inner.pending.complete(&response.id, session.id(), user.user_id(), response.outcome)
     }
 

@@ -86,7 +86,7 @@ where
                 let _ = service.handle_notification(&n, &session);
             }
             Ok(Message::Response(r)) => {
-                service.handle_response(r, &session, &user);
+                let _ = service.handle_response(r, &session, &user);
             }
             Ok(Message::Request(request)) => {
                 // Each request runs on its own task, so a tool waiting for the client's answer

@@ -60,13 +60,12 @@ pub(super) async fn dispatch(
         Message::Response(response) => match inner.session_for(session_id, &user, extensions).await {
             Ok(session) => {
                 let id = response.id.clone();
-                let outcome = inner.shared.as_ref().map(|_| response.outcome.clone());
-                if inner.service.handle_response(response, &session, &user) {
+                let Err(outcome) = inner.service.handle_response(response, &session, &user) else {
                     return accepted();
-                }
+                };
                 // The question may have been asked by a call in another instance: it is
                 // delivered there only if it went to this session and user.
-                if let (Some(shared), Some(outcome), Some(session_id)) = (&inner.shared, outcome, session.id()) {
+                if let (Some(shared), Some(session_id)) = (&inner.shared, session.id()) {
                     return shared::send_answer(shared, session_id, &user, id, outcome).await;
                 }
                 rpc_error(
