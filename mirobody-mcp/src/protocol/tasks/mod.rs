@@ -365,8 +365,10 @@ impl Tasks {
             let now = now_ms();
             state.set_questions(now);
         }
-        live.persist().await?;
         lock(&self.live).insert(live.id.clone(), live.clone());
+        // The job runs before the record's first save, not after: it may be stopped in the
+        // middle of saving a question it asked as it became a task, holding the task's save
+        // lock, which that first save waits for.
         let tasks = self.clone();
         let running = live.clone();
         let handle = tokio::spawn(async move {
@@ -375,11 +377,16 @@ impl Tasks {
         });
         {
             let mut state = lock(&live.state);
-            if state.record.state.is_terminal() {
+            if state.record.state == TaskState::Cancelled {
                 handle.abort();
             } else {
                 state.abort = Some(handle.abort_handle());
             }
+        }
+        if let Err(e) = live.persist().await {
+            handle.abort();
+            lock(&self.live).remove(&live.id);
+            return Err(e);
         }
         Ok(live.record())
     }

@@ -45,6 +45,10 @@ async fn ask_in_task(_: Args, _: &UserInfo, ctx: &ToolContext<'_>) -> ToolResult
 }
 
 fn task_service(store: Arc<MemoryTaskStore>, options: TaskOptions) -> McpService {
+    task_service_on(store, options)
+}
+
+fn task_service_on(store: Arc<dyn mirobody_core::TaskStore>, options: TaskOptions) -> McpService {
     let registry = Registry::builder()
         .tool(
             Tool::new("sleepy", "Sleeps.")
@@ -318,4 +322,41 @@ async fn status_changes_reach_only_the_owners_listen_streams() {
     // Bob's stream carried none of it: the next thing it sees is the next change it asked for.
     changes.prompts_changed();
     assert_eq!(bobs.next_message().await["method"], "notifications/prompts/list_changed");
+}
+
+// A store whose every write waits a moment, as a database's does.
+struct SlowStore(MemoryTaskStore);
+
+#[async_trait::async_trait]
+impl mirobody_core::TaskStore for SlowStore {
+    async fn save(&self, task: &mirobody_core::TaskRecord) -> mirobody_core::backend::BackendResult<()> {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+        self.0.save(task).await
+    }
+    async fn load(
+        &self,
+        id: &str,
+        owner: &str,
+        now_ms: i64,
+    ) -> mirobody_core::backend::BackendResult<Option<mirobody_core::TaskRecord>> {
+        self.0.load(id, owner, now_ms).await
+    }
+    async fn live(&self, owner: &str, now_ms: i64) -> mirobody_core::backend::BackendResult<u64> {
+        self.0.live(owner, now_ms).await
+    }
+    async fn purge(&self, now_ms: i64) -> mirobody_core::backend::BackendResult<u64> {
+        self.0.purge(now_ms).await
+    }
+}
+
+#[tokio::test]
+async fn a_task_that_asks_as_it_starts_is_answered_on_a_store_that_takes_time() {
+    // The question's save is under way as the call becomes a task; the task's first save must
+    // not wait for it while it cannot go on (this hung on PostgreSQL).
+    let client =
+        as_user(client_of(task_service_on(Arc::new(SlowStore(MemoryTaskStore::default())), options())), "alice");
+    let task = within("the task's handle", created(&client, "ask_in_task", json!({}))).await;
+    until(&client, &task, "input_required").await;
+    client.call("tasks/update", json!({"taskId": task, "inputResponses": {"go": {"action": "accept"}}})).await.result();
+    assert_eq!(until(&client, &task, "completed").await["result"]["content"][0]["text"], "answer: \"accept\"");
 }
