@@ -408,6 +408,11 @@ impl McpService {
         &self.inner.pending
     }
 
+    /// The tasks of this process, and the store of every task's record.
+    pub(crate) fn tasks(&self) -> &Arc<Tasks> {
+        &self.inner.tasks
+    }
+
     /// One page of `tools/list` as the JSON text of its result object (`{"tools":[...]}`, with
     /// `nextCursor` when more follow): the same for both protocol eras.
     pub(crate) fn tools_page(&self, params: Option<&RawValue>, user: &UserInfo) -> Result<String, RpcError> {

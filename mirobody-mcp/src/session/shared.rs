@@ -6,7 +6,8 @@
 //! declared, log level, subscriptions), written whenever it changes, and [`Event`]s: a change
 //! or an end, so that instances holding a copy update or drop it; a cancellation, which reaches
 //! the call wherever it runs; and a client's answer to a question, which reaches the instance
-//! whose call asked it. What runs (calls, streams, questions) stays in the instance it runs in.
+//! whose call asked it (the same for a task's answers and its cancellation). What runs (calls,
+//! tasks, streams, questions) stays in the instance it runs in.
 
 use super::*;
 use futures::stream::{BoxStream, StreamExt};
@@ -100,6 +101,10 @@ pub(crate) enum Event {
     /// A change announced in one instance (a list, a resource, a task's status), for the
     /// `subscriptions/listen` streams of the others.
     Change { change: Value },
+    /// `tasks/update` for a task not running where it arrived, for the instance running it.
+    TaskAnswers { task: String, owner: String, responses: serde_json::Map<String, Value> },
+    /// `tasks/cancel` for a task not running where it arrived: the instance running it stops it.
+    TaskCancel { task: String, owner: String },
 }
 
 /// A client's answer, as JSON-RPC gives it: a result or an error object.
@@ -185,11 +190,7 @@ impl SharedSessions {
         let (heard, echo) = tokio::sync::oneshot::channel();
         lock(&self.echoes).insert(nonce.clone(), heard);
         let event = Event::Changed { session: id.to_owned(), record };
-        let envelope = Envelope { from: self.instance.clone(), echo: Some(nonce.clone()), event };
-        let published = match serde_json::to_vec(&envelope) {
-            Ok(bytes) => self.backplane.publish(bytes).await,
-            Err(e) => Err(encode_error(e)),
-        };
+        let published = self.send(event, Some(nonce.clone())).await;
         if published.is_ok() && tokio::time::timeout(ECHO_WAIT, echo).await.is_err() {
             tracing::debug!("a session change was not heard back in time");
         }
@@ -219,7 +220,12 @@ impl SharedSessions {
 
     /// Tells every other instance.
     pub(crate) async fn publish(&self, event: Event) -> BackendResult<()> {
-        let envelope = Envelope { from: self.instance.clone(), echo: None, event };
+        self.send(event, None).await
+    }
+
+    // Publishes `event` from this instance, asking to hear it back under `echo` when given.
+    async fn send(&self, event: Event, echo: Option<String>) -> BackendResult<()> {
+        let envelope = Envelope { from: self.instance.clone(), echo, event };
         self.backplane.publish(serde_json::to_vec(&envelope).map_err(encode_error)?).await
     }
 
@@ -312,5 +318,11 @@ mod tests {
         assert_eq!(wire["outcome"]["result"]["action"], "accept");
         let back: Envelope = serde_json::from_value(wire).unwrap();
         assert_eq!((back.from.as_str(), back.event), ("i1", event));
+
+        let responses = serde_json::json!({"go": {"action": "decline"}}).as_object().cloned().unwrap();
+        let event = Event::TaskAnswers { task: "t1".into(), owner: "user:alice".into(), responses };
+        let wire = serde_json::to_value(Envelope { from: "i2".into(), echo: None, event: event.clone() }).unwrap();
+        assert_eq!((wire["kind"].as_str(), wire["owner"].as_str()), (Some("task_answers"), Some("user:alice")));
+        assert_eq!(serde_json::from_value::<Envelope>(wire).unwrap().event, event);
     }
 }

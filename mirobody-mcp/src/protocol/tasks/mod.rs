@@ -13,7 +13,9 @@
 //! The records are the store's; the running futures, their questions and their abort handles
 //! are this process's ([`Tasks`]). A finished task's record is what every later read sees, here
 //! or on another instance sharing the store; a task not ended whose process is gone reads as
-//! failed once its lease passes (a running task renews it).
+//! failed once its lease passes (a running task renews it). Answers and cancellations for a
+//! task running in another instance reach it through the instances' shared sessions
+//! ([`SharedSessions`]), when they share them.
 
 mod api;
 mod memory;
@@ -25,7 +27,7 @@ pub(crate) use peer::{Escalation, TaskPeer, drive};
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicI64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use futures::future::BoxFuture;
@@ -37,7 +39,11 @@ use tokio::task::AbortHandle;
 use crate::jsonrpc::{RpcError, code};
 use crate::protocol::changes::{Change, ChangeNotifier};
 use crate::protocol::outcome::{CallFailure, call_failure};
-use crate::session::{lock, random_token};
+use crate::session::{Event, SharedSessions, lock, random_token};
+
+/// How long `tasks/update` for a task running in another instance waits for it to take the
+/// answers before acknowledging them.
+const ANSWER_WAIT: Duration = Duration::from_secs(2);
 
 /// The extension's identifier, under `capabilities.extensions`.
 pub(crate) const EXTENSION: &str = "io.modelcontextprotocol/tasks";
@@ -314,11 +320,26 @@ pub(crate) struct Tasks {
     changes: ChangeNotifier,
     pub(crate) options: TaskOptions,
     last_purge_ms: AtomicI64,
+    // How answers and cancellations reach a task another instance runs, when there are several.
+    elsewhere: OnceLock<Arc<SharedSessions>>,
 }
 
 impl Tasks {
     pub(crate) fn new(store: Arc<dyn TaskStore>, options: TaskOptions, changes: ChangeNotifier) -> Tasks {
-        Tasks { live: Mutex::default(), store, changes, options, last_purge_ms: AtomicI64::new(0) }
+        Tasks {
+            live: Mutex::default(),
+            store,
+            changes,
+            options,
+            last_purge_ms: AtomicI64::new(0),
+            elsewhere: OnceLock::new(),
+        }
+    }
+
+    /// Sends answers and cancellations for tasks running in other instances through `shared`
+    /// (the first call only: an endpoint sets it as it starts).
+    pub(crate) fn reach_other_instances(&self, shared: Arc<SharedSessions>) {
+        let _ = self.elsewhere.set(shared);
     }
 
     /// A record for a new task of `user` calling `tool`, not yet kept anywhere, with the live
@@ -442,20 +463,18 @@ impl Tasks {
     /// Delivers answers to the caller's task's questions; answers to questions it is not
     /// asking are ignored.
     pub(crate) async fn update(&self, id: &str, owner: &str, responses: Map<String, Value>) -> Result<(), TaskRefusal> {
-        let Some(live) = self.live_task(id, owner) else {
-            // Not running here: known (ended, or another instance's) or not.
-            return self.get(id, owner).await.map(drop);
-        };
+        match self.live_task(id, owner) {
+            Some(live) => Tasks::update_live(&live, responses).await,
+            None => self.update_elsewhere(id, owner, responses).await,
+        }
+    }
+
+    async fn update_live(live: &LiveTask, responses: Map<String, Value>) -> Result<(), TaskRefusal> {
         {
             let mut state = lock(&live.state);
             for (key, answer) in &responses {
                 let Some(position) = state.pending.iter().position(|p| p.key == *key) else { continue };
-                let method = state.pending[position].request["method"].as_str().unwrap_or_default().to_owned();
-                if let Err(why) = crate::protocol::peer::check_answer(&method, answer) {
-                    return Err(TaskRefusal::Rpc(RpcError::invalid_params(format!(
-                        "Invalid params: inputResponses[\"{key}\"] {why} ({method})"
-                    ))));
-                }
+                check_response(key, &state.pending[position].request, answer)?;
             }
             for (key, answer) in responses {
                 if let Some(position) = state.pending.iter().position(|p| p.key == key) {
@@ -472,24 +491,108 @@ impl Tasks {
         live.persist().await.map_err(TaskRefusal::Rpc)
     }
 
+    // Answers for a task not running here: an ended one (or an unknown one) takes none; one
+    // running in another instance gets them there, checked here against the questions its
+    // record shows. With no way to reach it they are refused, not dropped.
+    async fn update_elsewhere(&self, id: &str, owner: &str, responses: Map<String, Value>) -> Result<(), TaskRefusal> {
+        let record = self.get(id, owner).await?;
+        if record.state.is_terminal() {
+            return Ok(());
+        }
+        let questions = record.input_requests.as_ref().and_then(Value::as_object);
+        let mut answered = Vec::new();
+        for (key, answer) in &responses {
+            if let Some(request) = questions.and_then(|questions| questions.get(key)) {
+                check_response(key, request, answer)?;
+                answered.push(key.clone());
+            }
+        }
+        let event = Event::TaskAnswers { task: id.to_owned(), owner: owner.to_owned(), responses };
+        self.tell_elsewhere(event).await?;
+        // Acknowledged once the running instance has taken them, so that the caller's next
+        // `tasks/get`, wherever it lands, no longer shows them asked; past the wait it goes on.
+        let deadline = tokio::time::Instant::now() + ANSWER_WAIT;
+        while !answered.is_empty() && tokio::time::Instant::now() < deadline {
+            let now = self.get(id, owner).await?;
+            let asked = now.input_requests.as_ref().and_then(Value::as_object);
+            if now.state.is_terminal() || !answered.iter().any(|key| asked.is_some_and(|a| a.contains_key(key))) {
+                return Ok(());
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        if !answered.is_empty() {
+            tracing::debug!(task = %id, "answers passed on were not taken in time");
+        }
+        Ok(())
+    }
+
+    /// Applies answers another instance was sent for a task running here; nothing for a task
+    /// not running here (another instance's).
+    pub(crate) async fn update_here(&self, id: &str, owner: &str, responses: Map<String, Value>) {
+        if let Some(live) = self.live_task(id, owner)
+            && let Err(TaskRefusal::Rpc(e)) = Tasks::update_live(&live, responses).await
+        {
+            tracing::warn!(task = %id, error = %e.message, "answers from another instance were not taken");
+        }
+    }
+
     /// Cancels the caller's task, if it has not ended (cancelling an ended one does nothing).
     pub(crate) async fn cancel(&self, id: &str, owner: &str) -> Result<(), TaskRefusal> {
-        if let Some(live) = self.live_task(id, owner) {
-            live.end_with(TaskState::Cancelled, None, true).await.map_err(TaskRefusal::Rpc)?;
-            lock(&self.live).remove(id);
+        if self.cancel_here(id, owner).await? {
             return Ok(());
         }
         let mut record = self.get(id, owner).await?;
         if !record.state.is_terminal() {
             // Running on another instance: its record says cancelled from now on, and the
-            // instance's own end of it does not overwrite that (see `TaskStore::save`).
+            // instance's own end of it does not overwrite that (see `TaskStore::save`); that
+            // instance is told to stop it.
             record.state = TaskState::Cancelled;
             record.updated_ms = now_ms();
             record.input_requests = None;
             self.store.save(&record).await.map_err(|e| TaskRefusal::Rpc(store_error(e)))?;
+            if self.elsewhere.get().is_some() {
+                // Cancelled for every reader either way: a message lost leaves the task running
+                // to its end unseen, as with no way to tell.
+                let _ = self.tell_elsewhere(Event::TaskCancel { task: id.to_owned(), owner: owner.to_owned() }).await;
+            }
         }
         Ok(())
     }
+
+    /// Stops the caller's task if it runs here; whether it did.
+    pub(crate) async fn cancel_here(&self, id: &str, owner: &str) -> Result<bool, TaskRefusal> {
+        let Some(live) = self.live_task(id, owner) else { return Ok(false) };
+        live.end_with(TaskState::Cancelled, None, true).await.map_err(TaskRefusal::Rpc)?;
+        lock(&self.live).remove(id);
+        Ok(true)
+    }
+
+    // Sends `event` to the instance running its task.
+    async fn tell_elsewhere(&self, event: Event) -> Result<(), TaskRefusal> {
+        let Some(shared) = self.elsewhere.get() else {
+            return Err(TaskRefusal::Rpc(RpcError::new(
+                code::INTERNAL_ERROR,
+                "Internal error: the task runs in another server process, which this one cannot reach",
+            )));
+        };
+        shared.publish(event).await.map_err(|e| {
+            tracing::warn!(error = %e, "a task's answers or cancellation could not be passed on");
+            TaskRefusal::Rpc(RpcError::new(
+                code::INTERNAL_ERROR,
+                "Internal error: the task runs in another server process, which cannot be reached now; try again",
+            ))
+        })
+    }
+}
+
+// Checks a client's answer `answer` to the task's question `request` (under `key`).
+fn check_response(key: &str, request: &Value, answer: &Value) -> Result<(), TaskRefusal> {
+    let method = request["method"].as_str().unwrap_or_default();
+    crate::protocol::peer::check_answer(method, answer).map_err(|why| {
+        TaskRefusal::Rpc(RpcError::invalid_params(format!(
+            "Invalid params: inputResponses[\"{key}\"] {why} ({method})"
+        )))
+    })
 }
 
 fn store_error(error: mirobody_core::BackendError) -> RpcError {

@@ -130,7 +130,7 @@ struct HttpInner {
     callers: Arc<Callers>,
     body_budget: BodyBudget,
     // Where sessions are kept for every instance, when there are several.
-    shared: Option<SharedSessions>,
+    shared: Option<Arc<SharedSessions>>,
 }
 
 impl McpHttp {
@@ -151,7 +151,8 @@ impl McpHttp {
     /// the backplane when its session is here and unchanged, and one when it is not. A change
     /// (`logging/setLevel`, a subscription) is written before it is answered; a cancellation,
     /// or a client's answer to a question, that arrives where its call does not run is sent on
-    /// to every instance. Returns once this instance listens to the others; it keeps listening
+    /// to every instance, as are `tasks/update` and `tasks/cancel` for a task running in
+    /// another instance (whose records the instances share through their task store). Returns once this instance listens to the others; it keeps listening
     /// (connecting again when the backplane's connection drops) and keeps the records of the
     /// sessions used here alive, until the endpoint is dropped.
     ///
@@ -165,8 +166,10 @@ impl McpHttp {
     ) -> Result<Self, mirobody_core::BackendError> {
         let mut http = McpHttp::new(service, options);
         let ttl = http.inner.options.session_idle_timeout;
+        let shared = Arc::new(SharedSessions::new(backplane, ttl));
+        http.inner.service.tasks().reach_other_instances(Arc::clone(&shared));
         if let Some(inner) = Arc::get_mut(&mut http.inner) {
-            inner.shared = Some(SharedSessions::new(backplane, ttl));
+            inner.shared = Some(shared);
         }
         shared::listen(&http.inner).await?;
         Ok(http)

@@ -159,12 +159,26 @@ fn on_event(inner: &HttpInner, event: Event) {
             }
         }
         Event::Answer { session, user, request, outcome } => {
-            inner.service.pending().complete(&request, Some(&session), user.as_deref(), outcome.into());
+            // Not asked here (or no longer waited for): another instance takes it.
+            let _ = inner.service.pending().complete(&request, Some(&session), user.as_deref(), outcome.into());
         }
         Event::Change { change } => {
             if let Some(change) = crate::protocol::changes::Change::from_wire(&change) {
                 inner.service.changes().notify_here(change);
             }
+        }
+        // Each for the instance running the task; the others have nothing to do.
+        Event::TaskAnswers { task, owner, responses } => {
+            let tasks = Arc::clone(inner.service.tasks());
+            tokio::spawn(async move { tasks.update_here(&task, &owner, responses).await });
+        }
+        Event::TaskCancel { task, owner } => {
+            let tasks = Arc::clone(inner.service.tasks());
+            tokio::spawn(async move {
+                if let Err(crate::protocol::tasks::TaskRefusal::Rpc(e)) = tasks.cancel_here(&task, &owner).await {
+                    tracing::warn!(task = %task, error = %e.message, "a cancellation from another instance failed");
+                }
+            });
         }
     }
 }

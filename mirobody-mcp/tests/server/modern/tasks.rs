@@ -324,6 +324,70 @@ async fn status_changes_reach_only_the_owners_listen_streams() {
     assert_eq!(bobs.next_message().await["method"], "notifications/prompts/list_changed");
 }
 
+// An instance of `service` sharing `backplane` with the others, as instances behind a load
+// balancer share a Redis (and, through `task_store`, their task records).
+async fn instance_of(service: McpService, backplane: &Arc<mirobody_mcp::session::MemoryBackplane>) -> McpHttp {
+    McpHttp::with_shared_sessions(service, HttpOptions::default(), Arc::clone(backplane) as _)
+        .await
+        .expect("the backplane listens")
+}
+
+fn on(http: &McpHttp, user: &str) -> Modern {
+    as_user(Modern::new(http.router()).with_capabilities(json!({"elicitation": {}, "extensions": {TASKS: {}}})), user)
+}
+
+#[tokio::test]
+async fn answers_and_cancellations_reach_a_task_running_in_another_instance() {
+    let (store, backplane) = (Arc::new(MemoryTaskStore::default()), Arc::new(Default::default()));
+    let a = on(&instance_of(task_service(store.clone(), options()), &backplane).await, "alice");
+    let second = instance_of(task_service(store, options()), &backplane).await;
+    let (b, bob) = (on(&second, "alice"), on(&second, "bob"));
+
+    // Asked on a, answered through b: a wrong answer is refused there, checked against the
+    // question the record shows, and loses nothing.
+    let task = created(&a, "ask_in_task", json!({})).await;
+    until(&b, &task, "input_required").await;
+    let wrong = b.call("tasks/update", json!({"taskId": task, "inputResponses": {"go": {"nope": 1}}})).await;
+    assert_eq!(wrong.error_code(), -32602, "{}", wrong.body);
+    let theirs = json!({"taskId": task, "inputResponses": {"go": {"action": "accept"}}});
+    assert_eq!(bob.call("tasks/update", theirs).await.error_code(), -32602, "not bob's task");
+    assert_eq!(get(&a, &task).await.result()["status"], "input_required");
+    let answer = json!({"taskId": task, "inputResponses": {"go": {"action": "decline"}}});
+    assert_eq!(b.call("tasks/update", answer).await.result()["resultType"], "complete");
+    let done = until(&b, &task, "completed").await;
+    assert_eq!(done["result"]["content"][0]["text"], "answer: \"decline\"", "{done}");
+
+    // Running on a, cancelled through b: cancelled at once for every reader, and a stops it.
+    let forever = created(&a, "forever", json!({"tag": "cancelled-through-another-instance"})).await;
+    assert_eq!(bob.call("tasks/cancel", json!({"taskId": forever})).await.error_code(), -32602);
+    assert_eq!(b.call("tasks/cancel", json!({"taskId": forever})).await.result()["resultType"], "complete");
+    assert_eq!(get(&b, &forever).await.result()["status"], "cancelled");
+    within("a to stop the task", async {
+        while !DROPPED.lock().unwrap().iter().any(|tag| tag == "cancelled-through-another-instance") {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await;
+    assert_eq!(get(&a, &forever).await.result()["status"], "cancelled", "a's own end did not overwrite it");
+}
+
+#[tokio::test]
+async fn answers_for_a_task_no_instance_can_reach_are_refused_not_lost() {
+    // Two instances on one store and no backplane: b cannot reach a's task.
+    let store = Arc::new(MemoryTaskStore::default());
+    let a = as_user(client_of(task_service(store.clone(), options())), "alice");
+    let b = as_user(client_of(task_service(store, options())), "alice");
+    let task = created(&a, "ask_in_task", json!({})).await;
+    until(&b, &task, "input_required").await;
+    let answer = json!({"taskId": task, "inputResponses": {"go": {"action": "accept"}}});
+    let refused = b.call("tasks/update", answer.clone()).await;
+    assert_eq!(refused.error_code(), -32603, "{}", refused.body);
+    assert!(refused.body.to_string().contains("another server process"), "{}", refused.body);
+    assert_eq!(get(&a, &task).await.result()["status"], "input_required", "still waiting");
+    a.call("tasks/update", answer).await.result();
+    assert_eq!(until(&a, &task, "completed").await["result"]["content"][0]["text"], "answer: \"accept\"");
+}
+
 // A store whose every write waits a moment, as a database's does.
 struct SlowStore(MemoryTaskStore);
 
