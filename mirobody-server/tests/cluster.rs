@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 use common::{
     KillOnDrop, assert_none_lost, call, clean_command, free_port, fresh_data_dir, post, request, start_with, unrecalled,
 };
-use mirobody_testkit::{Moto, Nginx, Peers, run_with_timeout, skip};
+use mirobody_testkit::{Moto, Nginx, Peers, PostgresSchema, assert_client_passes, skip};
 use serde_json::json;
 
 fn peers() -> Peers {
@@ -37,19 +37,6 @@ fn external(var: &str) -> Option<String> {
     })
 }
 
-// A PostgreSQL schema of the test's own, dropped at the end however the test ends.
-struct Schema {
-    url: String,
-    name: String,
-}
-
-impl Drop for Schema {
-    fn drop(&mut self) {
-        let drop = format!("DROP SCHEMA IF EXISTS \"{}\" CASCADE", self.name);
-        let _ = Command::new("psql").args([&self.url, "-q", "-c", &drop]).output();
-    }
-}
-
 struct Cluster {
     instances: Vec<KillOnDrop>,
     ports: Vec<u16>,
@@ -57,7 +44,7 @@ struct Cluster {
     env: Vec<(String, String)>,
     data_dir: PathBuf,
     _moto: Moto,
-    _schema: Schema,
+    _schema: PostgresSchema,
 }
 
 impl Cluster {
@@ -74,7 +61,7 @@ impl Cluster {
         };
         let unique = format!("cluster_{}_{}", std::process::id(), free_port());
         moto.create_bucket(&unique.replace('_', "-"));
-        let schema = Schema { url: postgres.clone(), name: unique.clone() };
+        let schema = PostgresSchema { url: postgres.clone(), name: unique.clone() };
         let nginx_port = free_port();
         // What every instance shares: the data, and the keys that sign what another accepts.
         let env: Vec<(String, String)> = [
@@ -147,16 +134,7 @@ impl Cluster {
     // Runs the Python SDK client through nginx.
     fn python_client(&self, python: &Path, url: &str, mode: &str, expected: &str, marker: &str) {
         let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/clients/cluster_client.py");
-        let output = run_with_timeout(
-            Command::new(python).arg(script).args([url, mode, expected, marker]),
-            Duration::from_secs(120),
-        );
-        let stdout = String::from_utf8_lossy(&output.stdout);
-        assert!(
-            output.status.success() && stdout.contains("PYTHON-SDK-OK"),
-            "python client ({mode}) failed:\n{stdout}\n{}",
-            String::from_utf8_lossy(&output.stderr)
-        );
+        assert_client_passes(Command::new(python).arg(script).args([url, mode, expected, marker]), "PYTHON-SDK-OK");
     }
 }
 

@@ -60,6 +60,29 @@ pub fn run_with_timeout(command: &mut Command, limit: Duration) -> Output {
     }
 }
 
+/// Runs a client script with a time limit (two minutes) and fails the test, with its output,
+/// unless it exits successfully having printed `marker`: the shape of every SDK client check.
+pub fn assert_client_passes(command: &mut Command, marker: &str) {
+    let output = run_with_timeout(command, Duration::from_secs(120));
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success() && stdout.contains(marker),
+        "{command:?} did not print {marker}:\n{stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
+/// Starts `command` (its output discarded) and waits up to `limit` for it to listen on
+/// `port`; the process, killed when dropped, or why it did not start.
+pub fn spawn_listening(command: &mut Command, port: u16, limit: Duration) -> Result<KillOnDrop, String> {
+    let child = command.stdout(Stdio::null()).stderr(Stdio::null()).spawn().map_err(|e| format!("{command:?}: {e}"))?;
+    let process = KillOnDrop(child);
+    if !wait_for_port(port, limit) {
+        return Err(format!("{command:?} did not start listening on {port} within {limit:?}"));
+    }
+    Ok(process)
+}
+
 /// A port free right now.
 pub fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
@@ -85,6 +108,23 @@ impl Drop for KillOnDrop {
     fn drop(&mut self) {
         let _ = self.0.kill();
         let _ = self.0.wait();
+    }
+}
+
+/// A PostgreSQL schema of a test's own (made by the code under test), dropped with `psql`
+/// when this drops, however the test ends.
+#[derive(Debug)]
+pub struct PostgresSchema {
+    /// The database's URL.
+    pub url: String,
+    /// The schema's name.
+    pub name: String,
+}
+
+impl Drop for PostgresSchema {
+    fn drop(&mut self) {
+        let drop = format!("DROP SCHEMA IF EXISTS \"{}\" CASCADE", self.name);
+        let _ = Command::new("psql").args([&self.url, "-q", "-c", &drop]).output();
     }
 }
 
@@ -237,22 +277,12 @@ impl Nginx {
         );
         let path = dir.join("nginx.conf");
         std::fs::File::create(&path).and_then(|mut f| f.write_all(config.as_bytes())).map_err(|e| e.to_string())?;
-        let child = Command::new(binary)
-            .arg("-p")
-            .arg(dir)
-            .arg("-c")
-            .arg(&path)
-            .arg("-e")
-            .arg(dir.join("logs/error.log"))
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .map_err(|e| format!("start nginx: {e}"))?;
-        let process = KillOnDrop(child);
-        if !wait_for_port(port, Duration::from_secs(10)) {
+        let mut command = Command::new(binary);
+        command.arg("-p").arg(dir).arg("-c").arg(&path).arg("-e").arg(dir.join("logs/error.log"));
+        let process = spawn_listening(&mut command, port, Duration::from_secs(10)).map_err(|e| {
             let log = std::fs::read_to_string(dir.join("logs/error.log")).unwrap_or_default();
-            return Err(format!("nginx did not start listening:\n{log}"));
-        }
+            format!("{e}\nnginx's log:\n{log}")
+        })?;
         Ok(Nginx { _process: process, port })
     }
 
@@ -280,16 +310,9 @@ impl Moto {
     pub fn start(peers: &Peers) -> Result<Moto, String> {
         let bin = peers.python_venv("moto", &[MOTO])?;
         let port = free_port();
-        let child = Command::new(bin.join("moto_server"))
-            .args(["-H", "127.0.0.1", "-p", &port.to_string()])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .map_err(|e| format!("moto_server: {e}"))?;
-        let process = KillOnDrop(child);
-        if !wait_for_port(port, Duration::from_secs(30)) {
-            return Err("moto_server did not start listening".into());
-        }
+        let mut command = Command::new(bin.join("moto_server"));
+        command.args(["-H", "127.0.0.1", "-p", &port.to_string()]);
+        let process = spawn_listening(&mut command, port, Duration::from_secs(30))?;
         Ok(Moto { _process: process, python: bin.join("python"), endpoint: format!("http://127.0.0.1:{port}") })
     }
 

@@ -531,6 +531,14 @@ async fn main() -> std::io::Result<()> {
         service =
             service.request_state_key(mirobody_mcp::StateKey::new(key.into_bytes()).map_err(std::io::Error::other)?);
     }
+    // With a database, fixtures share their task records: a task one runs, any reads.
+    if let Ok(url) = std::env::var("MIROBODY_FIXTURE_DATABASE_URL") {
+        let schema = std::env::var("MIROBODY_FIXTURE_DATABASE_SCHEMA").ok();
+        let store = mirobody_tools::backends::SqlStore::connect(&url, schema.as_deref(), 8)
+            .await
+            .map_err(std::io::Error::other)?;
+        service = service.task_store(Arc::new(store));
+    }
     let service = service.change_notifier(changes).build();
     if arg.as_deref() == Some("--stdio") {
         let user = UserInfo::anonymous();

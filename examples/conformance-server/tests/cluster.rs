@@ -1,25 +1,35 @@
-//! Three fixtures sharing their sessions through this machine's Redis, behind Debian's nginx
-//! with plain round-robin (no stickiness), so that consecutive requests of one client land on
-//! different instances: the official conformance suites for both revisions, and the Python
-//! (auto and legacy mode) and TypeScript SDK clients, all through nginx, with no failures.
+//! Three fixtures sharing their sessions through this machine's Redis and their task records
+//! through its PostgreSQL, behind Debian's nginx with plain round-robin (no stickiness), so
+//! that consecutive requests of one client land on different instances: the official
+//! conformance suites for both revisions and the extensions' (tasks), and the Python (auto and
+//! legacy mode) and TypeScript SDK clients, all through nginx, with no failures.
 //!
-//! Without Redis (`MIROBODY_TEST_REDIS_URL`) or nginx the tests say `SKIPPED: <why>`; with
-//! `MIROBODY_REQUIRE_EXTERNAL=1` they fail instead.
+//! Without Redis (`MIROBODY_TEST_REDIS_URL`), PostgreSQL (`MIROBODY_TEST_POSTGRES_URL`) or
+//! nginx the tests say `SKIPPED: <why>`; with `MIROBODY_REQUIRE_EXTERNAL=1` they fail instead.
 
 mod support;
 
+use mirobody_testkit::PostgresSchema;
 use support::{Fixture, Nginx, check_python, check_typescript, conformance, peers, skip};
 
 struct Cluster {
     nginx: Nginx,
     _fixtures: Vec<Fixture>,
+    // Dropped after the fixtures, which use it.
+    _schema: PostgresSchema,
+}
+
+fn external(test: &str, var: &str) -> Option<String> {
+    let url = std::env::var(var).ok().filter(|url| !url.is_empty());
+    if url.is_none() {
+        skip(&format!("{test}: {var} is not set"));
+    }
+    url
 }
 
 fn cluster(test: &str) -> Option<Cluster> {
-    let Some(redis) = std::env::var("MIROBODY_TEST_REDIS_URL").ok().filter(|url| !url.is_empty()) else {
-        skip(&format!("{test}: MIROBODY_TEST_REDIS_URL is not set"));
-        return None;
-    };
+    let redis = external(test, "MIROBODY_TEST_REDIS_URL")?;
+    let postgres = external(test, "MIROBODY_TEST_POSTGRES_URL")?;
     let nginx = match peers().nginx() {
         Ok(nginx) => nginx,
         Err(e) => {
@@ -27,11 +37,16 @@ fn cluster(test: &str) -> Option<Cluster> {
             return None;
         }
     };
-    // A prefix of the test's own in the shared Redis, and one requestState key for all three.
+    // A prefix of the test's own in the shared Redis, a schema of its own in the PostgreSQL,
+    // and one requestState key for all three.
     let prefix = format!("mirobody-cluster-{test}-{}:", std::process::id());
+    let schema =
+        PostgresSchema { url: postgres.clone(), name: format!("fixture_cluster_{test}_{}", std::process::id()) };
     let env = [
         ("MIROBODY_FIXTURE_REDIS_URL", redis.as_str()),
         ("MIROBODY_FIXTURE_REDIS_PREFIX", prefix.as_str()),
+        ("MIROBODY_FIXTURE_DATABASE_URL", postgres.as_str()),
+        ("MIROBODY_FIXTURE_DATABASE_SCHEMA", schema.name.as_str()),
         ("MIROBODY_FIXTURE_STATE_KEY", "cluster-test-key-0123456789-0123456789"),
     ];
     let fixtures: Vec<Fixture> = (0..3).map(|_| Fixture::start_with(&env)).collect();
@@ -41,7 +56,7 @@ fn cluster(test: &str) -> Option<Cluster> {
         .collect();
     let dir = peers().root().join(format!("nginx-{test}-{}", std::process::id()));
     let nginx = Nginx::start(&nginx, &dir, &ports).unwrap_or_else(|e| panic!("{e}"));
-    Some(Cluster { nginx, _fixtures: fixtures })
+    Some(Cluster { nginx, _fixtures: fixtures, _schema: schema })
 }
 
 #[test]
@@ -50,6 +65,9 @@ fn conformance_suites_pass_through_nginx_across_three_instances() {
     let url = cluster.nginx.url("/mcp");
     conformance("0.2.0-alpha.12", &url, &["--suite", "all", "--spec-version", "2025-11-25"], 30);
     conformance("0.2.0-alpha.12", &url, &["--suite", "all", "--spec-version", "2026-07-28"], 140);
+    // Every scenario and the extensions': a task one fixture runs is read, answered and
+    // cancelled through the others.
+    conformance("0.2.0-alpha.12", &url, &["--suite", "all"], 220);
 }
 
 #[test]

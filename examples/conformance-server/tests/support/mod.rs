@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-pub use mirobody_testkit::{KillOnDrop, Nginx, free_port, run_with_timeout, skip};
+pub use mirobody_testkit::{KillOnDrop, Nginx, assert_client_passes, free_port, run_with_timeout, skip};
 
 /// The peers, installed under this package's scratch folder.
 pub fn peers() -> mirobody_testkit::Peers {
@@ -154,16 +154,8 @@ pub fn check_python(target: &str, mode: &str, expected_version: &str) {
         Ok(python) => python,
         Err(e) => return skip(&format!("Python SDK: {e}")),
     };
-    let output = run_with_timeout(
-        Command::new(python).arg(clients_dir().join("python_client.py")).args([target, mode, expected_version]),
-        Duration::from_secs(120),
-    );
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(
-        output.status.success() && stdout.contains("PYTHON-SDK-OK"),
-        "python client ({mode}) failed:\n{stdout}\n{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    let script = clients_dir().join("python_client.py");
+    assert_client_passes(Command::new(python).arg(script).args([target, mode, expected_version]), "PYTHON-SDK-OK");
 }
 
 /// The TypeScript SDK client script against `target` (a URL, or the fixture binary).
@@ -176,11 +168,5 @@ pub fn check_typescript(target: &str) {
     // The script imports the SDK by name, so it runs from inside the package folder.
     let script = package.join("typescript_client.mjs");
     std::fs::copy(clients_dir().join("typescript_client.mjs"), &script).expect("copy the client script");
-    let output = run_with_timeout(Command::new(node).arg(&script).arg(target), Duration::from_secs(120));
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(
-        output.status.success() && stdout.contains("TS-SDK-OK"),
-        "typescript client failed:\n{stdout}\n{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    assert_client_passes(Command::new(node).arg(&script).arg(target), "TS-SDK-OK");
 }
