@@ -80,8 +80,8 @@ done | awk '
         n, median(one, n), median(three, n), median(ratio, n), median(direct, n) }'
 # The session made through nginx answered on every instance.
 for p in "${ports[@]}"; do
-  curl -s -H 'content-type: application/json' -H 'accept: application/json, text/event-stream' -H "mcp-session-id: $three" \
-    "http://127.0.0.1:$p/mcp" -d "$(sed -n "s/^wrk.body = '\(.*\)'$/\1/p" benches/load/post.lua)" | grep -q '"isError":false' \
-    || { echo "the instance on port $p did not answer tools/call echo in the shared session:"; curl -si -H "content-type: application/json" -H "accept: application/json, text/event-stream" -H "mcp-session-id: $three" "http://127.0.0.1:$p/mcp" -d "$(sed -n "s/^wrk.body = '\(.*\)'$/\1/p" benches/load/post.lua)"; exit 1; }
+  answer=$(call_echo "$p" "$three")
+  grep -q '"isError":false' <<<"$answer" \
+    || { echo "the instance on port $p did not answer tools/call echo in the shared session:"; echo "$answer"; exit 1; }
 done
 echo "every instance answered tools/call echo in the shared session"

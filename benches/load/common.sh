@@ -1,4 +1,4 @@
-# Shell functions shared by run.sh and compare.sh (sourced, not run).
+# Shell functions shared by run.sh, compare.sh and cluster.sh (sourced, not run).
 
 # Peak resident memory of process PID, in KiB.
 rss() { awk '/VmHWM/{print $2}' /proc/$1/status; }
@@ -27,4 +27,13 @@ session() {
     "http://127.0.0.1:$1/mcp" \
     -d '{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"wrk","version":"1"}}}' \
     | tr -d '\r' | awk -F': ' 'tolower($1)=="mcp-session-id"{print $2}'
+}
+
+# Sends post.lua's `tools/call echo` in session SESSION to the server at PORT; prints the whole
+# answer, headers included. Read whole before it is searched: `curl | grep -q` under pipefail
+# fails when grep stops reading before curl has written everything.
+call_echo() {
+  curl -si -H 'content-type: application/json' -H 'accept: application/json, text/event-stream' \
+    -H "mcp-session-id: $2" "http://127.0.0.1:$1/mcp" \
+    -d "$(sed -n "s/^wrk.body = '\(.*\)'$/\1/p" benches/load/post.lua)" || true
 }

@@ -30,7 +30,8 @@ scratch_old=$(mktemp -d); scratch_new=$(mktemp -d)
 taskset -c 0 target/release/bare-hyper 127.0.0.1:$port_bare & pid_bare=$!
 trap 'kill $pid_old $pid_new $pid_bare 2>/dev/null || true; rm -rf "$scratch_old" "$scratch_new"' EXIT
 for p in $port_old $port_new $port_bare; do
-  for _ in $(seq 100); do (echo > /dev/tcp/127.0.0.1/$p) 2>/dev/null && break; sleep 0.05; done
+  # A first start on PostgreSQL creates its schema first: up to 30 s.
+  for _ in $(seq 300); do (echo > /dev/tcp/127.0.0.1/$p) 2>/dev/null && break; sleep 0.1; done
 done
 session_old=$(session $port_old); session_new=$(session $port_new)
 # The start-up peaks, once each server has answered; then each peak is reset, so that the peak
@@ -58,9 +59,8 @@ done | awk '
 # Both builds answered tools/call, not an error, after the load.
 for pair in "$port_old $session_old" "$port_new $session_new"; do
   set -- $pair
-  curl -s -H 'content-type: application/json' -H 'accept: application/json, text/event-stream' -H "mcp-session-id: $2" \
-    "http://127.0.0.1:$1/mcp" -d "$(sed -n "s/^wrk.body = '\(.*\)'$/\1/p" benches/load/post.lua)" | grep -q '"isError":false' \
-    || { echo "the server on port $1 did not answer tools/call echo"; exit 1; }
+  answer=$(call_echo "$1" "$2")
+  grep -q '"isError":false' <<<"$answer" || { echo "the server on port $1 did not answer tools/call echo:"; echo "$answer"; exit 1; }
 done
 echo "both builds answered tools/call echo correctly"
 peak_old=$(rss $pid_old); peak_new=$(rss $pid_new)

@@ -10,7 +10,7 @@
 # reading and writing, the endpoint, the call). The rest is the runtime's parking and timers,
 # which run by the clock rather than per request, so the totals move by a few hundred between
 # runs, more on a busy machine; the connection task's count is the one to compare two builds by.
-# Usage: benches/load/instructions.sh [requests]   (needs valgrind and python3)
+# Usage: [BIN_DIR=dir] benches/load/instructions.sh [requests]   (needs valgrind and python3)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 # The load generator is one caller sending far more requests a second than the per-caller rate
@@ -19,7 +19,14 @@ cd "$(dirname "$0")/../.."
 export MIROBODY_REQUESTS_PER_SECOND=1000000000 MIROBODY_REQUESTS_BURST=1000000000
 n=${1:-2000}
 command -v valgrind >/dev/null || { echo "valgrind is not installed (apt-get install valgrind)"; exit 2; }
-cargo build --release -q -p mirobody-server -p mirobody-benches --bin mirobody-server --bin bare-hyper
+# BIN_DIR=dir measures the mirobody-server and bare-hyper built there instead (another
+# checkout's target/release), to compare two builds' counts.
+if [ -n "${BIN_DIR:-}" ]; then
+  bin=$(realpath "$BIN_DIR")
+else
+  cargo build --release -q -p mirobody-server -p mirobody-benches --bin mirobody-server --bin bare-hyper
+  bin=$PWD/target/release
+fi
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 
@@ -55,7 +62,6 @@ measure() {
   echo "$total ${in_task:-0}"
 }
 
-bin=$PWD/target/release
 bare_task='bare_hyper::main::{{closure}}::{{closure}}'
 mcp_task='mirobody_mcp::serve_until::{{closure}}::{{closure}}'
 read -r bare bare_task_n < <(measure bare 18281 / benches/load/post.lua "$bare_task" MCP-Protocol-Version=2025-11-25 \
