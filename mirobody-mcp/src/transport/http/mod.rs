@@ -152,9 +152,10 @@ impl McpHttp {
     /// (`logging/setLevel`, a subscription) is written before it is answered; a cancellation,
     /// or a client's answer to a question, that arrives where its call does not run is sent on
     /// to every instance, as are `tasks/update` and `tasks/cancel` for a task running in
-    /// another instance (whose records the instances share through their task store). Returns once this instance listens to the others; it keeps listening
-    /// (connecting again when the backplane's connection drops) and keeps the records of the
-    /// sessions used here alive, until the endpoint is dropped.
+    /// another instance (whose records the instances share through their task store). Returns
+    /// once this instance listens to the others; it keeps listening (connecting again when the
+    /// backplane's connection drops) and keeps the records of the sessions used here alive,
+    /// until the endpoint is dropped.
     ///
     /// # Errors
     ///
