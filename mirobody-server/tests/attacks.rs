@@ -1,0 +1,11 @@
+//! The real binary under attack through the doors people's data comes in by: uploads, imports,
+//! the routes beside MCP, the tools that do heavy work, and what instances share. Each test
+//! asserts the bound a feature promises (the process alive, its resident memory, a 413 or 429
+//! where promised) and that an honest signed-in user is served during the attack.
+//!
+//! One file per door under `attacks/`; `harness.rs` starts a server and plays the honest user.
+
+mod common;
+
+#[path = "attacks/harness.rs"]
+mod harness;
