@@ -64,7 +64,7 @@ pub struct Server {
     /// The handles tools get.
     pub tool_backends: Backends,
     /// The signed links to the upload page.
-    pub upload_links: mirobody_tools::uploads::UploadLinks,
+    pub upload_links: mirobody_tools::upload_links::UploadLinks,
 }
 
 /// The built-in and self-registered tools.

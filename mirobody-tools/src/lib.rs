@@ -12,8 +12,8 @@
 //!   [`backends::open`] sets them up from a [`backends::BackendConfig`].
 //! - [`health`]: the health store the tools read ([`health::HealthStore`]), which reaches
 //!   them through the context's extensions.
-//! - [`uploads`]: storing a person's uploads and reading their text (`extract/`), and the
-//!   signed links to the upload page.
+//! - [`uploads`]: storing a person's uploads and reading their text (`extract/`);
+//!   [`upload_links`]: the links to the upload page.
 //! - [`import`]: FHIR R4 and CSV imports (`fhir/` reads them; `indicators.rs` knows the
 //!   common names of indicators).
 //! - [`demo`]: a demo user with a care circle, observations, files and memories.
@@ -23,12 +23,14 @@ mod chart;
 pub mod demo;
 mod extract;
 mod fhir;
+mod file_names;
 pub mod health;
 pub mod import;
 mod indicators;
 pub mod resources;
 mod text;
 pub mod tools;
+pub mod upload_links;
 pub mod uploads;
 pub mod views;
 

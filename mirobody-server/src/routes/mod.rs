@@ -24,7 +24,8 @@ use http_body_util::BodyExt;
 use mirobody_auth::{AuthError, AuthMethod, Authenticator};
 use mirobody_core::UserInfo;
 use mirobody_tools::backends::OpenedBackends;
-use mirobody_tools::uploads::{UploadLimits, UploadLinks};
+use mirobody_tools::upload_links::UploadLinks;
+use mirobody_tools::uploads::UploadLimits;
 use serde_json::json;
 use tokio::sync::Semaphore;
 

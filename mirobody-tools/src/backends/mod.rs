@@ -383,13 +383,13 @@ impl OpenedBackends {
     /// Signed links to the upload page at `base` (for example
     /// `https://mirobody.example/upload`), each valid for `lifetime`, signed with a key derived
     /// from the URL-signing key: instances that share `signing_key` accept each other's links.
-    pub fn upload_links(&self, base: impl Into<String>, lifetime: std::time::Duration) -> crate::uploads::UploadLinks {
+    pub fn upload_links(&self, base: impl Into<String>, lifetime: std::time::Duration) -> crate::upload_links::UploadLinks {
         use hmac::{KeyInit, Mac};
         // A key of its own, so that no upload-link signature is ever a valid file-URL one.
         let mut mac = hmac::Hmac::<sha2::Sha256>::new_from_slice(self.signer.key()).expect("HMAC takes any key");
         mac.update(b"mirobody upload links");
         let key = mac.finalize().into_bytes().to_vec();
-        crate::uploads::UploadLinks::new(key, base, lifetime).expect("a 32-byte key")
+        crate::upload_links::UploadLinks::new(key, base, lifetime).expect("a 32-byte key")
     }
 
     /// Waits until the work that opening started is over: the database connections back in

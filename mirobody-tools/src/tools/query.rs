@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 use crate::health::IndicatorSummary;
 use crate::indicators;
 use crate::text::parse_time_ms;
-use crate::uploads::UploadLinks;
+use crate::upload_links::UploadLinks;
 
 /// The most names one query takes.
 pub(crate) const MAX_NAMES: usize = 20;

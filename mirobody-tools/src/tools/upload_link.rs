@@ -10,7 +10,7 @@ use serde_json::json;
 
 use super::caller;
 use crate::text::rfc3339;
-use crate::uploads::UploadLinks;
+use crate::upload_links::UploadLinks;
 
 /// The declaration of `upload_link`.
 pub fn tool() -> Tool {
