@@ -12,6 +12,7 @@ use crate::config::{AuthConfig, McpEndpoint};
 use crate::error::{AuthConfigError, AuthError};
 use crate::jwt::{JwtVerifier, TokenError};
 use crate::layer::AuthService;
+use crate::permission::Permissions;
 use crate::secret::{SECRET_HEADER, hash_secret, looks_like_secret};
 
 // Parsed once: a `&str` name is parsed again on every lookup.
@@ -39,6 +40,9 @@ pub enum AuthMethod {
 #[derive(Clone)]
 pub struct Authenticator {
     inner: Arc<Inner>,
+    // Beside `inner`, not in it: the server adds the tools' declared scopes once its registry
+    // is built (`with_permissions`), after the authenticator.
+    permissions: Permissions,
 }
 
 struct Inner {
@@ -97,6 +101,7 @@ impl Authenticator {
             );
         }
         Authenticator {
+            permissions: Permissions::from_config(config),
             inner: Arc::new(Inner {
                 verifier,
                 secrets,
@@ -113,6 +118,32 @@ impl Authenticator {
                 authorization_servers: config.authorization_servers.clone(),
             }),
         }
+    }
+
+    /// This authenticator with `permissions` (by default those of the configuration it was
+    /// made from; a server adds its tools' declared scopes with [`Permissions::with_tools`]).
+    pub fn with_permissions(mut self, permissions: Permissions) -> Self {
+        self.permissions = permissions;
+        self
+    }
+
+    /// The permission model every route and tool is checked against.
+    pub fn permissions(&self) -> &Permissions {
+        &self.permissions
+    }
+
+    /// Whether the caller the auth layer put in `request` holds `permission` (see
+    /// [`Permissions::check`]): `Missing` (401) for a request with no caller,
+    /// [`AuthError::Forbidden`] (403) for one without the permission. Refuse with
+    /// [`reject`](Self::reject).
+    pub fn authorize<B>(&self, request: &Request<B>, permission: &str) -> Result<(), AuthError> {
+        let Some(user) = request.extensions().get::<UserInfo>().filter(|u| u.authed()) else {
+            return Err(AuthError::Missing);
+        };
+        self.permissions.check(user, permission).map_err(|denied| {
+            tracing::debug!(user = user.user_id().unwrap_or("-"), permission, "permission refused");
+            AuthError::Forbidden(denied)
+        })
     }
 
     /// The endpoint served.

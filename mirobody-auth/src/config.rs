@@ -71,6 +71,11 @@ pub struct AuthConfig {
     /// Per-agent deny lists: agent name to tools it may neither see nor call. Deny wins over
     /// allow.
     pub disallowed_tools: BTreeMap<String, ToolList>,
+    /// Scopes a caller must hold for a permission, by permission name: a tool's name (added
+    /// to the scopes the tool declares) or a route's (`import_health_data`, `care_circle`;
+    /// `POST /files` is `upload_file`). Default: none, so no permission needs a scope beyond
+    /// what its tool declares. See [`Permissions`](crate::Permissions).
+    pub permission_scopes: BTreeMap<String, ToolList>,
     /// The OAuth authorization servers, for the protected resource metadata. Default: none
     /// (the MCP spec wants at least one when clients are to find where to sign in).
     pub authorization_servers: Vec<String>,
@@ -109,6 +114,7 @@ impl Default for AuthConfig {
             leeway_secs: 30,
             allowed_tools: BTreeMap::new(),
             disallowed_tools: BTreeMap::new(),
+            permission_scopes: BTreeMap::new(),
             authorization_servers: Vec::new(),
             scopes_supported: Vec::new(),
             secret_scopes: Vec::new(),
@@ -205,7 +211,7 @@ impl From<&str> for SecretString {
     }
 }
 
-/// A list of tool names. Deserializes from a sequence, from one string of names separated by
+/// A list of tool names (or of scopes, in [`AuthConfig::permission_scopes`]). Deserializes from a sequence, from one string of names separated by
 /// commas or spaces (`"a, b c"`, as an environment variable gives it), or from null (empty).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ToolList(pub Vec<String>);

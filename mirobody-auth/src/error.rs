@@ -4,6 +4,7 @@ use http::{HeaderValue, Response, StatusCode, header};
 use serde_json::json;
 
 use crate::jwt::TokenError;
+use crate::permission::PermissionDenied;
 
 /// A configuration the auth layer cannot use. The message names the key at fault.
 #[derive(Debug, thiserror::Error)]
@@ -67,6 +68,11 @@ pub enum AuthError {
     /// `error="insufficient_scope"` with that `scope`: RFC 6750 §3.1).
     #[error("Insufficient scope: this needs a bearer token with the '{0}' scope.")]
     InsufficientScope(String),
+    /// The caller may not do what the request asks: its agent's tool list leaves the
+    /// permission out, or its token lacks scopes the permission needs (403; for scopes,
+    /// `error="insufficient_scope"` naming them).
+    #[error("{0}")]
+    Forbidden(PermissionDenied),
 }
 
 impl AuthError {
@@ -75,7 +81,7 @@ impl AuthError {
         match self {
             AuthError::CredentialInQuery(_) | AuthError::MalformedHeader(_) => StatusCode::BAD_REQUEST,
             AuthError::StoreUnavailable => StatusCode::SERVICE_UNAVAILABLE,
-            AuthError::InsufficientScope(_) => StatusCode::FORBIDDEN,
+            AuthError::InsufficientScope(_) | AuthError::Forbidden(_) => StatusCode::FORBIDDEN,
             _ => StatusCode::UNAUTHORIZED,
         }
     }
@@ -84,11 +90,16 @@ impl AuthError {
     /// the scopes to name (none for an empty slice), or for a 403 for want of a scope (which
     /// names that scope instead).
     pub fn challenge(&self, resource_metadata_url: &str, scopes: &[String]) -> Option<String> {
-        if let AuthError::InsufficientScope(scope) = self {
+        let needed = match self {
+            AuthError::InsufficientScope(scope) => Some(scope.clone()),
+            AuthError::Forbidden(PermissionDenied::Scopes { missing, .. }) => Some(missing.join(" ")),
+            _ => None,
+        };
+        if let Some(scope) = needed {
             return Some(format!(
                 "Bearer resource_metadata=\"{}\", scope=\"{}\", error=\"insufficient_scope\", error_description=\"{}\"",
                 quoted(resource_metadata_url),
-                quoted(scope),
+                quoted(&scope),
                 quoted(self.to_string().trim_end_matches('.'))
             ));
         }

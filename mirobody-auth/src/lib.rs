@@ -15,6 +15,8 @@
 //!   ([`AuthService::unmarked_anonymous_at`] leaves anonymous requests to one path unmarked).
 //! - [`protected_resource_metadata`]: the `/.well-known/oauth-protected-resource` routes.
 //! - [`visibility`]: per-agent allow and deny lists as a tool visibility predicate.
+//! - [`Permissions`]: one permission model for tools and routes (per-agent lists and the
+//!   scopes each permission needs); [`Authenticator::authorize`] checks a request against it.
 //!
 //! Tokens and secrets never reach a log line, an error message or a `Debug` output.
 //!
@@ -66,6 +68,7 @@ mod config;
 mod error;
 mod jwt;
 mod layer;
+mod permission;
 mod routes;
 mod secret;
 mod visibility;
@@ -78,6 +81,7 @@ pub use config::{
 pub use error::{AuthConfigError, AuthError};
 pub use jwt::{ACCESS_TOKEN_TYPES, JwtVerifier, MAX_TOKEN_BYTES, TokenError};
 pub use layer::{AuthLayer, AuthService};
+pub use permission::{CARE_CIRCLE, IMPORT_HEALTH_DATA, PermissionDenied, Permissions, ROUTE_PERMISSIONS, UPLOAD_FILE};
 pub use routes::{personal_router, protected_resource_metadata};
 pub use secret::{
     MAX_SECRET_LIFETIME, MIN_SECRET_LIFETIME, PERSONAL_URL_SCOPE, PersonalSecret, PersonalUrl, RngError, SECRET_BYTES,
