@@ -211,8 +211,9 @@ impl From<&str> for SecretString {
     }
 }
 
-/// A list of tool names (or of scopes, in [`AuthConfig::permission_scopes`]). Deserializes from a sequence, from one string of names separated by
-/// commas or spaces (`"a, b c"`, as an environment variable gives it), or from null (empty).
+/// A list of tool names (or of scopes, in [`AuthConfig::permission_scopes`]). Deserializes
+/// from a sequence, from one string of names separated by commas or spaces (`"a, b c"`, as an
+/// environment variable gives it), or from null (empty).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ToolList(pub Vec<String>);
 
