@@ -4,9 +4,17 @@
 //! inside the zip for Word files, and UTF-8 validity for text. The declared Content-Type and the
 //! file name only choose among the text kinds (CSV, JSON, Markdown or plain text), so a file
 //! named `x.pdf` holding text is text, and `x.txt` holding a PDF is a PDF.
+//!
+//! The text of a PDF or Word file is read by a parser that sees untrusted bytes, so it runs in
+//! a child process under limits ([`Extractor`], `sandbox.rs`; the child is `child.rs`, entered
+//! through [`child_main`]). Text kinds need no parser and are read in-process.
 
+mod child;
 mod docx;
 mod pdf;
+mod sandbox;
+
+pub use sandbox::{ExtractLimits, Extractor};
 
 use std::borrow::Cow;
 
@@ -92,10 +100,26 @@ pub(crate) enum ExtractError {
         docx::MAX_XML_BYTES >> 20
     )]
     TooLarge,
+    /// The reader ended abnormally: killed at its memory, CPU or time limit, or crashed.
+    #[error(
+        "The file could not be read, so it has no text: reading it went past what the server allows \
+         one document. It is stored as it is."
+    )]
+    CouldNotRead,
 }
 
-const PDF_MIME: &str = "application/pdf";
-const DOCX_MIME: &str = "application/vnd.openxmlformats-officedocument.wordprocessingml.document";
+/// The entry point of the sandboxed reader: what a program's `main` calls when started as an
+/// [`Extractor`]'s child, with the arguments after its own (for `mirobody-server extract ...`,
+/// those after `extract`). Returns the process's exit code.
+///
+/// It limits itself (address space, CPU time, no files written; Landlock where the kernel has
+/// it), reads one document from stdin and writes its text to stdout.
+pub fn child_main(args: &[String]) -> std::process::ExitCode {
+    std::process::ExitCode::from(child::run(args))
+}
+
+pub(crate) const PDF_MIME: &str = "application/pdf";
+pub(crate) const DOCX_MIME: &str = "application/vnd.openxmlformats-officedocument.wordprocessingml.document";
 const UTF8_BOM: &[u8] = b"\xEF\xBB\xBF";
 
 /// Classifies `bytes`. `declared` is the Content-Type the client sent (may be None or "application/octet-stream"), `filename` the name it gave.

@@ -1,0 +1,105 @@
+//! The child side of sandboxed extraction: a short-lived process that reads one document on
+//! stdin and writes its text on stdout, under limits it puts on itself before it reads a byte.
+//!
+//! The parsers (pdf-extract and lopdf, the Word reader) see untrusted bytes, and some inputs
+//! make them recurse without bound, inflate without an output cap or loop for hours. In this
+//! process that costs only this process: the kernel ends it at its address-space or CPU limit,
+//! a stack overflow aborts it, and the parent reads any such end as "the file could not be
+//! read".
+//!
+//! The protocol, kept private between [`run`] and [`super::sandbox`]: the arguments are the
+//! kind (`pdf` or `docx`), the address-space limit in bytes and the CPU limit in seconds; stdin
+//! is the document; stdout is one status line (`ok`, `none`, `encrypted`, `too-large` or
+//! `damaged <reason>`), followed after `ok` by the text.
+
+use std::io::{Read, Write};
+
+use super::{ContentKind, ExtractError, extract_text};
+
+/// The most bytes the child reads from stdin: more than any upload the server takes.
+const MAX_INPUT_BYTES: u64 = 1 << 30;
+
+/// The kind as the protocol names it.
+pub(super) fn kind_name(kind: ContentKind) -> Option<&'static str> {
+    match kind {
+        ContentKind::Pdf => Some("pdf"),
+        ContentKind::Docx => Some("docx"),
+        _ => None,
+    }
+}
+
+/// Runs the child: `args` are what follows the subcommand. Returns the process exit code: 0
+/// whenever a status line was written (a damaged file is an answer, not a failure), 2 for
+/// arguments the parent never sends.
+pub(super) fn run(args: &[String]) -> u8 {
+    // A parser's panic is caught and answered; its message must not reach the parent's log.
+    std::panic::set_hook(Box::new(|_| {}));
+    let [kind, memory, cpu] = args else { return 2 };
+    let kind = match kind.as_str() {
+        "pdf" => ContentKind::Pdf,
+        "docx" => ContentKind::Docx,
+        _ => return 2,
+    };
+    let (Ok(memory), Ok(cpu)) = (memory.parse::<u64>(), cpu.parse::<u64>()) else { return 2 };
+    // Limits first, before a byte of the document is read: a child that cannot limit itself
+    // refuses to parse rather than parse unbounded.
+    if let Err(e) = confine(memory, cpu) {
+        return answer(&format!("damaged the server could not confine its reader ({e})"), None);
+    }
+    let mut input = Vec::new();
+    if std::io::stdin().lock().take(MAX_INPUT_BYTES).read_to_end(&mut input).is_err() {
+        return answer("damaged it could not be received", None);
+    }
+    match extract_text(kind, &input) {
+        Ok(Some(text)) => answer("ok", Some(&text)),
+        Ok(None) => answer("none", None),
+        Err(ExtractError::Encrypted) => answer("encrypted", None),
+        Err(ExtractError::TooLarge) => answer("too-large", None),
+        Err(ExtractError::Damaged(why)) => answer(&format!("damaged {}", why.replace('\n', " ")), None),
+        Err(ExtractError::CouldNotRead) => answer("damaged it could not be read", None),
+    }
+}
+
+fn answer(status: &str, text: Option<&str>) -> u8 {
+    let mut out = std::io::stdout().lock();
+    let written = writeln!(out, "{status}")
+        .and_then(|()| text.map_or(Ok(()), |text| out.write_all(text.as_bytes())))
+        .and_then(|()| out.flush());
+    if written.is_ok() { 0 } else { 1 }
+}
+
+/// Limits this process: address space, CPU seconds, no files written or created, no core
+/// dumps; and, where the kernel has Landlock, no file opened at all.
+fn confine(memory_bytes: u64, cpu_seconds: u64) -> std::io::Result<()> {
+    #[cfg(unix)]
+    {
+        use rlimit::Resource;
+        Resource::AS.set(memory_bytes, memory_bytes)?;
+        // The soft limit sends SIGXCPU, which ends the process; the hard one a second later is
+        // SIGKILL, should anything catch the first.
+        Resource::CPU.set(cpu_seconds, cpu_seconds.saturating_add(1))?;
+        Resource::FSIZE.set(0, 0)?;
+        Resource::CORE.set(0, 0)?;
+    }
+    #[cfg(not(unix))]
+    let _ = (memory_bytes, cpu_seconds);
+    #[cfg(target_os = "linux")]
+    forbid_files();
+    Ok(())
+}
+
+/// Landlock, best effort: every filesystem access right handled and none granted, so the
+/// reader cannot open a file even for reading. Kernels without Landlock run on the limits
+/// above alone; stdin and stdout are already open and stay usable.
+#[cfg(target_os = "linux")]
+fn forbid_files() {
+    use landlock::{ABI, Access, AccessFs, Ruleset, RulesetAttr};
+    let restricted = Ruleset::default()
+        .handle_access(AccessFs::from_all(ABI::V5))
+        .and_then(|ruleset| ruleset.create())
+        .and_then(|ruleset| ruleset.restrict_self());
+    if let Err(e) = restricted {
+        // Not fatal: the resource limits hold whatever the kernel offers.
+        let _ = e;
+    }
+}

@@ -1,0 +1,161 @@
+//! The parent side of sandboxed extraction: [`Extractor`] runs each document's reader in a
+//! child process ([`super::child`]) and reads its answer, so that no untrusted document is
+//! parsed inside the server.
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::sync::Semaphore;
+
+use super::{ContentKind, ExtractError, MAX_TEXT_BYTES, child, extract_text};
+
+/// The bounds on one document's reader and on how many run at once.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ExtractLimits {
+    /// The reader's address space, in bytes (default 1 GiB): a decompression bomb ends there.
+    pub memory_bytes: u64,
+    /// The reader's CPU time, in seconds (default 20).
+    pub cpu_seconds: u64,
+    /// How long the server waits for a reader before it kills it (default 30 s).
+    pub deadline: Duration,
+    /// How many readers run at once, server-wide (default 2).
+    pub max_running: usize,
+}
+
+impl Default for ExtractLimits {
+    fn default() -> Self {
+        ExtractLimits { memory_bytes: 1 << 30, cpu_seconds: 20, deadline: Duration::from_secs(30), max_running: 2 }
+    }
+}
+
+/// Reads the text of documents in a sandboxed child process, at most
+/// [`ExtractLimits::max_running`] at once.
+///
+/// The child is a program that runs [`child_main`](super::child_main) when given its
+/// arguments: `mirobody-server extract` (what [`Extractor::current_exe`] starts), or the
+/// `mirobody-extract` binary of this crate for an application with a `main` of its own.
+/// Plain text needs no parser and is read in-process.
+#[derive(Clone, Debug)]
+pub struct Extractor {
+    program: PathBuf,
+    leading_args: Vec<OsString>,
+    limits: ExtractLimits,
+    running: Arc<Semaphore>,
+}
+
+impl Extractor {
+    /// Readers started as `program leading_args... <protocol arguments>`.
+    pub fn new(program: impl Into<PathBuf>, leading_args: Vec<OsString>, limits: ExtractLimits) -> Self {
+        let running = Arc::new(Semaphore::new(limits.max_running.max(1)));
+        Extractor { program: program.into(), leading_args, limits, running }
+    }
+
+    /// Readers started as this program's own `extract` subcommand, as `mirobody-server` has.
+    pub fn current_exe(limits: ExtractLimits) -> std::io::Result<Self> {
+        Ok(Extractor::new(std::env::current_exe()?, vec!["extract".into()], limits))
+    }
+
+    /// The limits each reader runs under.
+    pub fn limits(&self) -> &ExtractLimits {
+        &self.limits
+    }
+
+    /// The text of `bytes`, read as `kind`: `Ok(None)` when it has none (an image, a scan).
+    ///
+    /// Any abnormal end of the reader (killed at a limit or the deadline, crashed, an answer
+    /// out of protocol) is [`ExtractError::CouldNotRead`]; nothing of it reaches this process.
+    pub(crate) async fn extract(&self, kind: ContentKind, bytes: Vec<u8>) -> Result<Option<String>, ExtractError> {
+        let Some(kind_arg) = child::kind_name(kind) else {
+            // Text kinds and images: no parser runs, so nothing needs a sandbox.
+            return extract_text(kind, &bytes);
+        };
+        let _turn = self.running.acquire().await.map_err(|_| ExtractError::CouldNotRead)?;
+        match tokio::time::timeout(self.limits.deadline, self.run_child(kind_arg, bytes)).await {
+            Ok(Ok(answer)) => answer,
+            Ok(Err(e)) => {
+                tracing::warn!(error = %e, "a document reader could not be run");
+                Err(ExtractError::CouldNotRead)
+            }
+            Err(_) => {
+                // Dropping the future dropped the child, which kills it (`kill_on_drop`).
+                tracing::info!(kind = kind_arg, "a document reader passed its deadline and was stopped");
+                Err(ExtractError::CouldNotRead)
+            }
+        }
+    }
+
+    async fn run_child(&self, kind: &str, bytes: Vec<u8>) -> std::io::Result<Result<Option<String>, ExtractError>> {
+        let mut child = tokio::process::Command::new(&self.program)
+            .args(&self.leading_args)
+            .args([kind, &self.limits.memory_bytes.to_string(), &self.limits.cpu_seconds.to_string()])
+            .env_clear()
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .kill_on_drop(true)
+            .spawn()?;
+        let mut stdin = child.stdin.take().ok_or_else(|| std::io::Error::other("no stdin"))?;
+        let mut stdout = child.stdout.take().ok_or_else(|| std::io::Error::other("no stdout"))?;
+        // Written while the answer is read, so neither side waits on a full pipe. A reader that
+        // dies early closes its stdin: the write error is its death, reported by its answer.
+        let write = async move {
+            let _ = stdin.write_all(&bytes).await;
+            drop(stdin);
+        };
+        let mut answer = Vec::new();
+        // The status line and the text, capped: a reader cannot make this process hold more.
+        let limit = MAX_TEXT_BYTES as u64 + 4096;
+        let mut capped = (&mut stdout).take(limit);
+        let read = capped.read_to_end(&mut answer);
+        let ((), read) = tokio::join!(write, read);
+        read?;
+        let status = child.wait().await?;
+        if !status.success() {
+            tracing::info!(kind, %status, "a document reader ended abnormally");
+            return Ok(Err(ExtractError::CouldNotRead));
+        }
+        Ok(parse_answer(answer))
+    }
+}
+
+/// The child's answer as the parent reports it; anything out of protocol is
+/// [`ExtractError::CouldNotRead`].
+fn parse_answer(mut answer: Vec<u8>) -> Result<Option<String>, ExtractError> {
+    let Some(end) = answer.iter().position(|&b| b == b'\n') else { return Err(ExtractError::CouldNotRead) };
+    let status = String::from_utf8_lossy(&answer[..end]).into_owned();
+    match status.split_once(' ').map_or((status.as_str(), ""), |(word, rest)| (word, rest)) {
+        ("ok", _) => {
+            let text = answer.split_off(end + 1);
+            // A reader that passed the cap is cut, on a char boundary, as in-process text is.
+            let text = String::from_utf8_lossy(&text).into_owned();
+            Ok(Some(super::cap(text)))
+        }
+        ("none", _) => Ok(None),
+        ("encrypted", _) => Err(ExtractError::Encrypted),
+        ("too-large", _) => Err(ExtractError::TooLarge),
+        ("damaged", why) if !why.is_empty() => Err(ExtractError::Damaged(why.to_owned())),
+        _ => Err(ExtractError::CouldNotRead),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn answers_in_protocol_are_read_and_others_could_not_be_read() {
+        assert_eq!(parse_answer(b"ok\nGlucose 5.4\n".to_vec()).unwrap(), Some("Glucose 5.4\n".to_owned()));
+        assert_eq!(parse_answer(b"none\n".to_vec()).unwrap(), None);
+        assert!(matches!(parse_answer(b"encrypted\n".to_vec()), Err(ExtractError::Encrypted)));
+        assert!(matches!(parse_answer(b"too-large\n".to_vec()), Err(ExtractError::TooLarge)));
+        assert!(matches!(parse_answer(b"damaged no xref\n".to_vec()), Err(ExtractError::Damaged(why)) if why == "no xref"));
+        for garbage in [&b""[..], b"ok", b"running 0 tests\n", b"damaged\n", b"\xff\xfe\n"] {
+            assert!(matches!(parse_answer(garbage.to_vec()), Err(ExtractError::CouldNotRead)), "{garbage:?}");
+        }
+    }
+}
