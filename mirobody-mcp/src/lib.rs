@@ -31,5 +31,6 @@ pub use protocol::{
     Backends, McpOptions, McpService, McpServiceBuilder, ResourceLister, ServerInfo, ToolVisibility, changes,
 };
 pub use session::limits;
-pub use transport::serve::{HttpApp, ServeOptions, serve, serve_until, serve_with};
+pub use transport::proxies::{BadProxy, TrustedProxies};
+pub use transport::serve::{HttpApp, ServeOptions, serve, serve_until, serve_with, shutdown_signal};
 pub use transport::{http, stdio};

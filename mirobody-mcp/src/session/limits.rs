@@ -8,9 +8,13 @@
 //! Requests per second go through `governor`'s keyed GCRA limiter. Request bodies being read or
 //! answered draw on one budget of bytes for the whole server, so many large bodies at once are
 //! refused rather than held.
+//!
+//! An anonymous IPv6 caller also counts against its /56 and its /48 (`address_buckets`), which
+//! may use 4 and 16 times a /64's bounds: whoever is given a /48 holds 65,536 /64s, and would
+//! otherwise be as many callers.
 
 use std::hash::{BuildHasher, Hash};
-use std::net::IpAddr;
+use std::net::{IpAddr, Ipv6Addr};
 use std::num::NonZeroU32;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -121,8 +125,45 @@ pub(crate) fn network_of(addr: IpAddr) -> IpAddr {
         IpAddr::V4(_) => addr,
         IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
             Some(v4) => IpAddr::V4(v4),
-            None => IpAddr::V6((u128::from(v6) & (u128::MAX << 64)).into()),
+            None => v6_network(v6, 64),
         },
+    }
+}
+
+fn v6_network(v6: Ipv6Addr, prefix: u8) -> IpAddr {
+    IpAddr::V6((u128::from(v6) & (u128::MAX << (128 - u32::from(prefix)))).into())
+}
+
+/// The networks wider than a /64 that an IPv6 caller counts against too, each with how many
+/// times a /64's bounds it may use.
+const WIDER_V6: [(u8, u32); 2] = [(56, 4), (48, 16)];
+
+/// A network an address counts against: its address with the host bits cleared, and its prefix
+/// length (so that a /56 and the /64 at its start are told apart).
+pub(crate) type Bucket = (IpAddr, u8);
+
+/// The buckets a client address counts against, each with how many times a caller's bounds
+/// it may use: an IPv4 address alone; an IPv6 address by its /64 (1x), its /56 (4x) and its /48
+/// (16x). A request must fit in every one.
+pub(crate) fn address_buckets(addr: IpAddr) -> impl Iterator<Item = (Bucket, u32)> {
+    let own = match network_of(addr) {
+        IpAddr::V4(v4) => (IpAddr::V4(v4), 32),
+        v6 => (v6, 64),
+    };
+    let wider = match own.0 {
+        IpAddr::V6(v6) => Some(WIDER_V6.map(|(prefix, times)| ((v6_network(v6, prefix), prefix), times))),
+        IpAddr::V4(_) => None,
+    };
+    std::iter::once((own, 1)).chain(wider.into_iter().flatten())
+}
+
+// The wider networks of a caller, when it is an anonymous IPv6 one.
+fn wider_buckets(key: &CallerKey) -> Option<[(Bucket, u32); 2]> {
+    match key {
+        CallerKey::Address(IpAddr::V6(v6)) if v6.to_ipv4_mapped().is_none() => {
+            Some(WIDER_V6.map(|(prefix, times)| ((v6_network(*v6, prefix), prefix), times)))
+        }
+        _ => None,
     }
 }
 
@@ -132,6 +173,20 @@ enum RateKey<'a> {
     User(&'a str),
     Address(IpAddr),
     Unknown,
+}
+
+// What the held counts are kept under: a caller, or a wider network its callers share.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+enum Holder {
+    Caller(CallerKey),
+    Network(Bucket),
+}
+
+// The request rates: every caller's own, and for IPv6 callers their wider networks', each
+// with its multiple of the rate.
+struct Rates {
+    own: DefaultKeyedRateLimiter<u64>,
+    wider: [DefaultKeyedRateLimiter<u64>; 2],
 }
 
 /// What a caller holds at once.
@@ -144,9 +199,9 @@ struct Held {
 
 /// Every caller that holds something now, and the bounds.
 pub struct Callers {
-    held: Mutex<foldhash::HashMap<CallerKey, Arc<Held>>>,
+    held: Mutex<foldhash::HashMap<Holder, Arc<Held>>>,
     limits: CallerLimits,
-    rate: Option<DefaultKeyedRateLimiter<u64>>,
+    rate: Option<Rates>,
     // Seeded per process, so a caller cannot pick names whose keys collide in the rate limiter.
     hasher: foldhash::fast::RandomState,
 }
@@ -162,7 +217,11 @@ impl Callers {
     pub fn new(limits: CallerLimits) -> Arc<Callers> {
         let rate = NonZeroU32::new(limits.requests_per_second).map(|per_second| {
             let burst = NonZeroU32::new(limits.burst).unwrap_or(per_second);
-            RateLimiter::keyed(Quota::per_second(per_second).allow_burst(burst))
+            let times = |n: u32| {
+                let n = NonZeroU32::new(n).unwrap_or(NonZeroU32::MIN);
+                RateLimiter::keyed(Quota::per_second(per_second.saturating_mul(n)).allow_burst(burst.saturating_mul(n)))
+            };
+            Rates { own: times(1), wider: WIDER_V6.map(|(_, n)| times(n)) }
         });
         Arc::new(Callers { held: Mutex::default(), limits, rate, hasher: Default::default() })
     }
@@ -175,8 +234,11 @@ impl Callers {
     /// The handle through which `key` holds things; the caller is forgotten when its last
     /// handle drops.
     pub fn caller(self: &Arc<Self>, key: CallerKey) -> Caller {
-        let held = Arc::clone(lock(&self.held).entry(key.clone()).or_default());
-        Caller { key, held, callers: Arc::clone(self) }
+        let mut held = lock(&self.held);
+        let wider = wider_buckets(&key)
+            .map(|buckets| buckets.map(|(bucket, _)| Arc::clone(held.entry(Holder::Network(bucket)).or_default())));
+        let own = Arc::clone(held.entry(Holder::Caller(key.clone())).or_default());
+        Caller { key, held: own, wider, callers: Arc::clone(self) }
     }
 
     /// Counts one request of `key` against its rate; `Err` with how long to wait when the
@@ -188,7 +250,7 @@ impl Callers {
             CallerKey::Address(addr) => RateKey::Address(*addr),
             CallerKey::Unknown => RateKey::Unknown,
         };
-        Self::check(rate, self.hasher.hash_one(key))
+        self.check(rate, key)
     }
 
     /// [`admit`](Self::admit) for the caller of a request ([`CallerKey::of`]), without making
@@ -200,25 +262,41 @@ impl Callers {
             (None, Some(addr)) => RateKey::Address(network_of(addr)),
             (None, None) => RateKey::Unknown,
         };
-        Self::check(rate, self.hasher.hash_one(key))
+        self.check(rate, key)
     }
 
-    fn check(rate: &DefaultKeyedRateLimiter<u64>, key: u64) -> Result<(), Duration> {
-        rate.check_key(&key).map_err(|not_until| not_until.wait_time_from(DefaultClock::default().now()))
+    // The caller's own rate first, then its wider networks' from the narrowest: a request
+    // refused for its /64 takes nothing from its /48, so one /64 cannot spend its neighbours'
+    // share by being refused.
+    fn check(&self, rate: &Rates, key: RateKey<'_>) -> Result<(), Duration> {
+        let wait = |not_until: governor::NotUntil<_>| not_until.wait_time_from(DefaultClock::default().now());
+        let wider = match key {
+            RateKey::Address(IpAddr::V6(v6)) if v6.to_ipv4_mapped().is_none() => Some(v6),
+            _ => None,
+        };
+        rate.own.check_key(&self.hasher.hash_one(key)).map_err(wait)?;
+        if let Some(v6) = wider {
+            for ((prefix, _), limiter) in WIDER_V6.iter().zip(&rate.wider) {
+                limiter.check_key(&self.hasher.hash_one(v6_network(v6, *prefix))).map_err(wait)?;
+            }
+        }
+        Ok(())
     }
 
     /// Forgets the rate state of callers quiet long enough to be back at their full burst
     /// (run now and then: the limiter keeps a few bytes per caller seen).
     pub fn forget_quiet(&self) {
         if let Some(rate) = &self.rate {
-            rate.retain_recent();
-            rate.shrink_to_fit();
+            for limiter in std::iter::once(&rate.own).chain(&rate.wider) {
+                limiter.retain_recent();
+                limiter.shrink_to_fit();
+            }
         }
     }
 
     /// How many callers hold something now.
     pub fn len(&self) -> usize {
-        lock(&self.held).len()
+        lock(&self.held).keys().filter(|holder| matches!(holder, Holder::Caller(_))).count()
     }
 
     /// Whether no caller holds anything.
@@ -232,6 +310,8 @@ impl Callers {
 pub struct Caller {
     key: CallerKey,
     held: Arc<Held>,
+    // What the caller's /56 and /48 hold, for an anonymous IPv6 caller.
+    wider: Option<[Arc<Held>; 2]>,
     callers: Arc<Callers>,
 }
 
@@ -244,17 +324,32 @@ impl std::fmt::Debug for Caller {
 
 impl Clone for Caller {
     fn clone(&self) -> Self {
-        Caller { key: self.key.clone(), held: Arc::clone(&self.held), callers: Arc::clone(&self.callers) }
+        Caller {
+            key: self.key.clone(),
+            held: Arc::clone(&self.held),
+            wider: self.wider.clone(),
+            callers: Arc::clone(&self.callers),
+        }
     }
 }
 
 impl Drop for Caller {
     fn drop(&mut self) {
-        // The map holds one reference and this handle another: this is the last handle.
-        if Arc::strong_count(&self.held) == 2 {
-            let mut held = lock(&self.callers.held);
-            if Arc::strong_count(&self.held) == 2 {
-                held.remove(&self.key);
+        // The map holds one reference and this handle another: this is the last handle (of
+        // the caller, or of any caller in a wider network).
+        let last = |held: &Arc<Held>| Arc::strong_count(held) == 2;
+        if !last(&self.held) && !self.wider.iter().flatten().any(last) {
+            return;
+        }
+        let mut held = lock(&self.callers.held);
+        if last(&self.held) {
+            held.remove(&Holder::Caller(self.key.clone()));
+        }
+        if let (Some(wider), Some(buckets)) = (&self.wider, wider_buckets(&self.key)) {
+            for (network, (bucket, _)) in wider.iter().zip(buckets) {
+                if last(network) {
+                    held.remove(&Holder::Network(bucket));
+                }
             }
         }
     }
@@ -283,7 +378,29 @@ impl std::fmt::Debug for Slot {
 
 impl Drop for Slot {
     fn drop(&mut self) {
-        self.caller.counter(self.kind).fetch_sub(1, Ordering::AcqRel);
+        for held in self.caller.all_held() {
+            held.counter(self.kind).fetch_sub(1, Ordering::AcqRel);
+        }
+    }
+}
+
+impl Held {
+    fn counter(&self, kind: Kind) -> &AtomicUsize {
+        match kind {
+            Kind::Session => &self.sessions,
+            Kind::Call => &self.calls,
+            Kind::Stream => &self.streams,
+        }
+    }
+
+    // One more of `kind`, if fewer than `max` are held (any number when `max` is zero).
+    fn take(&self, kind: Kind, max: usize) -> bool {
+        let counter = self.counter(kind);
+        if max == 0 {
+            counter.fetch_add(1, Ordering::AcqRel);
+            return true;
+        }
+        counter.fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| (n < max).then_some(n + 1)).is_ok()
     }
 }
 
@@ -293,20 +410,22 @@ impl Caller {
         &self.key
     }
 
-    fn counter(&self, kind: Kind) -> &AtomicUsize {
-        match kind {
-            Kind::Session => &self.held.sessions,
-            Kind::Call => &self.held.calls,
-            Kind::Stream => &self.held.streams,
-        }
+    // The caller's own counts, then its wider networks'.
+    fn all_held(&self) -> impl Iterator<Item = &Arc<Held>> {
+        std::iter::once(&self.held).chain(self.wider.iter().flatten())
     }
 
+    // A slot of `kind` if the caller holds fewer than `max`, and each of its wider networks
+    // fewer than its multiple of `max`; what was taken is given back when one is full.
     fn take(&self, kind: Kind, max: usize) -> Option<Slot> {
-        let counter = self.counter(kind);
-        if max == 0 {
-            counter.fetch_add(1, Ordering::AcqRel);
-        } else {
-            counter.fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| (n < max).then_some(n + 1)).ok()?;
+        let times = std::iter::once(1).chain(WIDER_V6.map(|(_, times)| times as usize));
+        for (taken, (held, times)) in self.all_held().zip(times).enumerate() {
+            if !held.take(kind, max.saturating_mul(times)) {
+                for held in self.all_held().take(taken) {
+                    held.counter(kind).fetch_sub(1, Ordering::AcqRel);
+                }
+                return None;
+            }
         }
         Some(Slot { caller: self.clone(), kind })
     }
@@ -442,6 +561,102 @@ mod tests {
         assert_eq!(key("::ffff:192.0.2.7"), key("192.0.2.7"));
         assert_ne!(key("192.0.2.7"), key("192.0.2.8"));
         assert_eq!(CallerKey::anonymous(&Extensions::new()), CallerKey::Unknown);
+    }
+
+    fn anonymous_at(addr: &str) -> CallerKey {
+        let mut extensions = Extensions::new();
+        extensions.insert(ClientAddr(addr.parse().unwrap()));
+        CallerKey::anonymous(&extensions)
+    }
+
+    // A /64 in the `n`th /56 of the /48 2001:db8:42::/48.
+    fn in_56(n: u16) -> CallerKey {
+        anonymous_at(&format!("2001:db8:42:{:x}::1", n << 8))
+    }
+
+    #[test]
+    fn the_64s_of_one_48_share_sixteen_times_the_rate_of_one() {
+        // A /64 may send a burst of 2; its /56, 8; its /48, 32.
+        let callers = Callers::new(CallerLimits { requests_per_second: 1, burst: 2, ..limits(0) });
+        for n in 0..16 {
+            let key = in_56(n);
+            assert!(callers.admit(&key).is_ok() && callers.admit(&key).is_ok(), "/56 number {n}");
+            assert!(callers.admit(&key).is_err(), "the /64's own burst is spent");
+        }
+        // The /48 is spent: fresh /64s in fresh /56s of it are refused (but for the odd one
+        // the /48's rate, 16 a second, lets through while this runs). Without the /48's bound
+        // every one would pass.
+        let admitted = (16..48).filter(|n| callers.admit(&in_56(*n)).is_ok()).count();
+        assert!(admitted <= 3, "{admitted} of 32 fresh /64s in the spent /48 were admitted");
+        assert!(callers.admit(&anonymous_at("2001:db8:43::1")).is_ok(), "another /48 is not touched");
+        assert!(callers.admit(&anonymous_at("192.0.2.1")).is_ok(), "nor is IPv4");
+    }
+
+    #[test]
+    fn the_64s_of_one_56_share_four_times_the_rate_of_one() {
+        let callers = Callers::new(CallerLimits { requests_per_second: 1, burst: 2, ..limits(0) });
+        let in_one_56 = |n: u16| anonymous_at(&format!("2001:db8:42:{n:x}::1"));
+        for n in 0..4 {
+            assert!(callers.admit(&in_one_56(n)).is_ok() && callers.admit(&in_one_56(n)).is_ok());
+        }
+        let admitted = (4..36).filter(|n| callers.admit(&in_one_56(*n)).is_ok()).count();
+        assert!(admitted <= 3, "{admitted} of 32 fresh /64s in the spent /56 were admitted");
+        assert!(callers.admit(&in_56(1)).is_ok(), "another /56 of the /48 is served");
+    }
+
+    #[test]
+    fn a_64_refused_its_own_rate_takes_nothing_from_its_48() {
+        let callers = Callers::new(CallerLimits { requests_per_second: 1, burst: 2, ..limits(0) });
+        let greedy = in_56(0);
+        let admitted = (0..1000).filter(|_| callers.admit(&greedy).is_ok()).count();
+        assert!(admitted <= 3, "{admitted}");
+        // The 15 other /56s still have their 30 of the /48's 32.
+        for n in 1..16 {
+            assert!(callers.admit(&in_56(n)).is_ok() && callers.admit(&in_56(n)).is_ok(), "/56 number {n}");
+        }
+    }
+
+    #[test]
+    fn the_64s_of_one_48_hold_sixteen_times_what_one_may() {
+        let callers = Callers::new(limits(2));
+        let mut held = Vec::new();
+        // Four /64s of one /56 fill its 8 calls: a fifth /64 there is refused.
+        for n in 0..4u16 {
+            let caller = callers.caller(anonymous_at(&format!("2001:db8:42:{n:x}::1")));
+            held.extend([caller.try_call().unwrap(), caller.try_call().unwrap()]);
+        }
+        let fifth = callers.caller(anonymous_at("2001:db8:42:4::1"));
+        assert!(fifth.try_call().is_none(), "the /56 holds 4 times a /64's calls");
+        assert_eq!(fifth.holds(), (0, 0, 0), "the refused call was given back");
+        // A /64 in each of 12 other /56s fills the /48's 32.
+        for n in 1..13u16 {
+            let caller = callers.caller(in_56(n));
+            held.extend([caller.try_call().unwrap(), caller.try_call().unwrap()]);
+        }
+        let last = callers.caller(in_56(13));
+        assert!(last.try_call().is_none(), "the /48 holds 16 times a /64's calls");
+        let outside = callers.caller(anonymous_at("2001:db8:43::1"));
+        let elsewhere = outside.try_call();
+        assert!(elsewhere.is_some(), "another /48 is not touched");
+        held.truncate(31);
+        let room = last.try_call();
+        assert!(room.is_some(), "a call ended in the /48 makes room");
+        drop((room, elsewhere));
+        // Every count is given back and forgotten when nothing holds it.
+        drop((held, fifth, last, outside));
+        assert!(lock(&callers.held).is_empty(), "{} holders left", lock(&callers.held).len());
+    }
+
+    #[test]
+    fn an_address_counts_in_its_own_bucket_and_ipv6_in_two_wider_ones() {
+        let buckets = |addr: &str| address_buckets(addr.parse().unwrap()).collect::<Vec<_>>();
+        let ip = |addr: &str| addr.parse::<IpAddr>().unwrap();
+        assert_eq!(buckets("192.0.2.7"), [((ip("192.0.2.7"), 32), 1)]);
+        assert_eq!(buckets("::ffff:192.0.2.7"), [((ip("192.0.2.7"), 32), 1)]);
+        assert_eq!(
+            buckets("2001:db8:42:1234:5::6"),
+            [((ip("2001:db8:42:1234::"), 64), 1), ((ip("2001:db8:42:1200::"), 56), 4), ((ip("2001:db8:42::"), 48), 16)]
+        );
     }
 
     #[test]

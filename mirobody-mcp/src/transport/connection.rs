@@ -32,6 +32,7 @@ use tokio::time::MissedTickBehavior;
 use tower::ServiceExt;
 use tower::util::Oneshot;
 
+use super::proxies::TrustedProxies;
 use crate::session::clock_ms;
 use crate::session::limits::ClientAddr;
 
@@ -181,16 +182,24 @@ impl Drop for Busy {
 }
 
 /// `app` as a hyper service that counts its requests in `activity`, and tells each request
-/// the client's address ([`ClientAddr`]).
+/// the client's address ([`ClientAddr`]): the connection's peer, or when the peer is a trusted
+/// proxy, the client its headers name.
 pub(crate) struct Watched<S> {
     app: S,
     activity: Arc<Activity>,
     client: Option<ClientAddr>,
+    // Set when the peer is a trusted proxy.
+    proxies: Option<TrustedProxies>,
 }
 
 impl<S> Watched<S> {
-    pub(crate) fn new(app: S, activity: Arc<Activity>, client: Option<std::net::IpAddr>) -> Self {
-        Watched { app, activity, client: client.map(ClientAddr) }
+    pub(crate) fn new(
+        app: S,
+        activity: Arc<Activity>,
+        client: Option<std::net::IpAddr>,
+        proxies: Option<TrustedProxies>,
+    ) -> Self {
+        Watched { app, activity, client: client.map(ClientAddr), proxies }
     }
 }
 
@@ -200,8 +209,12 @@ impl<S: HttpApp> hyper::service::Service<Request<Incoming>> for Watched<S> {
     type Future = Answering<Oneshot<S, Request<Incoming>>>;
 
     fn call(&self, mut request: Request<Incoming>) -> Self::Future {
-        if let Some(client) = self.client {
-            request.extensions_mut().insert(client);
+        if let Some(ClientAddr(peer)) = self.client {
+            let client = match &self.proxies {
+                Some(proxies) => proxies.client(peer, request.headers()),
+                None => peer,
+            };
+            request.extensions_mut().insert(ClientAddr(client));
         }
         // hyper calls with `&self`, tower with `&mut self`: a clone per request, as hyper-util's
         // `TowerToHyperService` does.

@@ -3,5 +3,6 @@
 
 mod connection;
 pub mod http;
+pub(crate) mod proxies;
 pub(crate) mod serve;
 pub mod stdio;

@@ -3,6 +3,7 @@
 //! shutdown that ends open streams and gives requests in flight a grace period.
 
 use super::connection;
+use super::proxies::TrustedProxies;
 use crate::McpService;
 use crate::session::{self, limits};
 
@@ -25,8 +26,16 @@ pub struct ServeOptions {
     /// The most connections open at once; more are answered 503 and closed at once.
     pub max_connections: usize,
     /// The most connections open at once from one client address (an IPv6 address by its
-    /// /64); more are answered 503 and closed at once. Zero for no bound.
+    /// /64, and 4 and 16 times as many from its /56 and its /48); more are answered 503 and
+    /// closed at once. Zero for no bound. Connections from a trusted proxy are not counted
+    /// per address: a proxy carries many clients.
     pub max_connections_per_address: usize,
+    /// The reverse proxies whose `Forwarded` / `X-Forwarded-For` headers name the client
+    /// ([`TrustedProxies`]); none by default. The client so named is the [`ClientAddr`] every
+    /// request carries, which every per-caller bound of an anonymous caller counts against.
+    ///
+    /// [`ClientAddr`]: crate::limits::ClientAddr
+    pub trusted_proxies: TrustedProxies,
 }
 
 impl Default for ServeOptions {
@@ -37,6 +46,7 @@ impl Default for ServeOptions {
             write_timeout: std::time::Duration::from_secs(30),
             max_connections: 10_000,
             max_connections_per_address: 256,
+            trusted_proxies: TrustedProxies::default(),
         }
     }
 }
@@ -45,22 +55,26 @@ impl Default for ServeOptions {
 const REFUSED: &[u8] =
     b"HTTP/1.1 503 Service Unavailable\r\nretry-after: 1\r\nconnection: close\r\ncontent-length: 0\r\n\r\n";
 
-// Connections open per client address, each counted until its task ends.
+// Connections open per client address (and for IPv6, per /56 and /48 too), each counted
+// until its task ends.
 #[derive(Default)]
-struct PerAddress(std::sync::Mutex<foldhash::HashMap<std::net::IpAddr, usize>>);
+struct PerAddress(std::sync::Mutex<foldhash::HashMap<limits::Bucket, usize>>);
 
 // One connection of an address, counted while it lives.
 struct AddressSlot(std::sync::Arc<PerAddress>, std::net::IpAddr);
 
 impl PerAddress {
     fn admit(self: &std::sync::Arc<Self>, addr: std::net::IpAddr, max: usize) -> Option<AddressSlot> {
-        let addr = limits::network_of(addr);
         let mut open = session::lock(&self.0);
-        let count = open.entry(addr).or_default();
-        if max > 0 && *count >= max {
+        let full = limits::address_buckets(addr).any(|(bucket, times)| {
+            max > 0 && open.get(&bucket).is_some_and(|count| *count >= max.saturating_mul(times as usize))
+        });
+        if full {
             return None;
         }
-        *count += 1;
+        for (bucket, _) in limits::address_buckets(addr) {
+            *open.entry(bucket).or_default() += 1;
+        }
         Some(AddressSlot(std::sync::Arc::clone(self), addr))
     }
 }
@@ -68,10 +82,12 @@ impl PerAddress {
 impl Drop for AddressSlot {
     fn drop(&mut self) {
         let mut open = session::lock(&(self.0).0);
-        if let Some(count) = open.get_mut(&self.1) {
-            *count -= 1;
-            if *count == 0 {
-                open.remove(&self.1);
+        for (bucket, _) in limits::address_buckets(self.1) {
+            if let Some(count) = open.get_mut(&bucket) {
+                *count -= 1;
+                if *count == 0 {
+                    open.remove(&bucket);
+                }
             }
         }
     }
@@ -162,7 +178,14 @@ pub async fn serve_until(
         };
         while connections.try_join_next().is_some() {}
         while watchdogs.try_join_next().is_some() {}
-        let slot = match per_address.admit(peer.ip(), options.max_connections_per_address) {
+        // A trusted proxy's connections carry many clients, so they are not counted per
+        // address; each request counts against its own client (`ClientAddr`) instead.
+        let proxy = options.trusted_proxies.contains(peer.ip()).then(|| options.trusted_proxies.clone());
+        let slot = match &proxy {
+            Some(_) => Some(None),
+            None => per_address.admit(peer.ip(), options.max_connections_per_address).map(Some),
+        };
+        let slot = match slot {
             Some(slot) if connections.len() < options.max_connections => slot,
             _ => {
                 // Refused at the door, before any task or buffer is made for it.
@@ -174,7 +197,7 @@ pub async fn serve_until(
         // Without it, small JSON replies wait on Nagle's algorithm.
         let _ = stream.set_nodelay(true);
         let activity = std::sync::Arc::new(connection::Activity::default());
-        let served = connection::Watched::new(app.clone(), std::sync::Arc::clone(&activity), Some(peer.ip()));
+        let served = connection::Watched::new(app.clone(), std::sync::Arc::clone(&activity), Some(peer.ip()), proxy);
         let io = connection::Timed::new(stream, std::sync::Arc::clone(&activity));
         let serving = graceful.watch(http.serve_connection(TokioIo::new(io), served));
         let running = connections.spawn(async move {
@@ -217,7 +240,9 @@ async fn accept_failed(error: std::io::Error) {
     tokio::time::sleep(std::time::Duration::from_millis(100)).await;
 }
 
-async fn shutdown_signal() {
+/// Resolves on SIGINT or SIGTERM: what [`serve`] and [`serve_with`] stop on, for an application
+/// that serves with [`serve_until`] and needs to know when the shutdown began.
+pub async fn shutdown_signal() {
     let interrupt = async {
         let _ = tokio::signal::ctrl_c().await;
     };
@@ -235,5 +260,36 @@ async fn shutdown_signal() {
     tokio::select! {
         () = interrupt => {},
         () = terminate => {},
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn connections_count_per_address_and_per_wider_ipv6_network() {
+        let open = std::sync::Arc::new(PerAddress::default());
+        let admit = |addr: &str| open.admit(addr.parse().unwrap(), 2);
+        // Two per /64; four /64s fill their /56 (8); the /48 holds 32.
+        let mut held: Vec<AddressSlot> = Vec::new();
+        for n in 0..4 {
+            held.extend([
+                admit(&format!("2001:db8:42:{n}::1")).unwrap(),
+                admit(&format!("2001:db8:42:{n}::2")).unwrap(),
+            ]);
+        }
+        assert!(admit("2001:db8:42:3::3").is_none(), "the /64's own bound");
+        assert!(admit("2001:db8:42:4::1").is_none(), "the /56 holds four times a /64's");
+        for n in 1..=12 {
+            let addr = format!("2001:db8:42:{n:x}00::1");
+            held.extend([admit(&addr).unwrap(), admit(&addr).unwrap()]);
+        }
+        assert_eq!(held.len(), 32);
+        assert!(admit("2001:db8:42:f000::1").is_none(), "the /48 holds sixteen times a /64's");
+        assert!(admit("2001:db8:43::1").is_some(), "another /48 is not touched");
+        assert!(admit("192.0.2.1").is_some() && admit("192.0.2.2").is_some(), "IPv4 addresses each their own");
+        drop(held);
+        assert!(session::lock(&open.0).is_empty(), "every count given back");
     }
 }
