@@ -204,6 +204,10 @@ pub async fn build(config: &Config) -> Result<Server, AppError> {
                 max_import_bytes: config.uploads.max_import_bytes,
                 max_concurrent: config.uploads.max_concurrent,
                 body_deadline: std::time::Duration::from_secs(config.request_body_timeout_secs),
+                max_concurrent_per_caller: config.uploads.max_concurrent_per_caller,
+                min_body_bytes_per_sec: config.uploads.min_body_bytes_per_sec,
+                // One rate per caller across `/mcp` and these routes.
+                callers: std::sync::Arc::clone(mcp.callers()),
             },
         ));
     // The layer goes around every route: it rewrites `/mcp/<secret>` to `/mcp` before routing,

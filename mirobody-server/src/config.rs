@@ -58,6 +58,9 @@ pub struct Config {
     pub max_connections: usize,
     /// The most connections open at once from one client address (0: no bound).
     pub max_connections_per_address: usize,
+    /// Reverse proxies (addresses or CIDR networks) whose `Forwarded` / `X-Forwarded-For`
+    /// headers name the client; none by default, and the headers of anyone else are ignored.
+    pub trusted_proxies: Vec<String>,
     /// Request bodies being read or answered at once, in bytes (0: no bound).
     pub max_inflight_body_bytes: usize,
     /// How many of `max_sessions` anonymous callers may hold.
@@ -138,6 +141,7 @@ impl Default for Config {
             request_body_timeout_secs: http.request_body_timeout.as_secs(),
             max_connections: serve.max_connections,
             max_connections_per_address: serve.max_connections_per_address,
+            trusted_proxies: Vec::new(),
             max_inflight_body_bytes: http.max_inflight_body_bytes,
             max_anonymous_sessions: http.max_anonymous_sessions,
             max_sessions_per_caller: callers.max_sessions,
@@ -181,6 +185,12 @@ pub struct UploadSettings {
     /// Uploads and imports handled at once, server-wide (each from its first byte to its
     /// answer); more wait in line for up to 10 seconds, then get 503.
     pub max_concurrent: usize,
+    /// How many of `max_concurrent` one caller (a user, or an address for upload links) may
+    /// hold; more get 429 at once (0: no bound).
+    pub max_concurrent_per_caller: usize,
+    /// The slowest an upload's or import's body may arrive, in bytes a second averaged over
+    /// 5 s after a grace of 5 s; slower ones get 408 (0: no bound).
+    pub min_body_bytes_per_sec: u64,
     /// Seconds an upload link (the `upload_link` tool) works.
     pub link_ttl_secs: u64,
 }
@@ -194,6 +204,8 @@ impl Default for UploadSettings {
             max_bytes_per_user: limits.max_bytes_per_user,
             max_import_bytes: 32 << 20,
             max_concurrent: 8,
+            max_concurrent_per_caller: 2,
+            min_body_bytes_per_sec: 16 * 1024,
             link_ttl_secs: 900,
         }
     }
@@ -424,6 +436,7 @@ impl Config {
         if !self.uri_prefix.is_empty() && !self.uri_prefix.starts_with('/') {
             return Err(format!("uri_prefix must start with '/', not '{}'", self.uri_prefix));
         }
+        mirobody_mcp::TrustedProxies::parse(&self.trusted_proxies).map_err(|e| format!("trusted_proxies: {e}"))?;
         Ok(())
     }
 
@@ -473,6 +486,8 @@ impl Config {
         options.write_timeout = Duration::from_secs(self.write_timeout_secs);
         options.max_connections = self.max_connections;
         options.max_connections_per_address = self.max_connections_per_address;
+        // Checked when the configuration was loaded.
+        options.trusted_proxies = mirobody_mcp::TrustedProxies::parse(&self.trusted_proxies).unwrap_or_default();
         options
     }
 
@@ -752,6 +767,25 @@ mod tests {
         assert!(err.contains("MIROBODY_WORKER_THREADS") && err.contains("many"), "{err}");
         let err = Config::load(None, env(&[("MIROBODY_PUBLIC_BASE_URL", "example.com")])).unwrap_err().to_string();
         assert!(err.contains("public_base_url"), "{err}");
+    }
+
+    #[test]
+    fn trusted_proxies_and_fair_shares_are_read_and_checked() {
+        let defaults = Config::default();
+        assert!(defaults.serve_options().trusted_proxies.is_empty(), "no proxy is trusted unless named");
+        assert_eq!((defaults.uploads.max_concurrent_per_caller, defaults.uploads.min_body_bytes_per_sec), (2, 16384));
+        let vars = [
+            ("MIROBODY_TRUSTED_PROXIES", r#"["127.0.0.1/32", "10.0.0.0/8", "::1"]"#),
+            ("MIROBODY_UPLOADS__MAX_CONCURRENT_PER_CALLER", "3"),
+            ("MIROBODY_UPLOADS__MIN_BODY_BYTES_PER_SEC", "0"),
+        ];
+        let config = Config::load(None, env(&vars)).unwrap();
+        let proxies = config.serve_options().trusted_proxies;
+        assert!(proxies.contains("10.1.2.3".parse().unwrap()) && proxies.contains("::1".parse().unwrap()));
+        assert!(!proxies.contains("192.0.2.1".parse().unwrap()));
+        assert_eq!((config.uploads.max_concurrent_per_caller, config.uploads.min_body_bytes_per_sec), (3, 0));
+        let err = Config::load(None, env(&[("MIROBODY_TRUSTED_PROXIES", "[nginx.internal]")])).unwrap_err().to_string();
+        assert!(err.contains("trusted_proxies") && err.contains("nginx.internal"), "{err}");
     }
 
     #[test]

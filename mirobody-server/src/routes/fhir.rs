@@ -34,7 +34,7 @@ async fn receive(routes: Routes, request: Request<Body>, observation_only: bool)
         Ok((owner, _)) => owner,
         Err(refusal) => return refusal,
     };
-    let _turn = match routes.admit().await {
+    let _turn = match routes.admit(&request).await {
         Ok(turn) => turn,
         Err(busy) => return busy,
     };

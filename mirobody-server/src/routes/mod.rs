@@ -11,6 +11,7 @@
 
 mod circle;
 mod fhir;
+mod shares;
 mod uploads;
 
 use std::sync::Arc;
@@ -20,7 +21,6 @@ use axum::Router;
 use axum::body::{Body, Bytes};
 use axum::response::{IntoResponse, Response};
 use http::{HeaderValue, Request, StatusCode, header};
-use http_body_util::BodyExt;
 use mirobody_auth::{AuthError, AuthMethod, Authenticator};
 use mirobody_core::UserInfo;
 use mirobody_tools::backends::OpenedBackends;
@@ -44,6 +44,9 @@ struct Inner {
     body_deadline: Duration,
     // Uploads and imports handled at once, server-wide (`Routes::admit`).
     receiving: Semaphore,
+    // And per caller, in front of the server-wide turns.
+    caller_turns: shares::CallerTurns,
+    min_body_bytes_per_sec: u64,
 }
 
 /// How long a request waits for its turn to be received before it is told to come back.
@@ -59,6 +62,12 @@ pub(crate) struct RouteSettings {
     pub(crate) max_import_bytes: u64,
     pub(crate) max_concurrent: usize,
     pub(crate) body_deadline: Duration,
+    /// Turns one caller may hold among `max_concurrent` (0: no bound).
+    pub(crate) max_concurrent_per_caller: usize,
+    /// The slowest a body may arrive, after a grace (0: no bound).
+    pub(crate) min_body_bytes_per_sec: u64,
+    /// The per-caller request rate `/mcp` keeps, kept here too.
+    pub(crate) callers: Arc<mirobody_mcp::limits::Callers>,
 }
 
 /// Every route of this module, under `settings.prefix`.
@@ -72,6 +81,8 @@ pub(crate) fn router(backends: Arc<OpenedBackends>, auth: Authenticator, setting
             max_import_bytes: usize::try_from(settings.max_import_bytes).unwrap_or(usize::MAX),
             body_deadline: settings.body_deadline,
             receiving: Semaphore::new(settings.max_concurrent.max(1)),
+            caller_turns: shares::CallerTurns::new(settings.max_concurrent_per_caller),
+            min_body_bytes_per_sec: settings.min_body_bytes_per_sec,
         }),
     };
     let prefix = settings.prefix;
@@ -79,6 +90,7 @@ pub(crate) fn router(backends: Arc<OpenedBackends>, auth: Authenticator, setting
         .merge(uploads::router(&prefix, routes.clone()))
         .merge(fhir::router(&prefix, routes.clone()))
         .merge(circle::router(&prefix, routes))
+        .layer(axum::middleware::from_fn_with_state(settings.callers, shares::within_rate))
 }
 
 /// `{"error": message}` with `status`.
@@ -114,10 +126,34 @@ impl Routes {
 
     /// A turn among the uploads and imports being handled (bodies received, parsed, stored),
     /// held until the answer is made: each may hold up to its size limit in memory, so at most
-    /// `uploads.max_concurrent` do at once. Waits [`QUEUE_WAIT`], then 503 with `Retry-After`.
-    async fn admit(&self) -> Result<tokio::sync::SemaphorePermit<'_>, Response> {
+    /// `uploads.max_concurrent` do at once. The request's caller may hold at most
+    /// `uploads.max_concurrent_per_caller` of them: beyond, 429 with `Retry-After` at once
+    /// (queueing would let one caller's requests wait for every turn). Then a server-wide turn:
+    /// waits [`QUEUE_WAIT`], then 503 with `Retry-After`.
+    // Not async: the request (not `Sync`) is read before the wait, and is not held across it.
+    fn admit<'a>(
+        &'a self,
+        request: &Request<Body>,
+    ) -> impl Future<Output = Result<(shares::CallerTurn<'a>, tokio::sync::SemaphorePermit<'a>), Response>> + use<'a>
+    {
+        let own = self.inner.caller_turns.take(shares::caller_key(request));
+        async move { self.admit_server_wide(own).await }
+    }
+
+    async fn admit_server_wide<'a>(
+        &'a self,
+        own: Option<shares::CallerTurn<'a>>,
+    ) -> Result<(shares::CallerTurn<'a>, tokio::sync::SemaphorePermit<'a>), Response> {
+        let Some(own) = own else {
+            let mut refused = error(
+                StatusCode::TOO_MANY_REQUESTS,
+                "You are sending as many files and imports at once as you may; send this one when one has finished.",
+            );
+            refused.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static("5"));
+            return Err(refused);
+        };
         match tokio::time::timeout(QUEUE_WAIT, self.inner.receiving.acquire()).await {
-            Ok(Ok(permit)) => Ok(permit),
+            Ok(Ok(permit)) => Ok((own, permit)),
             _ => {
                 let mut busy = error(StatusCode::SERVICE_UNAVAILABLE, "The server is receiving many files; try again.");
                 busy.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static("5"));
@@ -126,17 +162,25 @@ impl Routes {
         }
     }
 
-    /// The body, at most `max` bytes, arriving within the body deadline.
+    /// The body, at most `max` bytes, arriving within the body deadline and, after a grace,
+    /// at least at `uploads.min_body_bytes_per_sec` (408 when not: a body that trickles would
+    /// hold its turn for the whole deadline).
     async fn read_body(&self, body: Body, max: usize) -> Result<Bytes, Response> {
-        let limited = http_body_util::Limited::new(body, max);
-        match tokio::time::timeout(self.inner.body_deadline, limited.collect()).await {
-            Err(_) => Err(error(StatusCode::REQUEST_TIMEOUT, "The request body took too long to arrive.")),
-            Ok(Err(e)) if e.downcast_ref::<http_body_util::LengthLimitError>().is_some() => {
-                Err(error(StatusCode::PAYLOAD_TOO_LARGE, format!("The request body is larger than {max} bytes.")))
+        let min = self.inner.min_body_bytes_per_sec;
+        let pace = shares::BodyPace { deadline: self.inner.body_deadline, min_bytes_per_sec: min };
+        shares::read_paced(body, max, pace).await.map_err(|refusal| match refusal {
+            shares::BodyRefusal::TooLong => {
+                error(StatusCode::REQUEST_TIMEOUT, "The request body took too long to arrive.")
             }
-            Ok(Err(_)) => Err(error(StatusCode::BAD_REQUEST, "The request body could not be read.")),
-            Ok(Ok(collected)) => Ok(collected.to_bytes()),
-        }
+            shares::BodyRefusal::TooSlow => error(
+                StatusCode::REQUEST_TIMEOUT,
+                format!("The request body arrived more slowly than {min} bytes a second."),
+            ),
+            shares::BodyRefusal::TooLarge => {
+                error(StatusCode::PAYLOAD_TOO_LARGE, format!("The request body is larger than {max} bytes."))
+            }
+            shares::BodyRefusal::Unreadable => error(StatusCode::BAD_REQUEST, "The request body could not be read."),
+        })
     }
 
     fn backends(&self) -> &OpenedBackends {

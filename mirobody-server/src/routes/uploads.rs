@@ -113,7 +113,7 @@ fn is_multipart(headers: &HeaderMap) -> bool {
 
 // Reads the file from the request (bounded) and stores it as `owner`'s.
 async fn receive(routes: &Routes, owner: &str, request: Request<Body>) -> Response {
-    let _turn = match routes.admit().await {
+    let _turn = match routes.admit(&request).await {
         Ok(turn) => turn,
         Err(busy) => return busy,
     };
