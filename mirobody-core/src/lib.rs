@@ -66,7 +66,7 @@ pub use prompt::{ContextPromptFn, Prompt, PromptArgument, PromptFn, PromptMessag
 pub use registry::{CallError, Registry, RegistryBuilder, RegistryError};
 pub use resource::{ReadFn, Resource, ResourceContents, ResourceError, ResourceInfo, ResourceTemplate, TemplateReadFn};
 pub use result::{Content, EmbeddedResource, IntoToolResult, Json, ToolError, ToolResult};
-pub use task::{TaskRecord, TaskState, TaskStore};
+pub use task::{ANONYMOUS_OWNER_PREFIX, TaskRecord, TaskState, TaskStore};
 pub use tool::{AsyncHandlerFn, Handler, Tool};
 pub use user::UserInfo;
 pub use view::{NotAViewUri, UI_EXTENSION, VIEW_MIME_TYPE, View};

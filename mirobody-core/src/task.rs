@@ -58,13 +58,19 @@ impl TaskState {
     }
 }
 
+/// How the owner key of every anonymous caller's task begins: each such task is owned by a
+/// capability of its own, and [`TaskStore::live_anonymous`] counts them together.
+pub const ANONYMOUS_OWNER_PREFIX: &str = "anonymous:";
+
 /// One task as a [`TaskStore`] keeps it.
 #[derive(Clone, Debug, PartialEq)]
 #[non_exhaustive]
 pub struct TaskRecord {
     /// The task's id: random, unguessable.
     pub id: String,
-    /// Who started it (the caller's key: `user:<id>`, or `anonymous`); only they may see it.
+    /// Who started it, and so who may see it: `user:<id>` for a signed-in caller; for an
+    /// anonymous one, a key of this task alone ([`ANONYMOUS_OWNER_PREFIX`] and a capability only
+    /// the caller who got the task's id holds), since anonymous callers cannot be told apart.
     pub owner: String,
     /// The tool called.
     pub tool: String,
@@ -122,6 +128,10 @@ pub trait TaskStore: Send + Sync {
     async fn load(&self, id: &str, owner: &str, now_ms: i64) -> BackendResult<Option<TaskRecord>>;
     /// How many of `owner`'s tasks are live at `now_ms` (not ended, lease not passed).
     async fn live(&self, owner: &str, now_ms: i64) -> BackendResult<u64>;
-    /// Forgets the records expired at `now_ms`; how many.
-    async fn purge(&self, now_ms: i64) -> BackendResult<u64>;
+    /// How many tasks of anonymous callers (owners beginning with [`ANONYMOUS_OWNER_PREFIX`])
+    /// are live at `now_ms`, all together: anonymous callers share one bound.
+    async fn live_anonymous(&self, now_ms: i64) -> BackendResult<u64>;
+    /// Forgets at most `max` of the records expired at `now_ms` (a bounded batch, so that one
+    /// purge never holds the store long); how many it forgot.
+    async fn purge(&self, now_ms: i64, max: u64) -> BackendResult<u64>;
 }

@@ -3,6 +3,7 @@
 use std::borrow::Cow;
 use std::future::Future;
 use std::sync::Arc;
+use std::time::Duration;
 
 use futures::future::BoxFuture;
 use mirobody_schema::{Annotations, Param, TaskSupport, ToolSpec};
@@ -99,6 +100,7 @@ pub struct Tool {
     client_capabilities: Vec<Cow<'static, str>>,
     handler: Option<Arc<dyn Handler>>,
     enabled: Option<fn() -> bool>,
+    time_limit: Option<Duration>,
 }
 
 impl std::fmt::Debug for Tool {
@@ -109,6 +111,7 @@ impl std::fmt::Debug for Tool {
             .field("scopes", &self.scopes)
             .field("client_capabilities", &self.client_capabilities)
             .field("handler", &self.handler.is_some())
+            .field("time_limit", &self.time_limit)
             .finish()
     }
 }
@@ -121,7 +124,15 @@ impl Tool {
 
     /// A tool from a complete declaration.
     pub fn from_spec(spec: ToolSpec) -> Self {
-        Tool { spec, auth: false, scopes: Vec::new(), client_capabilities: Vec::new(), handler: None, enabled: None }
+        Tool {
+            spec,
+            auth: false,
+            scopes: Vec::new(),
+            client_capabilities: Vec::new(),
+            handler: None,
+            enabled: None,
+            time_limit: None,
+        }
     }
 
     fn map_spec(mut self, f: impl FnOnce(ToolSpec) -> ToolSpec) -> Self {
@@ -259,6 +270,30 @@ impl Tool {
         meta.insert("ui/resourceUri".into(), Value::String(uri));
         self.spec = self.spec.meta(meta);
         self
+    }
+
+    /// How long one call may work: past it, a server that enforces time limits (as the MCP
+    /// service does) stops waiting for the handler, drops it, and answers an error result
+    /// saying so. The time the handler waits for its client to answer a question does not
+    /// count. A server may set a limit for the tools that declare none, and override any.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use mirobody_core::{Tool, ToolResult};
+    ///
+    /// let tool = Tool::new("render", "Draws a large chart.")
+    ///     .time_limit(Duration::from_secs(30))
+    ///     .sync_handler(|_, _, _| ToolResult::text("drawn"));
+    /// assert_eq!(tool.declared_time_limit(), Some(Duration::from_secs(30)));
+    /// ```
+    pub fn time_limit(mut self, limit: Duration) -> Self {
+        self.time_limit = Some(limit);
+        self
+    }
+
+    /// The time limit the tool declared ([`Tool::time_limit`]), if any.
+    pub fn declared_time_limit(&self) -> Option<Duration> {
+        self.time_limit
     }
 
     /// A predicate checked when the registry is built: false (or a panic) skips the tool.

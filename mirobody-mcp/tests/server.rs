@@ -30,5 +30,7 @@ mod stdio;
 mod streaming;
 #[path = "server/tracing_spans.rs"]
 mod tracing_spans;
+#[path = "server/time_limits.rs"]
+mod time_limits;
 #[path = "server/views.rs"]
 mod views;

@@ -28,7 +28,8 @@ mod backends;
 #[path = "builtins/durability.rs"]
 mod durability;
 
-/// Tasks in the SQL store outlive a restart; one running when its process ended reads failed.
+/// Tasks in the SQL store outlive a restart; one running when its process ended reads failed;
+/// their outcomes are sealed at rest.
 #[path = "builtins/tasks.rs"]
 mod tasks;
 

@@ -25,6 +25,7 @@ pub(crate) mod rev_2025_11_25;
 pub(crate) mod rev_2026_07_28;
 mod service;
 pub(crate) mod tasks;
+mod time_limit;
 pub(crate) mod versions;
 
 pub(crate) use fast::tool_call::{ToolCall, read_tool_call};

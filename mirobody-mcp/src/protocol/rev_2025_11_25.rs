@@ -219,7 +219,7 @@ impl McpService {
         }
         let started = self.access_started(exchange.user);
         let ctx = self.inner.backends.context(exchange.client);
-        let outcome = self.inner.registry.call(&name, arguments, exchange.user, &ctx).await;
+        let outcome = self.inner.call_tool(&name, arguments, exchange.user, &ctx).await;
         self.record_call(exchange.user, &name, &outcome, started);
         match outcome.map_err(call_failure) {
             Ok(result) | Err(CallFailure::Result(result)) => Reply::ok(jsonrpc::tool_result_bytes(id, &result)),

@@ -92,11 +92,24 @@ pub struct McpOptions {
     pub hide_auth_tools_from_anonymous: bool,
     /// How long a tool waits for the client to answer a question.
     pub answer_timeout: Duration,
+    /// How long a call of a tool that declares no time limit
+    /// ([`Tool::time_limit`](mirobody_core::Tool::time_limit)) may work; `None`: no limit. Past
+    /// it the call answers an error result. Time spent waiting for the client's answers does
+    /// not count.
+    pub tool_time_limit: Option<Duration>,
+    /// Time limits by tool name, over what the tools declare and `tool_time_limit`.
+    pub tool_time_limits: std::collections::HashMap<String, Duration>,
 }
 
 impl Default for McpOptions {
     fn default() -> Self {
-        McpOptions { page_size: 100, hide_auth_tools_from_anonymous: false, answer_timeout: Duration::from_secs(300) }
+        McpOptions {
+            page_size: 100,
+            hide_auth_tools_from_anonymous: false,
+            answer_timeout: Duration::from_secs(300),
+            tool_time_limit: None,
+            tool_time_limits: std::collections::HashMap::new(),
+        }
     }
 }
 

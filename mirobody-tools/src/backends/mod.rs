@@ -41,7 +41,7 @@ pub use cache::{MemoryCache, RedisCache};
 pub use cipher::FileCipher;
 pub use private::write_private_atomically;
 pub use signing::{SignedUrlError, UrlSigner};
-pub use sql::{Dialect, MAX_INVITEE_CHARS, SqlStore};
+pub use sql::{Dialect, MAX_INVITEE_CHARS, SqlStore, SqlTaskStore};
 pub use storage::{ObjectStorage, valid_key};
 
 /// Where uploaded files live.
@@ -275,6 +275,8 @@ pub struct OpenedBackends {
     memory: bool,
     signer: UrlSigner,
     sessions: Option<Arc<dyn SessionBackplane>>,
+    // Seals what task records carry of a person's data, when files are encrypted at rest.
+    task_cipher: Option<FileCipher>,
 }
 
 impl fmt::Debug for OpenedBackends {
@@ -296,7 +298,14 @@ impl OpenedBackends {
         memory: bool,
         signer: UrlSigner,
     ) -> Self {
-        OpenedBackends { sql, storage, cache, memory, signer, sessions: None }
+        OpenedBackends { sql, storage, cache, memory, signer, sessions: None, task_cipher: None }
+    }
+
+    /// These backends, with task outcomes and questions sealed with `cipher` (the key of
+    /// stored files) in the task store.
+    pub fn with_task_cipher(mut self, cipher: Option<FileCipher>) -> Self {
+        self.task_cipher = cipher;
+        self
     }
 
     /// These backends, with MCP sessions shared through `backplane`.
@@ -342,7 +351,7 @@ impl OpenedBackends {
 
     /// The task store, for `McpServiceBuilder::task_store`: tasks outlive the process.
     pub fn task_store(&self) -> Arc<dyn TaskStore> {
-        self.sql.clone()
+        Arc::new(SqlTaskStore::new(SqlStore::clone(&self.sql), self.task_cipher.clone()))
     }
 
     /// The SQL store itself: users, sharing, observations, files (writes the traits leave out).
@@ -456,6 +465,7 @@ pub async fn open(config: &BackendConfig) -> Result<OpenedBackends, OpenError> {
         .map(FileCipher::from_config)
         .transpose()
         .map_err(OpenError::EncryptionKey)?;
+    let task_cipher = cipher.clone();
     let signer = UrlSigner::new(signing_key(config)?, config.signed_url_base.clone()).map_err(OpenError::SigningKey)?;
     let storage = match &config.storage {
         StorageConfig::None => None,
@@ -505,7 +515,8 @@ pub async fn open(config: &BackendConfig) -> Result<OpenedBackends, OpenError> {
     };
     private::warn_if_shared(&config.data_dir, "the database, uploads and keys");
     tracing::info!(database = %redact_url(&url), storage = ?config.storage, memory = config.memory, "backends open");
-    let opened = OpenedBackends::new(Arc::new(sql), storage.map(Arc::new), cache, config.memory, signer);
+    let opened = OpenedBackends::new(Arc::new(sql), storage.map(Arc::new), cache, config.memory, signer)
+        .with_task_cipher(task_cipher);
     Ok(match redis {
         Some(redis) => opened.with_session_backplane(redis),
         None => opened,

@@ -91,10 +91,24 @@ async fn tasks_are_their_owners_and_an_ended_one_never_changes(db: &SqlStore) {
     assert_eq!((kept.state, kept.outcome), (TaskState::Cancelled, None));
     assert_eq!(db.live("user:alice", 2_000).await.unwrap(), 0);
 
-    // Expired: gone from reads, then purged.
+    // Anonymous tasks, each its own owner, are counted together, apart from signed-in ones.
+    for n in 0..3 {
+        let id = format!("anon{n}");
+        db.save(&TaskRecord::new(id.clone(), format!("anonymous:{id}"), "sleepy".into(), 1_000, 60_000, 30_000))
+            .await
+            .unwrap();
+    }
+    db.save(&TaskRecord::new("a2".into(), "user:alice".into(), "sleepy".into(), 1_000, 60_000, 30_000)).await.unwrap();
+    assert_eq!(db.live_anonymous(2_000).await.unwrap(), 3);
+    assert_eq!(db.live("anonymous:anon0", 2_000).await.unwrap(), 1, "each anonymous task is its own owner's");
+    assert_eq!(db.live_anonymous(40_000).await.unwrap(), 0, "leases passed");
+
+    // Expired: gone from reads, then purged in bounded batches.
     assert_eq!(db.load("t1", "user:alice", 61_000).await.unwrap(), None);
-    assert_eq!(db.purge(61_000).await.unwrap(), 1);
-    assert_eq!(db.purge(61_000).await.unwrap(), 0);
+    assert_eq!(db.purge(61_000, 2).await.unwrap(), 2, "at most the batch");
+    assert_eq!(db.purge(61_000, 2).await.unwrap(), 2);
+    assert_eq!(db.purge(61_000, 2).await.unwrap(), 1);
+    assert_eq!(db.purge(61_000, 2).await.unwrap(), 0);
 }
 
 async fn the_care_circle_is_invited_accepted_and_revoked(db: &SqlStore) {
@@ -207,6 +221,7 @@ async fn files_are_scoped_to_their_owner(db: &SqlStore) {
         size: 42,
         uploaded_at: at.into(),
         text_key: Some(format!("{key}.trans")),
+        text_state: Default::default(),
     };
     db.add_file("u1", &file("a", "2026-01-01T00:00:00Z")).await.unwrap();
     db.add_file("u1", &file("b", "2026-01-02T00:00:00Z")).await.unwrap();

@@ -5,6 +5,9 @@
 //! The process is a tokio runtime of its own, shut down without a chance to write anything
 //! more (its running futures are dropped where they stand), then a new runtime opens the same
 //! SQLite file, as a restarted server would.
+//!
+//! With encryption at rest, what a task carries of a person's data (its result, its
+//! questions) is ciphertext in the database, on SQLite and PostgreSQL.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -112,4 +115,109 @@ fn a_finished_task_outlives_a_restart_and_a_running_one_reads_failed() {
         call(&router, "tasks/cancel", json!({"taskId": running})).await;
         assert_eq!(status(&router, &running).await["status"], "failed");
     });
+}
+
+// What a task of alice's carries of her data: a document's text, and a question about it.
+const DOCUMENT: &str = "Diagnosis: hypothyroidism, TSH 9.8 mIU/L";
+
+fn sealed_task(id: &str) -> mirobody_core::TaskRecord {
+    let mut task =
+        mirobody_core::TaskRecord::new(id.into(), "user:alice".into(), "read_file".into(), 1_000, 60_000, 30_000);
+    task.state = mirobody_core::TaskState::Completed;
+    task.outcome = Some(json!({"result": {"content": [{"type": "text", "text": DOCUMENT}]}}));
+    task.input_requests = Some(json!({"go": {"method": "elicitation/create", "params": {"message": DOCUMENT}}}));
+    task
+}
+
+const KEY: &str = "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f";
+
+// The stored columns of task `id` as they are in the database: (input_requests, outcome).
+async fn raw_row(url: &str, schema: Option<&str>, id: &str) -> (Option<String>, Option<String>) {
+    use sqlx::Connection;
+    let sql = match schema {
+        Some(schema) => format!("SELECT input_requests, outcome FROM {schema}.tasks WHERE id = $1"),
+        None => "SELECT input_requests, outcome FROM tasks WHERE id = $1".to_owned(),
+    };
+    if url.starts_with("sqlite:") {
+        let mut conn = sqlx::SqliteConnection::connect(url).await.unwrap();
+        sqlx::query_as(&sql).bind(id).fetch_one(&mut conn).await.unwrap()
+    } else {
+        let mut conn = sqlx::PgConnection::connect(url).await.unwrap();
+        sqlx::query_as(&sql).bind(id).fetch_one(&mut conn).await.unwrap()
+    }
+}
+
+// Copies task `from`'s stored outcome over task `to`'s, as someone with the database would.
+async fn move_outcome(url: &str, schema: Option<&str>, from: &str, to: &str) {
+    use sqlx::Connection;
+    let table = schema.map_or("tasks".to_owned(), |schema| format!("{schema}.tasks"));
+    let sql = format!("UPDATE {table} SET outcome = (SELECT outcome FROM {table} WHERE id = $1) WHERE id = $2");
+    if url.starts_with("sqlite:") {
+        let mut conn = sqlx::SqliteConnection::connect(url).await.unwrap();
+        sqlx::query(&sql).bind(from).bind(to).execute(&mut conn).await.unwrap();
+    } else {
+        let mut conn = sqlx::PgConnection::connect(url).await.unwrap();
+        sqlx::query(&sql).bind(from).bind(to).execute(&mut conn).await.unwrap();
+    }
+}
+
+// With encryption at rest, a task's outcome and questions are ciphertext in the database and
+// come back whole through the store; without the key, or moved to another row, they do not
+// open: an error, never another task's text.
+async fn outcomes_are_sealed(store: &dyn mirobody_core::TaskStore, url: &str, schema: Option<&str>) {
+    use mirobody_core::TaskStore;
+    use mirobody_tools::backends::{FileCipher, SqlTaskStore};
+
+    let task = sealed_task("sealed1");
+    store.save(&task).await.unwrap();
+    let (input, outcome) = raw_row(url, schema, "sealed1").await;
+    for column in [input.as_deref().unwrap(), outcome.as_deref().unwrap()] {
+        assert!(!column.contains("hypothyroidism") && !column.contains("TSH"), "clear text stored: {column}");
+        assert!(column.starts_with("sealed:"), "{column}");
+    }
+    assert_eq!(store.load("sealed1", "user:alice", 2_000).await.unwrap(), Some(task.clone()), "read back whole");
+
+    let sql = SqlStore::connect(url, schema, 2).await.unwrap();
+    let other_key = SqlTaskStore::new(sql.clone(), Some(FileCipher::from_config(&"42".repeat(32)).unwrap()));
+    let err = other_key.load("sealed1", "user:alice", 2_000).await.unwrap_err().to_string();
+    assert!(err.contains("could not be opened"), "{err}");
+    let no_key = SqlTaskStore::new(sql.clone(), None);
+    let err = no_key.load("sealed1", "user:alice", 2_000).await.unwrap_err().to_string();
+    assert!(err.contains("file_encryption_key"), "{err}");
+
+    // A sealed outcome copied onto another task's row does not open there.
+    store.save(&sealed_task("sealed2")).await.unwrap();
+    move_outcome(url, schema, "sealed1", "sealed2").await;
+    assert!(store.load("sealed2", "user:alice", 2_000).await.is_err(), "moved ciphertext opened");
+
+    // A row written in clear before encryption was turned on still reads.
+    let clear = sealed_task("clear1");
+    no_key.save(&clear).await.unwrap();
+    assert_eq!(store.load("clear1", "user:alice", 2_000).await.unwrap(), Some(clear));
+}
+
+#[tokio::test]
+async fn task_outcomes_are_sealed_at_rest_on_sqlite() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = mirobody_tools::backends::BackendConfig {
+        file_encryption_key: Some(KEY.into()),
+        signing_key: Some("k".repeat(32)),
+        ..mirobody_tools::backends::BackendConfig::embedded(dir.path())
+    };
+    // Through the backends the server opens: the key of stored files seals the tasks too.
+    let backends = mirobody_tools::backends::open(&config).await.unwrap();
+    let url = format!("sqlite://{}", dir.path().join("mirobody.db").display());
+    outcomes_are_sealed(&*backends.task_store(), &url, None).await;
+}
+
+#[tokio::test]
+async fn task_outcomes_are_sealed_at_rest_on_postgres() {
+    use mirobody_tools::backends::{FileCipher, SqlTaskStore};
+
+    let test = "tasks::task_outcomes_are_sealed_at_rest_on_postgres";
+    let Some(url) = crate::support::external("MIROBODY_TEST_POSTGRES_URL", test) else { return };
+    let schema = crate::support::PgSchema { url: url.clone(), name: crate::support::unique("mirobody_test") };
+    let sql = SqlStore::connect(&url, Some(&schema.name), 2).await.unwrap();
+    let store = SqlTaskStore::new(sql, Some(FileCipher::from_config(KEY).unwrap()));
+    outcomes_are_sealed(&store, &url, Some(&schema.name)).await;
 }

@@ -356,7 +356,7 @@ impl McpService {
             }
         }
         let started = self.access_started(exchange.user);
-        let call = async |ctx: &ToolContext<'_>| registry.call(&p.name, arguments, exchange.user, ctx).await;
+        let call = async |ctx: &ToolContext<'_>| self.inner().call_tool(&p.name, arguments, exchange.user, ctx).await;
         let outcome = match self.round(id, exchange, &binding, retry, call).await {
             Ok(outcome) => outcome,
             Err(reply) => return reply,

@@ -13,12 +13,12 @@ use serde_json::{Map, Value, json};
 use super::mrtr::{Binding, RetryParams, Round};
 use super::{ModernExchange, ModernReply, codes, splice};
 use crate::jsonrpc::{self, Id, RpcError};
-use crate::protocol::tasks::{EXTENSION, Escalation, TaskPeer, drive, listens_for_tasks, owner_of, task_json};
+use crate::protocol::tasks::{self as engine, EXTENSION, Escalation, TaskPeer, drive, owner_of, task_json};
 use crate::protocol::{CallFailure, McpService, call_failure, parse};
 
 /// Whether the request's client negotiated the tasks extension.
 pub(crate) fn negotiated(exchange: &ModernExchange<'_>) -> bool {
-    listens_for_tasks(&exchange.meta.client_capabilities, exchange.user).is_some()
+    engine::negotiated(&exchange.meta.client_capabilities)
 }
 
 /// -32021 naming the extension: what a client that did not negotiate tasks gets from the task
@@ -83,7 +83,7 @@ impl McpService {
             Err(e) => return ModernReply::error(id, &e),
         };
         let tasks = &self.inner().tasks;
-        let owner = owner_of(exchange.user);
+        let owner = owner_of(exchange.user, &p.task_id);
         let done = match method {
             TaskMethod::Get => match tasks.get(&p.task_id, &owner).await {
                 Ok(record) => {
@@ -126,7 +126,7 @@ impl McpService {
             Ok(answers) => answers,
             Err(e) => return ModernReply::error(id, &e),
         };
-        if let Err(refusal) = tasks.admit(&owner_of(exchange.user)).await {
+        if let Err(refusal) = tasks.admit(exchange.user).await {
             return ModernReply::error(id, &refusal.into_rpc(""));
         }
         let live = tasks.prepare(exchange.user, name);
@@ -166,7 +166,7 @@ impl McpService {
         let inner = self.inner.clone();
         Box::pin(async move {
             let ctx = inner.backends.context(Some(&*peer));
-            inner.registry.call(&name, arguments, &user, &ctx).await
+            inner.call_tool(&name, arguments, &user, &ctx).await
         })
     }
 

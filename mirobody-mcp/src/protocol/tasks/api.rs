@@ -79,7 +79,7 @@ impl McpService {
             return Err(TaskError::NotATaskTool(name.to_owned()));
         }
         let tasks = &self.inner.tasks;
-        tasks.admit(&owner_of(user)).await.map_err(|r| TaskError::of(r, ""))?;
+        tasks.admit(user).await.map_err(|r| TaskError::of(r, ""))?;
         let live = tasks.prepare(user, name);
         let capabilities = serde_json::json!({"elicitation": {}, "sampling": {}, "roots": {}});
         let peer = Arc::new(TaskPeer::new(Map::new(), capabilities, live.clone(), None));
@@ -100,17 +100,17 @@ impl McpService {
 
     /// `user`'s task, as it stands (a task whose process is gone reads as failed).
     pub async fn task(&self, id: &str, user: &UserInfo) -> Result<TaskRecord, TaskError> {
-        self.inner.tasks.get(id, &owner_of(user)).await.map_err(|r| TaskError::of(r, id))
+        self.inner.tasks.get(id, &owner_of(user, id)).await.map_err(|r| TaskError::of(r, id))
     }
 
     /// Answers questions `user`'s task is asking (`key` to answer, as in its `input_requests`);
     /// answers to questions it is not asking are ignored.
     pub async fn answer_task(&self, id: &str, user: &UserInfo, answers: Map<String, Value>) -> Result<(), TaskError> {
-        self.inner.tasks.update(id, &owner_of(user), answers).await.map_err(|r| TaskError::of(r, id))
+        self.inner.tasks.update(id, &owner_of(user, id), answers).await.map_err(|r| TaskError::of(r, id))
     }
 
     /// Cancels `user`'s task, dropping its handler; cancelling an ended task does nothing.
     pub async fn cancel_task(&self, id: &str, user: &UserInfo) -> Result<(), TaskError> {
-        self.inner.tasks.cancel(id, &owner_of(user)).await.map_err(|r| TaskError::of(r, id))
+        self.inner.tasks.cancel(id, &owner_of(user, id)).await.map_err(|r| TaskError::of(r, id))
     }
 }

@@ -5,7 +5,7 @@ use std::sync::Mutex;
 
 use async_trait::async_trait;
 use mirobody_core::backend::BackendResult;
-use mirobody_core::{TaskRecord, TaskStore};
+use mirobody_core::{ANONYMOUS_OWNER_PREFIX, TaskRecord, TaskStore};
 
 use crate::session::lock;
 
@@ -26,7 +26,7 @@ impl MemoryTaskStore {
     /// A store keeping at most `capacity` ended tasks.
     ///
     /// ```
-    /// use mirobody_core::{TaskRecord, TaskStore};
+    /// use mirobody_core::{ANONYMOUS_OWNER_PREFIX, TaskRecord, TaskStore};
     /// use mirobody_mcp::MemoryTaskStore;
     ///
     /// let store = MemoryTaskStore::with_capacity(100);
@@ -74,10 +74,26 @@ impl TaskStore for MemoryTaskStore {
         Ok(live as u64)
     }
 
-    async fn purge(&self, now_ms: i64) -> BackendResult<u64> {
+    async fn live_anonymous(&self, now_ms: i64) -> BackendResult<u64> {
+        let records = lock(&self.records);
+        let live = records
+            .values()
+            .filter(|r| {
+                r.owner.starts_with(ANONYMOUS_OWNER_PREFIX)
+                    && r.expires_ms > now_ms
+                    && !r.state_at(now_ms).is_terminal()
+            })
+            .count();
+        Ok(live as u64)
+    }
+
+    async fn purge(&self, now_ms: i64, max: u64) -> BackendResult<u64> {
         let mut records = lock(&self.records);
-        let before = records.len();
-        records.retain(|_, r| r.expires_ms > now_ms);
-        Ok((before - records.len()) as u64)
+        let expired: Vec<String> =
+            records.values().filter(|r| r.expires_ms <= now_ms).take(max as usize).map(|r| r.id.clone()).collect();
+        for id in &expired {
+            records.remove(id);
+        }
+        Ok(expired.len() as u64)
     }
 }

@@ -26,15 +26,16 @@ pub use memory::MemoryTaskStore;
 pub(crate) use peer::{Escalation, TaskPeer, drive};
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use futures::future::BoxFuture;
-use mirobody_core::{CallError, Content, TaskRecord, TaskState, TaskStore, ToolResult, UserInfo};
+use mirobody_core::{
+    ANONYMOUS_OWNER_PREFIX, CallError, Content, TaskRecord, TaskState, TaskStore, ToolResult, UserInfo,
+};
 use serde_json::{Map, Value, json};
 use tokio::sync::oneshot;
-use tokio::task::AbortHandle;
+use tokio::task::{AbortHandle, JoinHandle};
 
 use crate::jsonrpc::{RpcError, code};
 use crate::protocol::changes::{Change, ChangeNotifier};
@@ -44,6 +45,10 @@ use crate::session::{Event, SharedSessions, lock, random_token};
 /// How long `tasks/update` for a task running in another instance waits for it to take the
 /// answers before acknowledging them.
 const ANSWER_WAIT: Duration = Duration::from_secs(2);
+
+/// The most expired records one purge forgets: a bounded batch, so that no purge holds the
+/// store long; a full batch is followed by another soon after.
+const PURGE_BATCH: u64 = 1_000;
 
 /// The extension's identifier, under `capabilities.extensions`.
 pub(crate) const EXTENSION: &str = "io.modelcontextprotocol/tasks";
@@ -108,20 +113,40 @@ pub(crate) fn now_ms() -> i64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as i64).unwrap_or(0)
 }
 
-/// The key a caller's tasks are kept under.
-pub(crate) fn owner_of(user: &UserInfo) -> String {
+/// The key the task `task_id` of `user` is kept under: `user:<id>` for a signed-in caller.
+/// Anonymous callers cannot be told apart, so an anonymous task is owned by its own unguessable
+/// id (128 random bits): only the caller it was given to can read, answer or cancel it, and
+/// for every other caller it does not exist.
+pub(crate) fn owner_of(user: &UserInfo, task_id: &str) -> String {
     match user.user_id() {
         Some(id) => format!("user:{id}"),
-        None => "anonymous".to_owned(),
+        None => format!("{ANONYMOUS_OWNER_PREFIX}{task_id}"),
     }
 }
 
-/// Whose task status changes a `subscriptions/listen` stream carries: its caller's, when the
-/// request negotiated the extension.
-/// `capabilities` is the request's `_meta` client capabilities.
-pub(crate) fn listens_for_tasks(capabilities: &Value, user: &UserInfo) -> Option<String> {
+fn is_anonymous(owner: &str) -> bool {
+    owner.starts_with(ANONYMOUS_OWNER_PREFIX)
+}
+
+/// A task id as the log shows it: its first characters, enough to follow one task through
+/// the log; the whole id is an anonymous task's capability, which no log line carries.
+pub(crate) fn log_id(id: &str) -> &str {
+    id.get(..8).unwrap_or(id)
+}
+
+/// Whether a request negotiated the extension; `capabilities` is its `_meta` client
+/// capabilities.
+pub(crate) fn negotiated(capabilities: &Value) -> bool {
     let negotiated = capabilities.get("extensions").and_then(|e| e.get(EXTENSION));
-    negotiated.is_some_and(|v| !v.is_null()).then(|| owner_of(user))
+    negotiated.is_some_and(|v| !v.is_null())
+}
+
+/// Whose task status changes a `subscriptions/listen` stream carries: its signed-in caller's,
+/// when the request negotiated the extension. None for an anonymous caller: an anonymous task
+/// is nobody's to follow but the one who holds its id, which polls it.
+pub(crate) fn listens_for_tasks(capabilities: &Value, user: &UserInfo) -> Option<String> {
+    let id = user.user_id()?;
+    negotiated(capabilities).then(|| format!("user:{id}"))
 }
 
 /// A question waiting in a task for its answer.
@@ -173,12 +198,21 @@ impl LiveTask {
         let _one_at_a_time = self.saving.lock().await;
         let record = self.record();
         self.store.save(&record).await.map_err(|e| {
-            tracing::error!(task = %record.id, error = %e, "could not save a task");
+            tracing::error!(task = %log_id(&record.id), error = %e, "could not save a task");
             RpcError::new(code::INTERNAL_ERROR, "Internal error: the task could not be saved")
         })?;
+        self.announce(record);
+        Ok(())
+    }
+
+    // Tells the owner's listen streams of the record as it stands; an anonymous task is never
+    // announced (no listen stream is an anonymous caller's, and nothing of it travels).
+    fn announce(&self, record: TaskRecord) {
+        if is_anonymous(&record.owner) {
+            return;
+        }
         let task = task_json(&record, &self.options, true);
         self.changes.notify(Change::TaskStatus { owner: record.owner, task });
-        Ok(())
     }
 
     // Renews the lease: a save nobody is told about.
@@ -190,7 +224,7 @@ impl LiveTask {
             state.record.clone()
         };
         if let Err(e) = self.store.save(&record).await {
-            tracing::warn!(task = %record.id, error = %e, "could not renew a task's lease");
+            tracing::warn!(task = %log_id(&record.id), error = %e, "could not renew a task's lease");
         }
     }
 
@@ -228,7 +262,7 @@ impl LiveTask {
         record.input_requests = None;
         record.updated_ms = now_ms();
         self.store.save(&record).await.map_err(|e| {
-            tracing::error!(task = %record.id, error = %e, "could not save a task's end");
+            tracing::error!(task = %log_id(&record.id), error = %e, "could not save a task's end");
             RpcError::new(code::INTERNAL_ERROR, "Internal error: the task could not be saved")
         })?;
         let handle = {
@@ -240,8 +274,7 @@ impl LiveTask {
         if let Some(handle) = handle.filter(|_| abort) {
             handle.abort();
         }
-        let task = task_json(&record, &self.options, true);
-        self.changes.notify(Change::TaskStatus { owner: record.owner, task });
+        self.announce(record);
         Ok(true)
     }
 }
@@ -319,21 +352,52 @@ pub(crate) struct Tasks {
     store: Arc<dyn TaskStore>,
     changes: ChangeNotifier,
     pub(crate) options: TaskOptions,
-    last_purge_ms: AtomicI64,
+    // Forgets expired records on a timer, on the runtime the service runs on.
+    purger: Mutex<Option<JoinHandle<()>>>,
     // How answers and cancellations reach a task another instance runs, when there are several.
     elsewhere: OnceLock<Arc<SharedSessions>>,
 }
 
 impl Tasks {
     pub(crate) fn new(store: Arc<dyn TaskStore>, options: TaskOptions, changes: ChangeNotifier) -> Tasks {
-        Tasks {
+        let tasks = Tasks {
             live: Mutex::default(),
             store,
             changes,
             options,
-            last_purge_ms: AtomicI64::new(0),
+            purger: Mutex::default(),
             elsewhere: OnceLock::new(),
+        };
+        tasks.keep_purging();
+        tasks
+    }
+
+    /// Starts the timer that forgets expired records (every quarter of the time to live, at
+    /// most a minute apart, a bounded batch each time), unless it runs: built outside a
+    /// runtime, it starts with the first task; on a runtime that has since ended, it starts
+    /// again on the one in use.
+    fn keep_purging(&self) {
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else { return };
+        let mut purger = lock(&self.purger);
+        if purger.as_ref().is_some_and(|running| !running.is_finished()) {
+            return;
         }
+        let every = (self.options.ttl / 4).clamp(Duration::from_millis(50), Duration::from_secs(60));
+        // The store alone, not the tasks: the timer ends when they are dropped (see `Drop`).
+        let store = self.store.clone();
+        *purger = Some(runtime.spawn(async move {
+            let mut timer = tokio::time::interval(every);
+            timer.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                timer.tick().await;
+                match store.purge(now_ms(), PURGE_BATCH).await {
+                    // More are waiting: the next batch soon, not a whole period later.
+                    Ok(removed) if removed >= PURGE_BATCH => timer.reset_after(Duration::from_millis(100)),
+                    Ok(_) => {}
+                    Err(e) => tracing::warn!(error = %e, "could not purge expired tasks"),
+                }
+            }
+        }));
     }
 
     /// Sends answers and cancellations for tasks running in other instances through `shared`
@@ -346,9 +410,11 @@ impl Tasks {
     /// task that will run it.
     pub(crate) fn prepare(&self, user: &UserInfo, tool: &str) -> Arc<LiveTask> {
         let now = now_ms();
+        let id = random_token();
+        let owner = owner_of(user, &id);
         let record = TaskRecord::new(
-            random_token(),
-            owner_of(user),
+            id,
+            owner,
             tool.to_owned(),
             now,
             self.options.ttl.as_millis() as i64,
@@ -357,20 +423,24 @@ impl Tasks {
         LiveTask::new(record, self)
     }
 
-    /// Refuses a new task when its caller has the most running already.
-    pub(crate) async fn admit(&self, owner: &str) -> Result<(), TaskRefusal> {
+    /// Refuses a new task when its caller has the most running already. Anonymous callers
+    /// cannot be told apart, so their tasks are counted together, under one bound.
+    pub(crate) async fn admit(&self, user: &UserInfo) -> Result<(), TaskRefusal> {
+        self.keep_purging();
         let now = now_ms();
-        // Forget expired records now and then, not on every call.
-        let last = self.last_purge_ms.load(Ordering::Relaxed);
-        if now - last > 60_000
-            && self.last_purge_ms.compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed).is_ok()
-            && let Err(e) = self.store.purge(now).await
-        {
-            tracing::warn!(error = %e, "could not purge expired tasks");
-        }
         let max = self.options.max_live_per_caller;
-        let here = lock(&self.live).values().filter(|t| t.owner == owner).count() as u64;
-        let live = self.store.live(owner, now).await.map_err(|e| TaskRefusal::Rpc(store_error(e)))?.max(here);
+        let (here, live) = match user.user_id() {
+            Some(id) => {
+                let owner = format!("user:{id}");
+                let here = lock(&self.live).values().filter(|t| t.owner == owner).count() as u64;
+                (here, self.store.live(&owner, now).await)
+            }
+            None => {
+                let here = lock(&self.live).values().filter(|t| is_anonymous(&t.owner)).count() as u64;
+                (here, self.store.live_anonymous(now).await)
+            }
+        };
+        let live = live.map_err(|e| TaskRefusal::Rpc(store_error(e)))?.max(here);
         if live >= max { Err(TaskRefusal::TooMany(max)) } else { Ok(()) }
     }
 
@@ -521,7 +591,7 @@ impl Tasks {
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
         if !answered.is_empty() {
-            tracing::debug!(task = %id, "answers passed on were not taken in time");
+            tracing::debug!(task = %log_id(id), "answers passed on were not taken in time");
         }
         Ok(())
     }
@@ -532,7 +602,7 @@ impl Tasks {
         if let Some(live) = self.live_task(id, owner)
             && let Err(TaskRefusal::Rpc(e)) = Tasks::update_live(&live, responses).await
         {
-            tracing::warn!(task = %id, error = %e.message, "answers from another instance were not taken");
+            tracing::warn!(task = %log_id(id), error = %e.message, "answers from another instance were not taken");
         }
     }
 
@@ -582,6 +652,14 @@ impl Tasks {
                 "Internal error: the task runs in another server process, which cannot be reached now; try again",
             ))
         })
+    }
+}
+
+impl Drop for Tasks {
+    fn drop(&mut self) {
+        if let Some(purger) = lock(&self.purger).take() {
+            purger.abort();
+        }
     }
 }
 

@@ -2,9 +2,11 @@
 //! reads, answers or cancels it; cancelling drops the handler; a question inside a task waits
 //! for `tasks/update` and a wrong answer is refused; results expire; running tasks per caller
 //! are bounded; without the extension the methods are -32021 and a task-only tool too; a store
-//! shared by two services answers for a task either ran (another instance, or a restart).
+//! shared by two services answers for a task either ran (another instance, or a restart); an
+//! anonymous task is its id's holder's alone and never announced; expired records are purged on
+//! a timer; a time limit counts a task's work, not its wait for answers.
 
-use mirobody_core::TaskSupport;
+use mirobody_core::{TaskStore, TaskSupport};
 use mirobody_mcp::{MemoryTaskStore, TaskOptions};
 
 use super::*;
@@ -63,6 +65,19 @@ fn task_service_on(store: Arc<dyn mirobody_core::TaskStore>, options: TaskOption
                 .handler(forever),
         )
         .tool(Tool::new("ask_in_task", "Asks inside a task.").task_support(TaskSupport::Optional).handler(ask_in_task))
+        .tool(
+            Tool::new("ask_within_a_limit", "Asks inside a task, within 200 ms of its own work.")
+                .task_support(TaskSupport::Optional)
+                .time_limit(Duration::from_millis(200))
+                .handler(ask_in_task),
+        )
+        .tool(
+            Tool::new("sleep_past_a_limit", "Sleeps past its 200 ms.")
+                .param(mirobody_core::Param::optional("ms", mirobody_core::Type::Integer, "How long."))
+                .task_support(TaskSupport::Optional)
+                .time_limit(Duration::from_millis(200))
+                .handler(sleepy),
+        )
         .tool(
             Tool::new("only_task", "Only ever a task.")
                 .task_support(TaskSupport::Required)
@@ -327,7 +342,8 @@ async fn status_changes_reach_only_the_owners_listen_streams() {
 // An instance of `service` sharing `backplane` with the others, as instances behind a load
 // balancer share a Redis (and, through `task_store`, their task records).
 async fn instance_of(service: McpService, backplane: &Arc<mirobody_mcp::session::MemoryBackplane>) -> McpHttp {
-    McpHttp::with_shared_sessions(service, HttpOptions::default(), Arc::clone(backplane) as _)
+    let key = crate::support::shared_key();
+    McpHttp::with_shared_sessions(service, HttpOptions::default(), Arc::clone(backplane) as _, &key)
         .await
         .expect("the backplane listens")
 }
@@ -408,8 +424,11 @@ impl mirobody_core::TaskStore for SlowStore {
     async fn live(&self, owner: &str, now_ms: i64) -> mirobody_core::backend::BackendResult<u64> {
         self.0.live(owner, now_ms).await
     }
-    async fn purge(&self, now_ms: i64) -> mirobody_core::backend::BackendResult<u64> {
-        self.0.purge(now_ms).await
+    async fn live_anonymous(&self, now_ms: i64) -> mirobody_core::backend::BackendResult<u64> {
+        self.0.live_anonymous(now_ms).await
+    }
+    async fn purge(&self, now_ms: i64, max: u64) -> mirobody_core::backend::BackendResult<u64> {
+        self.0.purge(now_ms, max).await
     }
 }
 
@@ -423,4 +442,121 @@ async fn a_task_that_asks_as_it_starts_is_answered_on_a_store_that_takes_time() 
     until(&client, &task, "input_required").await;
     client.call("tasks/update", json!({"taskId": task, "inputResponses": {"go": {"action": "accept"}}})).await.result();
     assert_eq!(until(&client, &task, "completed").await["result"]["content"][0]["text"], "answer: \"accept\"");
+}
+
+#[tokio::test]
+async fn an_anonymous_task_is_its_holders_alone_and_never_announced() {
+    let store = Arc::new(MemoryTaskStore::default());
+    let service = task_service(store.clone(), options());
+    let changes = service.changes().clone();
+    let anonymous = client_of(service.clone());
+    let alice = as_user(client_of(service.clone()), "alice");
+    let listen = json!({"notifications": {"promptsListChanged": true}});
+    let mut anonymous_stream =
+        Sse::new(anonymous.send(anonymous.request("subscriptions/listen", listen.clone())).await);
+    let mut alices = Sse::new(alice.send(alice.request("subscriptions/listen", listen)).await);
+    assert_eq!(anonymous_stream.next_message().await["method"], "notifications/subscriptions/acknowledged");
+    assert_eq!(alices.next_message().await["method"], "notifications/subscriptions/acknowledged");
+
+    let task = created(&anonymous, "ask_in_task", json!({})).await;
+    // Owned by a key of its own, not one every anonymous caller shares.
+    assert!(store.load(&task, "anonymous", 0).await.unwrap().is_none(), "a shared anonymous owner");
+    let kept = store.load(&task, &format!("anonymous:{task}"), 0).await.unwrap().expect("its own owner");
+    assert_eq!(kept.tool, "ask_in_task");
+    // Its holder polls, answers and reads it; a signed-in caller with its id finds nothing.
+    until(&anonymous, &task, "input_required").await;
+    assert_eq!(get(&alice, &task).await.error_code(), -32602);
+    let answer = json!({"taskId": task, "inputResponses": {"go": {"action": "accept"}}});
+    assert_eq!(alice.call("tasks/update", answer.clone()).await.error_code(), -32602);
+    assert_eq!(alice.call("tasks/cancel", json!({"taskId": task})).await.error_code(), -32602);
+    anonymous.call("tasks/update", answer).await.result();
+    assert_eq!(until(&anonymous, &task, "completed").await["result"]["content"][0]["text"], "answer: \"accept\"");
+    // Another anonymous task's id is not this one: -32602, as for one that does not exist.
+    assert_eq!(get(&anonymous, "0123456789abcdef0123456789abcdef").await.error_code(), -32602);
+
+    // No listen stream carried any of it: the next thing each sees is the next change asked for.
+    changes.prompts_changed();
+    assert_eq!(anonymous_stream.next_message().await["method"], "notifications/prompts/list_changed");
+    assert_eq!(alices.next_message().await["method"], "notifications/prompts/list_changed");
+}
+
+#[tokio::test]
+async fn anonymous_callers_share_one_bound_on_running_tasks() {
+    let service = task_service(Arc::default(), options());
+    let (one, two) = (client_of(service.clone()), client_of(service.clone()));
+    created(&one, "forever", json!({})).await;
+    created(&two, "forever", json!({})).await;
+    let refused = client_of(service.clone()).call_tool("forever", json!({})).await;
+    assert_eq!(refused.error_code(), -32600, "anonymous callers cannot be told apart: {}", refused.body);
+    // A signed-in caller has a bound of its own.
+    created(&as_user(client_of(service), "alice"), "forever", json!({})).await;
+}
+
+// A store that counts its purges and keeps its records past their expiry until purged.
+#[derive(Default)]
+struct CountingStore {
+    records: MemoryTaskStore,
+    purges: std::sync::atomic::AtomicUsize,
+}
+
+#[async_trait::async_trait]
+impl mirobody_core::TaskStore for CountingStore {
+    async fn save(&self, task: &mirobody_core::TaskRecord) -> mirobody_core::backend::BackendResult<()> {
+        self.records.save(task).await
+    }
+    async fn load(
+        &self,
+        id: &str,
+        owner: &str,
+        now_ms: i64,
+    ) -> mirobody_core::backend::BackendResult<Option<mirobody_core::TaskRecord>> {
+        self.records.load(id, owner, now_ms).await
+    }
+    async fn live(&self, owner: &str, now_ms: i64) -> mirobody_core::backend::BackendResult<u64> {
+        self.records.live(owner, now_ms).await
+    }
+    async fn live_anonymous(&self, now_ms: i64) -> mirobody_core::backend::BackendResult<u64> {
+        self.records.live_anonymous(now_ms).await
+    }
+    async fn purge(&self, now_ms: i64, max: u64) -> mirobody_core::backend::BackendResult<u64> {
+        self.purges.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.records.purge(now_ms, max).await
+    }
+}
+
+#[tokio::test]
+async fn expired_records_are_purged_on_a_timer_without_a_new_task() {
+    let store = Arc::new(CountingStore::default());
+    let options = options().with_ttl(Duration::from_millis(300));
+    let client = as_user(client_of(task_service_on(store.clone(), options)), "alice");
+    let task = created(&client, "sleepy", json!({"ms": 60})).await;
+    until(&client, &task, "completed").await;
+    // Read as of the epoch, the record is there until a purge removes it; no task is admitted
+    // from here on, so only the timer can.
+    assert!(store.load(&task, "user:alice", 0).await.unwrap().is_some());
+    within("the timer to purge it", async {
+        while store.load(&task, "user:alice", 0).await.unwrap().is_some() {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await;
+    assert!(store.purges.load(std::sync::atomic::Ordering::Relaxed) >= 2, "purged on a timer, more than once");
+}
+
+#[tokio::test]
+async fn a_tasks_time_limit_counts_its_work_not_its_wait_for_answers() {
+    let client = as_user(client_of(task_service(Arc::default(), options())), "alice");
+    // Waiting three times its limit for an answer, it still ends with the answer.
+    let task = created(&client, "ask_within_a_limit", json!({})).await;
+    until(&client, &task, "input_required").await;
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    client.call("tasks/update", json!({"taskId": task, "inputResponses": {"go": {"action": "accept"}}})).await.result();
+    let done = until(&client, &task, "completed").await;
+    assert_eq!(done["result"]["content"][0]["text"], "answer: \"accept\"", "{done}");
+    // Working past it, the call becomes a task as declared, and the task ends with the error.
+    let task = created(&client, "sleep_past_a_limit", json!({"ms": 60_000})).await;
+    let done = until(&client, &task, "completed").await;
+    assert_eq!(done["result"]["isError"], true, "{done}");
+    let text = done["result"]["content"][0]["text"].as_str().unwrap();
+    assert!(text.contains("took longer than its time limit of 0.2 s"), "{text}");
 }

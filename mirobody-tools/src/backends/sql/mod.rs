@@ -46,6 +46,7 @@ macro_rules! on_pool {
 }
 
 pub use circle::MAX_INVITEE_CHARS;
+pub use tasks::SqlTaskStore;
 
 // Declared after `on_pool!`, so that the macro is in scope in each of them.
 mod access_log;
