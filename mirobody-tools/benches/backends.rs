@@ -125,6 +125,7 @@ async fn build(rows: usize) -> (Option<tempfile::TempDir>, Arc<OpenedBackends>) 
         size: 1,
         uploaded_at: "2026-01-01T00:00:00Z".into(),
         text_key: None,
+        text_state: Default::default(),
     };
     sql.add_file("bench", &file).await.expect("file");
     let db_size = std::fs::metadata(path.join("mirobody.db")).map(|m| m.len()).unwrap_or(0);

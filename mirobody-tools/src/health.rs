@@ -91,6 +91,24 @@ pub struct FileRecord {
     pub uploaded_at: String,
     /// The storage key of text extracted from it, if any.
     pub text_key: Option<String>,
+    /// Where the reading of its text stands (a PDF's or Word file's text is read after the
+    /// upload is answered).
+    #[serde(default)]
+    pub text_state: TextState,
+}
+
+/// Where the reading of a file's text stands.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum TextState {
+    /// Nothing left to do: [`FileRecord::text_key`] says whether it has text.
+    #[default]
+    Settled,
+    /// Waiting in its owner's queue to be read.
+    Waiting,
+    /// It could not be read; why, in words for the person.
+    Unreadable(String),
 }
 
 /// An indicator a person has data for: one per code and unit, so that values in different

@@ -39,6 +39,24 @@ pub struct ImportSummary {
     pub invalid: Vec<String>,
 }
 
+/// Imports the JSON `body` of `POST /fhir` (a Bundle or one resource) or, with
+/// `observation_only`, of `POST /fhir/Observation`, as `subject`'s.
+///
+/// The body's shape is checked before anything is built from it: more than
+/// 10,000 entries, an array of more than 1,000 items inside a resource, a string over 4 MiB,
+/// more than 2,000,000 values or nesting past 64 levels is refused with 413, and nothing is
+/// stored.
+pub async fn import_fhir_json(sql: &SqlStore, subject: &str, body: &[u8], observation_only: bool) -> ImportResponse {
+    if let Err((status, reason)) = fhir::shape::check(body) {
+        return refused(status, vec![(None, reason)]);
+    }
+    let body: Value = match serde_json::from_slice(body) {
+        Ok(body) => body,
+        Err(e) => return refused(400, vec![(None, format!("The body is not JSON: {e}."))]),
+    };
+    if observation_only { import_fhir_observation(sql, subject, &body).await } else { import_fhir(sql, subject, &body).await }
+}
+
 /// Imports a FHIR Bundle or resource as `subject`'s (`POST /fhir`).
 pub async fn import_fhir(sql: &SqlStore, subject: &str, body: &Value) -> ImportResponse {
     match fhir::parse_import(body) {

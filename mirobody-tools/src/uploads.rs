@@ -5,16 +5,15 @@
 //! The server's routes (`POST /files`, the upload page) are thin: they authenticate, read a
 //! bounded body and call [`store_upload`], which is the same path the demo takes.
 
-use std::sync::{Arc, LazyLock};
-use std::time::Duration;
+use std::sync::Arc;
 
 use serde::Serialize;
-use tokio::sync::Semaphore;
 
-use crate::backends::OpenedBackends;
+use crate::backends::{FileQuota, OpenedBackends};
 use crate::extract::{self, ContentKind};
 pub use crate::file_names::{MAX_FILENAME_CHARS, clean_filename};
-use crate::health::FileRecord;
+use crate::health::{FileRecord, TextState};
+use crate::reading::TextReader;
 use crate::text::{hex, now_ms, rfc3339};
 
 /// How much one person may upload, and how large one file may be.
@@ -49,9 +48,9 @@ pub struct Uploaded {
     pub size: u64,
     /// Whether text was read from it.
     pub has_text: bool,
-    /// Why no text could be read from a document that should have some (the file is stored).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub text_error: Option<String>,
+    /// Whether its text is still to be read (a PDF or Word file: read after this answer).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub text_pending: bool,
 }
 
 /// Why an upload was refused; nothing of it is stored.
@@ -96,13 +95,6 @@ impl UploadError {
     }
 }
 
-/// How long reading the text of one file may take before it is stored without text.
-pub const EXTRACT_TIMEOUT: Duration = Duration::from_secs(30);
-
-// Text extraction runs on blocking threads; a parser that never ends keeps its permit, so at
-// most this many run at once whatever clients send.
-static EXTRACTIONS: LazyLock<Arc<Semaphore>> = LazyLock::new(|| Arc::new(Semaphore::new(2)));
-
 fn extension(kind: ContentKind, mime: &str) -> &'static str {
     match kind {
         ContentKind::Pdf => ".pdf",
@@ -123,32 +115,64 @@ fn extension(kind: ContentKind, mime: &str) -> &'static str {
 }
 
 /// What the `upload_file` tool stores through (put it in the context's extensions): the
-/// server's backends and its upload limits, so a file uploaded from a view is checked and kept
-/// exactly as one posted to `/files`.
+/// server's backends, its upload limits and its text readers, so a file uploaded from a view
+/// is checked and kept exactly as one posted to `/files`.
 #[derive(Clone)]
 pub struct Uploader {
-    backends: std::sync::Arc<OpenedBackends>,
+    backends: Arc<OpenedBackends>,
     limits: UploadLimits,
+    reader: Option<TextReader>,
 }
 
 impl Uploader {
-    /// An uploader over `backends`, within `limits`.
-    pub fn new(backends: std::sync::Arc<OpenedBackends>, limits: UploadLimits) -> Self {
-        Uploader { backends, limits }
+    /// An uploader over `backends`, within `limits`, whose documents wait for a reader: give it
+    /// one with [`with_reader`](Self::with_reader).
+    pub fn new(backends: Arc<OpenedBackends>, limits: UploadLimits) -> Self {
+        Uploader { backends, limits, reader: None }
     }
 
-    /// Stores `bytes` as `owner`'s file `filename` (see [`store_upload`]).
-    pub async fn store(&self, owner: &str, filename: &str, bytes: Vec<u8>) -> Result<Uploaded, UploadError> {
-        store_upload(&self.backends, &self.limits, owner, filename, None, bytes).await
+    /// Documents stored through this uploader are read by `reader`.
+    pub fn with_reader(mut self, reader: TextReader) -> Self {
+        self.reader = Some(reader);
+        self
+    }
+
+    /// The limits it stores within.
+    pub fn limits(&self) -> &UploadLimits {
+        &self.limits
+    }
+
+    /// The readers of its documents' text, if it has them.
+    pub fn reader(&self) -> Option<&TextReader> {
+        self.reader.as_ref()
+    }
+
+    /// Stores `bytes` as `owner`'s file `filename` (see [`store_upload`]), and queues a
+    /// document's text to be read.
+    pub async fn store(
+        &self,
+        owner: &str,
+        filename: &str,
+        declared: Option<&str>,
+        bytes: Vec<u8>,
+    ) -> Result<Uploaded, UploadError> {
+        let uploaded = store_upload(&self.backends, &self.limits, owner, filename, declared, bytes).await?;
+        if let (true, Some(reader)) = (uploaded.text_pending, &self.reader) {
+            reader.wake(owner);
+        }
+        Ok(uploaded)
     }
 }
 
 /// Stores `bytes` as `owner`'s file `filename` (the client's `declared` type is only a hint:
-/// the type is read from the content), reads its text, and adds it to their index.
+/// the type is read from the content) and adds it to their index.
 ///
 /// Refused, with nothing stored, when it is empty, too large, of a type not taken, or over the
-/// owner's quota. A document whose text cannot be read is still stored, with the reason in
-/// [`Uploaded::text_error`]. If indexing fails after the bytes were written, they are removed.
+/// owner's quota (checked and taken in one step, so uploads made at once cannot together pass
+/// it). Text files are indexed with their text. A PDF or Word file is answered as soon as its
+/// bytes are stored, its text waiting ([`Uploaded::text_pending`]) for a
+/// [`TextReader`] to read it in a sandboxed child process: no document is parsed here. If
+/// indexing fails after the bytes were written, they are removed.
 pub async fn store_upload(
     backends: &OpenedBackends,
     limits: &UploadLimits,
@@ -169,23 +193,21 @@ pub async fn store_upload(
     let storage = backends.storage().ok_or(UploadError::NoStorage)?;
     let sql = backends.sql();
     let backend = |e: mirobody_core::backend::BackendError| UploadError::Backend(e.to_string());
+    // A first look, to refuse before the bytes are written; the insert below holds the line.
     let (files, used) = sql.file_usage(owner).await.map_err(backend)?;
     if files >= limits.max_files_per_user {
-        return Err(UploadError::Quota(format!(
-            "You have {files} files, the most this server keeps per person; delete some to upload more."
-        )));
+        return Err(too_many_files(files));
     }
     if used.saturating_add(size) > limits.max_bytes_per_user {
-        return Err(UploadError::Quota(format!(
-            "This file would take your uploads over the {} MiB this server keeps per person.",
-            limits.max_bytes_per_user >> 20
-        )));
+        return Err(too_many_bytes(limits));
     }
 
     let mut random = [0u8; 16];
     rand::RngCore::fill_bytes(&mut rand::rng(), &mut random);
     let file_key = format!("up-{}{}", hex(&random), extension(sniffed.kind, sniffed.mime));
-    let (text, text_error) = read_text(sniffed.kind, &bytes).await;
+    let is_document = matches!(sniffed.kind, ContentKind::Pdf | ContentKind::Docx);
+    // Text kinds need no parser: their text is the bytes, read here.
+    let text = if is_document { None } else { extract::extract_text(sniffed.kind, &bytes).ok().flatten() };
     storage.put(&file_key, bytes, sniffed.mime).await.map_err(backend)?;
     let text_key = match &text {
         Some(text) => {
@@ -205,38 +227,44 @@ pub async fn store_upload(
         size,
         uploaded_at: rfc3339(now_ms()),
         text_key: text_key.clone(),
+        text_state: if is_document { TextState::Waiting } else { TextState::Settled },
     };
-    if let Err(e) = sql.add_file(owner, &record).await {
+    let quota = FileQuota { max_files: limits.max_files_per_user, max_bytes: limits.max_bytes_per_user };
+    let indexed = sql.add_file_within(owner, &record, quota).await;
+    if !matches!(indexed, Ok(true)) {
         // Nothing half-stored: the bytes go when their index entry could not be written.
         let _ = storage.delete(&file_key).await;
         if let Some(text_key) = &text_key {
             let _ = storage.delete(text_key).await;
         }
-        return Err(backend(e));
+        return Err(match indexed {
+            Err(e) => backend(e),
+            // Other uploads took the quota since the first look.
+            _ => UploadError::Quota(
+                "This file would take your uploads over what this server keeps per person.".to_owned(),
+            ),
+        });
     }
-    tracing::info!(owner, file_key, size, mime = sniffed.mime, has_text = text.is_some(), "file uploaded");
-    Ok(Uploaded { file_key, filename, mime: sniffed.mime.to_owned(), size, has_text: text.is_some(), text_error })
+    tracing::info!(owner, file_key, size, mime = sniffed.mime, text_pending = is_document, "file uploaded");
+    Ok(Uploaded {
+        file_key,
+        filename,
+        mime: sniffed.mime.to_owned(),
+        size,
+        has_text: text.is_some(),
+        text_pending: is_document,
+    })
 }
 
-// The text of an upload on a blocking thread, bounded in time and in how many run at once.
-async fn read_text(kind: ContentKind, bytes: &[u8]) -> (Option<String>, Option<String>) {
-    if kind == ContentKind::Image {
-        return (None, None);
-    }
-    let busy = || (None, Some("The server was too busy to read its text; the file is stored.".to_owned()));
-    let Ok(permit) = tokio::time::timeout(EXTRACT_TIMEOUT, Arc::clone(&EXTRACTIONS).acquire_owned()).await else {
-        return busy();
-    };
-    let Ok(permit) = permit else { return busy() };
-    let owned = bytes.to_vec();
-    let task = tokio::task::spawn_blocking(move || {
-        let _permit = permit;
-        extract::extract_text(kind, &owned)
-    });
-    match tokio::time::timeout(EXTRACT_TIMEOUT, task).await {
-        Ok(Ok(Ok(text))) => (text, None),
-        Ok(Ok(Err(e))) => (None, Some(format!("No text could be read from it: {e}"))),
-        Ok(Err(_)) => (None, Some("No text could be read from it.".to_owned())),
-        Err(_) => (None, Some("Reading its text took too long; the file is stored without text.".to_owned())),
-    }
+fn too_many_files(files: u64) -> UploadError {
+    UploadError::Quota(format!(
+        "You have {files} files, the most this server keeps per person; delete some to upload more."
+    ))
+}
+
+fn too_many_bytes(limits: &UploadLimits) -> UploadError {
+    UploadError::Quota(format!(
+        "This file would take your uploads over the {} MiB this server keeps per person.",
+        limits.max_bytes_per_user >> 20
+    ))
 }

@@ -1,7 +1,7 @@
 //! The real outside peers mirobody's tests drive, set up by the tests themselves under a
 //! folder of the caller's (its `target/tmp`), reused across runs: Node 22 and npm packages,
 //! Python virtualenvs from PyPI, and Debian's nginx as a load balancer in front of several
-//! servers.
+//! servers; and documents made to hurt a document reader ([`hostile`]).
 //!
 //! When a peer cannot be set up here (no npm, no python3, no registry), a test calls [`skip`]:
 //! it prints `SKIPPED: <why>` and returns; with `MIROBODY_REQUIRE_EXTERNAL=1` (as `.ci/run`
@@ -12,6 +12,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
+
+pub mod hostile;
 
 // One install at a time: parallel tests share the tools folder.
 static INSTALL: Mutex<()> = Mutex::new(());

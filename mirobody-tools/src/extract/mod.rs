@@ -83,7 +83,8 @@ fn unsupported_message(detected: Option<&str>) -> String {
 
 /// Why text could not be extracted (the file is still stored; the message is shown to the user).
 #[derive(Debug, thiserror::Error)]
-pub(crate) enum ExtractError {
+#[non_exhaustive]
+pub enum ExtractError {
     /// The file is not a readable file of its kind; the string says what went wrong.
     #[error("The file appears to be damaged, so its text could not be read ({0}). It is stored as it is.")]
     Damaged(String),

@@ -65,6 +65,17 @@ impl Extractor {
         &self.limits
     }
 
+    /// The text of the document in `bytes` (a PDF or Word file, known by its content; text
+    /// files are read as they are): `Ok(None)` when it has none (an image, a scan).
+    ///
+    /// Bytes of no kind the server takes are [`ExtractError::Damaged`].
+    pub async fn extract_document(&self, bytes: Vec<u8>) -> Result<Option<String>, ExtractError> {
+        match super::sniff(&bytes, None, "") {
+            Ok(sniffed) => self.extract(sniffed.kind, bytes).await,
+            Err(rejected) => Err(ExtractError::Damaged(rejected.to_string())),
+        }
+    }
+
     /// The text of `bytes`, read as `kind`: `Ok(None)` when it has none (an image, a scan).
     ///
     /// Any abnormal end of the reader (killed at a limit or the deadline, crashed, an answer

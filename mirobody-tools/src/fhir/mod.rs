@@ -20,6 +20,8 @@ mod observation;
 mod records;
 /// The FHIR answers.
 mod response;
+/// The bounds a JSON body's shape is checked against before it is parsed.
+pub(crate) mod shape;
 
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};

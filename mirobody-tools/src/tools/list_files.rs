@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 
 use super::{caller, fail};
 
-use crate::health::health_store;
+use crate::health::{TextState, health_store};
 
 /// The most files listed.
 pub const MAX_FILES: usize = 200;
@@ -35,14 +35,20 @@ async fn list_files(_args: Args, user: &UserInfo, ctx: &ToolContext<'_>) -> Resu
         .into_iter()
         .take(MAX_FILES)
         .map(|f| {
-            json!({
+            let mut file = json!({
                 "filename": f.filename,
                 "file_key": f.file_key,
                 "mime": f.mime_type,
                 "size": f.size,
                 "uploaded_at": f.uploaded_at,
                 "has_text": f.text_key.is_some(),
-            })
+            });
+            match f.text_state {
+                TextState::Waiting => file["text"] = json!("still being read"),
+                TextState::Unreadable(why) => file["text_error"] = json!(why),
+                _ => {}
+            }
+            file
         })
         .collect();
     let mut out = json!({"files": listed});

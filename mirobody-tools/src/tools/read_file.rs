@@ -16,12 +16,15 @@ use serde_json::json;
 use super::{caller, fail};
 use crate::text::{cap_chars, is_text_like};
 
-use crate::health::health_store;
+use crate::health::{TextState, health_store};
+use crate::uploads::Uploader;
 
 /// The most characters returned inline.
 pub const MAX_INLINE_CHARS: usize = 50_000;
 /// How long a signed URL works.
 pub const URL_LIFETIME: Duration = Duration::from_secs(3600);
+/// How long a read waits for the text of a document still being read.
+const TEXT_WAIT: Duration = Duration::from_secs(10);
 /// The longest file key accepted.
 pub const MAX_KEY_LEN: usize = 512;
 
@@ -68,11 +71,23 @@ async fn read_file(args: Args, user: &UserInfo, ctx: &ToolContext<'_>) -> Result
         .map_err(|_| ToolError::new("'offset' must be 0 or more (the next_offset of the last page)."))?;
     let db = health_store(ctx).map_err(fail)?;
     let storage = ctx.storage().map_err(fail)?;
-    let file = db
+    let mut file = db
         .file(owner, original_key(key))
         .await
         .map_err(fail)?
         .ok_or_else(|| ToolError::new("File not found. Call list_files for the user's files."))?;
+    if file.text_state == TextState::Waiting {
+        // A document uploaded a moment ago is usually read within seconds: wait that long.
+        if let Some(reader) = ctx.extension::<Uploader>().and_then(Uploader::reader) {
+            file = reader.settled(owner, &file.file_key, TEXT_WAIT).await.unwrap_or(file);
+        }
+        if file.text_state == TextState::Waiting {
+            return Err(ToolError::new(format!(
+                "The text of {} is still being read; try again in a minute.",
+                file.filename
+            )));
+        }
+    }
     let text = if let Some(text_key) = &file.text_key {
         let bytes = storage.get(text_key).await.map_err(fail)?;
         Some(String::from_utf8_lossy(&bytes).into_owned())
@@ -86,13 +101,17 @@ async fn read_file(args: Args, user: &UserInfo, ctx: &ToolContext<'_>) -> Result
         return page(&file.filename, &file.mime_type, &text, offset);
     }
     let url = storage.signed_url(&file.file_key, URL_LIFETIME).await.map_err(fail)?;
-    Ok(ToolResult::ok(json!({
+    let mut out = json!({
         "filename": file.filename,
         "mime": file.mime_type,
         "url": url,
         "expires_in": URL_LIFETIME.as_secs(),
         "note": "Binary file; not inlined. Fetch it from the url.",
-    })))
+    });
+    if let TextState::Unreadable(why) = file.text_state {
+        out["text_error"] = json!(why);
+    }
+    Ok(ToolResult::ok(out))
 }
 
 /// One page of a text: `MAX_INLINE_CHARS` characters from `offset`, with where the next starts.

@@ -46,7 +46,7 @@ async fn upload_file(args: Args, user: &UserInfo, ctx: &ToolContext<'_>) -> Resu
         .decode(encoded.trim())
         .map_err(|_| ToolError::new("content_base64 is not valid base64."))?;
     let filename = args.str_or("filename", "upload");
-    let uploaded = uploader.store(me, filename, bytes).await.map_err(|e| ToolError::new(e.to_string()))?;
+    let uploaded = uploader.store(me, filename, None, bytes).await.map_err(|e| ToolError::new(e.to_string()))?;
     let value: Value = serde_json::to_value(&uploaded).map_err(|e| ToolError::new(e.to_string()))?;
     Ok(ToolResult::ok(value))
 }

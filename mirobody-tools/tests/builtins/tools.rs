@@ -45,6 +45,7 @@ pub(crate) async fn upload(
         size: bytes.len() as u64,
         uploaded_at: "2026-01-01T00:00:00Z".into(),
         text_key,
+        text_state: Default::default(),
     };
     env.backends.sql().add_file(owner, &record).await.unwrap();
 }

@@ -173,6 +173,7 @@ impl Env {
                 size: bytes.len() as u64,
                 uploaded_at: format!("2026-01-{:02}T00:00:00Z", day + 1),
                 text_key,
+                text_state: Default::default(),
             };
             sql.add_file(owner, &record).await.unwrap();
         }
@@ -184,6 +185,7 @@ impl Env {
                 size: 1,
                 uploaded_at: format!("2026-02-01T00:{:02}:{:02}Z", i / 60, i % 60),
                 text_key: None,
+                text_state: Default::default(),
             };
             sql.add_file("many", &record).await.unwrap();
         }

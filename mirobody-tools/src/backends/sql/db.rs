@@ -98,7 +98,7 @@ impl HealthStore for SqlStore {
     }
 
     async fn files(&self, owner: &str) -> BackendResult<Vec<FileRecord>> {
-        const SQL: &str = "SELECT file_key, filename, mime_type, size, text_key, uploaded_at_ms FROM files \
+        const SQL: &str = "SELECT file_key, filename, mime_type, size, text_key, uploaded_at_ms, text_state, text_error FROM files \
              WHERE owner = $1 ORDER BY uploaded_at_ms DESC, file_key";
         on_pool!(self, |pool| {
             let rows = sqlx::query(SQL).bind(owner).fetch_all(pool).await.map_err(db_error)?;
@@ -107,7 +107,7 @@ impl HealthStore for SqlStore {
     }
 
     async fn file(&self, owner: &str, file_key: &str) -> BackendResult<Option<FileRecord>> {
-        const SQL: &str = "SELECT file_key, filename, mime_type, size, text_key, uploaded_at_ms FROM files \
+        const SQL: &str = "SELECT file_key, filename, mime_type, size, text_key, uploaded_at_ms, text_state, text_error FROM files \
              WHERE owner = $1 AND file_key = $2";
         on_pool!(self, |pool| {
             let row = sqlx::query(SQL).bind(owner).bind(file_key).fetch_optional(pool).await.map_err(db_error)?;
@@ -140,6 +140,7 @@ where
     for<'r> String: sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
     for<'r> Option<String>: sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
     for<'r> i64: sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
+    for<'r> i32: sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
 {
     let size: i64 = row.try_get("size")?;
     Ok(FileRecord {
@@ -149,5 +150,6 @@ where
         size: size.max(0) as u64,
         uploaded_at: rfc3339(row.try_get("uploaded_at_ms")?),
         text_key: row.try_get("text_key")?,
+        text_state: super::files::text_state(row.try_get("text_state")?, row.try_get("text_error")?),
     })
 }

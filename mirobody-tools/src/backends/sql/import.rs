@@ -10,6 +10,17 @@ use crate::text::now_ms;
 pub(super) const INSERT_OBSERVATION: &str = "INSERT INTO observations \
      (subject, code, effective_ms, resource, created_at_ms, source_id, file_key) \
      VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (subject, source_id) DO NOTHING RETURNING id";
+/// The head of a multi-row insert of points (`QueryBuilder::push_values` adds the rows).
+pub(super) const INSERT_POINTS: &str = "INSERT INTO health_points \
+     (subject, observation_id, code, display, time_ms, value, value_text, unit, file_key) ";
+/// Points in one statement: nine binds each, well within both databases' bounds.
+pub(super) const POINTS_PER_STATEMENT: usize = 200;
+/// Rows (an observation and each of its points, a record) written in one transaction at most:
+/// a few milliseconds of SQLite's single writer, after which every other writer gets a turn.
+const ROWS_PER_TRANSACTION: usize = 500;
+/// Ids deleted in one statement when an import is undone.
+const IDS_PER_DELETE: usize = 500;
+
 pub(super) const INSERT_POINT: &str = "INSERT INTO health_points \
      (subject, observation_id, code, display, time_ms, value, value_text, unit, file_key) \
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)";
@@ -34,11 +45,31 @@ macro_rules! insert_observation {
             .await
             .map_err(super::db_error)?;
         if let Some(id) = id {
-            for point in &o.points {
-                insert_point!($conn, $subject, id, point, $file_key);
-            }
+            super::import::insert_points!($conn, $subject, id, &o.points, $file_key);
         }
         id
+    }};
+}
+
+/// Inserts an observation's points on `$conn`, in multi-row statements.
+macro_rules! insert_points {
+    ($conn:expr, $subject:expr, $id:expr, $points:expr, $file_key:expr) => {{
+        let points: &[$crate::fhir::HealthPoint] = $points;
+        for batch in points.chunks(super::import::POINTS_PER_STATEMENT) {
+            let mut insert = sqlx::QueryBuilder::new(super::import::INSERT_POINTS);
+            insert.push_values(batch, |mut row, p| {
+                row.push_bind($subject)
+                    .push_bind($id)
+                    .push_bind(&p.code)
+                    .push_bind(&p.display)
+                    .push_bind(p.time_ms)
+                    .push_bind(p.value)
+                    .push_bind(&p.value_text)
+                    .push_bind(&p.unit)
+                    .push_bind($file_key);
+            });
+            insert.build().execute(&mut *$conn).await.map_err(super::db_error)?;
+        }
     }};
 }
 
@@ -60,12 +91,16 @@ macro_rules! insert_point {
             .map_err(super::db_error)?;
     }};
 }
-pub(super) use {insert_observation, insert_point};
+pub(super) use {insert_observation, insert_point, insert_points};
 
 impl SqlStore {
-    /// Stores `items` as `subject`'s in one transaction, read from the uploaded file
-    /// `file_key` if any: for each, whether it was new (false: `subject` already had one with
-    /// its source id, and it was left as it was). All or nothing: a database error stores none.
+    /// Stores `items` as `subject`'s, read from the uploaded file `file_key` if any: for each,
+    /// whether it was new (false: `subject` already had one with its source id, and it was
+    /// left as it was).
+    ///
+    /// Written in short transactions of at most [`ROWS_PER_TRANSACTION`] rows, so that a large
+    /// import never holds the database's writer for long; all or nothing all the same: when
+    /// one fails, what the earlier ones wrote is deleted again, and the error returned.
     pub(crate) async fn import_items(
         &self,
         subject: &str,
@@ -73,12 +108,50 @@ impl SqlStore {
         file_key: Option<&str>,
     ) -> BackendResult<Vec<bool>> {
         let now = now_ms();
-        on_pool!(self, |pool| {
+        let mut created = Vec::with_capacity(items.len());
+        let mut written = Written::default();
+        let mut start = 0;
+        while start < items.len() {
+            let mut end = start;
+            let mut rows = 0;
+            while end < items.len() && (end == start || rows + weight(items[end]) <= ROWS_PER_TRANSACTION) {
+                rows += weight(items[end]);
+                end += 1;
+            }
+            match self.import_chunk(subject, &items[start..end], file_key, now, &mut written).await {
+                Ok(flags) => created.extend(flags),
+                Err(e) => {
+                    self.undo_import(subject, &written).await;
+                    return Err(e);
+                }
+            }
+            start = end;
+            // Other writers' turn between transactions, on this runtime too.
+            tokio::task::yield_now().await;
+        }
+        Ok(created)
+    }
+
+    async fn import_chunk(
+        &self,
+        subject: &str,
+        items: &[&ImportItem],
+        file_key: Option<&str>,
+        now: i64,
+        written: &mut Written,
+    ) -> BackendResult<Vec<bool>> {
+        let mut observations = Vec::new();
+        let mut records = Vec::new();
+        let created = on_pool!(self, |pool| {
             let mut tx = pool.begin().await.map_err(db_error)?;
             let mut created = Vec::with_capacity(items.len());
             for item in items {
                 let new = match item {
-                    ImportItem::Observation(o) => insert_observation!(tx, subject, o, file_key, now).is_some(),
+                    ImportItem::Observation(o) => {
+                        let id = insert_observation!(tx, subject, o, file_key, now);
+                        observations.extend(id);
+                        id.is_some()
+                    }
                     ImportItem::Record(r) => {
                         let r: &NewRecord = r;
                         let id: Option<i64> = sqlx::query_scalar(INSERT_RECORD)
@@ -93,13 +166,54 @@ impl SqlStore {
                             .fetch_optional(&mut *tx)
                             .await
                             .map_err(db_error)?;
+                        records.extend(id);
                         id.is_some()
                     }
                 };
                 created.push(new);
             }
             tx.commit().await.map_err(db_error)?;
-            Ok(created)
-        })
+            created
+        });
+        written.observations.extend(observations);
+        written.records.extend(records);
+        Ok(created)
+    }
+
+    // Deletes what an import that failed part-way had written (points go with their
+    // observation). Best effort: a failure here is logged, and the import's error stands.
+    async fn undo_import(&self, subject: &str, written: &Written) {
+        for (table, ids) in [("observations", &written.observations), ("health_records", &written.records)] {
+            for batch in ids.chunks(IDS_PER_DELETE) {
+                let undone = on_pool!(self, |pool| {
+                    let mut delete = sqlx::QueryBuilder::new(format!("DELETE FROM {table} WHERE subject = "));
+                    delete.push_bind(subject).push(" AND id IN (");
+                    let mut ids = delete.separated(", ");
+                    for id in batch {
+                        ids.push_bind(*id);
+                    }
+                    delete.push(")");
+                    delete.build().execute(pool).await.map(|_| ())
+                });
+                if let Err(e) = undone {
+                    tracing::warn!(error = %e, table, "a failed import could not be undone");
+                }
+            }
+        }
+    }
+}
+
+/// What an import has written so far, to undo it.
+#[derive(Default)]
+struct Written {
+    observations: Vec<i64>,
+    records: Vec<i64>,
+}
+
+/// The rows an item writes.
+fn weight(item: &ImportItem) -> usize {
+    match item {
+        ImportItem::Observation(o) => 1 + o.points.len(),
+        ImportItem::Record(_) => 1,
     }
 }

@@ -7,7 +7,7 @@ use crate::health::FileRecord;
 use mirobody_core::backend::{BackendError, BackendResult, NewMemory};
 use serde_json::Value;
 
-use super::import::{insert_observation, insert_point};
+use super::import::insert_observation;
 use super::memory::index_terms;
 use super::{Pool, SqlStore, db_error};
 use crate::text::{now_ms, parse_time_ms};
@@ -144,10 +144,11 @@ impl SqlStore {
         })
     }
 
-    /// Stores many memories of `owner` in one transaction (bulk loads); their ids.
+    /// Stores many memories of `owner` in one transaction (bulk loads, not bounded by the
+    /// memory quota); their ids.
     pub async fn add_memories(&self, owner: &str, memories: &[NewMemory]) -> BackendResult<Vec<i64>> {
         let now = now_ms();
-        let (sql, with_terms) = self.insert_memory_sql();
+        let (sql, with_terms) = self.insert_memory_sql(false);
         on_pool!(self, |pool| {
             let mut tx = pool.begin().await.map_err(db_error)?;
             let mut ids = Vec::with_capacity(memories.len());
