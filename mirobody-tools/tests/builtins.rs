@@ -24,6 +24,11 @@ mod isolation;
 #[path = "builtins/backends.rs"]
 mod backends;
 
+/// Per-person quotas (memories, invitations waiting) on SQLite and PostgreSQL, under racing
+/// writes.
+#[path = "builtins/quotas.rs"]
+mod quotas;
+
 /// SIGKILL in the middle of concurrent `remember` calls loses no acknowledged memory.
 #[path = "builtins/durability.rs"]
 mod durability;

@@ -41,7 +41,7 @@ pub use cache::{MemoryCache, RedisCache};
 pub use cipher::FileCipher;
 pub use private::write_private_atomically;
 pub use signing::{SignedUrlError, UrlSigner};
-pub use sql::{Dialect, MAX_INVITEE_CHARS, SqlStore, SqlTaskStore};
+pub use sql::{Dialect, MAX_INVITEE_CHARS, QuotaExceeded, SqlStore, SqlTaskStore, StoreQuotas};
 pub use storage::{ObjectStorage, valid_key};
 
 /// Where uploaded files live.
@@ -152,6 +152,10 @@ pub struct BackendConfig {
     pub signing_key: Option<String>,
     /// Where the server serves signed file URLs: `<public base URL><uri prefix>/files`.
     pub signed_url_base: String,
+    /// What one person may keep in the database (memories, invitations waiting). Not read
+    /// from this section: the server fills it from its own `quotas` settings.
+    #[serde(skip)]
+    pub quotas: StoreQuotas,
 }
 
 impl Default for BackendConfig {
@@ -170,6 +174,7 @@ impl Default for BackendConfig {
             memory: true,
             signing_key: None,
             signed_url_base: "http://127.0.0.1:8080/files".into(),
+            quotas: StoreQuotas::default(),
         }
     }
 }
@@ -202,6 +207,7 @@ impl fmt::Debug for BackendConfig {
             .field("memory", &self.memory)
             .field("signing_key", &self.signing_key.as_ref().map(|_| "<redacted>"))
             .field("signed_url_base", &self.signed_url_base)
+            .field("quotas", &self.quotas)
             .finish()
     }
 }
@@ -458,7 +464,8 @@ pub async fn open(config: &BackendConfig) -> Result<OpenedBackends, OpenError> {
     let url = config.resolved_database_url();
     let sql = SqlStore::connect(&url, config.database_schema.as_deref(), config.database_max_connections)
         .await
-        .map_err(|e| OpenError::Database { url: redact_url(&url), message: e.to_string() })?;
+        .map_err(|e| OpenError::Database { url: redact_url(&url), message: e.to_string() })?
+        .with_quotas(config.quotas);
     let cipher = config
         .file_encryption_key
         .as_deref()

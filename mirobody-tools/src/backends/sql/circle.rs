@@ -8,7 +8,8 @@
 use mirobody_core::backend::{BackendError, BackendResult};
 use sqlx::Row;
 
-use super::{Pool, SqlStore, db_error};
+use super::quotas::{INVITATION_LOCK_SPACE, PG_OWNER_LOCK, QuotaExceeded, sql_bound};
+use super::{Dialect, Pool, SqlStore, db_error};
 use crate::health::{CircleInvite, CircleMember, CircleOverview};
 use crate::text::{now_ms, rfc3339};
 
@@ -26,10 +27,34 @@ macro_rules! addressed_to_user {
 impl SqlStore {
     /// `owner` invites `invitee` (a user id, or an email address when it holds an `@`) to read
     /// their health data, suggesting `nickname` as the name to know them by; the invitation's
-    /// id. Inviting the same person again replaces the nickname and keeps one invitation.
+    /// id. Inviting the same person again replaces the nickname and keeps one invitation. An
+    /// owner who already has as many invitations waiting as the store's quota allows gets
+    /// the [`QuotaExceeded`] message as the error.
     pub async fn invite_to_circle(&self, owner: &str, invitee: &str, nickname: Option<&str>) -> BackendResult<i64> {
+        self.invite_within_quota(owner, invitee, nickname)
+            .await?
+            .map_err(|exceeded| BackendError::new(exceeded.to_string()))
+    }
+
+    /// Like [`invite_to_circle`](Self::invite_to_circle), with the quota's refusal apart
+    /// from the store's: `Ok(Err)` when `owner` already has
+    /// [`max_pending_invitations_per_user`](super::StoreQuotas::max_pending_invitations_per_user)
+    /// invitations waiting (inviting one of them again is no new invitation, and passes).
+    ///
+    /// The count is taken with the insert, in one statement (on PostgreSQL after a lock on the
+    /// owner held to the end of its transaction), so invitations sent at once cannot together
+    /// pass the quota.
+    pub async fn invite_within_quota(
+        &self,
+        owner: &str,
+        invitee: &str,
+        nickname: Option<&str>,
+    ) -> BackendResult<Result<i64, QuotaExceeded>> {
         const SQL: &str = "INSERT INTO circle_invites (owner, invitee, by_email, nickname, created_at_ms) \
-             VALUES ($1, $2, $3, $4, $5) ON CONFLICT (owner, invitee) DO UPDATE SET nickname = excluded.nickname \
+             SELECT $1, $2, $3, $4, $5 \
+             WHERE (SELECT COUNT(*) FROM circle_invites WHERE owner = $1) < $6 \
+             OR EXISTS (SELECT 1 FROM circle_invites WHERE owner = $1 AND invitee = $2) \
+             ON CONFLICT (owner, invitee) DO UPDATE SET nickname = excluded.nickname \
              RETURNING id";
         let invitee = invitee.trim();
         let by_email = invitee.contains('@');
@@ -45,17 +70,29 @@ impl SqlStore {
         if nickname.is_some_and(|n| n.chars().count() > MAX_INVITEE_CHARS) {
             return Err(BackendError::new(format!("The nickname is longer than {MAX_INVITEE_CHARS} characters.")));
         }
-        on_pool!(self, |pool| {
-            sqlx::query_scalar(SQL)
+        let max = self.quotas.max_pending_invitations_per_user;
+        let postgres = self.dialect() == Dialect::Postgres;
+        // Alone on SQLite (see `SqlStore::remember`), after the owner's lock on PostgreSQL.
+        let id: Option<i64> = on_pool!(self, |pool| {
+            let query = sqlx::query_scalar(SQL)
                 .bind(owner)
                 .bind(&invitee)
                 .bind(by_email)
                 .bind(nickname)
                 .bind(now_ms())
-                .fetch_one(pool)
-                .await
-                .map_err(db_error)
-        })
+                .bind(sql_bound(max));
+            if postgres {
+                let mut tx = pool.begin().await.map_err(db_error)?;
+                let lock = sqlx::query(PG_OWNER_LOCK).bind(owner).bind(INVITATION_LOCK_SPACE);
+                lock.execute(&mut *tx).await.map_err(db_error)?;
+                let id = query.fetch_optional(&mut *tx).await.map_err(db_error)?;
+                tx.commit().await.map_err(db_error)?;
+                id
+            } else {
+                query.fetch_optional(pool).await.map_err(db_error)?
+            }
+        });
+        Ok(id.ok_or(QuotaExceeded::Invitations { max }))
     }
 
     /// `user` accepts invitation `id`, knowing its owner as `nickname` (else as the owner

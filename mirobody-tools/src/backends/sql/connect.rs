@@ -11,7 +11,7 @@ use sqlx::{ConnectOptions, Connection, Row};
 
 use super::import::insert_point;
 use super::memory::index_terms;
-use super::{Dialect, Pool, SqlStore, db_error};
+use super::{Dialect, Pool, SqlStore, StoreQuotas, db_error};
 use crate::backends::private;
 use crate::fhir::{EntryInput, ImportItem};
 use crate::text::now_ms;
@@ -147,7 +147,7 @@ impl SqlStore {
             // be opened. An eager pool opens a test connection first, whose return to the pool
             // is asynchronous, so the migrations opened a second one that then stayed idle.
             let pool = SqlitePoolOptions::new().max_connections(max_connections.max(1)).connect_lazy_with(options);
-            SqlStore { pool: Pool::Sqlite(pool) }
+            SqlStore { pool: Pool::Sqlite(pool), quotas: StoreQuotas::default() }
         } else if url.starts_with("postgres:") || url.starts_with("postgresql:") {
             let mut options = PgConnectOptions::from_str(url)
                 .map_err(|e| BackendError::new(format!("invalid PostgreSQL URL: {e}")))?;
@@ -174,7 +174,7 @@ impl SqlStore {
                 .connect_with(options)
                 .await
                 .map_err(|e| BackendError::new(format!("cannot connect to PostgreSQL: {e}")))?;
-            SqlStore { pool: Pool::Postgres(pool) }
+            SqlStore { pool: Pool::Postgres(pool), quotas: StoreQuotas::default() }
         } else {
             return Err(BackendError::new(
                 "database_url must start with sqlite:// or postgres:// (e.g. sqlite://./.mirobody/mirobody.db)",

@@ -4,10 +4,11 @@
 
 use async_trait::async_trait;
 use mirobody_core::Memory;
-use mirobody_core::backend::{BackendResult, MemoryRecord, NewMemory};
+use mirobody_core::backend::{BackendError, BackendResult, MemoryRecord, NewMemory};
 use sha2::{Digest, Sha256};
 use sqlx::Row;
 
+use super::quotas::{MEMORY_LOCK_SPACE, PG_OWNER_LOCK, QuotaExceeded, sql_bound};
 use super::{Dialect, Pool, SqlStore, db_error};
 use crate::text::{now_ms, rfc3339};
 
@@ -87,17 +88,32 @@ impl SqlStore {
         Ok(if rare.is_empty() { quoted.join(" OR ") } else { rare.join(" OR ") })
     }
 
-    // The insert of one memory, and whether it takes the indexed terms as $6 (SQLite).
-    pub(super) fn insert_memory_sql(&self) -> (&'static str, bool) {
-        match self.dialect() {
-            Dialect::Sqlite => (
+    // The insert of one memory, and whether it takes the indexed terms as $6 (SQLite). A
+    // `bounded` one is made unless its owner already keeps `$7` (SQLite) or `$6` (PostgreSQL)
+    // memories: the count is the statement's own, taken with the insert (see `quotas.rs`).
+    // Bulk set-up is not bounded, and counts nothing.
+    pub(super) fn insert_memory_sql(&self, bounded: bool) -> (&'static str, bool) {
+        match (self.dialect(), bounded) {
+            (Dialect::Sqlite, false) => (
                 "INSERT INTO memories (owner, text, kind, session_id, created_at_ms, terms) \
                  VALUES ($1, $2, $3, $4, $5, $6) RETURNING id",
                 true,
             ),
-            Dialect::Postgres => (
+            (Dialect::Sqlite, true) => (
+                "INSERT INTO memories (owner, text, kind, session_id, created_at_ms, terms) \
+                 SELECT $1, $2, $3, $4, $5, $6 WHERE (SELECT COUNT(*) FROM memories WHERE owner = $1) < $7 \
+                 RETURNING id",
+                true,
+            ),
+            (Dialect::Postgres, false) => (
                 "INSERT INTO memories (owner, text, kind, session_id, created_at_ms) \
                  VALUES ($1, $2, $3, $4, $5) RETURNING id",
+                false,
+            ),
+            (Dialect::Postgres, true) => (
+                "INSERT INTO memories (owner, text, kind, session_id, created_at_ms) \
+                 SELECT $1, $2, $3, $4, $5 WHERE (SELECT COUNT(*) FROM memories WHERE owner = $1) < $6 \
+                 RETURNING id",
                 false,
             ),
         }
@@ -138,10 +154,15 @@ const POSTGRES_RECALL: &str = "SELECT id, text, kind, created_at_ms, ts_rank_cd(
 #[async_trait]
 impl Memory for SqlStore {
     async fn remember(&self, owner: &str, memory: NewMemory) -> BackendResult<i64> {
-        // One statement, one implicit transaction (the index is kept by a trigger): committed,
-        // and with SQLite's synchronous=FULL on disk, before the id comes back.
-        let (sql, with_terms) = self.insert_memory_sql();
-        on_pool!(self, |pool| {
+        // One insert that counts the owner's memories itself (the index is kept by a
+        // trigger): committed, and with SQLite's synchronous=FULL on disk, before the id comes
+        // back. SQLite runs it alone (one writer at a time; inside a deferred transaction its
+        // write lock would not wait for another writer); PostgreSQL after the owner's lock in
+        // the same transaction, so inserts made at once are counted one after another.
+        let (sql, with_terms) = self.insert_memory_sql(true);
+        let max = self.quotas.max_memories_per_user;
+        let postgres = self.dialect() == Dialect::Postgres;
+        let id: Option<i64> = on_pool!(self, |pool| {
             let query = sqlx::query_scalar(sql)
                 .bind(owner)
                 .bind(&memory.text)
@@ -149,8 +170,19 @@ impl Memory for SqlStore {
                 .bind(&memory.session_id)
                 .bind(now_ms());
             let query = if with_terms { query.bind(index_terms(owner, &memory.text)) } else { query };
-            query.fetch_one(pool).await.map_err(db_error)
-        })
+            let query = query.bind(sql_bound(max));
+            if postgres {
+                let mut tx = pool.begin().await.map_err(db_error)?;
+                let lock = sqlx::query(PG_OWNER_LOCK).bind(owner).bind(MEMORY_LOCK_SPACE);
+                lock.execute(&mut *tx).await.map_err(db_error)?;
+                let id = query.fetch_optional(&mut *tx).await.map_err(db_error)?;
+                tx.commit().await.map_err(db_error)?;
+                id
+            } else {
+                query.fetch_optional(pool).await.map_err(db_error)?
+            }
+        });
+        id.ok_or_else(|| BackendError::new(QuotaExceeded::Memories { max }.to_string()))
     }
 
     async fn recall(&self, owner: &str, query: &str, top_k: usize) -> BackendResult<Vec<MemoryRecord>> {

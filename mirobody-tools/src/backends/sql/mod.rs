@@ -46,6 +46,7 @@ macro_rules! on_pool {
 }
 
 pub use circle::MAX_INVITEE_CHARS;
+pub use quotas::{QuotaExceeded, StoreQuotas};
 pub use tasks::SqlTaskStore;
 
 // Declared after `on_pool!`, so that the macro is in scope in each of them.
@@ -55,6 +56,7 @@ mod connect;
 mod db;
 mod import;
 mod memory;
+mod quotas;
 mod secrets;
 mod series;
 mod setup;
@@ -69,6 +71,7 @@ mod tests;
 #[derive(Clone)]
 pub struct SqlStore {
     pool: Pool,
+    quotas: StoreQuotas,
 }
 
 impl fmt::Debug for SqlStore {

@@ -1,0 +1,136 @@
+//! Per-person quotas of the SQL store (memories, invitations waiting), on SQLite and on
+//! PostgreSQL (when `MIROBODY_TEST_POSTGRES_URL` is set): writes made at once past the bound
+//! store exactly the bound, the rest get the quota's message, and nothing else changes.
+
+use std::sync::Arc;
+
+use mirobody_core::Memory;
+use mirobody_core::backend::NewMemory;
+use mirobody_tools::backends::{QuotaExceeded, SqlStore, StoreQuotas};
+
+/// Runs each named async fn (taking `&SqlStore`) as a test on SQLite and on PostgreSQL, on a
+/// runtime with threads enough for the writes to race.
+macro_rules! on_both_databases {
+    ($($name:ident;)*) => {
+        mod sqlite {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+                async fn $name() {
+                    let env = crate::support::Env::sqlite().await;
+                    super::$name(env.backends.sql()).await;
+                }
+            )*
+        }
+        mod postgres {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+                async fn $name() {
+                    let test = concat!("quotas::postgres::", stringify!($name));
+                    let Some(env) = crate::support::Env::postgres(test).await else { return };
+                    super::$name(env.backends.sql()).await;
+                }
+            )*
+        }
+    };
+}
+
+on_both_databases! {
+    parallel_memories_past_the_quota_store_exactly_the_quota;
+    parallel_invitations_past_the_quota_store_exactly_the_quota;
+}
+
+const LIMIT: u64 = 5;
+const ATTEMPTS: usize = 20;
+
+fn bounded(db: &SqlStore) -> Arc<SqlStore> {
+    let mut quotas = StoreQuotas::default();
+    quotas.max_memories_per_user = LIMIT;
+    quotas.max_pending_invitations_per_user = LIMIT;
+    Arc::new(db.clone().with_quotas(quotas))
+}
+
+fn memory(text: &str) -> NewMemory {
+    NewMemory { text: text.into(), kind: "fact".into(), session_id: None }
+}
+
+async fn parallel_memories_past_the_quota_store_exactly_the_quota(db: &SqlStore) {
+    let db = bounded(db);
+    let writes: Vec<_> = (0..ATTEMPTS)
+        .map(|i| {
+            let db = Arc::clone(&db);
+            tokio::spawn(async move { db.remember("mallory", memory(&format!("note number {i}"))).await })
+        })
+        .collect();
+    let mut stored = 0;
+    for write in writes {
+        match write.await.unwrap() {
+            Ok(_) => stored += 1,
+            Err(e) => assert_eq!(e.0, QuotaExceeded::Memories { max: LIMIT }.to_string(), "a refusal of the quota"),
+        }
+    }
+    assert_eq!(stored, LIMIT, "the acknowledged writes");
+    let kept = db.memory_ids("mallory").await.unwrap();
+    assert_eq!(kept.len() as u64, LIMIT, "the stored rows");
+    let refused = db.remember("mallory", memory("one more")).await.unwrap_err().0;
+    assert!(refused.starts_with("You have 5 memories, the most this server keeps per person;"), "{refused}");
+
+    // Another person is not bounded by mallory's memories.
+    db.remember("honest", memory("still served")).await.expect("another person's memory");
+    // Forgetting one makes room for one.
+    assert!(db.forget("mallory", kept[0]).await.unwrap());
+    db.remember("mallory", memory("after forgetting")).await.expect("room again");
+    assert!(db.remember("mallory", memory("and no more")).await.is_err());
+    assert_eq!(db.recall("mallory", "forgetting", 5).await.unwrap().len(), 1, "the new memory is searchable");
+
+    // Bulk set-up (the demo, benches) is not bounded.
+    let bulk: Vec<NewMemory> = (0..8).map(|i| memory(&format!("bulk {i}"))).collect();
+    assert_eq!(db.add_memories("loader", &bulk).await.unwrap().len(), 8);
+}
+
+async fn parallel_invitations_past_the_quota_store_exactly_the_quota(db: &SqlStore) {
+    let db = bounded(db);
+    let writes: Vec<_> = (0..ATTEMPTS)
+        .map(|i| {
+            let db = Arc::clone(&db);
+            tokio::spawn(async move { db.invite_within_quota("mallory", &format!("victim{i}"), None).await })
+        })
+        .collect();
+    let mut stored = 0;
+    for write in writes {
+        match write.await.unwrap().expect("no store error") {
+            Ok(_) => stored += 1,
+            Err(exceeded) => assert_eq!(exceeded, QuotaExceeded::Invitations { max: LIMIT }),
+        }
+    }
+    assert_eq!(stored, LIMIT, "the acknowledged invitations");
+    let circle = db.circle("mallory").await.unwrap();
+    assert_eq!(circle.invites_sent.len() as u64, LIMIT, "the stored invitations");
+
+    // At the quota: inviting one of them again is no new invitation, and passes; a new one
+    // gets the message through `invite_to_circle` too.
+    let again = &circle.invites_sent[0];
+    let id = db.invite_within_quota("mallory", &again.invitee, Some("Mal")).await.unwrap();
+    assert_eq!(id, Ok(again.id));
+    let refused = db.invite_to_circle("mallory", "someone-new", None).await.unwrap_err().0;
+    assert!(refused.starts_with("You have 5 invitations waiting for an answer"), "{refused}");
+    // Bad input is still refused as bad input, not as the quota.
+    let bad = db.invite_within_quota("mallory", "mallory", None).await.unwrap_err().0;
+    assert_eq!(bad, "You cannot invite yourself.");
+
+    // An answered invitation is no longer waiting: room for one more.
+    let answered = &circle.invites_sent[1];
+    assert_eq!(db.accept_invite(&answered.invitee, answered.id, None).await.unwrap().as_deref(), Some("mallory"));
+    assert!(db.invite_within_quota("mallory", "someone-new", None).await.unwrap().is_ok());
+    assert!(db.invite_within_quota("mallory", "one-too-many", None).await.unwrap().is_err());
+    // A withdrawn one, too.
+    assert!(db.drop_invite("mallory", circle.invites_sent[2].id).await.unwrap());
+    assert!(db.invite_within_quota("mallory", "one-too-many", None).await.unwrap().is_ok());
+    // Another person's invitations are theirs to count.
+    assert!(db.invite_within_quota("honest", "victim0", None).await.unwrap().is_ok());
+}
+
+#[test]
+fn the_defaults_bound_memories_and_invitations() {
+    let quotas = StoreQuotas::default();
+    assert_eq!((quotas.max_memories_per_user, quotas.max_pending_invitations_per_user), (10_000, 50));
+}
