@@ -1,7 +1,7 @@
 //! The mirobody server, the application: configuration ([`config`]), the command line
 //! ([`cli`]), the wiring of the built-in tools, backends and auth ([`app`]), the routes for
-//! uploads, FHIR imports and the care circle (`routes/`), and the start-up memory handling of
-//! the binary ([`memory`]), over the embeddable MCP server in
+//! uploads, FHIR imports and the care circle (`routes/`), the start-up memory handling of the
+//! binary ([`memory`]) and its bounded end ([`shutdown`]), over the embeddable MCP server in
 //! [`mirobody_mcp`].
 //!
 //! An application that wants only the MCP endpoint depends on `mirobody-mcp`, not on this
@@ -12,3 +12,4 @@ pub mod cli;
 pub mod config;
 pub mod memory;
 mod routes;
+pub mod shutdown;

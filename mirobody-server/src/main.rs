@@ -8,6 +8,7 @@ use mirobody_core::UserInfo;
 use mirobody_mcp::stdio;
 use mirobody_server::cli::{Cli, Command, SecretAction};
 use mirobody_server::config::Config;
+use mirobody_server::shutdown::Shutdown;
 use mirobody_server::{app, cli};
 use tracing_subscriber::EnvFilter;
 
@@ -46,7 +47,11 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    match runtime.block_on(run(cli.command.unwrap_or(Command::Serve), config)) {
+    let shutdown = Shutdown::new(std::time::Duration::from_secs(config.shutdown_grace_secs));
+    let outcome = runtime.block_on(run(cli.command.unwrap_or(Command::Serve), config, &shutdown));
+    // Not dropped: a drop would wait for every blocking thread, however long one is stuck.
+    shutdown.end_runtime(runtime);
+    match outcome {
         Ok(code) => ExitCode::from(code),
         Err(e) => {
             eprintln!("mirobody-server: {e}");
@@ -55,7 +60,7 @@ fn main() -> ExitCode {
     }
 }
 
-async fn run(command: Command, config: Config) -> Result<u8, Box<dyn std::error::Error>> {
+async fn run(command: Command, config: Config, shutdown: &Shutdown) -> Result<u8, Box<dyn std::error::Error>> {
     let config = app::resolved(&config)?;
     match command {
         Command::Serve => {
@@ -75,8 +80,10 @@ async fn run(command: Command, config: Config) -> Result<u8, Box<dyn std::error:
                 server.backends.settle().await;
                 release_startup_pages();
             }
-            mirobody_mcp::serve_with(listener, server.app, server.service.clone(), options).await?;
-            server.backends.close().await;
+            mirobody_mcp::serve_until(listener, server.app, server.service.clone(), options, shutdown.signal()).await?;
+            if shutdown.within(server.backends.close()).await.is_none() {
+                tracing::warn!("the backends did not close within the shutdown grace; stopping without them");
+            }
             tracing::info!("stopped");
             Ok(0)
         }

@@ -9,3 +9,12 @@ mod common;
 
 #[path = "attacks/harness.rs"]
 mod harness;
+
+#[path = "attacks/fair_shares.rs"]
+mod fair_shares;
+
+#[path = "attacks/client_addresses.rs"]
+mod client_addresses;
+
+#[path = "attacks/shutdown.rs"]
+mod shutdown;

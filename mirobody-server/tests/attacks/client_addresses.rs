@@ -1,0 +1,57 @@
+//! Who an anonymous client is: an attacker cannot choose its bucket with a forwarding header
+//! the server does not trust, a trusted proxy's headers name the client, and addresses of one
+//! IPv6 /48 share its budget.
+
+use std::time::Instant;
+
+use crate::common::request;
+use crate::harness::Server;
+
+const RATE: [(&str, &str); 2] = [("MIROBODY_REQUESTS_PER_SECOND", "2"), ("MIROBODY_REQUESTS_BURST", "5")];
+
+// How many of anonymous `GET /circle`s with these forwarding headers were refused for the rate.
+fn refused<'a>(port: u16, requests: impl IntoIterator<Item = Vec<(&'a str, String)>>) -> usize {
+    requests
+        .into_iter()
+        .filter(|headers| {
+            let headers: Vec<(&str, &str)> = headers.iter().map(|(name, value)| (*name, value.as_str())).collect();
+            request(port, "GET", "/circle", &headers, b"").0 == 429
+        })
+        .count()
+}
+
+#[test]
+fn forwarding_headers_from_an_untrusted_peer_do_not_pick_the_bucket() {
+    let mut server = Server::start("attack-addresses-untrusted", &RATE);
+    // Forty requests, each claiming another client: all are the one loopback client.
+    let spoofed = (0..40)
+        .map(|i| vec![("X-Forwarded-For", format!("198.51.100.{i}")), ("Forwarded", format!("for=198.51.100.{i}"))]);
+    let refused = refused(server.port, spoofed);
+    assert!(refused >= 25, "only {refused} of 40 refused: the headers chose the bucket");
+    server.assert_serves_honest_user();
+}
+
+#[test]
+fn a_trusted_proxys_headers_name_the_client_and_one_48_shares_a_budget() {
+    let mut env = RATE.to_vec();
+    env.push(("MIROBODY_TRUSTED_PROXIES", r#"["127.0.0.1/32"]"#));
+    let mut server = Server::start("attack-addresses-trusted", &env);
+    let port = server.port;
+    // Forty clients behind the proxy: each has its own budget.
+    let distinct = (0..40).map(|i| vec![("X-Forwarded-For", format!("203.0.113.200, 198.51.100.{i}"))]);
+    assert_eq!(refused(port, distinct), 0, "clients behind the proxy were counted as one");
+    // One of them, many times: its own budget runs out.
+    let one = (0..20).map(|_| vec![("Forwarded", r#"for="[2001:db8:99::1]:4711""#.to_owned())]);
+    assert!(refused(port, one) >= 10, "one client behind the proxy was not limited");
+    // A header that cannot be read leaves the proxy as the client, with a budget of its own.
+    let garbage = (0..20).map(|_| vec![("X-Forwarded-For", "not an address".to_owned())]);
+    assert!(refused(port, garbage) >= 10);
+    // Two hundred /64s of one /48: the /48 may send 16 times a /64's burst (80), and its rate.
+    let started = Instant::now();
+    let one_48 = (0..200).map(|i| vec![("X-Forwarded-For", format!("2001:db8:42:{i:x}00::1"))]);
+    let refused_48 = refused(port, one_48);
+    let at_most = 80 + 32 * (started.elapsed().as_secs() + 1) as usize;
+    assert!(200 - refused_48 <= at_most, "{} of 200 /64s of one /48 got through", 200 - refused_48);
+    assert!(refused_48 > 0);
+    server.assert_serves_honest_user();
+}
