@@ -73,10 +73,12 @@ pub fn registry() -> Result<Registry, AppError> {
 }
 
 /// The configuration with what the embedded defaults derive filled in: the signed-URL base
-/// from the public URL, and a token key generated once under the data folder when no key of
-/// any kind is configured.
+/// from the public URL, the store's per-person bounds from `quotas`, and a token key
+/// generated once under the data folder when no key of any kind is configured.
 pub fn resolved(config: &Config) -> Result<Config, AppError> {
     let mut config = config.clone();
+    // The store keeps the per-person bounds where it writes.
+    config.backends.quotas = config.quotas.store_quotas();
     if config.backends.signed_url_base == backends::BackendConfig::default().signed_url_base {
         config.backends.signed_url_base = format!("{}{}/files", config.base_url(), config.uri_prefix);
     }
@@ -130,13 +132,17 @@ pub fn endpoint(config: &Config) -> McpEndpoint {
 pub async fn build(config: &Config) -> Result<Server, AppError> {
     let opened = Arc::new(backends::open(&config.backends).await?);
     let endpoint = endpoint(config);
-    let auth = Authenticator::new(&config.auth, endpoint.clone(), Some(opened.secrets())).await?;
-    let registry = Arc::new(registry()?);
-    if let Some(filter) = Some(mirobody_auth::ToolFilter::from_config(&config.auth)).filter(|f| !f.is_empty()) {
-        let unknown = filter.unknown_tools(registry.names());
-        if !unknown.is_empty() {
-            tracing::warn!(tools = ?unknown, "per-agent tool lists name tools that do not exist");
-        }
+    // One permission model for the tools and the routes: the registry needs the configured
+    // scopes of its tools, and the routes the scopes the tools declare.
+    let permissions = mirobody_auth::Permissions::from_config(&config.auth);
+    let registry = Arc::new(permissions.apply_to_registry(registry()?)?);
+    let permissions = permissions.with_tools(registry.tools());
+    let auth = Authenticator::new(&config.auth, endpoint.clone(), Some(opened.secrets()))
+        .await?
+        .with_permissions(permissions.clone());
+    let unknown = permissions.filter().unknown_tools(registry.names().chain(mirobody_auth::ROUTE_PERMISSIONS));
+    if !unknown.is_empty() {
+        tracing::warn!(tools = ?unknown, "per-agent tool lists name tools that do not exist");
     }
     let upload_links = opened.upload_links(
         format!("{}{}/upload", config.base_url(), config.uri_prefix),
@@ -160,7 +166,8 @@ pub async fn build(config: &Config) -> Result<Server, AppError> {
         .access_log(opened.access_log())
         .task_store(opened.task_store())
         .task_options(config.tasks.options());
-    if let Some(visibility) = mirobody_auth::visibility(&config.auth) {
+    if !permissions.filters_no_agent() {
+        let visibility = permissions.into_visibility();
         builder = builder.visibility(move |user: &UserInfo, tool: &mirobody_core::Tool| visibility(user, tool));
     }
     // The caller's uploads, as `file://` resources.

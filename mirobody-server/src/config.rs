@@ -17,6 +17,10 @@ use mirobody_mcp::{McpOptions, ServerInfo};
 /// The environment variable prefix for overrides: `MIROBODY_BIND`, `MIROBODY_STATELESS`, ...
 pub const ENV_PREFIX: &str = "MIROBODY_";
 
+mod quotas;
+
+pub use quotas::QuotaSettings;
+
 /// Every setting, with its default.
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -111,6 +115,8 @@ pub struct Config {
     /// Calls that run as tasks (the MCP tasks extension): how long results are kept, how many
     /// run at once per caller.
     pub tasks: TaskSettings,
+    /// How much one person keeps: memories, invitations waiting.
+    pub quotas: QuotaSettings,
     /// Who callers are: JWT keys, issuer and audience, personal-secret scopes, per-agent tool
     /// lists (also as flat `ALLOWED_TOOLS_<AGENT>` / `DISALLOWED_TOOLS_<AGENT>` keys).
     pub auth: AuthConfig,
@@ -163,6 +169,7 @@ impl Default for Config {
             max_subscriptions: http.max_subscriptions,
             uploads: UploadSettings::default(),
             tasks: TaskSettings::default(),
+            quotas: QuotaSettings::default(),
             auth: AuthConfig::default(),
             backends: BackendConfig::default(),
         }
@@ -388,6 +395,7 @@ impl Config {
 
     fn validate(&self) -> Result<(), String> {
         self.check_shared()?;
+        self.quotas.validate()?;
         if self.max_body_bytes < 1024 {
             return Err(format!("max_body_bytes must be at least 1024, not {}", self.max_body_bytes));
         }

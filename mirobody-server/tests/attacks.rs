@@ -10,6 +10,9 @@ mod common;
 #[path = "attacks/harness.rs"]
 mod harness;
 
+#[path = "attacks/permissions.rs"]
+mod permissions;
+
 #[path = "attacks/fair_shares.rs"]
 mod fair_shares;
 

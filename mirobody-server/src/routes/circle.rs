@@ -3,8 +3,11 @@
 //! `POST <prefix>/circle/invites/{id}/accept`, `DELETE <prefix>/circle/invites/{id}` (withdraw
 //! or decline) and `DELETE <prefix>/circle/members/{user}` (end the sharing, either way).
 //!
-//! What gives someone access (inviting, accepting) needs a bearer token; a personal MCP URL
-//! may read the circle and end sharing, never widen it.
+//! Every route needs the care-circle permission ([`CARE_CIRCLE`]: the caller's agent list
+//! names it, and the caller holds the scopes it is configured to need). What gives someone
+//! access (inviting, accepting) needs a bearer token besides; a personal MCP URL may read the
+//! circle and end sharing, never widen it. One person has at most
+//! `quotas.max_invitations_per_user` invitations waiting; one more is 409.
 
 use axum::Router;
 use axum::body::Body;
@@ -12,6 +15,7 @@ use axum::extract::{Path, State};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{delete, get, post};
 use http::{Request, StatusCode};
+use mirobody_auth::CARE_CIRCLE;
 use serde::Deserialize;
 use serde_json::json;
 
@@ -40,6 +44,15 @@ struct Accept {
     nickname: Option<String>,
 }
 
+// The caller, when they hold the care-circle permission; with `widens`, only through a
+// bearer token.
+fn circle_caller(routes: &Routes, request: &Request<Body>, widens: bool) -> Result<String, Response> {
+    let user = if widens { routes.bearer_caller(request)? } else { routes.caller(request)?.0 };
+    let auth = &routes.inner.auth;
+    auth.authorize(request, CARE_CIRCLE).map_err(|denied| auth.reject(&denied))?;
+    Ok(user)
+}
+
 fn backend_error(e: mirobody_core::backend::BackendError) -> Response {
     let message = e.to_string();
     // The store's own refusals (bad input) are the caller's to fix; the rest are ours.
@@ -63,8 +76,8 @@ async fn json_body<T: serde::de::DeserializeOwned>(
 }
 
 async fn overview(State(routes): State<Routes>, request: Request<Body>) -> Response {
-    let user = match routes.caller(&request) {
-        Ok((user, _)) => user,
+    let user = match circle_caller(&routes, &request, false) {
+        Ok(user) => user,
         Err(refusal) => return refusal,
     };
     match routes.backends().sql().circle(&user).await {
@@ -74,7 +87,7 @@ async fn overview(State(routes): State<Routes>, request: Request<Body>) -> Respo
 }
 
 async fn invite(State(routes): State<Routes>, request: Request<Body>) -> Response {
-    let owner = match routes.bearer_caller(&request) {
+    let owner = match circle_caller(&routes, &request, true) {
         Ok(owner) => owner,
         Err(refusal) => return refusal,
     };
@@ -82,17 +95,21 @@ async fn invite(State(routes): State<Routes>, request: Request<Body>) -> Respons
         Ok(body) => body,
         Err(refusal) => return refusal,
     };
-    match routes.backends().sql().invite_to_circle(&owner, &body.invitee, body.nickname.as_deref()).await {
-        Ok(id) => {
+    match routes.backends().sql().invite_within_quota(&owner, &body.invitee, body.nickname.as_deref()).await {
+        Ok(Ok(id)) => {
             tracing::info!(owner, invite = id, "care-circle invitation");
             (StatusCode::CREATED, axum::Json(json!({"id": id}))).into_response()
+        }
+        Ok(Err(exceeded)) => {
+            tracing::info!(owner, "care-circle invitation refused: quota");
+            error(StatusCode::CONFLICT, exceeded.to_string())
         }
         Err(e) => backend_error(e),
     }
 }
 
 async fn accept(State(routes): State<Routes>, Path(id): Path<i64>, request: Request<Body>) -> Response {
-    let user = match routes.bearer_caller(&request) {
+    let user = match circle_caller(&routes, &request, true) {
         Ok(user) => user,
         Err(refusal) => return refusal,
     };
@@ -114,8 +131,8 @@ async fn accept(State(routes): State<Routes>, Path(id): Path<i64>, request: Requ
 }
 
 async fn drop_invite(State(routes): State<Routes>, Path(id): Path<i64>, request: Request<Body>) -> Response {
-    let user = match routes.caller(&request) {
-        Ok((user, _)) => user,
+    let user = match circle_caller(&routes, &request, false) {
+        Ok(user) => user,
         Err(refusal) => return refusal,
     };
     match routes.backends().sql().drop_invite(&user, id).await {
@@ -126,8 +143,8 @@ async fn drop_invite(State(routes): State<Routes>, Path(id): Path<i64>, request:
 }
 
 async fn leave(State(routes): State<Routes>, Path(other): Path<String>, request: Request<Body>) -> Response {
-    let user = match routes.caller(&request) {
-        Ok((user, _)) => user,
+    let user = match circle_caller(&routes, &request, false) {
+        Ok(user) => user,
         Err(refusal) => return refusal,
     };
     match routes.backends().sql().leave_circle(&user, &other).await {

@@ -34,6 +34,9 @@ async fn receive(routes: Routes, request: Request<Body>, observation_only: bool)
         Ok((owner, _)) => owner,
         Err(refusal) => return refusal,
     };
+    if let Err(denied) = routes.inner.auth.authorize(&request, mirobody_auth::IMPORT_HEALTH_DATA) {
+        return routes.inner.auth.reject(&denied);
+    }
     let _turn = match routes.admit(&request).await {
         Ok(turn) => turn,
         Err(busy) => return busy,

@@ -61,6 +61,10 @@ async fn upload_signed_in(
         Ok((owner, _)) => owner,
         Err(refusal) => return refusal,
     };
+    // What the `upload_file` tool would need, for the same caller (agent list, scopes).
+    if let Err(denied) = routes.inner.auth.authorize(&request, mirobody_auth::UPLOAD_FILE) {
+        return routes.inner.auth.reject(&denied);
+    }
     receive(&routes, &owner, request).await
 }
 
