@@ -60,6 +60,12 @@ pub enum Command {
         #[command(subcommand)]
         action: CircleCommand,
     },
+    /// Make or end a person's links to the upload page.
+    UploadLink {
+        /// What to do.
+        #[command(subcommand)]
+        action: UploadLinkCommand,
+    },
     /// Mint an access token for a user, signed with the configured HS256 key (the embedded
     /// default generates one). For trying the server; production tokens come from your
     /// authorization server.
@@ -148,6 +154,41 @@ pub enum CircleCommand {
         /// The other person.
         other: String,
     },
+}
+
+/// An `upload-link` subcommand; the operator acts for `--user`.
+#[derive(Debug, Subcommand)]
+pub enum UploadLinkCommand {
+    /// Make a link (printed once; it stores `uploads.link_uses` files within
+    /// `uploads.link_ttl_secs`).
+    Create {
+        /// The person whose uploads it makes.
+        #[arg(long)]
+        user: String,
+    },
+    /// End every link of the person's that still works.
+    Revoke {
+        /// The person.
+        #[arg(long)]
+        user: String,
+    },
+}
+
+/// Runs an `upload-link` subcommand, writing the link or the count revoked to `out`; the
+/// process exit code (2 when the store refused).
+pub async fn run_upload_link(
+    links: &mirobody_tools::upload_links::UploadLinks,
+    action: UploadLinkCommand,
+    out: &mut impl std::io::Write,
+) -> std::io::Result<i32> {
+    let done = match action {
+        UploadLinkCommand::Create { user } => links.mint(&user).await.map(|link| link.url),
+        UploadLinkCommand::Revoke { user } => links.revoke_all(&user).await.map(|n| format!("{n} revoked")),
+    };
+    match done {
+        Ok(line) => writeln!(out, "{line}").map(|()| 0),
+        Err(e) => writeln!(out, "{e}").map(|()| 2),
+    }
 }
 
 /// Runs `import`, writing what happened to `out`; the process exit code (1 when anything was
@@ -384,7 +425,8 @@ pub struct DemoUrls<'a> {
     pub personal: &'a str,
     /// The MCP endpoint.
     pub mcp: &'a str,
-    /// A link to the upload page, as the `upload_link` tool makes.
+    /// A link to the upload page, as the `upload_link` tool makes (empty when none could be
+    /// made).
     pub upload: &'a str,
 }
 
@@ -409,10 +451,13 @@ pub fn demo_instructions(info: &mirobody_tools::demo::DemoInfo, token: &str, url
     out.push_str(&format!(
         "Personal MCP URL (no header needed; shown once, stored only as a hash):\n  {personal_url}\n\n"
     ));
-    out.push_str(&format!(
-        "Upload page for the demo user (works for a short while; start the server first):\n  {}\n\n",
-        urls.upload
-    ));
+    if !urls.upload.is_empty() {
+        out.push_str(&format!(
+            "Upload page for the demo user (one file by default, for a short while; start the server first;\n\
+             another with: mirobody-server upload-link create --user {}):\n  {}\n\n",
+            info.user_id, urls.upload
+        ));
+    }
     out.push_str("Try it (start the server first: cargo run --release -p mirobody-server):\n");
     out.push_str(&format!("  export TOKEN={token} SID=\n"));
     out.push_str(&format!(

@@ -152,9 +152,21 @@ async fn run(command: Command, config: Config, shutdown: &Shutdown) -> Result<u8
             let token = cli::mint_token(&config.auth, &server.endpoint, &info.user_id, 24 * 3600, &[])?;
             let store = server.backends.secrets();
             let url = mirobody_auth::rotate_secret(store.as_ref(), &server.endpoint, &info.user_id, None, None).await?;
-            let upload = server.upload_links.link(&info.user_id).map(|(url, _)| url).unwrap_or_default();
+            let upload = match server.upload_links.mint(&info.user_id).await {
+                Ok(link) => link.url,
+                Err(e) => {
+                    eprintln!("no upload link: {e}");
+                    String::new()
+                }
+            };
             let urls = cli::DemoUrls { personal: url.expose(), mcp: &server.endpoint.mcp_url(), upload: &upload };
             print!("{}", cli::demo_instructions(&info, &token, &urls));
+        Command::UploadLink { action } => {
+            let server = app::build(&config).await?;
+            let code = cli::run_upload_link(&server.upload_links, action, &mut std::io::stdout()).await?;
+            server.backends.close().await;
+            Ok(u8::try_from(code).unwrap_or(1))
+        }
             server.backends.close().await;
             Ok(0)
         }

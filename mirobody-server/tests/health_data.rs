@@ -1,6 +1,7 @@
 //! A person's health data in and out, through the real binary: uploads (raw, multipart, by
 //! personal secret), FHIR imports, the health queries over MCP, the care circle over HTTP, and
-//! upload links. Each refusal is checked to have stored nothing.
+//! upload links (single use, revocable, naming no one). Each refusal is checked to have stored
+//! nothing.
 
 mod common;
 
@@ -71,7 +72,9 @@ fn uploads_are_checked_stored_and_read_back() {
         request(port, "POST", "/files", &[("Authorization", &bearer), ("Content-Type", &content_type)], &multipart);
     assert_eq!(status, 201, "{}", String::from_utf8_lossy(&body));
     let pdf = json_of(&body);
-    assert_eq!((pdf["mime"].as_str(), pdf["has_text"].as_bool()), (Some("application/pdf"), Some(true)));
+    // Answered once stored: its text is read after, in a sandboxed child, and read_file waits
+    // for it.
+    assert_eq!((pdf["mime"].as_str(), pdf["text_pending"].as_bool()), (Some("application/pdf"), Some(true)));
     let read = tool(port, &alice, &sid, "read_file", json!({"file_key": pdf["file_key"]}));
     let content = read["content"].as_str().unwrap_or_default();
     assert!(content.contains("Glucose") && content.contains("5.4"), "{read}");
@@ -152,11 +155,13 @@ fn fhir_imports_feed_the_health_queries() {
     let headers = [("Authorization", bearer.as_str()), ("Content-Type", "application/fhir+json")];
     let sid = session(port, &alice);
 
-    // Nothing yet: said plainly, with a link to upload.
+    // Nothing yet: said plainly, with how to add data, but no link: one is made only when the
+    // person asks for it.
     let empty = tool(port, &alice, &sid, "search_health_indicators", json!({"keywords": ["blood sugar"]}));
     assert_eq!(empty["indicators"], json!([]));
-    assert!(empty["message"].as_str().unwrap().contains("no data"), "{empty}");
-    assert!(empty["upload_url"].as_str().unwrap().contains("/upload/"), "{empty}");
+    let message = empty["message"].as_str().unwrap();
+    assert!(message.contains("no data") && message.contains("upload_link"), "{empty}");
+    assert!(empty.get("upload_url").is_none() && !empty.to_string().contains("/upload/"), "{empty}");
 
     // A transaction with one bad entry stores nothing.
     let bad = bundle(
@@ -311,30 +316,45 @@ fn the_care_circle_is_managed_and_revocation_holds_at_once() {
     assert_eq!(status, 401);
 }
 
+// The path of the link `upload_link` makes, checked to name no one.
+fn new_link(port: u16, token: &str, sid: &str) -> String {
+    let link = tool(port, token, sid, "upload_link", json!({}));
+    let url = link["url"].as_str().unwrap_or_else(|| panic!("{link}")).to_owned();
+    assert!(!url.contains("alice"), "the link names no one: {url}");
+    url.strip_prefix(&format!("http://127.0.0.1:{port}")).unwrap().to_owned()
+}
+
 #[test]
-fn upload_links_upload_as_their_user_until_they_expire() {
+fn an_upload_link_stores_one_file_as_its_user() {
     let data_dir = fresh_data_dir("upload-link");
     let port = free_port();
     let alice = token(&data_dir, port, "alice");
-    let env = [("MIROBODY_UPLOADS__LINK_TTL_SECS", "2")];
-    let _server = common::KillOnDrop(start_with(&data_dir, port, std::process::Stdio::null(), &env));
+    let _server = common::KillOnDrop(start_with(&data_dir, port, std::process::Stdio::null(), &[]));
     let sid = session(port, &alice);
     let link = tool(port, &alice, &sid, "upload_link", json!({}));
-    let url = link["url"].as_str().unwrap().to_owned();
-    assert_eq!(link["expires_in"], 2);
-    let path = url.strip_prefix(&format!("http://127.0.0.1:{port}")).unwrap().to_owned();
+    assert_eq!((link["uses"].as_u64(), link["expires_in"].as_u64()), (Some(1), Some(900)), "{link}");
+    let path = new_link(port, &alice, &sid);
 
-    let (status, head, page) = request(port, "GET", &path, &[], b"");
-    assert_eq!(status, 200);
-    let head = head.to_ascii_lowercase();
-    assert!(
-        head.contains("content-security-policy: default-src 'none'") && head.contains("referrer-policy: no-referrer"),
-        "{head}"
-    );
-    let page = String::from_utf8(page).unwrap();
-    assert!(page.contains("<input") && !page.contains(&path), "the page is the same for every link");
+    // Showing the page takes no use.
+    for _ in 0..2 {
+        let (status, head, page) = request(port, "GET", &path, &[], b"");
+        assert_eq!(status, 200);
+        let head = head.to_ascii_lowercase();
+        assert!(
+            head.contains("content-security-policy: default-src 'none'")
+                && head.contains("referrer-policy: no-referrer"),
+            "{head}"
+        );
+        let page = String::from_utf8(page).unwrap();
+        assert!(page.contains("<input") && !page.contains(&path), "the page is the same for every link");
+    }
 
-    let (status, _, body) = request(
+    // A file refused for its content does not burn the link.
+    let elf = b"\x7fELF\x02\x01\x01\x00\x00\x00\x00\x00\x00\x00\x00\x00\x02\x00\x3e\x00";
+    let (status, _, _) = request(port, "POST", &format!("{path}?filename=tool.pdf"), &[], elf);
+    assert_eq!(status, 415);
+
+    let (status, head, body) = request(
         port,
         "POST",
         &format!("{path}?filename=notes.md"),
@@ -342,16 +362,65 @@ fn upload_links_upload_as_their_user_until_they_expire() {
         b"# Notes\nslept 7h\n",
     );
     assert_eq!(status, 201, "{}", String::from_utf8_lossy(&body));
-    let key = json_of(&body)["file_key"].as_str().unwrap().to_owned();
-    let read = tool(port, &alice, &sid, "read_file", json!({"file_key": key}));
-    assert_eq!(read["content"], "# Notes\nslept 7h\n");
+    assert!(head.to_ascii_lowercase().contains("upload-link-uses-left: 0"), "{head}");
+    let listed = files(port, &alice, &sid);
+    assert_eq!(listed.len(), 1, "{listed:?}");
+    assert_eq!(listed[0]["filename"], "notes.md");
 
-    // Tampered with, or expired: refused, and nothing stored.
-    // The signature's last digit changed (to another digit whatever it was).
-    let last = if path.ends_with('0') { '1' } else { '0' };
+    // Used: the page and a second upload are refused, and nothing more is stored.
+    let (status, _, body) = request(port, "POST", &format!("{path}?filename=again.md"), &[], b"again");
+    assert_eq!(status, 403);
+    assert!(json_of(&body)["error"].as_str().unwrap().contains("has been used"), "{}", String::from_utf8_lossy(&body));
+    let (status, _, page) = request(port, "GET", &path, &[], b"");
+    assert_eq!(status, 403);
+    assert!(String::from_utf8_lossy(&page).contains("ask for a new one"));
+    // Not a link at all.
+    let last = if path.ends_with('A') { 'B' } else { 'A' };
     let tampered = format!("{}{last}", &path[..path.len() - 1]);
     let (status, _, _) = request(port, "POST", &format!("{tampered}?filename=x.txt"), &[], b"x");
     assert_eq!(status, 403);
+    assert_eq!(files(port, &alice, &sid).len(), 1);
+}
+
+#[test]
+fn upload_links_expire_and_are_revoked() {
+    let data_dir = fresh_data_dir("upload-link-end");
+    let port = free_port();
+    let alice = token(&data_dir, port, "alice");
+    let env = [("MIROBODY_UPLOADS__LINK_TTL_SECS", "2"), ("MIROBODY_UPLOADS__LINK_USES", "2")];
+    let _server = common::KillOnDrop(start_with(&data_dir, port, std::process::Stdio::null(), &env));
+    let sid = session(port, &alice);
+    let bearer = format!("Bearer {alice}");
+
+    // Revoked by whoever holds it.
+    let held = new_link(port, &alice, &sid);
+    let (status, _, _) = request(port, "DELETE", &held, &[], b"");
+    assert_eq!(status, 204);
+    let (status, _, body) = request(port, "POST", &format!("{held}?filename=a.txt"), &[], b"a");
+    assert_eq!(status, 403);
+    assert!(json_of(&body)["error"].as_str().unwrap().contains("revoked"));
+
+    // All of a person's, by the person signed in (and only with credentials).
+    let (one, two) = (new_link(port, &alice, &sid), new_link(port, &alice, &sid));
+    let (status, _, _) = request(port, "DELETE", "/upload", &[], b"");
+    assert_eq!(status, 401);
+    let (status, _, body) = request(port, "DELETE", "/upload", &[("Authorization", &bearer)], b"");
+    assert_eq!((status, json_of(&body)["revoked"].as_u64()), (200, Some(2)));
+    for path in [&one, &two] {
+        let (status, _, _) = request(port, "GET", path, &[], b"");
+        assert_eq!(status, 403);
+    }
+    // By the model, when the person asks.
+    let three = new_link(port, &alice, &sid);
+    assert_eq!(tool(port, &alice, &sid, "upload_link", json!({"revoke_all": true}))["revoked"], 1);
+    let (status, _, _) = request(port, "POST", &format!("{three}?filename=a.txt"), &[], b"a");
+    assert_eq!(status, 403);
+
+    // Two uses when so configured, until it expires.
+    let path = new_link(port, &alice, &sid);
+    let (status, head, _) = request(port, "POST", &format!("{path}?filename=one.txt"), &[], b"one");
+    assert_eq!(status, 201);
+    assert!(head.to_ascii_lowercase().contains("upload-link-uses-left: 1"), "{head}");
     std::thread::sleep(std::time::Duration::from_millis(3_100));
     let (status, _, body) = request(port, "POST", &format!("{path}?filename=late.txt"), &[], b"late");
     assert_eq!(status, 403);

@@ -58,11 +58,6 @@ impl UrlSigner {
         Ok(UrlSigner { key, base: base.into().trim_end_matches('/').to_owned() })
     }
 
-    /// The key, for deriving the keys of other signatures from it.
-    pub(crate) fn key(&self) -> &[u8] {
-        &self.key
-    }
-
     /// Where the URLs point (no trailing slash).
     pub fn base(&self) -> &str {
         &self.base

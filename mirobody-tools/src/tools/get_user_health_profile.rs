@@ -2,7 +2,7 @@
 //! indicator, their conditions, medications and allergies, and the dates the data covers.
 //!
 //! Named as upstream named it; its answer is built from the person's own imported data, not a
-//! profile text, and an empty profile says so plainly (with the upload link) instead of
+//! profile text, and an empty profile says so plainly (and how to add data) instead of
 //! upstream's redirect that also swallowed errors.
 
 use mirobody_core::{Annotations, Args, Tool, ToolContext, ToolError, ToolResult, UserInfo, register_tool};
@@ -66,7 +66,7 @@ async fn get_user_health_profile(args: Args, user: &UserInfo, ctx: &ToolContext<
     });
     if latest.is_empty() && records.is_empty() {
         let who = if subject == me { "The user has".to_owned() } else { format!("{label} has") };
-        query::NothingFound::new(ctx, me, subject == me, format!("{who} no health data yet.")).add_to(&mut out);
+        query::NothingFound::new(subject == me, format!("{who} no health data yet.")).add_to(&mut out);
     }
     Ok(ToolResult::ok(out))
 }

@@ -1,14 +1,13 @@
 //! What the health queries share: matching what a model asks for to the indicators a person
-//! has data for, reading a time range, and offering the upload link when nothing is there.
+//! has data for, reading a time range, and saying how to add data when nothing is there.
 
-use mirobody_core::{Args, ToolContext, ToolError};
+use mirobody_core::{Args, ToolError};
 use serde::Serialize;
 use serde_json::{Value, json};
 
 use crate::health::IndicatorSummary;
 use crate::indicators;
 use crate::text::parse_time_ms;
-use crate::upload_links::UploadLinks;
 
 /// The most names one query takes.
 pub(crate) const MAX_NAMES: usize = 20;
@@ -79,37 +78,31 @@ fn next_month(year_month: &str) -> Option<i64> {
     parse_time_ms(&format!("{year:04}-{month:02}"))
 }
 
-/// What a query that found nothing adds to its answer: a plain message and, when the server
-/// makes upload links, one for the caller.
+/// What a query that found nothing adds to its answer: a plain message, and for the caller's
+/// own data how to add some. No link goes into the answer: a link is made only when the person
+/// asks for one (`upload_link`), so answers a model sees carry nothing that uploads as them.
 #[derive(Serialize)]
 pub(crate) struct NothingFound {
     pub(crate) message: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub(crate) upload_url: Option<String>,
 }
 
 impl NothingFound {
-    /// `message`, with the caller's upload link when the data asked for is their own.
-    pub(crate) fn new(ctx: &ToolContext<'_>, me: &str, subject_is_me: bool, message: String) -> Self {
-        let link = ctx.extension::<UploadLinks>().filter(|_| subject_is_me).and_then(|links| links.link(me));
-        match link {
-            Some((url, _)) => NothingFound {
-                message: format!(
-                    "{message} The user can add lab reports, letters or a wearable's export at upload_url (a link \
-                     that works for a short while); offer it to them."
-                ),
-                upload_url: Some(url),
-            },
-            None => NothingFound { message, upload_url: None },
+    /// `message`, with how to add data when the data asked for is the caller's own.
+    pub(crate) fn new(subject_is_me: bool, message: String) -> Self {
+        if !subject_is_me {
+            return NothingFound { message };
+        }
+        NothingFound {
+            message: format!(
+                "{message} The user can add lab reports, letters or a wearable's export: if they want to, \
+                 call upload_link for a page to upload them from (a link that works once, for a short while)."
+            ),
         }
     }
 
-    /// Adds `message` and `upload_url` to an answer built as a JSON object.
+    /// Adds `message` to an answer built as a JSON object.
     pub(crate) fn add_to(self, out: &mut Value) {
         out["message"] = json!(self.message);
-        if let Some(url) = self.upload_url {
-            out["upload_url"] = json!(url);
-        }
     }
 }
 

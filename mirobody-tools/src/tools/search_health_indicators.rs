@@ -3,7 +3,7 @@
 //!
 //! Named as upstream named it, so agents written for it keep working. Upstream hid errors
 //! behind a redirect to its upload page; here an error stays an error, and only an honest
-//! "nothing found" offers the upload link.
+//! "nothing found" says how to add data (`upload_link`, when the person wants to).
 
 use mirobody_core::{
     Annotations, Args, Param, Tool, ToolContext, ToolError, ToolResult, Type, UserInfo, register_tool,
@@ -70,7 +70,7 @@ async fn search_health_indicators(args: Args, user: &UserInfo, ctx: &ToolContext
     }
     if found.is_empty() {
         let who = if subject == me { "The user has".to_owned() } else { format!("{label} has") };
-        query::NothingFound::new(ctx, me, subject == me, format!("{who} no data matching {}.", keywords.join(", ")))
+        query::NothingFound::new(subject == me, format!("{who} no data matching {}.", keywords.join(", ")))
             .add_to(&mut out);
     }
     Ok(ToolResult::ok(out))

@@ -1,11 +1,15 @@
-//! `upload_link`: a short-lived link to a page where the user uploads files (lab reports,
-//! letters, a wearable's export) from any browser, a phone's included.
+//! `upload_link`: a link to a page where the user uploads a file (a lab report, a letter, a
+//! wearable's export) from any browser, a phone's included; or, with `revoke_all`, the end of
+//! every link of theirs that still works.
 //!
-//! Whoever holds the link may upload as the user until it expires, and do nothing else: it
-//! reads nothing and lists nothing. The server makes links only when it is set up to serve
-//! the page ([`UploadLinks`] in the context's extensions).
+//! A link is made per call, for the signed-in caller only, when the person asks for one: it
+//! stores one file (or `uploads.link_uses`), works for a short while, reads nothing and lists
+//! nothing. The server makes links only when it serves the page ([`UploadLinks`] in the
+//! context's extensions).
 
-use mirobody_core::{Annotations, Args, Tool, ToolContext, ToolError, ToolResult, UserInfo, register_tool};
+use mirobody_core::{
+    Annotations, Args, Param, Tool, ToolContext, ToolError, ToolResult, Type, UserInfo, register_tool,
+};
 use serde_json::json;
 
 use super::caller;
@@ -16,27 +20,37 @@ use crate::upload_links::UploadLinks;
 pub fn tool() -> Tool {
     Tool::new(
         "upload_link",
-        "A link, valid for a short while, to a page where the user can upload health documents (PDF or \
-         Word lab reports and letters, text, CSV or JSON exports, images) from any browser or phone. Give \
-         the user the url; then list_files and read_file see what they uploaded.",
+        "When the user asks to upload health documents (PDF or Word lab reports and letters, text, CSV or \
+         JSON exports, images): a new link to a page where they upload from any browser or phone. Give the \
+         user the url; it works for uses files and expires soon; then list_files and read_file see what \
+         they uploaded. With revoke_all: true, ends every link of theirs that still works instead.",
     )
-    .annotations(Annotations::read_only().idempotent(false))
+    .param(
+        Param::optional("revoke_all", Type::Boolean, "End every upload link of the user's that still works.")
+            .default(false),
+    )
+    .annotations(Annotations::additive().idempotent(false))
     .auth(true)
     // Hosts that render MCP Apps views show an upload box in the conversation instead.
     .view(crate::views::UPLOAD_VIEW)
     .handler(upload_link)
 }
 
-async fn upload_link(_args: Args, user: &UserInfo, ctx: &ToolContext<'_>) -> Result<ToolResult, ToolError> {
+async fn upload_link(args: Args, user: &UserInfo, ctx: &ToolContext<'_>) -> Result<ToolResult, ToolError> {
     let me = caller(user)?;
     let links =
         ctx.extension::<UploadLinks>().ok_or_else(|| ToolError::new("This server does not serve an upload page."))?;
-    let (url, expires) =
-        links.link(me).ok_or_else(|| ToolError::new("Upload links cannot be made for this user id."))?;
+    if args.boolean("revoke_all", false) {
+        let revoked = links.revoke_all(me).await.map_err(|e| ToolError::new(e.to_string()))?;
+        return Ok(ToolResult::ok(json!({"revoked": revoked})));
+    }
+    let link = links.mint(me).await.map_err(|e| ToolError::new(e.to_string()))?;
+    let expires_in = links.settings().lifetime.as_secs().max(1);
     Ok(ToolResult::ok(json!({
-        "url": url,
-        "expires_in": links.lifetime().as_secs(),
-        "expires_at": rfc3339(i64::try_from(expires).unwrap_or(i64::MAX).saturating_mul(1000)),
+        "url": link.url,
+        "uses": link.uses,
+        "expires_in": expires_in,
+        "expires_at": rfc3339(link.expires_at_ms),
     })))
 }
 

@@ -1,0 +1,154 @@
+//! Upload links under attack: a link seen once (in a log, over a shoulder, in a model's
+//! transcript) uploads one file and no more; uploads racing on it store one; a revoked link
+//! and a guessed one store nothing; a person's dropped upload does not burn their link.
+
+use std::io::Write;
+use std::sync::{Arc, Barrier};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::common::{clean_command, request, session, tool};
+use crate::harness::Server;
+
+/// The path of a new link the honest user asked the model for.
+fn new_link(server: &Server, sid: &str) -> String {
+    let link = tool(server.port, &server.token, sid, "upload_link", json!({}));
+    let url = link["url"].as_str().unwrap_or_else(|| panic!("no link: {link}"));
+    url.strip_prefix(&format!("http://127.0.0.1:{}", server.port)).unwrap().to_owned()
+}
+
+fn files(server: &Server, sid: &str) -> Vec<Value> {
+    tool(server.port, &server.token, sid, "list_files", json!({}))["files"].as_array().cloned().unwrap_or_default()
+}
+
+fn upload(server: &Server, path: &str, name: &str, body: &[u8]) -> (u16, String) {
+    let (status, _, body) =
+        request(server.port, "POST", &format!("{path}?filename={name}"), &[("Content-Type", "text/plain")], body);
+    (status, String::from_utf8_lossy(&body).into_owned())
+}
+
+#[test]
+fn a_used_link_is_refused_for_a_second_upload() {
+    let mut server = Server::start("attack-link-reuse", &[]);
+    let sid = session(server.port, &server.token);
+    let path = new_link(&server, &sid);
+    assert_eq!(upload(&server, &path, "mine.txt", b"Glucose 5.4 mmol/L\n").0, 201);
+    // Whoever saw the link afterwards.
+    for attempt in 0..5 {
+        let (status, body) = upload(&server, &path, &format!("theirs-{attempt}.txt"), b"planted");
+        assert_eq!(status, 403, "{body}");
+        assert!(body.contains("has been used"), "{body}");
+    }
+    let (status, _, _) = request(server.port, "GET", &path, &[], b"");
+    assert_eq!(status, 403, "the page is not shown for a used link");
+    let stored = files(&server, &sid);
+    assert_eq!(stored.len(), 1, "{stored:?}");
+    assert_eq!(stored[0]["filename"], "mine.txt");
+    server.assert_serves_honest_user();
+}
+
+#[test]
+fn eight_parallel_uploads_on_one_single_use_link_store_one_file() {
+    let mut server = Server::start("attack-link-race", &[]);
+    let sid = session(server.port, &server.token);
+    let path = new_link(&server, &sid);
+    let start = Arc::new(Barrier::new(8));
+    let racers: Vec<_> = (0..8)
+        .map(|i| {
+            let (start, path, port) = (Arc::clone(&start), path.clone(), server.port);
+            std::thread::spawn(move || {
+                start.wait();
+                let body = format!("racer {i}\n").repeat(2_000);
+                request(port, "POST", &format!("{path}?filename=race-{i}.txt"), &[], body.as_bytes()).0
+            })
+        })
+        .collect();
+    let mut statuses: Vec<u16> = racers.into_iter().map(|r| r.join().unwrap()).collect();
+    statuses.sort_unstable();
+    assert_eq!(statuses, [201, 403, 403, 403, 403, 403, 403, 403], "one upload stored, seven refused");
+    assert_eq!(files(&server, &sid).len(), 1);
+    server.assert_serves_honest_user();
+}
+
+#[test]
+fn a_revoked_link_is_refused() {
+    let mut server = Server::start("attack-link-revoked", &[]);
+    let sid = session(server.port, &server.token);
+    // Revoked by the operator for the person, from the command line, as after a leak.
+    let cli = |args: &[&str]| {
+        let output = clean_command()
+            .args(["upload-link"])
+            .args(args)
+            .env("MIROBODY_BACKENDS__DATA_DIR", &server.data_dir)
+            .env("MIROBODY_PUBLIC_BASE_URL", format!("http://127.0.0.1:{}", server.port))
+            .output()
+            .expect("run upload-link");
+        assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+        String::from_utf8(output.stdout).unwrap().trim().to_owned()
+    };
+    let made = cli(&["create", "--user", "honest"]);
+    let by_cli = made.strip_prefix(&format!("http://127.0.0.1:{}", server.port)).expect("a link").to_owned();
+    let by_model = new_link(&server, &sid);
+    assert_eq!(request(server.port, "GET", &by_cli, &[], b"").0, 200);
+    assert_eq!(cli(&["revoke", "--user", "honest"]), "2 revoked");
+    for path in [&by_cli, &by_model] {
+        let (status, body) = upload(&server, path, "leaked.txt", b"planted");
+        assert_eq!(status, 403, "{body}");
+        assert!(body.contains("revoked"), "{body}");
+        assert_eq!(request(server.port, "GET", path, &[], b"").0, 403);
+    }
+    // Revoked by whoever holds it.
+    let held = new_link(&server, &sid);
+    assert_eq!(request(server.port, "DELETE", &held, &[], b"").0, 204);
+    assert_eq!(upload(&server, &held, "late.txt", b"late").0, 403);
+    assert!(files(&server, &sid).is_empty());
+    server.assert_serves_honest_user();
+}
+
+#[test]
+fn guessed_links_store_nothing() {
+    let mut server = Server::start("attack-link-guess", &[]);
+    let sid = session(server.port, &server.token);
+    let real = new_link(&server, &sid);
+    let id = real.rsplit('/').next().unwrap();
+    // Near misses of a real id, other shapes, and the old signed format.
+    let mut guesses: Vec<String> = (0..id.len())
+        .step_by(3)
+        .map(|i| {
+            let mut bytes = id.as_bytes().to_vec();
+            bytes[i] = if bytes[i] == b'A' { b'B' } else { b'A' };
+            String::from_utf8(bytes).unwrap()
+        })
+        .collect();
+    guesses.extend(["x".to_owned(), "a".repeat(33), "aG9uZXN0.9999999999.00".to_owned(), "%2e%2e".to_owned()]);
+    for guess in &guesses {
+        let (status, body) = upload(&server, &format!("/upload/{guess}"), "guess.txt", b"planted");
+        assert!(status == 403 || status == 404, "{guess}: {status} {body}");
+    }
+    assert!(files(&server, &sid).is_empty());
+    assert_eq!(upload(&server, &real, "mine.txt", b"mine").0, 201, "the real link still works");
+    server.assert_serves_honest_user();
+}
+
+#[test]
+fn an_upload_cut_off_midway_gives_the_link_its_use_back() {
+    let mut server = Server::start("attack-link-dropped", &[("MIROBODY_REQUEST_BODY_TIMEOUT_SECS", "2")]);
+    let sid = session(server.port, &server.token);
+    let path = new_link(&server, &sid);
+    // A phone that loses its connection: the body stops halfway and the socket closes.
+    let mut stream = std::net::TcpStream::connect(("127.0.0.1", server.port)).unwrap();
+    write!(stream, "POST {path}?filename=half.txt HTTP/1.1\r\nHost: localhost\r\nContent-Length: 100000\r\n\r\nhalf")
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    drop(stream);
+    // The use comes back once the server notices; the page and an upload work again.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while request(server.port, "GET", &path, &[], b"").0 != 200 {
+        assert!(Instant::now() < deadline, "the link stayed used after an upload that stored nothing");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_eq!(upload(&server, &path, "whole.txt", b"whole").0, 201);
+    assert_eq!(files(&server, &sid).len(), 1);
+    server.assert_serves_honest_user();
+}

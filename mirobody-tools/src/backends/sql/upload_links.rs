@@ -1,0 +1,162 @@
+//! The rows behind [`UploadLinks`](crate::upload_links::UploadLinks): one per link, keyed by
+//! the SHA-256 of its id (schema 8, `0008_upload_links`). Every statement is keyed by that hash
+//! or scoped to one user; a use is taken and given back in one statement each.
+
+use mirobody_core::backend::{BackendError, BackendResult};
+use sqlx::Row;
+
+use super::{Dialect, Pool, SqlStore, db_error};
+
+/// A stored upload link, as [`SqlStore::upload_link`] reads it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct UploadLinkRow {
+    /// Whose uploads it makes.
+    pub(crate) user_id: String,
+    /// When it stops working, in unix milliseconds.
+    pub(crate) expires_ms: i64,
+    /// How many more files it may store.
+    pub(crate) uses_left: i64,
+    /// Whether it was revoked.
+    pub(crate) revoked: bool,
+}
+
+/// What [`SqlStore::insert_upload_link`] did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum LinkInsert {
+    /// The link was stored.
+    Stored,
+    /// The user already has this many links that still work; nothing was stored.
+    TooMany(u64),
+}
+
+// Whether a link still works at `$now`, for the statements below.
+const WORKS: &str = "expires_ms > $2 AND uses_left > 0 AND revoked_ms IS NULL";
+
+impl SqlStore {
+    /// Stores a link for `user_id` (its id's hash, when it expires, how many files it may
+    /// store), unless the user already has `max_live` links that still work. Expired links,
+    /// anyone's, are deleted first.
+    pub(crate) async fn insert_upload_link(
+        &self,
+        token_hash: &[u8; 32],
+        user_id: &str,
+        now_ms: i64,
+        expires_ms: i64,
+        uses: u32,
+        max_live: u32,
+    ) -> BackendResult<LinkInsert> {
+        const PURGE: &str = "DELETE FROM upload_links WHERE expires_ms <= $1";
+        // The count and the insert are one statement: on SQLite, one writer runs it whole; on
+        // PostgreSQL, the transaction's advisory lock on the user orders two mints of one user.
+        let insert = format!(
+            "INSERT INTO upload_links (token_hash, user_id, created_ms, expires_ms, uses_left) \
+             SELECT $3, $1, $2, $4, $5 WHERE (SELECT COUNT(*) FROM upload_links WHERE user_id = $1 AND {WORKS}) < $6"
+        );
+        let postgres = self.dialect() == Dialect::Postgres;
+        let stored = on_pool!(self, |pool| {
+            let mut tx = pool.begin().await.map_err(db_error)?;
+            sqlx::query(PURGE).bind(now_ms).execute(&mut *tx).await.map_err(db_error)?;
+            if postgres {
+                sqlx::query("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))")
+                    .bind(format!("mirobody upload links\n{user_id}"))
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(db_error)?;
+            }
+            let stored = sqlx::query(&insert)
+                .bind(user_id)
+                .bind(now_ms)
+                .bind(&token_hash[..])
+                .bind(expires_ms)
+                .bind(i64::from(uses))
+                .bind(i64::from(max_live))
+                .execute(&mut *tx)
+                .await
+                .map_err(db_error)?
+                .rows_affected();
+            tx.commit().await.map_err(db_error)?;
+            stored
+        });
+        if stored == 1 {
+            return Ok(LinkInsert::Stored);
+        }
+        Ok(LinkInsert::TooMany(self.live_upload_links(user_id, now_ms).await?))
+    }
+
+    /// The link whose id hashes to `token_hash`, expired or not (until expired links are
+    /// deleted), to tell its holder why it no longer works.
+    pub(crate) async fn upload_link(&self, token_hash: &[u8; 32]) -> BackendResult<Option<UploadLinkRow>> {
+        const SQL: &str = "SELECT user_id, expires_ms, uses_left, revoked_ms FROM upload_links WHERE token_hash = $1";
+        on_pool!(self, |pool| {
+            let row = sqlx::query(SQL).bind(&token_hash[..]).fetch_optional(pool).await.map_err(db_error)?;
+            row.map(|row| -> Result<_, sqlx::Error> {
+                Ok(UploadLinkRow {
+                    user_id: row.try_get(0)?,
+                    expires_ms: row.try_get(1)?,
+                    uses_left: row.try_get(2)?,
+                    revoked: row.try_get::<Option<i64>, _>(3)?.is_some(),
+                })
+            })
+            .transpose()
+            .map_err(db_error)
+        })
+    }
+
+    /// Takes one use of a link that still works: its user and the uses left after this one,
+    /// or `None` (expired, revoked, used up or unknown). One statement, so of two uploads
+    /// racing on the last use exactly one gets it.
+    pub(crate) async fn take_upload_link_use(
+        &self,
+        token_hash: &[u8; 32],
+        now_ms: i64,
+    ) -> BackendResult<Option<(String, i64)>> {
+        let sql = format!(
+            "UPDATE upload_links SET uses_left = uses_left - 1 WHERE token_hash = $1 AND {WORKS} \
+             RETURNING user_id, uses_left"
+        );
+        on_pool!(self, |pool| {
+            let row =
+                sqlx::query(&sql).bind(&token_hash[..]).bind(now_ms).fetch_optional(pool).await.map_err(db_error)?;
+            row.map(|row| -> Result<_, sqlx::Error> { Ok((row.try_get(0)?, row.try_get(1)?)) })
+                .transpose()
+                .map_err(db_error)
+        })
+    }
+
+    /// Gives back a use taken by [`take_upload_link_use`](Self::take_upload_link_use) for an
+    /// upload that stored nothing.
+    pub(crate) async fn give_back_upload_link_use(&self, token_hash: &[u8; 32]) -> BackendResult<()> {
+        const SQL: &str = "UPDATE upload_links SET uses_left = uses_left + 1 WHERE token_hash = $1";
+        on_pool!(self, |pool| {
+            sqlx::query(SQL).bind(&token_hash[..]).execute(pool).await.map(drop).map_err(db_error)
+        })
+    }
+
+    /// Revokes one link; whether it was one that had not expired or been revoked before.
+    pub(crate) async fn revoke_upload_link(&self, token_hash: &[u8; 32], now_ms: i64) -> BackendResult<bool> {
+        const SQL: &str = "UPDATE upload_links SET revoked_ms = $2 \
+             WHERE token_hash = $1 AND expires_ms > $2 AND revoked_ms IS NULL";
+        let revoked = on_pool!(self, |pool| {
+            sqlx::query(SQL).bind(&token_hash[..]).bind(now_ms).execute(pool).await.map_err(db_error)?.rows_affected()
+        });
+        Ok(revoked == 1)
+    }
+
+    /// Revokes every link of `user_id` that still works; how many.
+    pub(crate) async fn revoke_upload_links(&self, user_id: &str, now_ms: i64) -> BackendResult<u64> {
+        let sql = format!("UPDATE upload_links SET revoked_ms = $2 WHERE user_id = $1 AND {WORKS}");
+        let revoked = on_pool!(self, |pool| {
+            sqlx::query(&sql).bind(user_id).bind(now_ms).execute(pool).await.map_err(db_error)?.rows_affected()
+        });
+        Ok(revoked)
+    }
+
+    /// How many links of `user_id` still work.
+    pub(crate) async fn live_upload_links(&self, user_id: &str, now_ms: i64) -> BackendResult<u64> {
+        let sql = format!("SELECT COUNT(*) FROM upload_links WHERE user_id = $1 AND {WORKS}");
+        let count: i64 = on_pool!(self, |pool| {
+            sqlx::query_scalar(&sql).bind(user_id).bind(now_ms).fetch_one(pool).await.map_err(db_error)?
+        });
+        u64::try_from(count).map_err(|_| BackendError::new("a negative count of upload links"))
+    }
+}

@@ -1,0 +1,213 @@
+//! Upload links in the SQL store, on SQLite and on PostgreSQL: a link names no one, is kept only
+//! as a hash, stores one file however many uploads race on it, gives a use back for an upload
+//! that stored nothing, expires, is revoked, and a person holds a bounded number.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use mirobody_tools::upload_links::{LinkError, LinkSettings, UploadLinks};
+use sha2::{Digest, Sha256};
+
+use crate::support::{Env, within};
+
+const BASE: &str = "https://m.example/upload";
+
+fn links(env: &Env, edit: impl FnOnce(&mut LinkSettings)) -> UploadLinks {
+    let mut settings = LinkSettings::default();
+    edit(&mut settings);
+    UploadLinks::new(Arc::clone(env.backends.sql()), BASE, settings)
+}
+
+fn id_of(url: &str) -> &str {
+    url.strip_prefix(BASE).and_then(|rest| rest.strip_prefix('/')).expect("a link under the base")
+}
+
+// A stored link's columns: token_hash, user_id, created_ms, expires_ms, uses_left, revoked_ms.
+type RawLink = (Vec<u8>, String, i64, i64, i64, Option<i64>);
+
+// The database as someone holding a copy of it sees it: every column of every link, as text.
+async fn raw_rows(env: &Env) -> Vec<String> {
+    use sqlx::Connection;
+    const COLUMNS: &str = "token_hash, user_id, created_ms, expires_ms, uses_left, revoked_ms";
+    match &env._schema {
+        None => {
+            let url = format!("sqlite://{}", env.dir.path().join("mirobody.db").display());
+            let mut conn = sqlx::SqliteConnection::connect(&url).await.unwrap();
+            let rows: Vec<RawLink> =
+                sqlx::query_as(&format!("SELECT {COLUMNS} FROM upload_links")).fetch_all(&mut conn).await.unwrap();
+            rows.into_iter().map(|row| format!("{row:?} {}", String::from_utf8_lossy(&row.0))).collect()
+        }
+        Some(schema) => {
+            let mut conn = sqlx::PgConnection::connect(&schema.url).await.unwrap();
+            let sql = format!("SELECT {COLUMNS} FROM {}.upload_links", schema.name);
+            let rows: Vec<RawLink> = sqlx::query_as(&sql).fetch_all(&mut conn).await.unwrap();
+            rows.into_iter().map(|row| format!("{row:?} {}", String::from_utf8_lossy(&row.0))).collect()
+        }
+    }
+}
+
+async fn a_link_names_no_one_and_is_kept_as_a_hash(env: &Env) {
+    let links = links(env, |_| {});
+    let link = links.mint("alice@example.com").await.unwrap();
+    let id = id_of(&link.url).to_owned();
+    assert_eq!(id.len(), 32, "192 random bits in base64url: {id}");
+    assert!(!link.url.contains("alice"), "{}", link.url);
+    use base64::Engine;
+    let encoded = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode("alice@example.com");
+    assert!(!link.url.contains(&encoded[..8]), "no encoding of the user id: {}", link.url);
+    assert_eq!(link.uses, 1);
+    assert_eq!(links.check(&id).await, Ok("alice@example.com".to_owned()));
+
+    let rows = raw_rows(env).await;
+    assert_eq!(rows.len(), 1, "{rows:?}");
+    assert!(!rows[0].contains(&id), "the id is not at rest: {rows:?}");
+    let hash: [u8; 32] = Sha256::digest(id.as_bytes()).into();
+    assert!(rows[0].starts_with(&format!("({:?}", hash.to_vec())), "its SHA-256 is: {rows:?}");
+}
+
+async fn a_link_stores_one_file_and_a_refused_one_gives_its_use_back(env: &Env) {
+    let links = links(env, |_| {});
+    let id = id_of(&links.mint("alice").await.unwrap().url).to_owned();
+    // Showing the page takes no use.
+    for _ in 0..3 {
+        assert_eq!(links.check(&id).await, Ok("alice".to_owned()));
+    }
+    // An upload refused for its content gives the use back.
+    let refused = links.take_use(&id).await.unwrap();
+    assert_eq!((refused.user(), refused.uses_left()), ("alice", 0));
+    assert_eq!(links.take_use(&id).await.unwrap_err(), LinkError::UsedUp, "taken while in flight");
+    refused.give_back().await;
+    // A request that went away mid-upload gives it back too.
+    drop(links.take_use(&id).await.unwrap());
+    within("the use given back on drop", async {
+        while links.check(&id).await.is_err() {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await;
+    // A stored file spends it.
+    links.take_use(&id).await.unwrap().keep();
+    assert_eq!(links.check(&id).await, Err(LinkError::UsedUp));
+    assert_eq!(links.take_use(&id).await.unwrap_err(), LinkError::UsedUp);
+
+    // Made for more uses, it stores that many.
+    let twice = links_with_uses(env, 2);
+    let id = id_of(&twice.mint("alice").await.unwrap().url).to_owned();
+    let first = twice.take_use(&id).await.unwrap();
+    assert_eq!(first.uses_left(), 1);
+    first.keep();
+    twice.take_use(&id).await.unwrap().keep();
+    assert_eq!(twice.take_use(&id).await.unwrap_err(), LinkError::UsedUp);
+}
+
+fn links_with_uses(env: &Env, uses: u32) -> UploadLinks {
+    links(env, |s| s.uses = uses)
+}
+
+async fn parallel_uploads_on_a_single_use_link_get_one_use(env: &Env) {
+    let links = links(env, |_| {});
+    let id = id_of(&links.mint("alice").await.unwrap().url).to_owned();
+    let attempts: Vec<_> = (0..8)
+        .map(|_| {
+            let (links, id) = (links.clone(), id.clone());
+            tokio::spawn(async move { links.take_use(&id).await.map(|taken| taken.keep()) })
+        })
+        .collect();
+    let mut outcomes = Vec::new();
+    for attempt in attempts {
+        outcomes.push(within("a parallel use", attempt).await.unwrap());
+    }
+    assert_eq!(outcomes.iter().filter(|o| o.is_ok()).count(), 1, "{outcomes:?}");
+    assert!(outcomes.iter().filter(|o| o.is_err()).all(|o| *o == Err(LinkError::UsedUp)), "{outcomes:?}");
+}
+
+async fn a_link_expires_and_is_purged_when_another_is_made(env: &Env) {
+    let links = links(env, |s| s.lifetime = Duration::from_secs(1));
+    let id = id_of(&links.mint("alice").await.unwrap().url).to_owned();
+    tokio::time::sleep(Duration::from_millis(1_300)).await;
+    assert_eq!(links.check(&id).await, Err(LinkError::Expired));
+    assert_eq!(links.take_use(&id).await.unwrap_err(), LinkError::Expired);
+    assert_eq!(links.live("alice").await, Ok(0));
+    links.mint("bob").await.unwrap();
+    assert_eq!(links.check(&id).await, Err(LinkError::NotValid), "purged");
+    assert_eq!(raw_rows(env).await.len(), 1);
+}
+
+async fn links_are_revoked_one_by_one_or_all_of_a_person(env: &Env) {
+    let links = links(env, |_| {});
+    let mint = |user: &'static str| {
+        let links = links.clone();
+        async move { id_of(&links.mint(user).await.unwrap().url).to_owned() }
+    };
+    let (one, two, bobs) = (mint("alice").await, mint("alice").await, mint("bob").await);
+    assert_eq!(links.revoke(&one).await, Ok(()));
+    assert_eq!(links.check(&one).await, Err(LinkError::Revoked));
+    assert_eq!(links.take_use(&one).await.unwrap_err(), LinkError::Revoked);
+    assert_eq!(links.revoke(&one).await, Err(LinkError::Revoked));
+    assert_eq!(links.revoke("not-a-link").await, Err(LinkError::NotValid));
+    assert_eq!(links.revoke(&"A".repeat(32)).await, Err(LinkError::NotValid));
+
+    assert_eq!(links.revoke_all("alice").await, Ok(1));
+    assert_eq!(links.take_use(&two).await.unwrap_err(), LinkError::Revoked);
+    assert_eq!(links.check(&bobs).await, Ok("bob".to_owned()), "another person's link works on");
+    assert_eq!(links.revoke_all("alice").await, Ok(0));
+}
+
+async fn a_person_holds_a_bounded_number_of_links(env: &Env) {
+    let links = links(env, |s| s.max_live_per_user = 3);
+    let mut ids = Vec::new();
+    for _ in 0..3 {
+        ids.push(id_of(&links.mint("alice").await.unwrap().url).to_owned());
+    }
+    let refused = links.mint("alice").await.unwrap_err();
+    assert_eq!(refused, LinkError::TooMany { live: 3 });
+    assert_eq!(refused.status(), 429);
+    links.mint("bob").await.expect("the bound is per person");
+    // A used or revoked link no longer counts.
+    links.take_use(&ids[0]).await.unwrap().keep();
+    links.mint("alice").await.expect("room again after a link was used");
+    assert!(links.mint("alice").await.is_err());
+    links.revoke(&ids[1]).await.unwrap();
+    links.mint("alice").await.expect("room again after a link was revoked");
+    assert_eq!(links.mint("").await.unwrap_err(), LinkError::BadUser);
+    assert_eq!(links.mint(&"u".repeat(257)).await.unwrap_err(), LinkError::BadUser);
+}
+
+async fn every_scenario(env: &Env) {
+    a_link_names_no_one_and_is_kept_as_a_hash(env).await;
+    a_link_stores_one_file_and_a_refused_one_gives_its_use_back(env).await;
+    parallel_uploads_on_a_single_use_link_get_one_use(env).await;
+    links_are_revoked_one_by_one_or_all_of_a_person(env).await;
+    a_person_holds_a_bounded_number_of_links(env).await;
+    // Last, on an empty table: it counts the rows left after a purge.
+    clear_links(env).await;
+    a_link_expires_and_is_purged_when_another_is_made(env).await;
+}
+
+async fn clear_links(env: &Env) {
+    use sqlx::Connection;
+    match &env._schema {
+        None => {
+            let url = format!("sqlite://{}", env.dir.path().join("mirobody.db").display());
+            let mut conn = sqlx::SqliteConnection::connect(&url).await.unwrap();
+            sqlx::query("DELETE FROM upload_links").execute(&mut conn).await.unwrap();
+        }
+        Some(schema) => {
+            let mut conn = sqlx::PgConnection::connect(&schema.url).await.unwrap();
+            let sql = format!("DELETE FROM {}.upload_links", schema.name);
+            sqlx::query(&sql).execute(&mut conn).await.unwrap();
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn upload_links_on_sqlite() {
+    let env = Env::sqlite().await;
+    every_scenario(&env).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn upload_links_on_postgres() {
+    let Some(env) = Env::postgres("upload_links_on_postgres").await else { return };
+    every_scenario(&env).await;
+}
