@@ -175,10 +175,17 @@ pub async fn build(config: &Config) -> Result<Server, AppError> {
     // The uploads are the files tools' data: an agent denied those tools does not reach them
     // as resources either.
     builder = builder.guard_resources("file://", "list_files", "read_file");
-    if let Some(key) = &config.request_state_key {
-        let key = mirobody_mcp::StateKey::new(key.expose().as_bytes().to_vec())
-            .map_err(|e| AppError::StateKey(e.to_string()))?;
-        builder = builder.request_state_key(key);
+    // The key instances share: it seals request states, and the shared sessions derive theirs
+    // from it (config.rs refuses shared sessions without it).
+    let state_key = match &config.request_state_key {
+        Some(key) => Some(
+            mirobody_mcp::StateKey::new(key.expose().as_bytes().to_vec())
+                .map_err(|e| AppError::StateKey(e.to_string()))?,
+        ),
+        None => None,
+    };
+    if let Some(key) = &state_key {
+        builder = builder.request_state_key(key.clone());
     }
     builder = builder
         .request_state_ttl(std::time::Duration::from_secs(config.request_state_ttl_secs))
@@ -187,8 +194,9 @@ pub async fn build(config: &Config) -> Result<Server, AppError> {
 
     let mut http_options = config.http_options();
     http_options.resource_metadata_url = Some(auth.resource_metadata_url().to_owned());
-    let mcp = match opened.session_backplane().filter(|_| config.shares_sessions()) {
-        Some(backplane) => McpHttp::with_shared_sessions(service.clone(), http_options, backplane)
+    let shared = opened.session_backplane().filter(|_| config.shares_sessions()).zip(state_key.as_ref());
+    let mcp = match shared {
+        Some((backplane, key)) => McpHttp::with_shared_sessions(service.clone(), http_options, backplane, key)
             .await
             .map_err(|e| AppError::SharedSessions(e.to_string()))?,
         None => McpHttp::new(service.clone(), http_options),

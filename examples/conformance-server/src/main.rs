@@ -527,9 +527,14 @@ async fn main() -> std::io::Result<()> {
     let registry = builder.build().expect("the fixture tools are valid");
     let mut service = McpService::builder(Arc::new(registry)).resources(resources()).prompts(prompts());
     // Several fixtures behind one load balancer sign each other's requestStates.
-    if let Ok(key) = std::env::var("MIROBODY_FIXTURE_STATE_KEY") {
-        service =
-            service.request_state_key(mirobody_mcp::StateKey::new(key.into_bytes()).map_err(std::io::Error::other)?);
+    // They share their sessions under the same key: one generated per process would make each
+    // refuse the others' messages.
+    let state_key = match std::env::var("MIROBODY_FIXTURE_STATE_KEY") {
+        Ok(key) => Some(mirobody_mcp::StateKey::new(key.into_bytes()).map_err(std::io::Error::other)?),
+        Err(_) => None,
+    };
+    if let Some(key) = &state_key {
+        service = service.request_state_key(key.clone());
     }
     // With a database, fixtures share their task records: a task one runs, any reads.
     if let Ok(url) = std::env::var("MIROBODY_FIXTURE_DATABASE_URL") {
@@ -558,7 +563,12 @@ async fn main() -> std::io::Result<()> {
             let prefix = std::env::var("MIROBODY_FIXTURE_REDIS_PREFIX").unwrap_or_else(|_| "mirobody-fixture:".into());
             let redis =
                 mirobody_tools::backends::RedisCache::connect(&url, &prefix).await.map_err(std::io::Error::other)?;
-            McpHttp::with_shared_sessions(service.clone(), options, Arc::new(redis))
+            let key = state_key.ok_or_else(|| {
+                std::io::Error::other(
+                    "MIROBODY_FIXTURE_REDIS_URL needs MIROBODY_FIXTURE_STATE_KEY, shared by every fixture",
+                )
+            })?;
+            McpHttp::with_shared_sessions(service.clone(), options, Arc::new(redis), &key)
                 .await
                 .map_err(std::io::Error::other)?
         }

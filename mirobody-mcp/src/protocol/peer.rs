@@ -59,6 +59,12 @@ impl PendingRequests {
         self.len() == 0
     }
 
+    /// Whether a request of this session and user waits here for an answer under `id`.
+    pub(crate) fn awaits(&self, id: &Id, session: Option<&str>, user: Option<&str>) -> bool {
+        let Id::String(key) = id else { return false };
+        lock(&self.waiting).get(key).is_some_and(|p| p.session.as_deref() == session && p.user.as_deref() == user)
+    }
+
     /// Delivers the client's answer; gives it back when no request of this session and user
     /// waits for it under that id.
     pub(crate) fn complete(

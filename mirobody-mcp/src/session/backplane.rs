@@ -18,16 +18,23 @@ use super::lock;
 /// ```
 /// use std::sync::Arc;
 /// use mirobody_core::{Registry, SessionBackplane};
-/// use mirobody_mcp::McpService;
 /// use mirobody_mcp::http::{HttpOptions, McpHttp};
 /// use mirobody_mcp::session::MemoryBackplane;
+/// use mirobody_mcp::{McpService, StateKey};
 ///
 /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
 /// let backplane: Arc<dyn SessionBackplane> = Arc::new(MemoryBackplane::new());
-/// let service = || McpService::builder(Arc::new(Registry::builder().build().unwrap())).build();
-/// let a = McpHttp::with_shared_sessions(service(), HttpOptions::default(), Arc::clone(&backplane)).await.unwrap();
-/// let b = McpHttp::with_shared_sessions(service(), HttpOptions::default(), backplane).await.unwrap();
+/// // The secret every instance shares (from its configuration, never generated per process).
+/// let key = StateKey::new(*b"an example secret of 32 bytes!!!").unwrap();
+/// let service = || {
+///     let registry = Arc::new(Registry::builder().build().unwrap());
+///     McpService::builder(registry).request_state_key(key.clone()).build()
+/// };
+/// let (options, shared) = (HttpOptions::default(), Arc::clone(&backplane));
+/// let a = McpHttp::with_shared_sessions(service(), options.clone(), shared, &key).await.unwrap();
+/// let b = McpHttp::with_shared_sessions(service(), options, backplane, &key).await.unwrap();
 /// assert!(a.shares_sessions() && b.shares_sessions());
+/// assert_eq!(a.refused_events().unwrap().total(), 0);
 /// # });
 /// ```
 pub struct MemoryBackplane {

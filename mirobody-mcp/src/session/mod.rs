@@ -11,12 +11,14 @@ use tokio::sync::mpsc;
 
 mod backplane;
 pub mod limits;
+mod seal;
 mod shared;
 mod store;
 
 pub use backplane::MemoryBackplane;
+pub use seal::RefusedEvents;
 pub use shared::SharedSessions;
-pub(crate) use shared::{Answer, Event};
+pub(crate) use shared::{Answer, Event, Heard};
 pub use store::{MIN_IDLE_TO_EVICT, SessionRefused, SessionStore};
 
 /// MCP log levels, lowest first (RFC 5424 severities).

@@ -8,7 +8,15 @@
 //! the call wherever it runs; and a client's answer to a question, which reaches the instance
 //! whose call asked it (the same for a task's answers and its cancellation). What runs (calls,
 //! tasks, streams, questions) stays in the instance it runs in.
+//!
+//! Nothing heard is believed unless signed with the key all instances share, and nothing is
+//! readable to whoever reads the backplane without it (`seal.rs`: every envelope and record
+//! sealed and signed). Beyond that, nothing a person or a tool said travels at all: a client's
+//! answers are kept sealed for a minute under a random reference that alone goes out, and a
+//! task's status change carries its id, owner and status, the receiver reading the task from
+//! the task store.
 
+use super::seal::{BackplaneKeys, Guard, Refusal, RefusedEvents, now_ms};
 use super::*;
 use futures::stream::{BoxStream, StreamExt};
 use mirobody_core::SessionBackplane;
@@ -86,12 +94,12 @@ impl Record {
     }
 }
 
-/// What instances tell each other.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "snake_case")]
+/// What an instance tells the others, as it is handed to [`SharedSessions::publish`]. What
+/// travels is less (see [`Heard`]): a client's answers are kept sealed in the backplane's store
+/// and only their reference goes out, and a task's status change goes as its id, owner and
+/// status.
+#[derive(Debug, Clone, PartialEq)]
 pub(crate) enum Event {
-    /// A session changed: holders of a copy take the new record.
-    Changed { session: String, record: Record },
     /// A session ended (DELETE): holders of a copy drop it, ending what runs in it.
     Ended { session: String },
     /// `notifications/cancelled` for a request of the session not running where it arrived.
@@ -99,11 +107,36 @@ pub(crate) enum Event {
     /// A client's answer to a question, for the instance whose call asked it.
     Answer { session: String, user: Option<String>, request: Id, outcome: Answer },
     /// A change announced in one instance (a list, a resource, a task's status), for the
-    /// `subscriptions/listen` streams of the others.
+    /// `subscriptions/listen` streams of the others, as `Change::to_wire` writes it.
     Change { change: Value },
     /// `tasks/update` for a task not running where it arrived, for the instance running it.
     TaskAnswers { task: String, owner: String, responses: serde_json::Map<String, Value> },
     /// `tasks/cancel` for a task not running where it arrived: the instance running it stops it.
+    TaskCancel { task: String, owner: String },
+}
+
+/// What an instance hears from the others, as it travels (sealed and signed, see `seal.rs`):
+/// ids, statuses and references. The receiver reads what a reference names
+/// ([`SharedSessions::answer`], [`SharedSessions::task_answers`]; a task from the task store)
+/// when it is the instance it is for.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub(crate) enum Heard {
+    /// A session changed: holders of a copy take the new record.
+    Changed { session: String, record: Record },
+    /// A session ended.
+    Ended { session: String },
+    /// A cancellation.
+    Cancel { session: String, request: Id },
+    /// A client's answer, kept under `payload`.
+    Answer { session: String, user: Option<String>, request: Id, payload: String },
+    /// A change of a list or a resource (never a task's: that is `TaskStatus`).
+    Change { change: Value },
+    /// A task's status changed: its owner's listen streams are told what the task store shows.
+    TaskStatus { task: String, owner: String, status: String },
+    /// Answers to a task's questions, kept under `payload`.
+    TaskAnswers { task: String, owner: String, payload: String },
+    /// A task's cancellation.
     TaskCancel { task: String, owner: String },
 }
 
@@ -133,30 +166,50 @@ impl From<Answer> for Result<Value, Value> {
     }
 }
 
-// An event on the wire, with the instance that sent it, so an instance skips its own.
+// An event on the wire, sealed and signed: the instance that sent it (so an instance skips its own), a
+// random id (so a replay is refused), and when it was sent (so an old one is).
 #[derive(Serialize, Deserialize)]
 struct Envelope {
     from: String,
+    id: String,
+    at: i64,
     // Set on the changes whose writer waits to hear them back (see `SharedSessions::save`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    echo: Option<String>,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    echo: bool,
     #[serde(flatten)]
-    event: Event,
+    event: Heard,
 }
 
 /// How long a change's writer waits to hear its own announcement back before answering.
 const ECHO_WAIT: Duration = Duration::from_secs(1);
 
-// The changes of this instance whose announcement it waits to hear back, by nonce.
+/// How long a client's answers wait in the store for the instance they are for: it reads them
+/// as soon as it hears the reference.
+const PAYLOAD_TTL: Duration = Duration::from_secs(60);
+
+// What records and payloads are sealed for, so one is never read as another.
+const RECORD: &str = "session record";
+const ANSWER: &str = "answer";
+const TASK_ANSWERS: &str = "task answers";
+
+// The changes of this instance whose announcement it waits to hear back, by envelope id.
 type Echoes = Arc<Mutex<HashMap<String, tokio::sync::oneshot::Sender<()>>>>;
 
+// What the listening side needs, shared with the stream it returns.
+struct Trust {
+    keys: BackplaneKeys,
+    guard: Guard,
+}
+
 /// This instance's side of the shared sessions: the backplane, its own name among the
-/// instances, and how long a record lives unused.
+/// instances, how long a record lives unused, and the keys every message is signed and every
+/// record sealed with.
 pub struct SharedSessions {
     backplane: Arc<dyn SessionBackplane>,
     instance: String,
     ttl: Duration,
     echoes: Echoes,
+    trust: Arc<Trust>,
 }
 
 impl std::fmt::Debug for SharedSessions {
@@ -166,9 +219,12 @@ impl std::fmt::Debug for SharedSessions {
 }
 
 impl SharedSessions {
-    /// Sessions shared through `backplane`, each record kept `ttl` after its last use.
-    pub fn new(backplane: Arc<dyn SessionBackplane>, ttl: Duration) -> Self {
-        SharedSessions { backplane, instance: random_token(), ttl, echoes: Echoes::default() }
+    /// Sessions shared through `backplane`, each record kept `ttl` after its last use, signed
+    /// and sealed under keys derived from `secret`, which every instance must share (and which
+    /// serves nothing else).
+    pub fn new(backplane: Arc<dyn SessionBackplane>, ttl: Duration, secret: &[u8; 32]) -> Self {
+        let trust = Arc::new(Trust { keys: BackplaneKeys::new(secret), guard: Guard::default() });
+        SharedSessions { backplane, instance: random_token(), ttl, echoes: Echoes::default(), trust }
     }
 
     /// How long a record lives unused.
@@ -176,32 +232,42 @@ impl SharedSessions {
         self.ttl
     }
 
-    /// Writes the session's record and tells the other instances; nothing for a session not
-    /// initialized.
+    /// What this instance refused from the backplane since it started.
+    pub fn refused(&self) -> RefusedEvents {
+        self.trust.guard.counts()
+    }
+
+    /// Writes the session's record (sealed) and tells the other instances; nothing for a
+    /// session not initialized.
     pub(crate) async fn save(&self, session: &Session) -> BackendResult<()> {
         let (Some(id), Some(record)) = (session.id(), Record::of(session)) else { return Ok(()) };
         let bytes = serde_json::to_vec(&record).map_err(encode_error)?;
-        self.backplane.save(id, bytes, self.ttl).await?;
+        self.backplane.save(id, self.trust.keys.seal(RECORD, id, &bytes), self.ttl).await?;
         // The change is answered once its announcement came back through the backplane, which
         // hands it to every instance at once: the client's next request, wherever it lands,
         // then finds the copy there changed (a copy that missed it is read again after the
         // backplane's connection comes back). Without a listener (or past the wait) it goes on.
-        let nonce = random_token();
+        let envelope = random_token();
         let (heard, echo) = tokio::sync::oneshot::channel();
-        lock(&self.echoes).insert(nonce.clone(), heard);
-        let event = Event::Changed { session: id.to_owned(), record };
-        let published = self.send(event, Some(nonce.clone())).await;
+        lock(&self.echoes).insert(envelope.clone(), heard);
+        let wire = Heard::Changed { session: id.to_owned(), record };
+        let published = self.send(wire, envelope.clone(), true).await;
         if published.is_ok() && tokio::time::timeout(ECHO_WAIT, echo).await.is_err() {
             tracing::debug!("a session change was not heard back in time");
         }
-        lock(&self.echoes).remove(&nonce);
+        lock(&self.echoes).remove(&envelope);
         published
     }
 
-    /// The record of session `id`, if one is kept (an unreadable one counts as none).
+    /// The record of session `id`, if one is kept (one that does not open, or does not read,
+    /// counts as none).
     pub(crate) async fn load(&self, id: &str) -> BackendResult<Option<Record>> {
-        let bytes = self.backplane.load(id).await?;
-        Ok(bytes.and_then(|bytes| serde_json::from_slice(&bytes).ok()))
+        let Some(sealed) = self.backplane.load(id).await? else { return Ok(None) };
+        let record = self.trust.keys.open(RECORD, id, &sealed).and_then(|bytes| serde_json::from_slice(&bytes).ok());
+        if record.is_none() {
+            self.trust.guard.refuse(Refusal::Unreadable);
+        }
+        Ok(record)
     }
 
     /// Ends session `id` everywhere.
@@ -218,38 +284,138 @@ impl SharedSessions {
         self.backplane.renew(ids, self.ttl).await
     }
 
-    /// Tells every other instance.
+    /// Tells every other instance: what a client said is kept sealed in the store first, and
+    /// only its reference goes out; a task's status goes without its result.
     pub(crate) async fn publish(&self, event: Event) -> BackendResult<()> {
-        self.send(event, None).await
+        let wire = match event {
+            Event::Ended { session } => Heard::Ended { session },
+            Event::Cancel { session, request } => Heard::Cancel { session, request },
+            Event::Answer { session, user, request, outcome } => {
+                let payload = self.keep(ANSWER, &outcome).await?;
+                Heard::Answer { session, user, request, payload }
+            }
+            Event::Change { change } => match task_status(&change) {
+                Some((task, owner, status)) => Heard::TaskStatus { task, owner, status },
+                None if change.get("kind").and_then(Value::as_str) == Some("task") => {
+                    tracing::warn!("a task's change without its id, owner or status was not passed on");
+                    return Ok(());
+                }
+                None => Heard::Change { change },
+            },
+            Event::TaskAnswers { task, owner, responses } => {
+                let payload = self.keep(TASK_ANSWERS, &responses).await?;
+                Heard::TaskAnswers { task, owner, payload }
+            }
+            Event::TaskCancel { task, owner } => Heard::TaskCancel { task, owner },
+        };
+        self.send(wire, random_token(), false).await
     }
 
-    // Publishes `event` from this instance, asking to hear it back under `echo` when given.
-    async fn send(&self, event: Event, echo: Option<String>) -> BackendResult<()> {
-        let envelope = Envelope { from: self.instance.clone(), echo, event };
-        self.backplane.publish(serde_json::to_vec(&envelope).map_err(encode_error)?).await
+    // Keeps `value` sealed under a new reference for a short while; the reference.
+    async fn keep(&self, purpose: &str, value: &impl Serialize) -> BackendResult<String> {
+        let bytes = serde_json::to_vec(value).map_err(encode_error)?;
+        // Not of the form of a session id (32 hex digits), so never read as a session.
+        let reference = format!("payload-{}", random_token());
+        let sealed = self.trust.keys.seal(purpose, &reference, &bytes);
+        self.backplane.save(&reference, sealed, PAYLOAD_TTL).await?;
+        Ok(reference)
     }
 
-    /// What the other instances say from now on (this one's own events and unreadable ones
-    /// skipped); ends when the backplane's connection does.
-    pub(crate) async fn events(&self) -> BackendResult<BoxStream<'static, Event>> {
-        let (instance, echoes) = (self.instance.clone(), Arc::clone(&self.echoes));
+    // What `reference` keeps for `purpose`, if it is there and opens.
+    async fn fetch<T: serde::de::DeserializeOwned>(&self, purpose: &str, reference: &str) -> BackendResult<Option<T>> {
+        if !reference.starts_with("payload-") {
+            self.trust.guard.refuse(Refusal::Unreadable);
+            return Ok(None);
+        }
+        let Some(sealed) = self.backplane.load(reference).await? else { return Ok(None) };
+        let value =
+            self.trust.keys.open(purpose, reference, &sealed).and_then(|bytes| serde_json::from_slice(&bytes).ok());
+        if value.is_none() {
+            self.trust.guard.refuse(Refusal::Unreadable);
+        }
+        Ok(value)
+    }
+
+    /// The client's answer kept under `reference` (by [`Heard::Answer`]), read once: it is
+    /// removed as it is read.
+    pub(crate) async fn answer(&self, reference: &str) -> BackendResult<Option<Answer>> {
+        let answer = self.fetch(ANSWER, reference).await?;
+        if answer.is_some() {
+            self.backplane.remove(reference).await?;
+        }
+        Ok(answer)
+    }
+
+    /// The answers to a task's questions kept under `reference` (by [`Heard::TaskAnswers`]).
+    /// Left for their short life: every instance reads them, and only the one running the task
+    /// takes them.
+    pub(crate) async fn task_answers(&self, reference: &str) -> BackendResult<Option<serde_json::Map<String, Value>>> {
+        self.fetch(TASK_ANSWERS, reference).await
+    }
+
+    // Publishes `wire` from this instance, signed, under the envelope id `id`.
+    async fn send(&self, wire: Heard, id: String, echo: bool) -> BackendResult<()> {
+        let envelope = Envelope { from: self.instance.clone(), id, at: now_ms(), echo, event: wire };
+        let body = serde_json::to_vec(&envelope).map_err(encode_error)?;
+        self.backplane.publish(self.trust.keys.wrap(&body)).await
+    }
+
+    /// What the other instances say from now on: this one's own events skipped, and every
+    /// message dropped (and counted, see [`refused`](Self::refused)) that is not signed with
+    /// the shared key, was sent too long ago, was heard before, or does not read. Ends when the
+    /// backplane's connection does.
+    pub(crate) async fn events(&self) -> BackendResult<BoxStream<'static, Heard>> {
+        let (instance, echoes, trust) = (self.instance.clone(), Arc::clone(&self.echoes), Arc::clone(&self.trust));
         let events = self.backplane.events().await?;
         Ok(events
             .filter_map(move |bytes| {
-                let envelope = serde_json::from_slice::<Envelope>(&bytes).ok();
-                let event = envelope.and_then(|envelope| {
-                    if envelope.from != instance {
-                        return Some(envelope.event);
+                let heard = match trust.hear(&bytes, &instance) {
+                    Ok(Hearing::Other(heard)) => Some(heard),
+                    Ok(Hearing::Own { id, echo }) => {
+                        if let Some(heard) = echo.then(|| lock(&echoes).remove(&id)).flatten() {
+                            let _ = heard.send(());
+                        }
+                        None
                     }
-                    if let Some(heard) = envelope.echo.and_then(|nonce| lock(&echoes).remove(&nonce)) {
-                        let _ = heard.send(());
+                    Err(why) => {
+                        trust.guard.refuse(why);
+                        None
                     }
-                    None
-                });
-                std::future::ready(event)
+                };
+                std::future::ready(heard)
             })
             .boxed())
     }
+}
+
+// What one message heard turned out to be.
+enum Hearing {
+    Other(Heard),
+    Own { id: String, echo: bool },
+}
+
+impl Trust {
+    // Reads a message from the backplane, if it may be believed.
+    fn hear(&self, bytes: &[u8], instance: &str) -> Result<Hearing, Refusal> {
+        let body = self.keys.unwrap(bytes)?;
+        let envelope: Envelope = serde_json::from_slice(&body).map_err(|_| Refusal::Unreadable)?;
+        self.guard.admit(&envelope.id, envelope.at, now_ms())?;
+        if envelope.from == instance {
+            return Ok(Hearing::Own { id: envelope.id, echo: envelope.echo });
+        }
+        Ok(Hearing::Other(envelope.event))
+    }
+}
+
+// A task's change as `Change::to_wire` writes it (`{"kind": "task", "owner", "task": {...}}`):
+// its id, owner and status, nothing of its result.
+fn task_status(change: &Value) -> Option<(String, String, String)> {
+    if change.get("kind")?.as_str()? != "task" {
+        return None;
+    }
+    let text = |value: Option<&Value>| value.and_then(Value::as_str).map(str::to_owned);
+    let task = change.get("task")?;
+    Some((text(task.get("taskId"))?, text(change.get("owner"))?, text(task.get("status"))?))
 }
 
 fn encode_error(e: serde_json::Error) -> mirobody_core::BackendError {
@@ -305,24 +471,141 @@ mod tests {
         assert!(copy.client().unwrap().name.len() <= MAX_CLIENT_INFO_BYTES);
     }
 
-    #[test]
-    fn events_travel_as_tagged_json() {
-        let event = Event::Answer {
+    // Two instances over one memory backplane, and a raw listener that sees what travels.
+    async fn pair(
+        secret: [u8; 32],
+        other: [u8; 32],
+    ) -> (Arc<crate::session::MemoryBackplane>, SharedSessions, SharedSessions, BoxStream<'static, Vec<u8>>) {
+        let backplane = Arc::new(crate::session::MemoryBackplane::new());
+        let ttl = Duration::from_secs(60);
+        let a = SharedSessions::new(Arc::clone(&backplane) as _, ttl, &secret);
+        let b = SharedSessions::new(Arc::clone(&backplane) as _, ttl, &other);
+        let raw = backplane.events().await.unwrap();
+        (backplane, a, b, raw)
+    }
+
+    async fn next<T>(stream: &mut BoxStream<'static, T>) -> Option<T> {
+        tokio::time::timeout(Duration::from_millis(300), stream.next()).await.ok().flatten()
+    }
+
+    const SECRET: &str = "Allergic to penicillin";
+
+    // What an envelope says once opened with the right key: even then, no content.
+    fn opened(shared: &SharedSessions, wire: &[u8]) -> String {
+        assert!(!String::from_utf8_lossy(wire).contains("alice"), "sealed on the way");
+        String::from_utf8(shared.trust.keys.unwrap(wire).unwrap()).unwrap()
+    }
+
+    #[tokio::test]
+    async fn answers_and_task_results_never_travel_and_are_read_from_the_store() {
+        let (_backplane, a, b, mut raw) = pair([1; 32], [1; 32]).await;
+        let mut on_b = b.events().await.unwrap();
+
+        let outcome = Answer::Result(serde_json::json!({"action": "accept", "content": {"note": SECRET}}));
+        let answer = Event::Answer {
             session: "s1".into(),
             user: Some("alice".into()),
             request: Id::String("q".into()),
-            outcome: Answer::Result(serde_json::json!({"action": "accept"})),
+            outcome: outcome.clone(),
         };
-        let wire = serde_json::to_value(Envelope { from: "i1".into(), echo: None, event: event.clone() }).unwrap();
-        assert_eq!(wire["kind"], "answer");
-        assert_eq!(wire["outcome"]["result"]["action"], "accept");
-        let back: Envelope = serde_json::from_value(wire).unwrap();
-        assert_eq!((back.from.as_str(), back.event), ("i1", event));
+        a.publish(answer).await.unwrap();
+        let wire = opened(&a, &next(&mut raw).await.unwrap());
+        assert!(wire.contains("alice") && !wire.contains("penicillin"), "{wire}");
+        let Some(Heard::Answer { session, user, request, payload }) = next(&mut on_b).await else { panic!() };
+        assert_eq!((session.as_str(), user.as_deref(), request), ("s1", Some("alice"), Id::String("q".into())));
+        assert_eq!(b.answer(&payload).await.unwrap(), Some(outcome));
+        assert_eq!(b.answer(&payload).await.unwrap(), None, "read once");
 
-        let responses = serde_json::json!({"go": {"action": "decline"}}).as_object().cloned().unwrap();
-        let event = Event::TaskAnswers { task: "t1".into(), owner: "user:alice".into(), responses };
-        let wire = serde_json::to_value(Envelope { from: "i2".into(), echo: None, event: event.clone() }).unwrap();
-        assert_eq!((wire["kind"].as_str(), wire["owner"].as_str()), (Some("task_answers"), Some("user:alice")));
-        assert_eq!(serde_json::from_value::<Envelope>(wire).unwrap().event, event);
+        let responses = serde_json::json!({"go": {"action": "accept", "content": {"note": SECRET}}});
+        let responses = responses.as_object().cloned().unwrap();
+        let event = Event::TaskAnswers { task: "t1".into(), owner: "user:alice".into(), responses: responses.clone() };
+        a.publish(event).await.unwrap();
+        let wire = opened(&a, &next(&mut raw).await.unwrap());
+        assert!(wire.contains("user:alice") && !wire.contains("penicillin"), "{wire}");
+        let Some(Heard::TaskAnswers { task, owner, payload }) = next(&mut on_b).await else { panic!() };
+        assert_eq!((task.as_str(), owner.as_str()), ("t1", "user:alice"));
+        assert_eq!(b.task_answers(&payload).await.unwrap(), Some(responses));
+        assert_eq!(b.task_answers("s1").await.unwrap(), None, "only references are read");
+
+        let change = serde_json::json!({"kind": "task", "owner": "user:alice", "task": {
+            "taskId": "t1", "status": "completed", "result": {"content": [{"type": "text", "text": SECRET}]}}});
+        a.publish(Event::Change { change }).await.unwrap();
+        let wire = opened(&a, &next(&mut raw).await.unwrap());
+        assert!(wire.contains("completed") && !wire.contains("penicillin"), "{wire}");
+        let heard = next(&mut on_b).await;
+        let status = Heard::TaskStatus { task: "t1".into(), owner: "user:alice".into(), status: "completed".into() };
+        assert_eq!(heard, Some(status));
+        // A list change goes as it is.
+        a.publish(Event::Change { change: serde_json::json!({"kind": "tools"}) }).await.unwrap();
+        assert_eq!(next(&mut on_b).await, Some(Heard::Change { change: serde_json::json!({"kind": "tools"}) }));
+        assert_eq!((b.refused().unreadable, b.refused().total()), (1, 1), "the made-up reference, only");
+    }
+
+    #[tokio::test]
+    async fn a_record_is_sealed_where_it_is_kept_and_on_the_way() {
+        let (backplane, a, b, mut raw) = pair([1; 32], [1; 32]).await;
+        let mut on_b = b.events().await.unwrap();
+        let session = initialized(Some("alice"));
+        session.subscribe("file:///penicillin").unwrap();
+        a.save(&session).await.unwrap();
+        let kept = backplane.load("s1").await.unwrap().unwrap();
+        assert!(!String::from_utf8_lossy(&kept).contains("alice"), "sealed at rest");
+        let wire = next(&mut raw).await.unwrap();
+        assert!(!String::from_utf8_lossy(&wire).contains("penicillin"), "nor on the way");
+        assert!(opened(&a, &wire).contains("penicillin"), "for the instances only");
+        let Some(Heard::Changed { session: id, record }) = next(&mut on_b).await else { panic!() };
+        assert_eq!((id.as_str(), Some(record.clone())), ("s1", Record::of(&session)));
+        assert_eq!(b.load("s1").await.unwrap(), Some(record));
+
+        // A record moved to another id, or written by hand, is none.
+        backplane.save("s2", kept, Duration::from_secs(60)).await.unwrap();
+        assert_eq!(b.load("s2").await.unwrap(), None);
+        let plain = serde_json::to_vec(&Record::of(&session).unwrap()).unwrap();
+        backplane.save("s3", plain, Duration::from_secs(60)).await.unwrap();
+        assert_eq!(b.load("s3").await.unwrap(), None);
+        assert_eq!(b.refused().unreadable, 2);
+    }
+
+    #[tokio::test]
+    async fn forged_tampered_stale_and_replayed_envelopes_are_dropped_and_counted() {
+        let (backplane, a, stranger, mut raw) = pair([1; 32], [2; 32]).await;
+        let b = SharedSessions::new(Arc::clone(&backplane) as _, Duration::from_secs(60), &[1; 32]);
+        let mut on_b = b.events().await.unwrap();
+
+        // Unsigned, as `redis-cli publish` would send it.
+        let forged = serde_json::json!({"from": "x", "id": "1", "at": now_ms(), "kind": "task_cancel", "task": "t", "owner": "user:alice"});
+        backplane.publish(serde_json::to_vec(&forged).unwrap()).await.unwrap();
+        // Signed under another key.
+        stranger.publish(Event::Ended { session: "s1".into() }).await.unwrap();
+        // Tampered with on the way.
+        a.publish(Event::TaskCancel { task: "t".into(), owner: "user:alice".into() }).await.unwrap();
+        let _ = next(&mut raw).await;
+        let _ = next(&mut raw).await;
+        let genuine = next(&mut raw).await.unwrap();
+        let mut tampered = genuine.clone();
+        *tampered.last_mut().unwrap() ^= 1;
+        backplane.publish(tampered).await.unwrap();
+        // Signed, but old.
+        let old = Envelope {
+            from: "x".into(),
+            id: random_token(),
+            at: now_ms() - 60_000,
+            echo: false,
+            event: Heard::Ended { session: "s1".into() },
+        };
+        backplane.publish(a.trust.keys.wrap(&serde_json::to_vec(&old).unwrap())).await.unwrap();
+        // Sealed and signed, but in no form this release reads.
+        backplane.publish(a.trust.keys.wrap(br#"{"kind":"unknown"}"#)).await.unwrap();
+        // The genuine one once more: a replay.
+        backplane.publish(genuine).await.unwrap();
+
+        let only = next(&mut on_b).await;
+        assert_eq!(only, Some(Heard::TaskCancel { task: "t".into(), owner: "user:alice".into() }), "the genuine one");
+        assert_eq!(next(&mut on_b).await, None, "and nothing else");
+        let refused = b.refused();
+        assert_eq!(
+            (refused.unsigned, refused.forged, refused.stale, refused.unreadable, refused.replayed),
+            (1, 2, 1, 1, 1)
+        );
     }
 }

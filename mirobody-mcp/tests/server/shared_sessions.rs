@@ -1,21 +1,29 @@
 //! Sessions shared by several endpoints through one backplane, as instances behind a load
 //! balancer share a Redis: any instance serves any request of a session, a change made through
 //! one holds on the others, cancellations and answers reach the call wherever it runs, a
-//! session outlives the instance that made it, and DELETE ends it everywhere.
+//! session outlives the instance that made it, and DELETE ends it everywhere. And what crosses
+//! the backplane: a task's status reaches the owner's streams elsewhere while its result never
+//! travels; a forged message reaches no stream and is counted; another secret shares nothing.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
+use axum::body::Body;
+use futures::StreamExt;
 use futures::stream::BoxStream;
-use http::{Method, StatusCode};
+use http::{Method, Request, StatusCode, header};
 use mirobody_core::backend::BackendResult;
-use mirobody_core::{BackendError, SessionBackplane, UserInfo};
-use mirobody_mcp::http::HttpOptions;
+use mirobody_core::{BackendError, Registry, SessionBackplane, TaskSupport, Tool, ToolResult, UserInfo};
+use mirobody_mcp::http::{HttpOptions, McpHttp};
 use mirobody_mcp::session::MemoryBackplane;
+use mirobody_mcp::{McpService, MemoryTaskStore, StateKey, TaskOptions};
 use serde_json::{Value, json};
+use tower::ServiceExt;
 
-use crate::support::{Sse, TestServer, json_reply, notification, rpc, started, stopped, with, within};
+use crate::support::{
+    ACCEPT_BOTH, Sse, TestServer, json_reply, notification, rpc, shared_key, started, stopped, with, within,
+};
 
 fn tool_call(id: i64, name: &str, arguments: Value) -> Value {
     rpc(id, "tools/call", json!({"name": name, "arguments": arguments}))
@@ -247,4 +255,143 @@ async fn an_unreachable_store_is_a_503_and_nothing_is_half_made() {
 
     flaky.down.store(false, Ordering::Relaxed);
     client.via(&b).call("ping", json!({})).await.result();
+}
+
+// ---------------------------------------------------------------------------------------------
+// What travels: signed, sealed, and without content.
+// ---------------------------------------------------------------------------------------------
+
+const TASKS: &str = "io.modelcontextprotocol/tasks";
+const SECRET: &str = "Allergic to penicillin";
+
+// A task that ends with a text nobody but its owner may read.
+async fn secret_task(_: mirobody_core::Args, _: &UserInfo, _: &mirobody_core::ToolContext<'_>) -> ToolResult {
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    ToolResult::text(SECRET)
+}
+
+// An instance whose tasks are kept in `store`, shared by all (as their database is).
+async fn task_instance(store: &Arc<MemoryTaskStore>, backplane: &Arc<MemoryBackplane>, key: &StateKey) -> McpHttp {
+    let registry = Registry::builder()
+        .tool(Tool::new("secret_task", "Ends with a secret.").task_support(TaskSupport::Optional).handler(secret_task))
+        .build()
+        .unwrap();
+    let options = TaskOptions::default().with_sync_budget(Duration::from_millis(50));
+    let service = McpService::builder(Arc::new(registry)).task_store(Arc::clone(store) as _).task_options(options);
+    let service = service.request_state_key(key.clone()).build();
+    McpHttp::with_shared_sessions(service, HttpOptions::default(), Arc::clone(backplane) as _, key).await.unwrap()
+}
+
+// A 2026-07-28 request of `user` with the tasks extension.
+fn modern(user: &str, id: i64, method: &str, mut params: Value) -> Request<Body> {
+    params["_meta"] = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {"extensions": {TASKS: {}}},
+        "io.modelcontextprotocol/clientInfo": {"name": "tests", "version": "1"},
+    });
+    let mut request = Request::builder()
+        .method(Method::POST)
+        .uri("/")
+        .header(header::HOST, "localhost")
+        .header(header::ACCEPT, ACCEPT_BOTH)
+        .header(header::CONTENT_TYPE, "application/json")
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", method);
+    if let Some(name) = params["name"].as_str() {
+        request = request.header("mcp-name", name);
+    }
+    let body = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+    let mut request = request.body(Body::from(body.to_string())).unwrap();
+    request.extensions_mut().insert(UserInfo::authenticated(user));
+    request
+}
+
+async fn send(http: &McpHttp, request: Request<Body>) -> http::Response<Body> {
+    within("a response", http.router().oneshot(request)).await.unwrap()
+}
+
+// Alice's listen stream on `http`, for her tasks and the prompt list, acknowledged.
+async fn listening(http: &McpHttp) -> Sse {
+    let listen = json!({"notifications": {"promptsListChanged": true}});
+    let mut stream = Sse::new(send(http, modern("alice", 1, "subscriptions/listen", listen)).await);
+    assert_eq!(stream.next_message().await["method"], "notifications/subscriptions/acknowledged");
+    stream
+}
+
+#[tokio::test]
+async fn a_task_status_reaches_another_instance_and_its_result_never_travels() {
+    let (store, backplane) = (Arc::new(MemoryTaskStore::default()), Arc::new(MemoryBackplane::new()));
+    let key = shared_key();
+    let (a, b) = (task_instance(&store, &backplane, &key).await, task_instance(&store, &backplane, &key).await);
+    let mut wire = backplane.events().await.unwrap();
+    let mut on_b = listening(&b).await;
+
+    let call = json!({"name": "secret_task", "arguments": {}});
+    let created = json_reply(send(&a, modern("alice", 2, "tools/call", call)).await).await;
+    let task = created.result()["taskId"].as_str().expect("a task").to_owned();
+    let ended = within("the task's end on b's stream", async {
+        loop {
+            let message = on_b.next_message().await;
+            assert_eq!(message["method"], "notifications/tasks", "{message}");
+            assert_eq!(message["params"]["taskId"], task.as_str());
+            if message["params"]["status"] == "completed" {
+                return message;
+            }
+        }
+    })
+    .await;
+    // The result, read by b from the task store.
+    assert_eq!(ended["params"]["result"]["content"][0]["text"], SECRET, "{ended}");
+
+    // Everything that crossed: neither the result, nor even whose task it was, in clear.
+    let mut heard = 0;
+    while let Ok(Some(bytes)) = tokio::time::timeout(Duration::from_millis(100), wire.next()).await {
+        let text = String::from_utf8_lossy(&bytes);
+        assert!(!text.contains("penicillin") && !text.contains("alice") && !text.contains(&task), "{text}");
+        heard += 1;
+    }
+    assert!(heard >= 2, "the status changes went through the backplane ({heard})");
+    assert_eq!((a.refused_events().unwrap().total(), b.refused_events().unwrap().total()), (0, 0));
+}
+
+#[tokio::test]
+async fn a_forged_message_never_reaches_a_listen_stream_and_is_counted() {
+    let (store, backplane) = (Arc::new(MemoryTaskStore::default()), Arc::new(MemoryBackplane::new()));
+    let key = shared_key();
+    let (a, b) = (task_instance(&store, &backplane, &key).await, task_instance(&store, &backplane, &key).await);
+    let stranger = StateKey::new(*b"not the secret the others share!").unwrap();
+    let intruder = task_instance(&store, &backplane, &stranger).await;
+    let mut on_a = listening(&a).await;
+
+    // A completed task for alice, as `redis-cli publish` would send it (the form messages had
+    // before they were signed), and the same with a made-up signature.
+    let forged = json!({"from": "x", "kind": "change", "change": {"kind": "task", "owner": "user:alice",
+        "task": {"taskId": "t-forged", "status": "completed", "result": {"content": [{"type": "text", "text": "forged"}]}}}});
+    backplane.publish(forged.to_string().into_bytes()).await.unwrap();
+    backplane.publish(format!("mbp1:{}:{forged}", "0".repeat(64)).into_bytes()).await.unwrap();
+    // An instance configured with another secret: what it says is not believed either.
+    intruder.service().changes().prompts_changed();
+    // A genuine change from b: the first and only thing alice's stream carries.
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    b.service().changes().prompts_changed();
+    assert_eq!(on_a.next_message().await["method"], "notifications/prompts/list_changed");
+    let nothing_more = tokio::time::timeout(Duration::from_millis(300), on_a.next_event()).await;
+    assert!(nothing_more.is_err(), "{:?}", nothing_more.map(|e| e.map(|e| e.data)));
+    let refused = a.refused_events().unwrap();
+    assert_eq!((refused.unsigned, refused.forged), (1, 2), "{refused:?}");
+    // To the intruder, b's change is forged too.
+    eventually("the intruder to refuse b's change", async || intruder.refused_events().unwrap().forged == 2).await;
+    assert_eq!(intruder.refused_events().unwrap().unsigned, 1);
+}
+
+#[tokio::test]
+async fn instances_with_different_secrets_share_nothing() {
+    let backplane = Arc::new(MemoryBackplane::new());
+    let a = TestServer::sharing(Arc::clone(&backplane) as _, HttpOptions::default()).await;
+    let stranger = StateKey::new(*b"not the secret the others share!").unwrap();
+    let b = TestServer::sharing_with(Arc::clone(&backplane) as _, HttpOptions::default(), &stranger).await;
+    let client = a.initialized_as(UserInfo::authenticated("alice"), json!({})).await;
+    // b cannot open a's record: to b the session does not exist.
+    assert_eq!(client.via(&b).call("tools/list", json!({})).await.status, StatusCode::NOT_FOUND);
+    assert_eq!(b.http.refused_events().unwrap().unreadable, 1);
 }

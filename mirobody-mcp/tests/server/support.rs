@@ -266,6 +266,11 @@ pub(crate) fn service(options: McpOptions) -> McpService {
 // HTTP
 // =============================================================================================
 
+/// The secret instances sharing sessions in these tests share.
+pub(crate) fn shared_key() -> mirobody_mcp::StateKey {
+    mirobody_mcp::StateKey::new(*b"the tests' shared secret, 32 B!!").expect("32 bytes")
+}
+
 /// A server: the endpoint, whose router tests drive without sockets.
 pub(crate) struct TestServer {
     pub(crate) http: McpHttp,
@@ -295,9 +300,19 @@ impl TestServer {
         TestServer { http, router }
     }
 
-    /// An instance among several sharing sessions through `backplane`.
+    /// An instance among several sharing sessions through `backplane`, with the secret they
+    /// all share ([`shared_key`]).
     pub(crate) async fn sharing(backplane: Arc<dyn mirobody_core::SessionBackplane>, http: HttpOptions) -> Self {
-        let http = McpHttp::with_shared_sessions(service(McpOptions::default()), http, backplane)
+        TestServer::sharing_with(backplane, http, &shared_key()).await
+    }
+
+    /// An instance sharing `backplane` with the secret `key`.
+    pub(crate) async fn sharing_with(
+        backplane: Arc<dyn mirobody_core::SessionBackplane>,
+        http: HttpOptions,
+        key: &mirobody_mcp::StateKey,
+    ) -> Self {
+        let http = McpHttp::with_shared_sessions(service(McpOptions::default()), http, backplane, key)
             .await
             .expect("the backplane is subscribed to");
         let router = http.router();

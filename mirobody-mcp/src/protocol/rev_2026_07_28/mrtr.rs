@@ -85,6 +85,15 @@ impl StateKey {
         rand::rng().fill_bytes(&mut bytes);
         StateKey(Arc::from(bytes.as_slice()))
     }
+
+    /// A key of its own for `purpose` (HMAC-SHA256 of the label under this key), so that
+    /// another use of the shared secret never shares a key with request states, whose MACs all
+    /// begin with another label.
+    pub(crate) fn derive(&self, purpose: &str) -> [u8; 32] {
+        let mut mac = HmacSha256::new_from_slice(&self.0).expect("HMAC takes keys of any length");
+        mac.update(purpose.as_bytes());
+        mac.finalize().into_bytes().into()
+    }
 }
 
 /// What a request state is bound to: it is accepted only on a retry of the same request by the

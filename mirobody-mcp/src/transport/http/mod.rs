@@ -157,6 +157,13 @@ impl McpHttp {
     /// backplane's connection drops) and keeps the records of the sessions used here alive,
     /// until the endpoint is dropped.
     ///
+    /// `key` is the secret every instance shares (the one the service seals request states
+    /// with): from it each instance derives the keys, of this use only, that sign and seal
+    /// every message and record, and it believes nothing on the backplane signed otherwise
+    /// (counted by [`refused_events`](Self::refused_events)). Nothing a client or a tool said
+    /// travels: answers are kept sealed in the backplane's store under a reference, and a
+    /// task's result is read from the task store.
+    ///
     /// # Errors
     ///
     /// The backplane cannot be subscribed to.
@@ -164,10 +171,12 @@ impl McpHttp {
         service: McpService,
         options: HttpOptions,
         backplane: Arc<dyn mirobody_core::SessionBackplane>,
+        key: &crate::StateKey,
     ) -> Result<Self, mirobody_core::BackendError> {
         let mut http = McpHttp::new(service, options);
         let ttl = http.inner.options.session_idle_timeout;
-        let shared = Arc::new(SharedSessions::new(backplane, ttl));
+        let secret = key.derive("mirobody-backplane-v1");
+        let shared = Arc::new(SharedSessions::new(backplane, ttl, &secret));
         http.inner.service.tasks().reach_other_instances(Arc::clone(&shared));
         if let Some(inner) = Arc::get_mut(&mut http.inner) {
             inner.shared = Some(shared);
@@ -179,6 +188,13 @@ impl McpHttp {
     /// Whether sessions are shared with other instances.
     pub fn shares_sessions(&self) -> bool {
         self.inner.shared.is_some()
+    }
+
+    /// What this instance dropped from the shared sessions' backplane (unsigned, forged, stale,
+    /// replayed or unreadable messages and records) since it started; `None` when sessions are
+    /// not shared.
+    pub fn refused_events(&self) -> Option<crate::session::RefusedEvents> {
+        self.inner.shared.as_ref().map(|shared| shared.refused())
     }
 
     /// Who holds what now, and the bounds per caller.

@@ -4,7 +4,7 @@
 
 use super::*;
 use crate::jsonrpc::Id;
-use crate::session::{Answer, Event, SharedSessions};
+use crate::session::{Answer, Event, Heard, SharedSessions};
 use axum::response::IntoResponse;
 use futures::StreamExt;
 use std::sync::Weak;
@@ -122,11 +122,15 @@ async fn pass_changes_on(
     }
 }
 
-async fn keep_listening(weak: Weak<HttpInner>, mut events: futures::stream::BoxStream<'static, Event>) {
+async fn keep_listening(weak: Weak<HttpInner>, mut events: futures::stream::BoxStream<'static, Heard>) {
+    // Task status changes are read from the task store one after another, off this loop, so
+    // that a slow store delays no other event and the statuses reach streams in order.
+    let (statuses, pending_statuses) = tokio::sync::mpsc::channel(STATUS_BACKLOG);
+    tokio::spawn(relay_task_statuses(weak.clone(), pending_statuses));
     loop {
         while let Some(event) = events.next().await {
             let Some(inner) = weak.upgrade() else { return };
-            on_event(&inner, event);
+            on_event(&inner, event, &statuses);
         }
         tracing::warn!("lost the shared session store's events; subscribing again");
         events = loop {
@@ -142,43 +146,94 @@ async fn keep_listening(weak: Weak<HttpInner>, mut events: futures::stream::BoxS
     }
 }
 
-fn on_event(inner: &HttpInner, event: Event) {
+// How many task status changes heard may wait to be read from the task store; beyond, they are
+// dropped with a warning (a client polling the task still sees it).
+const STATUS_BACKLOG: usize = 1024;
+
+fn on_event(inner: &HttpInner, event: Heard, statuses: &tokio::sync::mpsc::Sender<(String, String, String)>) {
     match event {
-        Event::Changed { session, record } => {
+        Heard::Changed { session, record } => {
             if let Some(copy) = inner.sessions.peek(&session) {
                 record.apply(&copy);
             }
         }
-        Event::Ended { session } => {
+        Heard::Ended { session } => {
             inner.sessions.forget(&session);
             inner.service.pending().abandon(Some(&session));
         }
-        Event::Cancel { session, request } => {
+        Heard::Cancel { session, request } => {
             if let Some(copy) = inner.sessions.peek(&session) {
                 copy.cancel_request(&request);
             }
         }
-        Event::Answer { session, user, request, outcome } => {
-            // Not asked here (or no longer waited for): another instance takes it.
-            let _ = inner.service.pending().complete(&request, Some(&session), user.as_deref(), outcome.into());
+        Heard::Answer { session, user, request, payload } => {
+            // Read from the store only by the instance whose call asked (and still waits).
+            if !inner.service.pending().awaits(&request, Some(&session), user.as_deref()) {
+                return;
+            }
+            let (Some(shared), pending) = (inner.shared.clone(), Arc::clone(inner.service.pending())) else { return };
+            tokio::spawn(async move {
+                match shared.answer(&payload).await {
+                    Ok(Some(answer)) => {
+                        let _ = pending.complete(&request, Some(&session), user.as_deref(), answer.into());
+                    }
+                    Ok(None) => tracing::warn!("a client's answer passed on was gone before it was read"),
+                    Err(e) => tracing::warn!(error = %e, "a client's answer passed on could not be read"),
+                }
+            });
         }
-        Event::Change { change } => {
+        Heard::Change { change } => {
             if let Some(change) = crate::protocol::changes::Change::from_wire(&change) {
                 inner.service.changes().notify_here(change);
             }
         }
-        // Each for the instance running the task; the others have nothing to do.
-        Event::TaskAnswers { task, owner, responses } => {
-            let tasks = Arc::clone(inner.service.tasks());
-            tokio::spawn(async move { tasks.update_here(&task, &owner, responses).await });
+        Heard::TaskStatus { task, owner, status } => {
+            // Nobody listens here: nothing to read.
+            if inner.service.changes().listeners() > 0 && statuses.try_send((task, owner, status)).is_err() {
+                tracing::warn!("a task's status change from another instance was dropped: too many waiting");
+            }
         }
-        Event::TaskCancel { task, owner } => {
+        // Each for the instance running the task; the others have nothing to do.
+        Heard::TaskAnswers { task, owner, payload } => {
+            let (Some(shared), tasks) = (inner.shared.clone(), Arc::clone(inner.service.tasks())) else { return };
+            tokio::spawn(async move {
+                match shared.task_answers(&payload).await {
+                    Ok(Some(responses)) => tasks.update_here(&task, &owner, responses).await,
+                    Ok(None) => tracing::debug!("a task's answers passed on were gone before they were read"),
+                    Err(e) => tracing::warn!(error = %e, "a task's answers passed on could not be read"),
+                }
+            });
+        }
+        Heard::TaskCancel { task, owner } => {
             let tasks = Arc::clone(inner.service.tasks());
             tokio::spawn(async move {
                 if let Err(crate::protocol::tasks::TaskRefusal::Rpc(e)) = tasks.cancel_here(&task, &owner).await {
-                    tracing::warn!(task = %task, error = %e.message, "a cancellation from another instance failed");
+                    tracing::warn!(error = %e.message, "a cancellation from another instance failed");
                 }
             });
+        }
+    }
+}
+
+// Tells this instance's listen streams of the task status changes heard from the others, with
+// the task as the task store shows it: the result never travels between instances. A status
+// the store has already moved past is left to the change that moved it.
+async fn relay_task_statuses(
+    weak: Weak<HttpInner>,
+    mut statuses: tokio::sync::mpsc::Receiver<(String, String, String)>,
+) {
+    use crate::protocol::changes::Change;
+    use crate::protocol::tasks::task_json;
+    while let Some((task, owner, status)) = statuses.recv().await {
+        let Some(inner) = weak.upgrade() else { return };
+        let tasks = inner.service.tasks();
+        match tasks.get(&task, &owner).await {
+            Ok(record) if record.state.as_str() == status => {
+                let task = task_json(&record, &tasks.options, true);
+                inner.service.changes().notify_here(Change::TaskStatus { owner, task });
+            }
+            Ok(_) => {}
+            Err(_) => tracing::debug!("a task whose status changed on another instance could not be read"),
         }
     }
 }
