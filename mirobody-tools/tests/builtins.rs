@@ -42,6 +42,11 @@ mod tasks;
 #[path = "builtins/s3.rs"]
 mod s3;
 
+/// Upload links on SQLite and PostgreSQL: no user id, hashed at rest, single use under racing
+/// uploads, expiry, revocation, a bound per person.
+#[path = "builtins/upload_links.rs"]
+mod upload_links;
+
 /// MCP sessions shared through Redis: records, events, and instances serving one session.
 #[path = "builtins/shared_sessions.rs"]
 mod shared_sessions;

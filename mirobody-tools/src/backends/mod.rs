@@ -395,18 +395,6 @@ impl OpenedBackends {
         self.signer.verify(path, query)
     }
 
-    /// Signed links to the upload page at `base` (for example
-    /// `https://mirobody.example/upload`), each valid for `lifetime`, signed with a key derived
-    /// from the URL-signing key: instances that share `signing_key` accept each other's links.
-    pub fn upload_links(&self, base: impl Into<String>, lifetime: std::time::Duration) -> crate::upload_links::UploadLinks {
-        use hmac::{KeyInit, Mac};
-        // A key of its own, so that no upload-link signature is ever a valid file-URL one.
-        let mut mac = hmac::Hmac::<sha2::Sha256>::new_from_slice(self.signer.key()).expect("HMAC takes any key");
-        mac.update(b"mirobody upload links");
-        let key = mac.finalize().into_bytes().to_vec();
-        crate::upload_links::UploadLinks::new(key, base, lifetime).expect("a 32-byte key")
-    }
-
     /// Waits until the work that opening started is over: the database connections back in
     /// their pool ([`SqlStore::settle`]).
     pub async fn settle(&self) {

@@ -66,6 +66,7 @@ mod tests;
 
 /// The SQL store: users, care-circle sharing, FHIR Observations, the file index,
 /// conversations, memories, personal-secret hashes and the access log.
+mod upload_links;
 ///
 /// Cheap to clone (a pool handle).
 #[derive(Clone)]
