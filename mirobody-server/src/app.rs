@@ -63,7 +63,7 @@ pub struct Server {
     pub endpoint: McpEndpoint,
     /// The handles tools get.
     pub tool_backends: Backends,
-    /// The signed links to the upload page.
+    /// The links to the upload page.
     pub upload_links: mirobody_tools::upload_links::UploadLinks,
 }
 
@@ -144,9 +144,10 @@ pub async fn build(config: &Config) -> Result<Server, AppError> {
     if !unknown.is_empty() {
         tracing::warn!(tools = ?unknown, "per-agent tool lists name tools that do not exist");
     }
-    let upload_links = opened.upload_links(
+    let upload_links = mirobody_tools::upload_links::UploadLinks::new(
+        Arc::clone(opened.sql()),
         format!("{}{}/upload", config.base_url(), config.uri_prefix),
-        std::time::Duration::from_secs(config.uploads.link_ttl_secs),
+        config.uploads.link_settings(),
     );
     let mut tool_backends = Backends::default();
     tool_backends.cache = Some(opened.cache());

@@ -203,6 +203,10 @@ pub struct UploadSettings {
 }
 
 impl Default for UploadSettings {
+    /// Files one upload link stores before it stops working.
+    pub link_uses: u32,
+    /// Upload links that still work one person may have at once.
+    pub max_links_per_user: u32,
     fn default() -> Self {
         let limits = mirobody_tools::uploads::UploadLimits::default();
         UploadSettings {
@@ -217,6 +221,8 @@ impl Default for UploadSettings {
         }
     }
 }
+            link_uses: 1,
+            max_links_per_user: 20,
 
 impl UploadSettings {
     /// The limits [`mirobody_tools::uploads::store_upload`] applies.
@@ -226,6 +232,15 @@ impl UploadSettings {
         limits.max_files_per_user = self.max_files_per_user;
         limits.max_bytes_per_user = self.max_bytes_per_user;
         limits
+    }
+
+    /// How [`mirobody_tools::upload_links::UploadLinks`] makes links.
+    pub fn link_settings(&self) -> mirobody_tools::upload_links::LinkSettings {
+        let mut settings = mirobody_tools::upload_links::LinkSettings::default();
+        settings.lifetime = std::time::Duration::from_secs(self.link_ttl_secs);
+        settings.uses = self.link_uses;
+        settings.max_live_per_user = self.max_links_per_user;
+        settings
     }
 }
 
@@ -478,6 +493,8 @@ impl Config {
         options.caller_limits = self.caller_limits();
         options
     }
+            ("uploads.link_uses", u64::from(self.uploads.link_uses)),
+            ("uploads.max_links_per_user", u64::from(self.uploads.max_links_per_user)),
 
     /// What one caller may hold and how fast it may ask.
     pub fn caller_limits(&self) -> mirobody_mcp::limits::CallerLimits {

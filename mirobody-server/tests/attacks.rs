@@ -16,6 +16,9 @@ mod permissions;
 #[path = "attacks/fair_shares.rs"]
 mod fair_shares;
 
+#[path = "attacks/links.rs"]
+mod links;
+
 #[path = "attacks/client_addresses.rs"]
 mod client_addresses;
 

@@ -1,6 +1,7 @@
-//! `POST <prefix>/files` (signed in) and the upload page at `<prefix>/upload/<token>` (a
-//! signed link from the `upload_link` tool): a person's files, stored through
-//! [`store_upload`].
+//! `POST <prefix>/files` (signed in) and the upload page at `<prefix>/upload/<token>` (a link
+//! from the `upload_link` tool, which `DELETE` ends; `DELETE <prefix>/upload` ends all the
+//! caller's): a person's files, stored through
+//! [`Uploader::store`](mirobody_tools::uploads::Uploader::store).
 //!
 //! A file comes as `multipart/form-data` (its field `file`) or as the raw body with its
 //! `Content-Type` and `?filename=`. The page is the same bytes for every link: the token stays
@@ -13,9 +14,10 @@ use axum::Router;
 use axum::body::Body;
 use axum::extract::{FromRequest, Multipart, Path, Query};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
+use axum::routing::{delete, get, post};
 use base64::Engine;
 use http::{HeaderMap, HeaderValue, Request, StatusCode, header};
+use mirobody_tools::upload_links::LinkError;
 use mirobody_tools::uploads::{UploadError, store_upload};
 use serde::Deserialize;
 use sha2::{Digest, Sha256};
@@ -42,7 +44,8 @@ const MULTIPART_OVERHEAD: usize = 64 * 1024;
 pub(super) fn router(prefix: &str, routes: Routes) -> Router {
     Router::new()
         .route(&format!("{prefix}/files"), post(upload_signed_in))
-        .route(&format!("{prefix}/upload/{{token}}"), get(page).post(upload_by_link))
+        .route(&format!("{prefix}/upload"), delete(revoke_all_links))
+        .route(&format!("{prefix}/upload/{{token}}"), get(page).post(upload_by_link).delete(revoke_link))
         // The bodies are bounded as they are read (`Routes::read_body`), by the upload limits.
         .layer(axum::extract::DefaultBodyLimit::disable())
         .with_state(routes)
@@ -69,32 +72,75 @@ async fn upload_signed_in(
 }
 
 async fn upload_by_link(
+// A file through a link: one of the link's uses is taken before the body is read, so uploads
+// racing on a single-use link store one file, and given back when nothing was stored (a file
+// refused for its type or size, a body cut off, a client gone), so a refusal burns no link.
     axum::extract::State(routes): axum::extract::State<Routes>,
     Path(token): Path<String>,
     request: Request<Body>,
 ) -> Response {
-    match routes.inner.links.verify(&token) {
-        Ok(owner) => receive(&routes, &owner, request).await,
-        Err(e) => link_refused(e),
+    let taken = match routes.inner.links.take_use(&token).await {
+        Ok(taken) => taken,
+        Err(e) => return link_refused(&e),
+    };
+    let owner = taken.user().to_owned();
+    let mut response = receive(&routes, &owner, request).await;
+    if response.status() == StatusCode::CREATED {
+        // The page reads it to say the link is used up rather than try the next file.
+        response.headers_mut().insert(USES_LEFT, HeaderValue::from(taken.uses_left()));
+        taken.keep();
+    } else {
+        taken.give_back().await;
+    }
+    response
+}
+
+/// The header telling the upload page how many more files its link stores.
+const USES_LEFT: header::HeaderName = header::HeaderName::from_static("upload-link-uses-left");
+
+fn link_refused(e: &LinkError) -> Response {
+    error(StatusCode::from_u16(e.status()).unwrap_or(StatusCode::FORBIDDEN), e.to_string())
+}
+
+// `DELETE <prefix>/upload/<token>`: whoever holds a link may end it.
+async fn revoke_link(
+    axum::extract::State(routes): axum::extract::State<Routes>,
+    Path(token): Path<String>,
+) -> Response {
+    match routes.inner.links.revoke(&token).await {
+        Ok(()) => {
+            let mut response = StatusCode::NO_CONTENT.into_response();
+            response.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+            response
+        }
+        Err(e) => link_refused(&e),
     }
 }
 
-fn link_refused(e: mirobody_tools::backends::SignedUrlError) -> Response {
-    let message = match e {
-        mirobody_tools::backends::SignedUrlError::Expired => "This upload link has expired; ask for a new one.",
-        _ => "This upload link is not valid; ask for a new one.",
+// `DELETE <prefix>/upload`: the signed-in caller ends every link of theirs that still works.
+async fn revoke_all_links(
+    axum::extract::State(routes): axum::extract::State<Routes>,
+    request: Request<Body>,
+) -> Response {
+    let owner = match routes.caller(&request) {
+        Ok((owner, _)) => owner,
+        Err(refusal) => return refusal,
     };
-    error(StatusCode::FORBIDDEN, message)
+    match routes.inner.links.revoke_all(&owner).await {
+        Ok(revoked) => {
+            let mut response = axum::Json(serde_json::json!({"revoked": revoked})).into_response();
+            response.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+            response
+        }
+        Err(e) => link_refused(&e),
+    }
 }
 
 async fn page(axum::extract::State(routes): axum::extract::State<Routes>, Path(token): Path<String>) -> Response {
-    let mut response = match routes.inner.links.verify(&token) {
+// The page, for a link that still works; showing it takes no use.
+    let mut response = match routes.inner.links.check(&token).await {
         Ok(_) => (StatusCode::OK, PAGE).into_response(),
-        Err(e) => {
-            let refused = link_refused(e);
-            let status = refused.status();
-            (status, "This upload link is expired or not valid; ask for a new one.").into_response()
-        }
+        Err(e) => (StatusCode::from_u16(e.status()).unwrap_or(StatusCode::FORBIDDEN), e.to_string()).into_response(),
     };
     let ok = response.status() == StatusCode::OK;
     let headers = response.headers_mut();

@@ -42,6 +42,7 @@ pub use cipher::FileCipher;
 pub use private::write_private_atomically;
 pub use signing::{SignedUrlError, UrlSigner};
 pub use sql::{Dialect, MAX_INVITEE_CHARS, QuotaExceeded, SqlStore, SqlTaskStore, StoreQuotas};
+pub(crate) use sql::{LinkInsert, UploadLinkRow};
 pub use storage::{ObjectStorage, valid_key};
 
 /// Where uploaded files live.

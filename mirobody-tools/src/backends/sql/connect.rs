@@ -55,6 +55,12 @@ pub(super) const MIGRATIONS: &[(i64, &str, &str, &str)] = &[
         include_str!("../../../migrations/sqlite/0006_tasks.sql"),
         include_str!("../../../migrations/postgres/0006_tasks.sql"),
     ),
+    (
+        8,
+        "upload_links",
+        include_str!("../../../migrations/sqlite/0008_upload_links.sql"),
+        include_str!("../../../migrations/postgres/0008_upload_links.sql"),
+    ),
 ];
 
 /// Where a SQLite migration hands over to Rust to compute every memory's indexed terms.

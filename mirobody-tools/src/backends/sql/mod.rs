@@ -48,6 +48,7 @@ macro_rules! on_pool {
 pub use circle::MAX_INVITEE_CHARS;
 pub use quotas::{QuotaExceeded, StoreQuotas};
 pub use tasks::SqlTaskStore;
+pub(crate) use upload_links::{LinkInsert, UploadLinkRow};
 
 // Declared after `on_pool!`, so that the macro is in scope in each of them.
 mod access_log;
