@@ -85,7 +85,9 @@ impl Cache for MemoryCache {
 }
 
 /// A Redis cache through a reconnecting connection manager; every key gets a prefix so one
-/// Redis can serve several deployments.
+/// Redis can serve several deployments, and within it a namespace of its own: the cache's
+/// keys are `<prefix>cache:<key>`, the shared sessions' `<prefix>session:<id>` (see
+/// `sessions.rs`), so that no cache key ever names a session record.
 #[derive(Clone)]
 pub struct RedisCache {
     conn: ConnectionManager,
@@ -138,8 +140,14 @@ impl RedisCache {
         Ok(RedisCache { conn, client, prefix: prefix.to_owned() })
     }
 
+    // Under the deployment's prefix: the cache's keys and the sessions' each in their
+    // namespace.
     pub(super) fn key(&self, key: &str) -> String {
         format!("{}{key}", self.prefix)
+    }
+
+    fn cache_key(&self, key: &str) -> String {
+        format!("{}cache:{key}", self.prefix)
     }
 
     pub(super) fn connection(&self) -> ConnectionManager {
@@ -151,13 +159,13 @@ impl RedisCache {
 impl Cache for RedisCache {
     async fn get(&self, key: &str) -> BackendResult<Option<Vec<u8>>> {
         let mut conn = self.conn.clone();
-        redis::cmd("GET").arg(self.key(key)).query_async(&mut conn).await.map_err(redis_error)
+        redis::cmd("GET").arg(self.cache_key(key)).query_async(&mut conn).await.map_err(redis_error)
     }
 
     async fn set(&self, key: &str, value: &[u8], ttl: Option<Duration>) -> BackendResult<()> {
         let mut conn = self.conn.clone();
         let mut cmd = redis::cmd("SET");
-        cmd.arg(self.key(key)).arg(value);
+        cmd.arg(self.cache_key(key)).arg(value);
         match ttl {
             Some(ttl) if ttl.is_zero() => return self.delete(key).await.map(|_| ()),
             // PX needs at least 1 ms.
@@ -171,7 +179,8 @@ impl Cache for RedisCache {
 
     async fn delete(&self, key: &str) -> BackendResult<bool> {
         let mut conn = self.conn.clone();
-        let removed: i64 = redis::cmd("DEL").arg(self.key(key)).query_async(&mut conn).await.map_err(redis_error)?;
+        let removed: i64 =
+            redis::cmd("DEL").arg(self.cache_key(key)).query_async(&mut conn).await.map_err(redis_error)?;
         Ok(removed > 0)
     }
 }

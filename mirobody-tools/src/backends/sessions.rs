@@ -1,6 +1,13 @@
 //! MCP sessions shared through Redis (core's `SessionBackplane`), so that every instance of
-//! the server behind one load balancer serves every session: a record per session under
-//! `<prefix>session:<id>` with an expiry, and events on the `<prefix>sessions` channel.
+//! the server behind one load balancer serves every session: a record per session (and a
+//! client's answer on its way to another instance) under `<prefix>session:<id>` with an expiry,
+//! apart from the cache's `<prefix>cache:` keys, and events on the `<prefix>session-events`
+//! channel. What is kept and carried comes sealed and signed from the MCP layer: Redis only
+//! keeps and carries bytes it cannot read.
+//!
+//! The commands used, for a Redis ACL user limited to the prefix: `GET`, `SET`, `DEL`,
+//! `PEXPIRE`, `PUBLISH`, `SUBSCRIBE` (and `PING`, `HELLO` and `CLIENT` the client sends itself);
+//! the README's deployment guide gives the line.
 
 use std::time::Duration;
 
@@ -20,7 +27,7 @@ impl RedisCache {
     }
 
     fn session_channel(&self) -> String {
-        self.key("sessions")
+        self.key("session-events")
     }
 }
 

@@ -1,18 +1,23 @@
 //! MCP sessions shared through the Redis of this machine: the backplane's records and events,
 //! then instances over one Redis serving one session between them (a question asked on one
-//! and answered through another, the session going on after its first instance is gone).
+//! and answered through another, the session going on after its first instance is gone); the
+//! cache and the sessions in namespaces of their own; a completed task forged with a `PUBLISH`
+//! dropped and counted; and the deployment guide's ACL user, which is all the server needs.
 
 use std::sync::Arc;
 use std::time::Duration;
 
+use axum::body::Body;
 use futures::StreamExt;
-use mirobody_core::{ResourceRegistry, SessionBackplane, UserInfo};
-use mirobody_mcp::McpService;
+use http::{Request, header};
+use mirobody_core::{Cache, ResourceRegistry, SessionBackplane, UserInfo};
 use mirobody_mcp::http::{HttpOptions, McpHttp};
+use mirobody_mcp::{McpService, StateKey};
 use mirobody_tools::backends::{OpenedBackends, RedisCache};
 use serde_json::json;
+use tower::ServiceExt;
 
-use crate::support::{Client, Env, Sse, external, handles, rpc, unique};
+use crate::support::{Client, Env, Sse, external, handles, rpc, unique, within};
 
 async fn redis(test: &str) -> Option<(String, String)> {
     let url = external("MIROBODY_TEST_REDIS_URL", test)?;
@@ -61,12 +66,21 @@ async fn redis_carries_events_to_every_subscriber_of_its_prefix() {
 async fn instance(backends: &OpenedBackends) -> McpHttp {
     let registry = Arc::new(mirobody_tools::builtin_registry().unwrap());
     let resources = ResourceRegistry::from_registered(mirobody_tools::views::resources(), Vec::new()).unwrap();
-    let service = McpService::builder(registry).resources(resources).backends(handles(backends)).build();
+    let key = shared_key();
+    let service = McpService::builder(registry)
+        .resources(resources)
+        .backends(handles(backends))
+        .request_state_key(key.clone())
+        .build();
     let mut options = HttpOptions::default();
     options.caller_limits = mirobody_mcp::limits::CallerLimits::default().with_rate(0, 0);
-    McpHttp::with_shared_sessions(service, options, backends.session_backplane().expect("Redis is configured"))
-        .await
-        .unwrap()
+    let backplane = backends.session_backplane().expect("Redis is configured");
+    McpHttp::with_shared_sessions(service, options, backplane, &key).await.unwrap()
+}
+
+// The secret the instances share, as `request_state_key` in their configuration.
+fn shared_key() -> StateKey {
+    StateKey::new(*b"instances share this secret, 32!").unwrap()
 }
 
 fn via(client: &Client, http: &McpHttp) -> Client {
@@ -111,4 +125,131 @@ async fn instances_sharing_a_redis_serve_one_session_between_them() {
     let c = instance(&env.backends).await;
     let recalled = via(&client, &c).tool("recall_memory", json!({"query": "penicillin"})).await;
     assert!(recalled.ok().to_string().contains("Allergic to penicillin"), "{}", recalled.body);
+}
+
+#[tokio::test]
+async fn cache_keys_and_session_records_live_in_namespaces_of_their_own() {
+    let Some((url, prefix)) = redis("namespaces").await else { return };
+    let cache = RedisCache::connect(&url, &prefix).await.unwrap();
+    // A cache key that looks like a session's names no session record.
+    Cache::set(&cache, "session:s1", b"cached", Some(Duration::from_secs(30))).await.unwrap();
+    cache.save("s1", b"record".to_vec(), Duration::from_secs(30)).await.unwrap();
+    assert_eq!(cache.load("s1").await.unwrap(), Some(b"record".to_vec()));
+    assert_eq!(Cache::get(&cache, "session:s1").await.unwrap(), Some(b"cached".to_vec()));
+
+    let mut conn = redis::Client::open(url.as_str()).unwrap().get_multiplexed_async_connection().await.unwrap();
+    let mut keys: Vec<String> = redis::cmd("KEYS").arg(format!("{prefix}*")).query_async(&mut conn).await.unwrap();
+    keys.sort();
+    assert_eq!(keys, [format!("{prefix}cache:session:s1"), format!("{prefix}session:s1")]);
+    Cache::delete(&cache, "session:s1").await.unwrap();
+    cache.remove("s1").await.unwrap();
+}
+
+// Alice's 2026-07-28 `subscriptions/listen` stream on `http`, for her tasks and the prompt list.
+async fn listening(http: &McpHttp) -> Sse {
+    let params = json!({"notifications": {"promptsListChanged": true}, "_meta": {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {"extensions": {"io.modelcontextprotocol/tasks": {}}},
+        "io.modelcontextprotocol/clientInfo": {"name": "tests", "version": "1"},
+    }});
+    let body = rpc(1, "subscriptions/listen", params);
+    let mut request = Request::builder()
+        .method("POST")
+        .uri("/")
+        .header(header::HOST, "localhost")
+        .header(header::ACCEPT, "application/json, text/event-stream")
+        .header(header::CONTENT_TYPE, "application/json")
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", "subscriptions/listen")
+        .body(Body::from(body.to_string()))
+        .unwrap();
+    request.extensions_mut().insert(UserInfo::authenticated("alice"));
+    let mut stream = Sse::new(within("the listen stream", http.router().oneshot(request)).await.unwrap());
+    assert_eq!(stream.next_message().await["method"], "notifications/subscriptions/acknowledged");
+    stream
+}
+
+#[tokio::test]
+async fn a_completed_task_forged_with_a_publish_is_dropped_and_counted() {
+    let Some((url, prefix)) = redis("forged_publish").await else { return };
+    let env = Env::with(|config| mirobody_tools::backends::BackendConfig {
+        redis_url: Some(url.clone()),
+        redis_key_prefix: prefix.clone(),
+        ..config
+    })
+    .await;
+    let (a, b) = (instance(&env.backends).await, instance(&env.backends).await);
+    let mut stream = listening(&a).await;
+
+    // What `redis-cli publish <prefix>session-events '...'` sends: a completed task for alice.
+    let forged = json!({"from": "x", "id": "1", "at": 0, "kind": "change", "change": {"kind": "task",
+        "owner": "user:alice", "task": {"taskId": "t1", "status": "completed",
+        "result": {"content": [{"type": "text", "text": "forged"}]}}}});
+    let mut conn = redis::Client::open(url.as_str()).unwrap().get_multiplexed_async_connection().await.unwrap();
+    let channel = format!("{prefix}session-events");
+    let heard: i64 = redis::cmd("PUBLISH").arg(&channel).arg(forged.to_string()).query_async(&mut conn).await.unwrap();
+    assert_eq!(heard, 2, "both instances subscribe to the channel");
+    within("a to count the forgery", async {
+        while a.refused_events().unwrap().unsigned < 1 {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await;
+    // Alice's stream carries only what an instance said: b's change, and nothing before it.
+    b.service().changes().prompts_changed();
+    assert_eq!(stream.next_message().await["method"], "notifications/prompts/list_changed");
+    within("b to count it too", async {
+        while b.refused_events().unwrap().unsigned < 1 {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await;
+}
+
+// The deployment guide's ACL user (README, "Running more than one instance"): everything the
+// server does with Redis works as that user, and nothing outside its prefix does.
+#[tokio::test]
+async fn the_deployment_guides_acl_user_can_do_all_the_server_needs_and_no_more() {
+    let Some((url, prefix)) = redis("acl_user").await else { return };
+    let user = unique("mirobody_acl");
+    let password = unique("secret");
+    let mut admin = redis::Client::open(url.as_str()).unwrap().get_multiplexed_async_connection().await.unwrap();
+    // The guide's line, with this test's user, password and prefix.
+    let line = format!(
+        "ACL SETUSER {user} reset on >{password} ~{prefix}* &{prefix}* \
+         +get +set +del +pexpire +publish +subscribe +unsubscribe +ping"
+    );
+    let args: Vec<&str> = line.split_whitespace().skip(1).collect();
+    let _: () = redis::cmd("ACL").arg(&args).query_async(&mut admin).await.unwrap();
+    let host = url.strip_prefix("redis://").expect("a redis:// URL");
+    let as_user = format!("redis://{user}:{password}@{host}");
+    let outcome = async move {
+        let limited = RedisCache::connect(&as_user, &prefix).await.unwrap();
+        Cache::set(&limited, "k", b"v", Some(Duration::from_secs(30))).await.unwrap();
+        assert_eq!(Cache::get(&limited, "k").await.unwrap(), Some(b"v".to_vec()));
+        assert!(Cache::delete(&limited, "k").await.unwrap());
+        let mut events = limited.events().await.unwrap();
+        limited.save("s1", b"record".to_vec(), Duration::from_secs(30)).await.unwrap();
+        limited.renew(&["s1".into()], Duration::from_secs(60)).await.unwrap();
+        assert_eq!(limited.load("s1").await.unwrap(), Some(b"record".to_vec()));
+        limited.publish(b"hello".to_vec()).await.unwrap();
+        let event = tokio::time::timeout(Duration::from_secs(5), events.next()).await.unwrap();
+        assert_eq!(event, Some(b"hello".to_vec()));
+        limited.remove("s1").await.unwrap();
+        // Outside its prefix, or another command: refused.
+        let mut conn = redis::Client::open(as_user.as_str()).unwrap().get_multiplexed_async_connection().await.unwrap();
+        let other: Result<Option<Vec<u8>>, _> = redis::cmd("GET").arg("elsewhere").query_async(&mut conn).await;
+        let refused = |e: redis::RedisError| e.to_string().to_lowercase().contains("permission");
+        assert!(refused(other.unwrap_err()), "a key outside the prefix");
+        let keys: Result<Vec<String>, _> = redis::cmd("KEYS").arg("*").query_async(&mut conn).await;
+        assert!(refused(keys.unwrap_err()), "a command the server does not use");
+        let publish: Result<i64, _> = redis::cmd("PUBLISH").arg("elsewhere").arg("x").query_async(&mut conn).await;
+        assert!(refused(publish.unwrap_err()), "a channel outside the prefix");
+    };
+    // The user goes however the test ends.
+    let outcome = tokio::spawn(outcome).await;
+    let _: () = redis::cmd("ACL").arg("DELUSER").arg(&user).query_async(&mut admin).await.unwrap();
+    if let Err(panic) = outcome {
+        std::panic::resume_unwind(panic.into_panic());
+    }
 }
