@@ -27,8 +27,9 @@ use mirobody_core::UserInfo;
 
 use crate::session::lock;
 
-/// The client's address, as the server that accepted its connection saw it. [`crate::serve`]
-/// puts it in every request's extensions; an application serving [`crate::transport::http::McpHttp`]
+/// The client's address: its connection's peer, or when that is a trusted reverse proxy
+/// ([`crate::ServeOptions::trusted_proxies`]), the client the proxy's header names.
+/// [`crate::serve`] puts it in every request's extensions; an application serving [`crate::transport::http::McpHttp`]
 /// itself may put it there too (axum's `ConnectInfo<SocketAddr>` is read as well).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ClientAddr(pub IpAddr);
