@@ -155,18 +155,18 @@ async fn run(command: Command, config: Config, shutdown: &Shutdown) -> Result<u8
             let upload = match server.upload_links.mint(&info.user_id).await {
                 Ok(link) => link.url,
                 Err(e) => {
-                    eprintln!("no upload link: {e}");
-                    String::new()
-                }
-            };
-            let urls = cli::DemoUrls { personal: url.expose(), mcp: &server.endpoint.mcp_url(), upload: &upload };
-            print!("{}", cli::demo_instructions(&info, &token, &urls));
         Command::UploadLink { action } => {
             let server = app::build(&config).await?;
             let code = cli::run_upload_link(&server.upload_links, action, &mut std::io::stdout()).await?;
             server.backends.close().await;
             Ok(u8::try_from(code).unwrap_or(1))
         }
+                    eprintln!("no upload link: {e}");
+                    String::new()
+                }
+            };
+            let urls = cli::DemoUrls { personal: url.expose(), mcp: &server.endpoint.mcp_url(), upload: &upload };
+            print!("{}", cli::demo_instructions(&info, &token, &urls));
             server.backends.close().await;
             Ok(0)
         }

@@ -71,10 +71,10 @@ async fn upload_signed_in(
     receive(&routes, &owner, request).await
 }
 
-async fn upload_by_link(
 // A file through a link: one of the link's uses is taken before the body is read, so uploads
 // racing on a single-use link store one file, and given back when nothing was stored (a file
 // refused for its type or size, a body cut off, a client gone), so a refusal burns no link.
+async fn upload_by_link(
     axum::extract::State(routes): axum::extract::State<Routes>,
     Path(token): Path<String>,
     request: Request<Body>,
@@ -136,8 +136,8 @@ async fn revoke_all_links(
     }
 }
 
-async fn page(axum::extract::State(routes): axum::extract::State<Routes>, Path(token): Path<String>) -> Response {
 // The page, for a link that still works; showing it takes no use.
+async fn page(axum::extract::State(routes): axum::extract::State<Routes>, Path(token): Path<String>) -> Response {
     let mut response = match routes.inner.links.check(&token).await {
         Ok(_) => (StatusCode::OK, PAGE).into_response(),
         Err(e) => (StatusCode::from_u16(e.status()).unwrap_or(StatusCode::FORBIDDEN), e.to_string()).into_response(),

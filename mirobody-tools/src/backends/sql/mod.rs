@@ -66,8 +66,8 @@ mod tasks;
 mod tests;
 
 /// The SQL store: users, care-circle sharing, FHIR Observations, the file index,
-/// conversations, memories, personal-secret hashes and the access log.
 mod upload_links;
+/// conversations, memories, personal-secret hashes and the access log.
 ///
 /// Cheap to clone (a pool handle).
 #[derive(Clone)]
