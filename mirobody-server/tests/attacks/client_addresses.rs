@@ -7,7 +7,21 @@ use std::time::Instant;
 use crate::common::request;
 use crate::harness::Server;
 
-const RATE: [(&str, &str); 2] = [("MIROBODY_REQUESTS_PER_SECOND", "2"), ("MIROBODY_REQUESTS_BURST", "5")];
+const LIMITS: [(&str, &str); 3] = [
+    ("MIROBODY_REQUESTS_PER_SECOND", "2"),
+    ("MIROBODY_REQUESTS_BURST", "5"),
+    ("MIROBODY_MAX_CONNECTIONS_PER_ADDRESS", "2"),
+];
+
+// The status of an anonymous `GET /circle` sent while two other connections from this
+// address are open: 503 when the server counts them as one client's.
+fn beside_two_open_connections(port: u16) -> u16 {
+    let open: Vec<_> = (0..2).map(|_| std::net::TcpStream::connect(("127.0.0.1", port)).unwrap()).collect();
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    let status = request(port, "GET", "/circle", &[], b"").0;
+    drop(open);
+    status
+}
 
 // How many of anonymous `GET /circle`s with these forwarding headers were refused for the rate.
 fn refused<'a>(port: u16, requests: impl IntoIterator<Item = Vec<(&'a str, String)>>) -> usize {
@@ -22,18 +36,19 @@ fn refused<'a>(port: u16, requests: impl IntoIterator<Item = Vec<(&'a str, Strin
 
 #[test]
 fn forwarding_headers_from_an_untrusted_peer_do_not_pick_the_bucket() {
-    let mut server = Server::start("attack-addresses-untrusted", &RATE);
+    let mut server = Server::start("attack-addresses-untrusted", &LIMITS);
     // Forty requests, each claiming another client: all are the one loopback client.
     let spoofed = (0..40)
         .map(|i| vec![("X-Forwarded-For", format!("198.51.100.{i}")), ("Forwarded", format!("for=198.51.100.{i}"))]);
     let refused = refused(server.port, spoofed);
     assert!(refused >= 25, "only {refused} of 40 refused: the headers chose the bucket");
+    assert_eq!(beside_two_open_connections(server.port), 503, "connections are counted per address");
     server.assert_serves_honest_user();
 }
 
 #[test]
 fn a_trusted_proxys_headers_name_the_client_and_one_48_shares_a_budget() {
-    let mut env = RATE.to_vec();
+    let mut env = LIMITS.to_vec();
     env.push(("MIROBODY_TRUSTED_PROXIES", r#"["127.0.0.1/32"]"#));
     let mut server = Server::start("attack-addresses-trusted", &env);
     let port = server.port;
@@ -53,5 +68,7 @@ fn a_trusted_proxys_headers_name_the_client_and_one_48_shares_a_budget() {
     let at_most = 80 + 32 * (started.elapsed().as_secs() + 1) as usize;
     assert!(200 - refused_48 <= at_most, "{} of 200 /64s of one /48 got through", 200 - refused_48);
     assert!(refused_48 > 0);
+    // A proxy carries many clients: its connections are not counted per address.
+    assert_ne!(beside_two_open_connections(port), 503, "the trusted proxy's connections were counted per address");
     server.assert_serves_honest_user();
 }
