@@ -146,6 +146,12 @@ async fn run(command: Command, config: Config, shutdown: &Shutdown) -> Result<u8
             server.backends.close().await;
             Ok(u8::try_from(code).unwrap_or(1))
         }
+        Command::UploadLink { action } => {
+            let server = app::build(&config).await?;
+            let code = cli::run_upload_link(&server.upload_links, action, &mut std::io::stdout()).await?;
+            server.backends.close().await;
+            Ok(u8::try_from(code).unwrap_or(1))
+        }
         Command::Demo => {
             let server = app::build(&config).await?;
             let info = mirobody_tools::demo::load_demo(&server.backends).await?;
@@ -155,12 +161,6 @@ async fn run(command: Command, config: Config, shutdown: &Shutdown) -> Result<u8
             let upload = match server.upload_links.mint(&info.user_id).await {
                 Ok(link) => link.url,
                 Err(e) => {
-        Command::UploadLink { action } => {
-            let server = app::build(&config).await?;
-            let code = cli::run_upload_link(&server.upload_links, action, &mut std::io::stdout()).await?;
-            server.backends.close().await;
-            Ok(u8::try_from(code).unwrap_or(1))
-        }
                     eprintln!("no upload link: {e}");
                     String::new()
                 }

@@ -64,9 +64,9 @@ mod setup;
 mod tasks;
 #[cfg(test)]
 mod tests;
+mod upload_links;
 
 /// The SQL store: users, care-circle sharing, FHIR Observations, the file index,
-mod upload_links;
 /// conversations, memories, personal-secret hashes and the access log.
 ///
 /// Cheap to clone (a pool handle).
