@@ -13,6 +13,9 @@ mod harness;
 #[path = "attacks/permissions.rs"]
 mod permissions;
 
+#[path = "attacks/quotas.rs"]
+mod quotas;
+
 #[path = "attacks/fair_shares.rs"]
 mod fair_shares;
 
