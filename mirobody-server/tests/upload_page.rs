@@ -58,8 +58,10 @@ fn a_person_uploads_a_lab_report_through_the_link_in_a_real_browser() {
     assert_eq!(seen["errors"], json!([]), "{seen}");
     assert_eq!(seen["other_origins"], json!([]), "the page reached no other origin: {seen}");
     let result = &seen["results"][0];
-    assert_eq!(result["has_text"], true, "{seen}");
-    assert!(result["text"].as_str().unwrap_or_default().contains("lab report.pdf"), "{seen}");
+    // A PDF is answered once stored; its text is read after, and the page says so.
+    assert_eq!(result["text_pending"], true, "{seen}");
+    let said = result["text"].as_str().unwrap_or_default();
+    assert!(said.contains("lab report.pdf") && said.contains("being read"), "{seen}");
     assert!(std::fs::metadata(&screenshot).map(|m| m.len() > 1_000).unwrap_or(false), "a screenshot was taken");
 
     // What the person uploaded is what the model reads.

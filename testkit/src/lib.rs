@@ -198,6 +198,38 @@ impl Peers {
         Ok(bin)
     }
 
+    /// Real documents nobody here wrote, from public packages: the PDFs `pdf-parse` (npm)
+    /// ships as its test data (one of them damaged), and the Word template `python-docx`
+    /// (PyPI) ships. Each as its package's path and its bytes.
+    pub fn real_documents(&self) -> Result<Vec<(String, Vec<u8>)>, String> {
+        let mut found = Vec::new();
+        let pdfs = self.npm_package("pdf-parse@1.1.1")?.join("node_modules/pdf-parse/test/data");
+        let venv = self.python_venv("python-docx", &["python-docx==1.1.2"])?;
+        let site = std::fs::read_dir(venv.join("../lib"))
+            .map_err(|e| e.to_string())?
+            .filter_map(Result::ok)
+            .map(|python| python.path().join("site-packages/docx/templates"))
+            .find(|templates| templates.is_dir())
+            .ok_or("python-docx has no templates folder")?;
+        for dir in [pdfs, site] {
+            let mut entries: Vec<PathBuf> = std::fs::read_dir(&dir)
+                .map_err(|e| format!("{}: {e}", dir.display()))?
+                .filter_map(|entry| entry.ok().map(|entry| entry.path()))
+                .filter(|path| path.extension().is_some_and(|ext| ext == "pdf" || ext == "docx"))
+                .collect();
+            entries.sort();
+            for path in entries {
+                let bytes = std::fs::read(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+                found.push((path.display().to_string(), bytes));
+            }
+        }
+        if found.iter().any(|(name, _)| name.ends_with(".docx")) && found.iter().any(|(name, _)| name.ends_with(".pdf")) {
+            Ok(found)
+        } else {
+            Err(format!("the packages held no PDF or no Word file: {:?}", found.iter().map(|f| &f.0).collect::<Vec<_>>()))
+        }
+    }
+
     /// Debian's nginx: the machine's if installed, else Debian's package unpacked here
     /// (`apt-get download` needs no root, and the binary runs from any folder).
     pub fn nginx(&self) -> Result<PathBuf, String> {

@@ -165,3 +165,100 @@ async fn one_persons_queue_does_not_hold_up_another() {
     }
     assert!(settled <= 1, "{settled} of mallory's documents were read before bob's");
 }
+
+/// How long the fuzz run starts new documents; what is running then is waited for.
+const FUZZ_TIME: Duration = Duration::from_secs(30);
+
+// One mutation of `original`, chosen and placed by `seed`: bytes flipped, a range zeroed, the
+// file cut short, a chunk repeated, or a drawing operator spliced in.
+fn mutate(original: &[u8], seed: u64) -> Vec<u8> {
+    let mut state = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+    let mut next = move |below: usize| {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        (state % below.max(1) as u64) as usize
+    };
+    let mut bytes = original.to_vec();
+    let len = bytes.len();
+    match seed % 5 {
+        0 => {
+            for _ in 0..1 + next(16) {
+                let at = next(len);
+                bytes[at] ^= 1 << next(8);
+            }
+        }
+        1 => {
+            let at = next(len);
+            let end = (at + 1 + next(4096)).min(len);
+            bytes[at..end].fill(0);
+        }
+        2 => bytes.truncate(next(len).max(1)),
+        3 => {
+            let at = next(len);
+            let chunk: Vec<u8> = bytes[at..(at + 1 + next(2048)).min(len)].to_vec();
+            let to = next(len);
+            bytes.splice(to..to, chunk.iter().copied().cycle().take(chunk.len() * (1 + next(8))));
+        }
+        _ => {
+            let to = next(len);
+            bytes.splice(to..to, b" q /X1 Do /Fm0 Do Q BT /F1 1 Tf (x) Tj ET ".iter().copied());
+        }
+    }
+    bytes
+}
+
+#[tokio::test]
+async fn mutated_real_documents_never_hurt_the_caller() {
+    let peers = mirobody_testkit::Peers::new(std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("external"));
+    let documents = match peers.real_documents() {
+        Ok(documents) => documents,
+        Err(why) => return mirobody_testkit::skip(&format!("no real documents: {why}")),
+    };
+    let extractor = extractor(2);
+    // The originals first: the valid ones are read.
+    let mut read = 0;
+    for (name, bytes) in &documents {
+        if let Ok(Some(text)) = extractor.extract_document(bytes.clone()).await {
+            read += usize::from(!text.trim().is_empty());
+        } else {
+            eprintln!("{name}: no text");
+        }
+    }
+    assert!(read >= 3, "only {read} of {} real documents gave text", documents.len());
+    // Then mutations of each, two at a time, for a bounded time.
+    let started = Instant::now();
+    let mut runs = 0u64;
+    let mut outcomes = std::collections::BTreeMap::<&str, u32>::new();
+    while started.elapsed() < FUZZ_TIME {
+        let pair: Vec<_> = (0..2)
+            .map(|i| {
+                let seed = runs * 2 + i;
+                let (_, original) = &documents[(seed as usize / 5) % documents.len()];
+                let extractor = extractor.clone();
+                let mutated = mutate(original, seed);
+                tokio::spawn(async move {
+                    let one = Instant::now();
+                    (extractor.extract_document(mutated).await, one.elapsed())
+                })
+            })
+            .collect();
+        for run in pair {
+            let (outcome, took) = run.await.expect("the caller's task survived");
+            assert!(took < Duration::from_secs(20), "a reader ran for {took:?}");
+            let kind = match outcome {
+                Ok(Some(_)) => "text",
+                Ok(None) => "no text",
+                Err(ExtractError::CouldNotRead) => "could not read",
+                Err(_) => "damaged",
+            };
+            *outcomes.entry(kind).or_default() += 1;
+        }
+        runs += 1;
+    }
+    eprintln!("{} mutated documents read in {:?}: {outcomes:?}", runs * 2, started.elapsed());
+    assert!(runs >= 4, "only {runs} rounds ran");
+    // The readers are still there for an honest document.
+    let honest = extractor.extract_document(hostile::text_pdf("LDL 2.1 mmol/L")).await.unwrap();
+    assert!(honest.is_some_and(|t| t.contains("LDL 2.1")));
+}
