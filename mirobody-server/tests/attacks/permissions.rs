@@ -150,3 +150,49 @@ fn a_narrow_agent_and_a_token_without_the_import_scope_are_refused_beside_mcp() 
 
     server.assert_serves_honest_user();
 }
+
+// `tools/call` of `tool` at `/mcp` with `bearer`, after an `initialize`: the status and head.
+fn call_with_token(server: &Server, bearer: &str, tool: &str) -> (u16, String) {
+    let accept = ("Accept", "application/json, text/event-stream");
+    let headers = [("Authorization", bearer), ("Content-Type", "application/json"), accept];
+    let (status, head, body) = crate::common::request(server.port, "POST", "/mcp", &headers, INIT.as_bytes());
+    assert_eq!(status, 200, "{head}\n{}", text(&body));
+    let session = header(&head, "mcp-session-id").expect("a session").to_owned();
+    let call = json!({"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":tool,"arguments":{}}});
+    let headers = [
+        ("Authorization", bearer),
+        ("Content-Type", "application/json"),
+        accept,
+        ("Mcp-Session-Id", &session),
+        ("MCP-Protocol-Version", "2025-11-25"),
+    ];
+    let (status, head, _) = crate::common::request(server.port, "POST", "/mcp", &headers, call.to_string().as_bytes());
+    (status, head)
+}
+
+#[test]
+fn a_scope_configured_for_a_tool_holds_at_mcp_and_at_its_route_alike() {
+    let mut server =
+        Server::start("attack-permissions-scopes", &[("MIROBODY_AUTH__PERMISSION_SCOPES__UPLOAD_FILE", "files:write")]);
+    let upload = |bearer: &str| {
+        send(&server, ("Authorization", bearer), "POST", "/files?filename=a.txt", "text/plain", b"Ferritin 40\n")
+    };
+
+    // Without the scope: 403 insufficient_scope at both doors, naming it.
+    let bare = format!("Bearer {}", scoped_token(&server.data_dir, server.port, "tina", &["files:read"]));
+    let (status, head, body) = upload(&bare);
+    assert_eq!(status, 403, "{head}\n{}", text(&body));
+    assert!(header(&head, "www-authenticate").unwrap_or_default().contains(r#"scope="files:write""#), "{head}");
+    let (status, head) = call_with_token(&server, &bare, "upload_file");
+    assert_eq!(status, 403, "{head}");
+    assert!(header(&head, "www-authenticate").unwrap_or_default().contains(r#"scope="files:write""#), "{head}");
+
+    // With it: the upload is stored, and the tool is called (its arguments judged next).
+    let full = format!("Bearer {}", scoped_token(&server.data_dir, server.port, "fiona", &["files:write"]));
+    let (status, _, body) = upload(&full);
+    assert_eq!(status, 201, "{}", text(&body));
+    assert_eq!(call_with_token(&server, &full, "upload_file").0, 200);
+    // Other tools need nothing new.
+    assert_eq!(call_with_token(&server, &bare, "whoami").0, 200);
+    server.assert_alive();
+}
