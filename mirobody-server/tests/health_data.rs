@@ -461,7 +461,12 @@ fn uploads_beyond_the_concurrent_bound_are_told_to_come_back() {
     let data_dir = fresh_data_dir("upload-busy");
     let port = free_port();
     let alice = token(&data_dir, port, "alice");
-    let env = [("MIROBODY_UPLOADS__MAX_CONCURRENT", "1"), ("MIROBODY_REQUEST_BODY_TIMEOUT_SECS", "60")];
+    // No minimum pace: it would cut the stalled body below (after 10 s) while the next waits.
+    let env = [
+        ("MIROBODY_UPLOADS__MAX_CONCURRENT", "1"),
+        ("MIROBODY_REQUEST_BODY_TIMEOUT_SECS", "60"),
+        ("MIROBODY_UPLOADS__MIN_BODY_BYTES_PER_SEC", "0"),
+    ];
     let _server = common::KillOnDrop(start_with(&data_dir, port, std::process::Stdio::null(), &env));
     // One upload whose body never ends holds the only turn.
     let mut stalled = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
