@@ -8,7 +8,10 @@ use std::time::Duration;
 use mirobody_tools::upload_links::{LinkError, LinkSettings, UploadLinks};
 use sha2::{Digest, Sha256};
 
-use crate::support::{Env, within};
+use mirobody_core::UserInfo;
+use serde_json::json;
+
+use crate::support::{Client, Env, router, within};
 
 const BASE: &str = "https://m.example/upload";
 
@@ -210,4 +213,38 @@ async fn upload_links_on_sqlite() {
 async fn upload_links_on_postgres() {
     let Some(env) = Env::postgres("upload_links_on_postgres").await else { return };
     every_scenario(&env).await;
+}
+
+// The `upload_link` tool: a new link per call, for the signed-in caller only; `revoke_all` ends
+// theirs; and answers that find nothing carry no link.
+#[tokio::test]
+async fn the_tool_makes_a_link_per_call_for_the_caller_and_ends_them() {
+    let env = Env::sqlite().await;
+    let links = links(&env, |_| {});
+    let with_links = router(&env.backends, |mut handles| {
+        handles.extensions.insert(links.clone());
+        handles
+    });
+    let mut client = Client::new(with_links).as_user(UserInfo::authenticated("u1").with_session("chat-u1"));
+    client.initialize(json!({})).await;
+
+    let first = client.tool("upload_link", json!({})).await.ok().clone();
+    let second = client.tool("upload_link", json!({})).await.ok().clone();
+    assert_ne!(first["url"], second["url"], "one link per call");
+    for made in [&first, &second] {
+        let url = made["url"].as_str().unwrap();
+        assert!(!url.contains("u1"), "{url}");
+        assert_eq!(links.check(id_of(url)).await, Ok("u1".to_owned()), "made for the caller");
+        assert_eq!((made["uses"].as_u64(), made["expires_in"].as_u64()), (Some(1), Some(900)), "{made}");
+    }
+    let refused = client.tool("upload_link", json!({"revoke_all": "yes"})).await;
+    assert!(refused.tool_error().contains("must be a boolean"), "{}", refused.tool_error());
+    assert_eq!(client.tool("upload_link", json!({"revoke_all": true})).await.ok()["revoked"], 2);
+    assert_eq!(links.check(id_of(first["url"].as_str().unwrap())).await, Err(LinkError::Revoked));
+
+    let empty = client.tool("search_health_indicators", json!({"keywords": ["glucose"]})).await.ok().clone();
+    let message = empty["message"].as_str().unwrap();
+    assert!(message.contains("upload_link"), "{empty}");
+    assert!(empty.get("upload_url").is_none() && !empty.to_string().contains("/upload/"), "{empty}");
+    assert_eq!(links.live("u1").await, Ok(0), "an answer makes no link");
 }
