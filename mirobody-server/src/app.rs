@@ -144,6 +144,10 @@ pub async fn build(config: &Config) -> Result<Server, AppError> {
     if !unknown.is_empty() {
         tracing::warn!(tools = ?unknown, "per-agent tool lists name tools that do not exist");
     }
+    let unknown = config.tools.unknown_tools(registry.names());
+    if !unknown.is_empty() {
+        tracing::warn!(tools = ?unknown, "tools.time_limits names tools that do not exist");
+    }
     let upload_links = mirobody_tools::upload_links::UploadLinks::new(
         Arc::clone(opened.sql()),
         format!("{}{}/upload", config.base_url(), config.uri_prefix),

@@ -18,8 +18,10 @@ use mirobody_mcp::{McpOptions, ServerInfo};
 pub const ENV_PREFIX: &str = "MIROBODY_";
 
 mod quotas;
+mod tools;
 
 pub use quotas::QuotaSettings;
+pub use tools::ToolSettings;
 
 /// Every setting, with its default.
 #[derive(Clone, Debug, Deserialize)]
@@ -115,6 +117,9 @@ pub struct Config {
     /// Calls that run as tasks (the MCP tasks extension): how long results are kept, how many
     /// run at once per caller.
     pub tasks: TaskSettings,
+    /// How long a tool call may work: a default for tools that declare no limit, and limits
+    /// by tool name.
+    pub tools: ToolSettings,
     /// How much one person keeps: memories, invitations waiting.
     pub quotas: QuotaSettings,
     /// Who callers are: JWT keys, issuer and audience, personal-secret scopes, per-agent tool
@@ -169,6 +174,7 @@ impl Default for Config {
             max_subscriptions: http.max_subscriptions,
             uploads: UploadSettings::default(),
             tasks: TaskSettings::default(),
+            tools: ToolSettings::default(),
             quotas: QuotaSettings::default(),
             auth: AuthConfig::default(),
             backends: BackendConfig::default(),
@@ -544,6 +550,7 @@ impl Config {
         options.page_size = self.page_size;
         options.hide_auth_tools_from_anonymous = self.hide_auth_tools_from_anonymous;
         options.answer_timeout = Duration::from_secs(self.answer_timeout_secs);
+        self.tools.apply(&mut options);
         options
     }
 

@@ -20,6 +20,7 @@
 
 pub mod backends;
 mod chart;
+pub mod cpu;
 pub mod demo;
 mod extract;
 mod fhir;

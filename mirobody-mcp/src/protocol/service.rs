@@ -97,8 +97,9 @@ pub struct McpOptions {
     /// it the call answers an error result. Time spent waiting for the client's answers does
     /// not count.
     pub tool_time_limit: Option<Duration>,
-    /// Time limits by tool name, over what the tools declare and `tool_time_limit`.
-    pub tool_time_limits: std::collections::HashMap<String, Duration>,
+    /// Time limits by tool name, over what the tools declare and `tool_time_limit` (`None`:
+    /// no limit for that tool).
+    pub tool_time_limits: std::collections::HashMap<String, Option<Duration>>,
 }
 
 impl Default for McpOptions {

@@ -27,7 +27,7 @@ impl Inner {
     fn time_limit_of(&self, name: &str) -> Option<Duration> {
         let options = &self.options;
         if let Some(limit) = options.tool_time_limits.get(name) {
-            return Some(*limit);
+            return *limit;
         }
         self.registry.get(name).and_then(|tool| tool.declared_time_limit()).or(options.tool_time_limit)
     }
@@ -42,7 +42,11 @@ impl Inner {
         ctx: &ToolContext<'_>,
     ) -> Result<ToolResult, CallError> {
         // A limit needs tokio's timer: an embedder polling calls on another executor gets none.
-        let limit = self.time_limit_of(name).filter(|_| tokio::runtime::Handle::try_current().is_ok());
+        // One too far off to be a time (more than half of what an instant can reach) is none.
+        let limit = self
+            .time_limit_of(name)
+            .filter(|limit| Instant::now().checked_add(limit.saturating_mul(2)).is_some())
+            .filter(|_| tokio::runtime::Handle::try_current().is_ok());
         let Some(limit) = limit else { return self.registry.call(name, arguments, user, ctx).await };
         let clock = Clock::default();
         let peer = ctx.client().map(|inner| PausingPeer { inner, clock: &clock });

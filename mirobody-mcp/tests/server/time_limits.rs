@@ -41,7 +41,13 @@ fn server(options: McpOptions) -> TestServer {
                 .time_limit(Duration::from_millis(300))
                 .handler(sleep_for),
         )
-        .tool(Tool::new("undeclared", "Sleeps.").params(params).handler(sleep_for))
+        .tool(Tool::new("undeclared", "Sleeps.").params(params.clone()).handler(sleep_for))
+        .tool(
+            Tool::new("lifted", "Sleeps, with a limit the service lifts.")
+                .params(params)
+                .time_limit(Duration::from_millis(100))
+                .handler(sleep_for),
+        )
         .build()
         .unwrap();
     TestServer::of(McpService::builder(Arc::new(registry)).options(options).build(), HttpOptions::default())
@@ -72,7 +78,8 @@ async fn a_call_past_its_declared_time_limit_answers_an_error_result_and_is_drop
 async fn the_services_default_and_overrides_set_the_limit() {
     let options = with(|o: &mut McpOptions| {
         o.tool_time_limit = Some(Duration::from_millis(200));
-        o.tool_time_limits.insert("declared".into(), Duration::from_secs(5));
+        o.tool_time_limits.insert("declared".into(), Some(Duration::from_secs(5)));
+        o.tool_time_limits.insert("lifted".into(), None);
     });
     let client = server(options).initialized(json!({})).await;
     let undeclared = within("the default", client.call_tool("undeclared", json!({"ms": 60_000}))).await;
@@ -81,4 +88,7 @@ async fn the_services_default_and_overrides_set_the_limit() {
     // The override (5 s) replaces the declared 300 ms.
     let declared = client.call_tool("declared", json!({"ms": 600})).await;
     assert_eq!(declared.result()["content"][0]["text"], "slept", "{}", declared.body);
+    // `None` lifts a tool's own limit.
+    let lifted = client.call_tool("lifted", json!({"ms": 400})).await;
+    assert_eq!(lifted.result()["content"][0]["text"], "slept", "{}", lifted.body);
 }

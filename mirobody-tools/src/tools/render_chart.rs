@@ -7,6 +7,12 @@
 //! model, which can check the chart it made. A `ui://` widget would be interactive but shown
 //! only by hosts that run MCP Apps, and would load ECharts from the network; an image works
 //! everywhere, so it is the fallback that serves most users.
+//!
+//! Drawing is CPU work (about 0.3 s at 20,000 points): it runs on the bounded blocking pool
+//! ([`crate::cpu`]), never on the async workers, so other callers are answered meanwhile and a
+//! long drawing becomes a task for clients that negotiated tasks.
+
+use std::time::Duration;
 
 use base64::Engine;
 use mirobody_core::{
@@ -21,6 +27,8 @@ use crate::chart;
 pub const MAX_OPTION_BYTES: usize = 256 * 1024;
 /// The most characters in a title.
 pub const MAX_TITLE_CHARS: usize = 200;
+/// How long one drawing may take before the call answers that it took too long.
+pub const TIME_LIMIT: Duration = Duration::from_secs(30);
 
 /// Every ECharts series type.
 const SERIES_TYPES: [&str; 22] = [
@@ -70,6 +78,7 @@ pub fn tool() -> Tool {
     .annotations(Annotations::read_only().idempotent(true))
     // Drawing a large chart, or extracting a long PDF, may take a while: a task then.
     .task_support(TaskSupport::Optional)
+    .time_limit(TIME_LIMIT)
     // Hosts that render MCP Apps views show it live; the result stays what every client reads.
     .view(crate::views::CHART_VIEW)
     .handler(render_chart)
@@ -121,14 +130,20 @@ fn validate(option: &Value) -> Result<(), ToolError> {
     Ok(())
 }
 
-async fn render_chart(args: Args, _user: &UserInfo, _ctx: &ToolContext<'_>) -> Result<ToolResult, ToolError> {
+async fn render_chart(args: Args, user: &UserInfo, _ctx: &ToolContext<'_>) -> Result<ToolResult, ToolError> {
     let option = args.get("option").cloned().unwrap_or(Value::Null);
     validate(&option)?;
     let title = args.str("title").map(str::trim).filter(|t| !t.is_empty());
     if title.is_some_and(|t| t.chars().count() > MAX_TITLE_CHARS) {
         return Err(ToolError::new(format!("'title' is too long: at most {MAX_TITLE_CHARS} characters.")));
     }
-    let image = chart::svg(&option, title).and_then(|svg| chart::png(&svg));
+    // The option goes to the drawing thread and comes back with the image.
+    let owned_title = title.map(str::to_owned);
+    let (option, image) = crate::cpu::run(user, move || {
+        let image = chart::svg(&option, owned_title.as_deref()).and_then(|svg| chart::png(&svg));
+        (option, image)
+    })
+    .await?;
     let mut out = json!({"status": "ok", "message": "Chart rendered to the user.", "option": option});
     if let Some(title) = title {
         out["title"] = json!(title);
@@ -175,5 +190,43 @@ mod tests {
                 .is_ok()
         );
         assert!(validate(&json!({"polar": {}, "angleAxis": {}, "radiusAxis": {}, "series": [{"type": "bar", "coordinateSystem": "polar", "data": [1]}]})).is_ok());
+    }
+
+    // An option of `points` values on one line.
+    fn large(points: usize) -> Value {
+        let data: Vec<f64> = (0..points).map(|i| ((i as f64) / 50.0).sin() * 40.0 + 60.0).collect();
+        json!({"xAxis": {"type": "category"}, "yAxis": {"type": "value"}, "series": [{"name": "HR", "type": "line", "data": data}]})
+    }
+
+    #[test]
+    fn a_drawing_leaves_the_async_thread_free() {
+        // One thread for every async task: were the drawing on it, the timer could fire only
+        // once the drawing was over.
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        runtime.block_on(async {
+            let registry = mirobody_core::Registry::builder().tool(tool()).build().unwrap();
+            let drawn = std::sync::atomic::AtomicBool::new(false);
+            let user = UserInfo::anonymous();
+            let ctx = ToolContext::new();
+            let render = async {
+                let result = registry.call("render_chart", json!({"option": large(5_000)}), &user, &ctx).await;
+                drawn.store(true, std::sync::atomic::Ordering::SeqCst);
+                result
+            };
+            let timer = async {
+                tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+                drawn.load(std::sync::atomic::Ordering::SeqCst)
+            };
+            let (result, drawn_when_the_timer_fired) = tokio::join!(render, timer);
+            assert!(!drawn_when_the_timer_fired, "the timer waited for the drawing: it ran on the async thread");
+            let result = result.unwrap();
+            assert!(!result.is_error(), "{result:?}");
+            assert!(result.content().iter().any(|c| matches!(c, Content::Image { .. })), "the image is there");
+        });
+    }
+
+    #[test]
+    fn it_declares_a_time_limit() {
+        assert_eq!(tool().declared_time_limit(), Some(TIME_LIMIT));
     }
 }
