@@ -251,7 +251,14 @@ pub trait AccessLog: Send + Sync {
 /// session (the 2025-11-25 revision's `Mcp-Session-Id`): each session's summary, kept with an
 /// expiry, and events carried from one instance to all. The records and events are opaque
 /// bytes the MCP layer writes and reads; an implementation only keeps and carries them (Redis:
-/// keys with `EX`, and a pub/sub channel).
+/// keys with `PX`, and a pub/sub channel).
+///
+/// An implementation is not trusted: the MCP layer seals every record and event and signs
+/// every event under keys only the instances hold, and drops what does not verify. The ids it
+/// keeps records under are keyed hashes of session ids, or random references to a client's
+/// answer on its way to another instance, kept a minute. Whoever reads the store learns how
+/// many sessions there are and when messages go by, nothing of what they hold; whoever writes
+/// it can make no instance believe anything.
 #[async_trait]
 pub trait SessionBackplane: Send + Sync {
     /// Keeps `record` under `id` for `ttl`, replacing what was there.

@@ -46,6 +46,7 @@ pub(crate) fn now_ms() -> i64 {
 /// The backplane's keys, derived from the shared secret: one signs envelopes, the other seals.
 pub(crate) struct BackplaneKeys {
     mac: [u8; 32],
+    names: [u8; 32],
     cipher: Aes256Gcm,
 }
 
@@ -61,6 +62,7 @@ impl BackplaneKeys {
         let seal = derive("mirobody-backplane-v1 seal");
         BackplaneKeys {
             mac: derive("mirobody-backplane-v1 mac"),
+            names: derive("mirobody-backplane-v1 names"),
             cipher: Aes256Gcm::new_from_slice(&seal).expect("AES-256 takes a 32-byte key"),
         }
     }
@@ -98,6 +100,14 @@ impl BackplaneKeys {
         }
         self.mac_of(body).verify_slice(&tag).map_err(|_| Refusal::Forged)?;
         Ok(body)
+    }
+
+    /// The name a record is kept under for the id `id`: a keyed hash (128 bits, in hex), so
+    /// that the store never holds a session's id, which the client presents.
+    pub(crate) fn name(&self, id: &str) -> String {
+        let mut mac = HmacSha256::new_from_slice(&self.names).expect("HMAC takes keys of any length");
+        mac.update(id.as_bytes());
+        mac.finalize().into_bytes()[..16].iter().map(|b| format!("{b:02x}")).collect()
     }
 
     /// An envelope's `body`, sealed and signed, as it goes on the channel.
@@ -301,6 +311,17 @@ mod tests {
         assert_eq!(ours.unwrap(&wire).as_deref(), Ok(&br#"{"owner":"user:alice"}"#[..]));
         assert_eq!(theirs.unwrap(&wire), Err(Refusal::Forged));
         assert_eq!(ours.unwrap(&ours.sign(b"signed, not sealed")), Err(Refusal::Unreadable));
+    }
+
+    #[test]
+    fn names_are_keyed_hashes_of_ids() {
+        let (ours, theirs) = (keys(1), keys(2));
+        let name = ours.name("0123456789abcdef0123456789abcdef");
+        assert_eq!(name.len(), 32);
+        assert_ne!(name, "0123456789abcdef0123456789abcdef");
+        assert_eq!(name, ours.name("0123456789abcdef0123456789abcdef"), "the same id, the same name");
+        assert_ne!(name, theirs.name("0123456789abcdef0123456789abcdef"), "unknowable without the key");
+        assert_ne!(name, ours.name("0123456789abcdef0123456789abcdee"));
     }
 
     #[test]

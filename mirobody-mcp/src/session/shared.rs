@@ -237,12 +237,13 @@ impl SharedSessions {
         self.trust.guard.counts()
     }
 
-    /// Writes the session's record (sealed) and tells the other instances; nothing for a
-    /// session not initialized.
+    /// Writes the session's record (sealed, under a keyed hash of its id) and tells the other
+    /// instances; nothing for a session not initialized.
     pub(crate) async fn save(&self, session: &Session) -> BackendResult<()> {
         let (Some(id), Some(record)) = (session.id(), Record::of(session)) else { return Ok(()) };
         let bytes = serde_json::to_vec(&record).map_err(encode_error)?;
-        self.backplane.save(id, self.trust.keys.seal(RECORD, id, &bytes), self.ttl).await?;
+        let sealed = self.trust.keys.seal(RECORD, id, &bytes);
+        self.backplane.save(&self.trust.keys.name(id), sealed, self.ttl).await?;
         // The change is answered once its announcement came back through the backplane, which
         // hands it to every instance at once: the client's next request, wherever it lands,
         // then finds the copy there changed (a copy that missed it is read again after the
@@ -262,7 +263,7 @@ impl SharedSessions {
     /// The record of session `id`, if one is kept (one that does not open, or does not read,
     /// counts as none).
     pub(crate) async fn load(&self, id: &str) -> BackendResult<Option<Record>> {
-        let Some(sealed) = self.backplane.load(id).await? else { return Ok(None) };
+        let Some(sealed) = self.backplane.load(&self.trust.keys.name(id)).await? else { return Ok(None) };
         let record = self.trust.keys.open(RECORD, id, &sealed).and_then(|bytes| serde_json::from_slice(&bytes).ok());
         if record.is_none() {
             self.trust.guard.refuse(Refusal::Unreadable);
@@ -272,7 +273,7 @@ impl SharedSessions {
 
     /// Ends session `id` everywhere.
     pub(crate) async fn end(&self, id: &str) -> BackendResult<()> {
-        self.backplane.remove(id).await?;
+        self.backplane.remove(&self.trust.keys.name(id)).await?;
         self.publish(Event::Ended { session: id.to_owned() }).await
     }
 
@@ -281,7 +282,8 @@ impl SharedSessions {
         if ids.is_empty() {
             return Ok(());
         }
-        self.backplane.renew(ids, self.ttl).await
+        let names: Vec<String> = ids.iter().map(|id| self.trust.keys.name(id)).collect();
+        self.backplane.renew(&names, self.ttl).await
     }
 
     /// Tells every other instance: what a client said is kept sealed in the store first, and
@@ -548,7 +550,8 @@ mod tests {
         let session = initialized(Some("alice"));
         session.subscribe("file:///penicillin").unwrap();
         a.save(&session).await.unwrap();
-        let kept = backplane.load("s1").await.unwrap().unwrap();
+        assert_eq!(backplane.load("s1").await.unwrap(), None, "kept under a name the id does not show");
+        let kept = backplane.load(&a.trust.keys.name("s1")).await.unwrap().unwrap();
         assert!(!String::from_utf8_lossy(&kept).contains("alice"), "sealed at rest");
         let wire = next(&mut raw).await.unwrap();
         assert!(!String::from_utf8_lossy(&wire).contains("penicillin"), "nor on the way");
@@ -558,11 +561,15 @@ mod tests {
         assert_eq!(b.load("s1").await.unwrap(), Some(record));
 
         // A record moved to another id, or written by hand, is none.
-        backplane.save("s2", kept, Duration::from_secs(60)).await.unwrap();
+        backplane.save(&a.trust.keys.name("s2"), kept, Duration::from_secs(60)).await.unwrap();
         assert_eq!(b.load("s2").await.unwrap(), None);
         let plain = serde_json::to_vec(&Record::of(&session).unwrap()).unwrap();
-        backplane.save("s3", plain, Duration::from_secs(60)).await.unwrap();
+        backplane.save(&a.trust.keys.name("s3"), plain, Duration::from_secs(60)).await.unwrap();
         assert_eq!(b.load("s3").await.unwrap(), None);
+        // Renewed and removed under the same name.
+        b.renew(&["s1".to_owned()]).await.unwrap();
+        b.end("s1").await.unwrap();
+        assert_eq!(b.load("s1").await.unwrap(), None);
         assert_eq!(b.refused().unreadable, 2);
     }
 
