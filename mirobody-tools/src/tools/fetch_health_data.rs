@@ -121,7 +121,7 @@ async fn fetch_health_data(args: Args, user: &UserInfo, ctx: &ToolContext<'_>) -
         } else {
             format!("No data for {}.", not_found.join(", "))
         };
-        nothing = Some(query::NothingFound::new(subject == me, text));
+        nothing = Some(query::NothingFound::new(ctx, subject == me, text));
     }
     Ok(ToolResult::ok(Answer { subject: &label, indicators: Named(indicators), not_found, nothing }))
 }

@@ -66,7 +66,7 @@ async fn get_user_health_profile(args: Args, user: &UserInfo, ctx: &ToolContext<
     });
     if latest.is_empty() && records.is_empty() {
         let who = if subject == me { "The user has".to_owned() } else { format!("{label} has") };
-        query::NothingFound::new(subject == me, format!("{who} no health data yet.")).add_to(&mut out);
+        query::NothingFound::new(ctx, subject == me, format!("{who} no health data yet.")).add_to(&mut out);
     }
     Ok(ToolResult::ok(out))
 }

@@ -1,13 +1,14 @@
 //! What the health queries share: matching what a model asks for to the indicators a person
 //! has data for, reading a time range, and saying how to add data when nothing is there.
 
-use mirobody_core::{Args, ToolError};
+use mirobody_core::{Args, ToolContext, ToolError};
 use serde::Serialize;
 use serde_json::{Value, json};
 
 use crate::health::IndicatorSummary;
 use crate::indicators;
 use crate::text::parse_time_ms;
+use crate::upload_links::UploadLinks;
 
 /// The most names one query takes.
 pub(crate) const MAX_NAMES: usize = 20;
@@ -87,9 +88,10 @@ pub(crate) struct NothingFound {
 }
 
 impl NothingFound {
-    /// `message`, with how to add data when the data asked for is the caller's own.
-    pub(crate) fn new(subject_is_me: bool, message: String) -> Self {
-        if !subject_is_me {
+    /// `message`, with how to add data when the data asked for is the caller's own and the
+    /// server makes upload links.
+    pub(crate) fn new(ctx: &ToolContext<'_>, subject_is_me: bool, message: String) -> Self {
+        if !subject_is_me || ctx.extension::<UploadLinks>().is_none() {
             return NothingFound { message };
         }
         NothingFound {

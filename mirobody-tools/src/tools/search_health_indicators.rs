@@ -70,7 +70,7 @@ async fn search_health_indicators(args: Args, user: &UserInfo, ctx: &ToolContext
     }
     if found.is_empty() {
         let who = if subject == me { "The user has".to_owned() } else { format!("{label} has") };
-        query::NothingFound::new(subject == me, format!("{who} no data matching {}.", keywords.join(", ")))
+        query::NothingFound::new(ctx, subject == me, format!("{who} no data matching {}.", keywords.join(", ")))
             .add_to(&mut out);
     }
     Ok(ToolResult::ok(out))

@@ -98,7 +98,7 @@ async fn the_builtin_tools_are_listed_with_annotations_true_to_what_they_do() {
         let name = tool["name"].as_str().unwrap();
         let hints = &tool["annotations"];
         match name {
-            "remember" | "upload_file" => {
+            "remember" | "upload_file" | "upload_link" => {
                 assert_eq!(hints["readOnlyHint"], false, "{name}");
                 assert_eq!(hints["destructiveHint"], false, "{name}");
             }
