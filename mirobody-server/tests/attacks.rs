@@ -27,3 +27,6 @@ mod client_addresses;
 
 #[path = "attacks/shutdown.rs"]
 mod shutdown;
+
+#[path = "attacks/render.rs"]
+mod render;
