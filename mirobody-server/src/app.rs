@@ -40,6 +40,9 @@ pub enum AppError {
     /// The generated signing key for tokens could not be kept.
     #[error("auth.hs256_secret: {0}")]
     TokenKey(String),
+    /// The document reader (this program, run as a child) cannot be found.
+    #[error("extraction: {0}")]
+    Extraction(String),
     /// Sessions are to be shared, but the shared store cannot be listened to.
     #[error("shared_sessions: {0}")]
     SharedSessions(String),
@@ -65,6 +68,9 @@ pub struct Server {
     pub tool_backends: Backends,
     /// The links to the upload page.
     pub upload_links: mirobody_tools::upload_links::UploadLinks,
+    /// The readers of uploaded documents' text: [`start`](mirobody_tools::reading::TextReader::start)
+    /// them in a process that serves.
+    pub text_reader: mirobody_tools::reading::TextReader,
 }
 
 /// The built-in and self-registered tools.
@@ -158,9 +164,13 @@ pub async fn build(config: &Config) -> Result<Server, AppError> {
     tool_backends.storage = opened.storage();
     tool_backends.extensions.insert(opened.db());
     tool_backends.extensions.insert(upload_links.clone());
-    tool_backends
-        .extensions
-        .insert(mirobody_tools::uploads::Uploader::new(Arc::clone(&opened), config.uploads.limits()));
+    // Documents' text is read by this binary's own `extract` subcommand, in a child process.
+    let extractor = mirobody_tools::extract::Extractor::current_exe(config.extraction.limits())
+        .map_err(|e| AppError::Extraction(e.to_string()))?;
+    let text_reader = mirobody_tools::reading::TextReader::new(Arc::clone(&opened), extractor);
+    let uploader = mirobody_tools::uploads::Uploader::new(Arc::clone(&opened), config.uploads.limits())
+        .with_reader(text_reader.clone());
+    tool_backends.extensions.insert(uploader.clone());
     tool_backends.memory = opened.memory();
     let mut builder = McpService::builder(Arc::clone(&registry))
         .resources(ResourceRegistry::from_registered(mirobody_tools::views::resources(), Vec::new())?)
@@ -219,7 +229,7 @@ pub async fn build(config: &Config) -> Result<Server, AppError> {
             auth.clone(),
             crate::routes::RouteSettings {
                 prefix: config.uri_prefix.clone(),
-                limits: config.uploads.limits(),
+                uploader,
                 links: upload_links.clone(),
                 max_import_bytes: config.uploads.max_import_bytes,
                 max_concurrent: config.uploads.max_concurrent,
@@ -228,6 +238,7 @@ pub async fn build(config: &Config) -> Result<Server, AppError> {
                 min_body_bytes_per_sec: config.uploads.min_body_bytes_per_sec,
                 // One rate per caller across `/mcp` and these routes.
                 callers: std::sync::Arc::clone(mcp.callers()),
+                max_inflight_bytes: usize::try_from(config.uploads.max_inflight_bytes).unwrap_or(usize::MAX),
             },
         ));
     // The layer goes around every route: it rewrites `/mcp/<secret>` to `/mcp` before routing,
@@ -235,7 +246,7 @@ pub async fn build(config: &Config) -> Result<Server, AppError> {
     // caller as anonymous, so anonymous requests reach it unmarked.
     let mcp_path = config.mcp_path();
     let app = auth.wrap(mcp.mount(&mcp_path, rest)).unmarked_anonymous_at(&mcp_path);
-    Ok(Server { app, service, backends: opened, auth, endpoint, tool_backends, upload_links })
+    Ok(Server { app, service, backends: opened, auth, endpoint, tool_backends, upload_links, text_reader })
 }
 
 // Readiness for a load balancer: 200 when the database and the cache answer within two

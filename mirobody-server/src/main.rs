@@ -1,5 +1,6 @@
 //! The `mirobody-server` binary: `serve` (default), `stdio`, `tools`, and the operator's
-//! commands (`token`, `secret`, `demo`, `import`, `circle`).
+//! commands (`token`, `secret`, `demo`, `import`, `circle`); and, hidden, `extract`: the
+//! sandboxed reader of one document's text that the server starts as a child.
 
 use std::process::ExitCode;
 
@@ -21,6 +22,12 @@ use tracing_subscriber::EnvFilter;
 static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
 fn main() -> ExitCode {
+    // The sandboxed document reader the server starts for each upload's text: it must run
+    // before anything else here (no config, no log, no runtime), under the limits it sets.
+    if std::env::args_os().nth(1).is_some_and(|first| first == "extract") {
+        let rest: Vec<String> = std::env::args_os().skip(2).map(|arg| arg.to_string_lossy().into_owned()).collect();
+        return mirobody_tools::extract::child_main(&rest);
+    }
     let cli = Cli::parse();
     let mut config = match Config::load(cli.config.as_deref(), std::env::vars()) {
         Ok(config) => config,
@@ -65,6 +72,7 @@ async fn run(command: Command, config: Config, shutdown: &Shutdown) -> Result<u8
     match command {
         Command::Serve => {
             let server = app::build(&config).await?;
+            server.text_reader.start();
             let listener = tokio::net::TcpListener::bind(config.bind).await?;
             tracing::info!(
                 address = %listener.local_addr()?,
@@ -89,6 +97,7 @@ async fn run(command: Command, config: Config, shutdown: &Shutdown) -> Result<u8
         }
         Command::Stdio { user } => {
             let server = app::build(&config).await?;
+            server.text_reader.start();
             let user = user.map(UserInfo::authenticated).unwrap_or_default();
             if config.release_startup_memory {
                 release_startup_pages();

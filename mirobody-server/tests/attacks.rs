@@ -10,17 +10,20 @@ mod common;
 #[path = "attacks/harness.rs"]
 mod harness;
 
+#[path = "attacks/documents.rs"]
+mod documents;
+
 #[path = "attacks/permissions.rs"]
 mod permissions;
 
 #[path = "attacks/quotas.rs"]
 mod quotas;
 
-#[path = "attacks/fair_shares.rs"]
-mod fair_shares;
-
 #[path = "attacks/links.rs"]
 mod links;
+
+#[path = "attacks/fair_shares.rs"]
+mod fair_shares;
 
 #[path = "attacks/client_addresses.rs"]
 mod client_addresses;

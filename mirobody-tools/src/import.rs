@@ -39,22 +39,56 @@ pub struct ImportSummary {
     pub invalid: Vec<String>,
 }
 
-/// Imports the JSON `body` of `POST /fhir` (a Bundle or one resource) or, with
-/// `observation_only`, of `POST /fhir/Observation`, as `subject`'s.
-///
-/// The body's shape is checked before anything is built from it: more than
-/// 10,000 entries, an array of more than 1,000 items inside a resource, a string over 4 MiB,
-/// more than 2,000,000 values or nesting past 64 levels is refused with 413, and nothing is
-/// stored.
-pub async fn import_fhir_json(sql: &SqlStore, subject: &str, body: &[u8], observation_only: bool) -> ImportResponse {
-    if let Err((status, reason)) = fhir::shape::check(body) {
-        return refused(status, vec![(None, reason)]);
+/// A JSON import body whose shape has been checked ([`CheckedJson::check`]), with what parsing
+/// it will cost.
+#[derive(Clone, Copy, Debug)]
+pub struct CheckedJson<'a> {
+    bytes: &'a [u8],
+    values: usize,
+}
+
+/// About what one JSON value takes once parsed into a tree, in bytes (a `serde_json::Value`, its
+/// share of its map or array, and its key).
+const PARSED_BYTES_PER_VALUE: usize = 48;
+
+impl<'a> CheckedJson<'a> {
+    /// Checks the shape of `bytes` in one pass that builds nothing: more than 10,000 entries,
+    /// an array of more than 1,000 items inside a resource, a string over 4 MiB, more than
+    /// 2,000,000 values or nesting past 64 levels is refused with 413, anything not JSON with
+    /// 400, as the import's answer.
+    pub fn check(bytes: &'a [u8]) -> Result<Self, ImportResponse> {
+        fhir::shape::check(bytes)
+            .map(|values| CheckedJson { bytes, values })
+            .map_err(|(status, reason)| refused(status, vec![(None, reason)]))
     }
-    let body: Value = match serde_json::from_slice(body) {
+
+    /// The memory parsing and importing it takes, about: its bytes and its tree.
+    pub fn parse_cost(&self) -> usize {
+        self.bytes.len().saturating_add(self.values.saturating_mul(PARSED_BYTES_PER_VALUE))
+    }
+}
+
+/// Imports the checked JSON `body` of `POST /fhir` (a Bundle or one resource) or, with
+/// `observation_only`, of `POST /fhir/Observation`, as `subject`'s.
+pub async fn import_fhir_checked(
+    sql: &SqlStore,
+    subject: &str,
+    body: CheckedJson<'_>,
+    observation_only: bool,
+) -> ImportResponse {
+    let body: Value = match serde_json::from_slice(body.bytes) {
         Ok(body) => body,
         Err(e) => return refused(400, vec![(None, format!("The body is not JSON: {e}."))]),
     };
     if observation_only { import_fhir_observation(sql, subject, &body).await } else { import_fhir(sql, subject, &body).await }
+}
+
+/// [`CheckedJson::check`], then [`import_fhir_checked`].
+pub async fn import_fhir_json(sql: &SqlStore, subject: &str, body: &[u8], observation_only: bool) -> ImportResponse {
+    match CheckedJson::check(body) {
+        Ok(checked) => import_fhir_checked(sql, subject, checked, observation_only).await,
+        Err(refusal) => refusal,
+    }
 }
 
 /// Imports a FHIR Bundle or resource as `subject`'s (`POST /fhir`).

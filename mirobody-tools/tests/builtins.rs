@@ -24,6 +24,10 @@ mod isolation;
 #[path = "builtins/backends.rs"]
 mod backends;
 
+/// Documents read in a sandboxed child: hostile PDFs, the per-person queue, a restart.
+#[path = "builtins/extraction.rs"]
+mod extraction;
+
 /// Per-person quotas (memories, invitations waiting) on SQLite and PostgreSQL, under racing
 /// writes.
 #[path = "builtins/quotas.rs"]
@@ -38,14 +42,14 @@ mod durability;
 #[path = "builtins/tasks.rs"]
 mod tasks;
 
-/// The S3 backend against a real S3 server (moto), set up by the test or reported skipped.
-#[path = "builtins/s3.rs"]
-mod s3;
-
 /// Upload links on SQLite and PostgreSQL: no user id, hashed at rest, single use under racing
 /// uploads, expiry, revocation, a bound per person.
 #[path = "builtins/upload_links.rs"]
 mod upload_links;
+
+/// The S3 backend against a real S3 server (moto), set up by the test or reported skipped.
+#[path = "builtins/s3.rs"]
+mod s3;
 
 /// MCP sessions shared through Redis: records, events, and instances serving one session.
 #[path = "builtins/shared_sessions.rs"]

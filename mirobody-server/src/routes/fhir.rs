@@ -9,7 +9,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use http::{HeaderValue, Request, StatusCode, header};
 use mirobody_tools::import::{self, ImportResponse};
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::Routes;
 
@@ -45,16 +45,19 @@ async fn receive(routes: Routes, request: Request<Body>, observation_only: bool)
         Ok(bytes) => bytes,
         Err(refusal) => return refusal,
     };
-    let body: Value = match serde_json::from_slice(&bytes) {
-        Ok(body) => body,
-        Err(e) => return fhir_response(400, outcome(&format!("The body is not JSON: {e}."))),
+    // Its shape is checked before a tree is built from it, and what the tree will take is
+    // charged to the memory the routes share.
+    let checked = match import::CheckedJson::check(&bytes) {
+        Ok(checked) => checked,
+        Err(refused) => return fhir_response(refused.status, refused.body),
+    };
+    let _memory = match routes.charge(checked.parse_cost()).await {
+        Ok(memory) => memory,
+        Err(refusal) => return refusal,
     };
     let sql = routes.backends().sql();
-    let ImportResponse { status, body, summary, .. } = if observation_only {
-        import::import_fhir_observation(sql, &owner, &body).await
-    } else {
-        import::import_fhir(sql, &owner, &body).await
-    };
+    let ImportResponse { status, body, summary, .. } =
+        import::import_fhir_checked(sql, &owner, checked, observation_only).await;
     tracing::info!(
         owner,
         status,
@@ -65,10 +68,6 @@ async fn receive(routes: Routes, request: Request<Body>, observation_only: bool)
         "FHIR import"
     );
     fhir_response(status, body)
-}
-
-fn outcome(message: &str) -> Value {
-    json!({"resourceType": "OperationOutcome", "issue": [{"severity": "error", "code": "invalid", "diagnostics": message}]})
 }
 
 fn fhir_response(status: u16, body: Value) -> Response {

@@ -25,7 +25,7 @@ use mirobody_auth::{AuthError, AuthMethod, Authenticator};
 use mirobody_core::UserInfo;
 use mirobody_tools::backends::OpenedBackends;
 use mirobody_tools::upload_links::UploadLinks;
-use mirobody_tools::uploads::UploadLimits;
+use mirobody_tools::uploads::Uploader;
 use serde_json::json;
 use tokio::sync::Semaphore;
 
@@ -38,7 +38,7 @@ pub(crate) struct Routes {
 struct Inner {
     backends: Arc<OpenedBackends>,
     auth: Authenticator,
-    limits: UploadLimits,
+    uploader: Uploader,
     links: UploadLinks,
     max_import_bytes: usize,
     body_deadline: Duration,
@@ -47,6 +47,9 @@ struct Inner {
     // And per caller, in front of the server-wide turns.
     caller_turns: shares::CallerTurns,
     min_body_bytes_per_sec: u64,
+    // What bodies and their parse take in memory, server-wide (`Routes::charge`).
+    memory: Arc<Semaphore>,
+    memory_capacity: usize,
 }
 
 /// How long a request waits for its turn to be received before it is told to come back.
@@ -57,7 +60,7 @@ const MAX_SMALL_BODY: usize = 16 * 1024;
 /// The settings of [`router`].
 pub(crate) struct RouteSettings {
     pub(crate) prefix: String,
-    pub(crate) limits: UploadLimits,
+    pub(crate) uploader: Uploader,
     pub(crate) links: UploadLinks,
     pub(crate) max_import_bytes: u64,
     pub(crate) max_concurrent: usize,
@@ -68,6 +71,8 @@ pub(crate) struct RouteSettings {
     pub(crate) min_body_bytes_per_sec: u64,
     /// The per-caller request rate `/mcp` keeps, kept here too.
     pub(crate) callers: Arc<mirobody_mcp::limits::Callers>,
+    /// The memory bodies being handled may take together, parses included, in bytes.
+    pub(crate) max_inflight_bytes: usize,
 }
 
 /// Every route of this module, under `settings.prefix`.
@@ -76,13 +81,15 @@ pub(crate) fn router(backends: Arc<OpenedBackends>, auth: Authenticator, setting
         inner: Arc::new(Inner {
             backends,
             auth,
-            limits: settings.limits,
+            uploader: settings.uploader,
             links: settings.links,
             max_import_bytes: usize::try_from(settings.max_import_bytes).unwrap_or(usize::MAX),
             body_deadline: settings.body_deadline,
             receiving: Semaphore::new(settings.max_concurrent.max(1)),
             caller_turns: shares::CallerTurns::new(settings.max_concurrent_per_caller),
             min_body_bytes_per_sec: settings.min_body_bytes_per_sec,
+            memory: Arc::new(Semaphore::new(settings.max_inflight_bytes.clamp(1, Semaphore::MAX_PERMITS))),
+            memory_capacity: settings.max_inflight_bytes.clamp(1, Semaphore::MAX_PERMITS),
         }),
     };
     let prefix = settings.prefix;
@@ -156,6 +163,28 @@ impl Routes {
             Ok(Ok(permit)) => Ok((own, permit)),
             _ => {
                 let mut busy = error(StatusCode::SERVICE_UNAVAILABLE, "The server is receiving many files; try again.");
+                busy.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static("5"));
+                Err(busy)
+            }
+        }
+    }
+
+    /// Takes `bytes` of the memory bodies being handled may take together (a body, and what it
+    /// is parsed into), held until the permit is dropped: waits [`QUEUE_WAIT`] for it, then
+    /// 503 with `Retry-After`; 413 for more than the whole budget.
+    async fn charge(&self, bytes: usize) -> Result<tokio::sync::OwnedSemaphorePermit, Response> {
+        let capacity = self.inner.memory_capacity;
+        let Some(wanted) = u32::try_from(bytes).ok().filter(|_| bytes <= capacity) else {
+            return Err(error(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                format!("This request would take more memory to handle than this server allows ({capacity} bytes); send it in parts."),
+            ));
+        };
+        let wait = Arc::clone(&self.inner.memory).acquire_many_owned(wanted.max(1));
+        match tokio::time::timeout(QUEUE_WAIT, wait).await {
+            Ok(Ok(permit)) => Ok(permit),
+            _ => {
+                let mut busy = error(StatusCode::SERVICE_UNAVAILABLE, "The server is handling much data; try again.");
                 busy.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static("5"));
                 Err(busy)
             }

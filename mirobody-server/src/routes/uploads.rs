@@ -18,7 +18,7 @@ use axum::routing::{delete, get, post};
 use base64::Engine;
 use http::{HeaderMap, HeaderValue, Request, StatusCode, header};
 use mirobody_tools::upload_links::LinkError;
-use mirobody_tools::uploads::{UploadError, store_upload};
+use mirobody_tools::uploads::UploadError;
 use serde::Deserialize;
 use sha2::{Digest, Sha256};
 
@@ -167,7 +167,7 @@ async fn receive(routes: &Routes, owner: &str, request: Request<Body>) -> Respon
         Ok(turn) => turn,
         Err(busy) => return busy,
     };
-    let max_file = usize::try_from(routes.inner.limits.max_file_bytes).unwrap_or(usize::MAX);
+    let max_file = usize::try_from(routes.inner.uploader.limits().max_file_bytes).unwrap_or(usize::MAX);
     let (parts, body) = request.into_parts();
     let multipart = is_multipart(&parts.headers);
     let max = if multipart { max_file.saturating_add(MULTIPART_OVERHEAD) } else { max_file };
@@ -176,6 +176,12 @@ async fn receive(routes: &Routes, owner: &str, request: Request<Body>) -> Respon
         Err(refusal) if refusal.status() == StatusCode::PAYLOAD_TOO_LARGE => {
             return error(StatusCode::PAYLOAD_TOO_LARGE, UploadError::TooLarge { max: max_file as u64 }.to_string());
         }
+        Err(refusal) => return refusal,
+    };
+    // The body and the copy that stores it (and the field read out of a multipart body).
+    let copies = if multipart { 3 } else { 2 };
+    let _memory = match routes.charge(bytes.len().saturating_mul(copies)).await {
+        Ok(memory) => memory,
         Err(refusal) => return refusal,
     };
     let (filename, declared, bytes) = if multipart {
@@ -189,7 +195,7 @@ async fn receive(routes: &Routes, owner: &str, request: Request<Body>) -> Respon
         let declared = parts.headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).map(str::to_owned);
         (filename.unwrap_or_else(|| "upload".to_owned()), declared, bytes.to_vec())
     };
-    match store_upload(routes.backends(), &routes.inner.limits, owner, &filename, declared.as_deref(), bytes).await {
+    match routes.inner.uploader.store(owner, &filename, declared.as_deref(), bytes).await {
         Ok(uploaded) => {
             let mut response = (StatusCode::CREATED, axum::Json(uploaded)).into_response();
             response.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));

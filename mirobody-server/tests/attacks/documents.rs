@@ -163,3 +163,44 @@ fn a_large_import_leaves_the_writer_to_others_between_its_transactions() {
     assert_eq!(status, 200, "{}", String::from_utf8_lossy(&body));
     server.assert_alive();
 }
+
+#[test]
+fn what_requests_take_in_memory_together_is_bounded() {
+    // A budget of 1 MiB for the bodies being handled and what they are parsed into.
+    let mut server = Server::start("attack-documents-memory", &[("MIROBODY_UPLOADS__MAX_INFLIGHT_BYTES", "1048576")]);
+    let mallory = server.token_for("mallory");
+    let bearer = format!("Bearer {mallory}");
+    // 600 KB of JSON whose tree would take several times that: more than the whole budget.
+    let entries: Vec<Value> = (0..2_000)
+        .map(|i| json!({"resource": {"resourceType": "Patient", "id": format!("p{i}"), "active": true,
+            "name": [{"family": "Doe", "given": ["Jane", "Q"]}], "gender": "female", "birthDate": "1970-01-01"}}))
+        .collect();
+    let bundle = json!({"resourceType": "Bundle", "type": "batch", "entry": entries}).to_string();
+    let (status, _, body) = crate::common::request(
+        server.port,
+        "POST",
+        "/fhir",
+        &[("Authorization", &bearer), ("Content-Type", "application/fhir+json")],
+        bundle.as_bytes(),
+    );
+    let said = String::from_utf8_lossy(&body);
+    assert_eq!(status, 413, "{said}");
+    assert!(said.contains("more memory"), "{said}");
+    // A file that fits is stored, and an ordinary import too.
+    server.assert_serves_honest_user();
+    let small = json!({"resourceType": "Bundle", "type": "batch", "entry": [{"resource": {"resourceType": "Observation",
+        "status": "final", "code": {"text": "Glucose"}, "valueQuantity": {"value": 5.4, "unit": "mmol/L"},
+        "effectiveDateTime": "2026-01-01T08:00:00Z"}}]});
+    let (status, _, body) = crate::common::request(
+        server.port,
+        "POST",
+        "/fhir",
+        &[("Authorization", &bearer), ("Content-Type", "application/fhir+json")],
+        small.to_string().as_bytes(),
+    );
+    assert_eq!(status, 200, "{}", String::from_utf8_lossy(&body));
+    // A file whose two copies pass the budget is refused, and says why.
+    let large = vec![b'a'; 600 * 1024];
+    let (status, _, body) = server.send("POST", "/files?filename=big.txt", &[("Content-Type", "text/plain")], &large);
+    assert_eq!(status, 413, "{}", String::from_utf8_lossy(&body));
+}

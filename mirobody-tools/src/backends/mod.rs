@@ -41,7 +41,7 @@ pub use cache::{MemoryCache, RedisCache};
 pub use cipher::FileCipher;
 pub use private::write_private_atomically;
 pub use signing::{SignedUrlError, UrlSigner};
-pub use sql::{Dialect, MAX_INVITEE_CHARS, QuotaExceeded, SqlStore, SqlTaskStore, StoreQuotas};
+pub use sql::{ClaimedText, Dialect, FileQuota, MAX_INVITEE_CHARS, QuotaExceeded, SqlStore, SqlTaskStore, StoreQuotas};
 pub(crate) use sql::{LinkInsert, UploadLinkRow};
 pub use storage::{ObjectStorage, valid_key};
 

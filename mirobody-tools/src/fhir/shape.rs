@@ -22,15 +22,15 @@ pub(crate) const MAX_STRING_BYTES: usize = 4 << 20;
 /// The deepest nesting of objects and arrays.
 pub(crate) const MAX_DEPTH: usize = 64;
 
-/// Checks that `bytes` are one JSON value within the bounds above; `Err` says which bound it
-/// passes, with 413, or that it is not JSON, with 400. Allocates nothing for the values it
-/// reads.
-pub(crate) fn check(bytes: &[u8]) -> Result<(), (u16, String)> {
+/// Checks that `bytes` are one JSON value within the bounds above, and counts its values;
+/// `Err` says which bound it passes, with 413, or that it is not JSON, with 400. Allocates
+/// nothing for the values it reads.
+pub(crate) fn check(bytes: &[u8]) -> Result<usize, (u16, String)> {
     let mut counter = Counter { values: 0 };
     let mut deserializer = serde_json::Deserializer::from_slice(bytes);
     let walked = Walk { counter: &mut counter, depth: 0, entries: false }.deserialize(&mut deserializer);
     match walked.and_then(|()| deserializer.end()) {
-        Ok(()) => Ok(()),
+        Ok(()) => Ok(counter.values),
         Err(e) if e.is_data() => Err((413, e.to_string().split(" at line ").next().unwrap_or_default().to_owned())),
         Err(e) => Err((400, format!("The body is not JSON: {e}."))),
     }
@@ -180,7 +180,8 @@ mod tests {
                 "code": {"coding": [{"system": "http://loinc.org", "code": "2339-0"}]},
                 "valueQuantity": {"value": 5.4, "unit": "mmol/L"}, "effectiveDateTime": "2026-01-01T08:00:00Z"}}
         ]});
-        check(bundle.to_string().as_bytes()).unwrap();
+        // The Bundle, its two members and entry, the entry and its resource's members...
+        assert_eq!(check(bundle.to_string().as_bytes()).unwrap(), 25);
     }
 
     #[test]

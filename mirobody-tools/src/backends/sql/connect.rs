@@ -56,6 +56,12 @@ pub(super) const MIGRATIONS: &[(i64, &str, &str, &str)] = &[
         include_str!("../../../migrations/postgres/0006_tasks.sql"),
     ),
     (
+        7,
+        "file_text",
+        include_str!("../../../migrations/sqlite/0007_file_text.sql"),
+        include_str!("../../../migrations/postgres/0007_file_text.sql"),
+    ),
+    (
         8,
         "upload_links",
         include_str!("../../../migrations/sqlite/0008_upload_links.sql"),

@@ -49,12 +49,14 @@ pub use circle::MAX_INVITEE_CHARS;
 pub use quotas::{QuotaExceeded, StoreQuotas};
 pub use tasks::SqlTaskStore;
 pub(crate) use upload_links::{LinkInsert, UploadLinkRow};
+pub use files::{ClaimedText, FileQuota};
 
 // Declared after `on_pool!`, so that the macro is in scope in each of them.
 mod access_log;
 mod circle;
 mod connect;
 mod db;
+mod files;
 mod import;
 mod memory;
 mod quotas;
