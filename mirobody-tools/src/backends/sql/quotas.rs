@@ -6,7 +6,9 @@
 
 use std::fmt;
 
-/// Per-person bounds of a [`SqlStore`](super::SqlStore) ([`with_quotas`](super::SqlStore::with_quotas)).
+use super::SqlStore;
+
+/// Per-person bounds of a [`SqlStore`] ([`with_quotas`](SqlStore::with_quotas)).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct StoreQuotas {
@@ -65,7 +67,7 @@ impl fmt::Display for Count {
     }
 }
 
-impl super::SqlStore {
+impl SqlStore {
     /// This store, bounding what one person keeps by `quotas`.
     pub fn with_quotas(mut self, quotas: StoreQuotas) -> Self {
         self.quotas = quotas;
