@@ -70,3 +70,46 @@ fn a_person_uploads_a_lab_report_through_the_link_in_a_real_browser() {
     assert!(content.contains("Glucose 5.4 mmol/L") && content.contains("Hemoglobin 14.1"), "{read}");
     assert_eq!(read["filename"], "lab report.pdf");
 }
+
+#[test]
+fn a_link_that_stores_one_file_says_so_when_two_are_picked() {
+    if let Err(why) = set_up() {
+        if std::env::var("MIROBODY_REQUIRE_EXTERNAL").as_deref() == Ok("1") {
+            panic!("the browser test could not be set up, and MIROBODY_REQUIRE_EXTERNAL=1 requires it: {why}");
+        }
+        println!("SKIPPED: a spent link in a browser: {why}");
+        return;
+    }
+    let data_dir = fresh_data_dir("upload-page-spent");
+    let port = free_port();
+    let alice = token(&data_dir, port, "alice");
+    let _server = common::KillOnDrop(start(&data_dir, port));
+    let sid = session(port, &alice);
+    let link = tool(port, &alice, &sid, "upload_link", json!({}));
+    let url = link["url"].as_str().expect("an upload link").to_owned();
+    let (first, second) = (data_dir.join("first.txt"), data_dir.join("second.txt"));
+    std::fs::write(&first, "Glucose 5.4 mmol/L\n").unwrap();
+    std::fs::write(&second, "Hemoglobin 14.1 g/dL\n").unwrap();
+
+    let output = Command::new("node")
+        .args(["upload_spent.mjs", &url])
+        .arg(&first)
+        .arg(&second)
+        .current_dir(browser_dir())
+        .output()
+        .expect("run node");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&output.stderr));
+    let seen: Value = serde_json::from_str(stdout.lines().last().unwrap_or_default()).expect("one line of JSON");
+    // The first is stored; the second is not sent, and the page says why and takes no more.
+    assert_eq!(seen["results"].as_array().map(Vec::len), Some(1), "{seen}");
+    let errors = seen["errors"].as_array().cloned().unwrap_or_default();
+    assert_eq!(errors.len(), 1, "{seen}");
+    assert!(errors[0].as_str().unwrap_or_default().contains("second.txt: This link has been used"), "{seen}");
+    assert!(seen["done"].as_str().unwrap_or_default().contains("ask for a new one"), "{seen}");
+    assert_eq!(seen["input_disabled"], true, "{seen}");
+    assert_eq!(seen["reopened"], 403, "a used link shows no page: {seen}");
+    let listed = tool(port, &alice, &sid, "list_files", json!({}));
+    assert_eq!(listed["files"].as_array().map(Vec::len), Some(1), "{listed}");
+    assert_eq!(listed["files"][0]["filename"], "first.txt");
+}
