@@ -83,16 +83,22 @@ async fn upload_by_link(
         Ok(taken) => taken,
         Err(e) => return link_refused(&e),
     };
-    let owner = taken.user().to_owned();
-    let mut response = receive(&routes, &owner, request).await;
-    if response.status() == StatusCode::CREATED {
-        // The page reads it to say the link is used up rather than try the next file.
-        response.headers_mut().insert(USES_LEFT, HeaderValue::from(taken.uses_left()));
-        taken.keep();
-    } else {
-        taken.give_back().await;
-    }
-    response
+    // Received and settled in a task of its own: a client that hangs up once the file is stored
+    // must not drop the request there and so get the use back for a file that was kept.
+    let settled = tokio::spawn(async move {
+        let owner = taken.user().to_owned();
+        let mut response = receive(&routes, &owner, request).await;
+        if response.status() == StatusCode::CREATED {
+            // The page reads it to say the link is used up rather than try the next file.
+            response.headers_mut().insert(USES_LEFT, HeaderValue::from(taken.uses_left()));
+            taken.keep();
+        } else {
+            taken.give_back().await;
+        }
+        response
+    });
+    // A panic in the task dropped the use unsettled, which gives it back.
+    settled.await.unwrap_or_else(|_| error(StatusCode::INTERNAL_SERVER_ERROR, "The upload failed; try again."))
 }
 
 /// The header telling the upload page how many more files its link stores.
