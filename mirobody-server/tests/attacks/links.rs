@@ -152,3 +152,18 @@ fn an_upload_cut_off_midway_gives_the_link_its_use_back() {
     assert_eq!(files(&server, &sid).len(), 1);
     server.assert_serves_honest_user();
 }
+
+#[test]
+fn a_link_is_never_written_to_the_log() {
+    let mut server = Server::start("attack-link-log", &[("RUST_LOG", "trace")]);
+    let sid = session(server.port, &server.token);
+    let path = new_link(&server, &sid);
+    let id = path.rsplit('/').next().unwrap().to_owned();
+    assert_eq!(request(server.port, "GET", &path, &[], b"").0, 200);
+    assert_eq!(upload(&server, &path, "mine.txt", b"mine").0, 201);
+    assert_eq!(upload(&server, &path, "again.txt", b"again").0, 403);
+    server.assert_serves_honest_user();
+    let log = std::fs::read_to_string(&server.log).unwrap();
+    assert!(log.contains("upload"), "the log was written: {} bytes", log.len());
+    assert!(!log.contains(&id), "the link's id is in the log:\n{}", server.log_tail(20));
+}
