@@ -431,6 +431,24 @@ fn upload_links_expire_and_are_revoked() {
 }
 
 #[test]
+fn upload_link_settings_of_zero_are_refused() {
+    let data_dir = fresh_data_dir("upload-link-zero");
+    for (key, setting) in
+        [("MIROBODY_UPLOADS__LINK_USES", "link_uses"), ("MIROBODY_UPLOADS__MAX_LINKS_PER_USER", "max_links_per_user")]
+    {
+        let output = common::clean_command()
+            .args(["tools", "list"])
+            .env("MIROBODY_BACKENDS__DATA_DIR", &data_dir)
+            .env(key, "0")
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{key}: {stderr}");
+        assert!(stderr.contains(&format!("uploads.{setting} must be at least 1")), "{key}: {stderr}");
+    }
+}
+
+#[test]
 fn a_body_that_never_finishes_is_cut_off_at_the_deadline() {
     use std::io::{Read, Write};
     let data_dir = fresh_data_dir("upload-slow");
