@@ -33,3 +33,6 @@ mod shutdown;
 
 #[path = "attacks/render.rs"]
 mod render;
+
+#[path = "attacks/backplane.rs"]
+mod backplane;

@@ -28,6 +28,9 @@ const MAC_HEX: usize = 64;
 pub(crate) const MAX_AGE_MS: i64 = 30_000;
 /// How far ahead of this instance's clock an envelope may say it was sent.
 pub(crate) const MAX_SKEW_MS: i64 = 5_000;
+/// The largest envelope read: the instances' own are a few KiB (ids, a session's bounded
+/// record); anything larger is dropped before its MAC is computed.
+pub(crate) const MAX_ENVELOPE_BYTES: usize = 256 * 1024;
 // Envelope ids remembered to refuse replays within their window; beyond, the oldest go.
 const MAX_REMEMBERED: usize = 200_000;
 // Refusals are logged as warnings at most this often; the others at debug.
@@ -88,6 +91,9 @@ impl BackplaneKeys {
 
     /// The body of a signed envelope, if its MAC is right (compared in constant time).
     pub(crate) fn verify<'a>(&self, wire: &'a [u8]) -> Result<&'a [u8], Refusal> {
+        if wire.len() > MAX_ENVELOPE_BYTES {
+            return Err(Refusal::Oversized);
+        }
         let rest = wire.strip_prefix(SIGNED).ok_or(Refusal::Unsigned)?;
         if rest.len() <= MAC_HEX || rest[MAC_HEX] != b':' {
             return Err(Refusal::Unsigned);
@@ -162,6 +168,8 @@ fn associated(purpose: &str, id: &str) -> Vec<u8> {
 pub(crate) enum Refusal {
     /// Not in the signed form (another release, or written by hand).
     Unsigned,
+    /// Larger than any envelope an instance sends.
+    Oversized,
     /// Signed, but the MAC is wrong: altered, or signed under another key.
     Forged,
     /// Signed, but sent too long ago or too far in the future.
@@ -180,6 +188,8 @@ pub(crate) enum Refusal {
 pub struct RefusedEvents {
     /// Envelopes not in the signed form.
     pub unsigned: u64,
+    /// Envelopes larger than any an instance sends (256 KiB), dropped unread.
+    pub oversized: u64,
     /// Envelopes whose MAC was wrong.
     pub forged: u64,
     /// Envelopes sent more than 30 seconds ago, or more than 5 seconds ahead.
@@ -193,7 +203,7 @@ pub struct RefusedEvents {
 impl RefusedEvents {
     /// All refusals together.
     pub fn total(&self) -> u64 {
-        self.unsigned + self.forged + self.stale + self.replayed + self.unreadable
+        self.unsigned + self.oversized + self.forged + self.stale + self.replayed + self.unreadable
     }
 }
 
@@ -201,6 +211,7 @@ impl RefusedEvents {
 #[derive(Default)]
 pub(crate) struct Guard {
     unsigned: AtomicU64,
+    oversized: AtomicU64,
     forged: AtomicU64,
     stale: AtomicU64,
     replayed: AtomicU64,
@@ -221,6 +232,7 @@ impl Guard {
     pub(crate) fn refuse(&self, why: Refusal) {
         let counter = match why {
             Refusal::Unsigned => &self.unsigned,
+            Refusal::Oversized => &self.oversized,
             Refusal::Forged => &self.forged,
             Refusal::Stale => &self.stale,
             Refusal::Replayed => &self.replayed,
@@ -243,6 +255,7 @@ impl Guard {
     pub(crate) fn counts(&self) -> RefusedEvents {
         RefusedEvents {
             unsigned: self.unsigned.load(Ordering::Relaxed),
+            oversized: self.oversized.load(Ordering::Relaxed),
             forged: self.forged.load(Ordering::Relaxed),
             stale: self.stale.load(Ordering::Relaxed),
             replayed: self.replayed.load(Ordering::Relaxed),
@@ -301,6 +314,8 @@ mod tests {
         let mut not_hex = wire.clone();
         not_hex[SIGNED.len()] = b'g';
         assert_eq!(ours.verify(&not_hex), Err(Refusal::Unsigned));
+        let huge = ours.sign(&vec![b' '; MAX_ENVELOPE_BYTES]);
+        assert_eq!(ours.verify(&huge), Err(Refusal::Oversized), "even signed, too large to read");
     }
 
     #[test]
@@ -354,11 +369,13 @@ mod tests {
         assert_eq!(guard.admit("e", later, later), Ok(()));
         assert_eq!(lock(&guard.seen).ids.len(), 1, "only e is remembered");
 
-        for why in [Refusal::Unsigned, Refusal::Forged, Refusal::Forged, Refusal::Stale, Refusal::Unreadable] {
+        let refusals = [Refusal::Unsigned, Refusal::Oversized, Refusal::Forged, Refusal::Forged, Refusal::Stale];
+        for why in refusals.into_iter().chain([Refusal::Unreadable]) {
             guard.refuse(why);
         }
         let counts = guard.counts();
-        assert_eq!((counts.unsigned, counts.forged, counts.stale, counts.replayed, counts.unreadable), (1, 2, 1, 0, 1));
-        assert_eq!(counts.total(), 5);
+        let all = (counts.unsigned, counts.oversized, counts.forged, counts.stale, counts.replayed, counts.unreadable);
+        assert_eq!(all, (1, 1, 2, 1, 0, 1));
+        assert_eq!(counts.total(), 6);
     }
 }
