@@ -221,3 +221,37 @@ async fn task_outcomes_are_sealed_at_rest_on_postgres() {
     let store = SqlTaskStore::new(sql, Some(FileCipher::from_config(KEY).unwrap()));
     outcomes_are_sealed(&store, &url, Some(&schema.name)).await;
 }
+
+// A line chart of `points` values.
+fn chart(points: usize) -> Value {
+    let data: Vec<i64> = (0..points).map(|i| 60 + (i % 40) as i64).collect();
+    json!({"xAxis": {"type": "category"}, "yAxis": {"type": "value"}, "series": [{"name": "HR", "type": "line", "data": data}]})
+}
+
+#[tokio::test]
+async fn a_drawing_that_is_not_done_at_once_becomes_a_task() {
+    // With no sync budget, a call becomes a task as soon as it yields: a drawing yields, since
+    // it waits for its blocking thread (drawn on the async thread, it was answered directly).
+    let registry = Arc::new(mirobody_tools::builtin_registry().unwrap());
+    let options = TaskOptions::default().with_sync_budget(Duration::ZERO);
+    let service = McpService::builder(registry).task_options(options).build();
+    let router = McpHttp::new(service, HttpOptions::default()).router();
+    let created =
+        call(&router, "tools/call", json!({"name": "render_chart", "arguments": {"option": chart(2_000)}})).await;
+    assert_eq!(created["resultType"], "task", "{}", crate::short(&created));
+    let task = created["taskId"].as_str().unwrap().to_owned();
+    let done = tokio::time::timeout(Duration::from_secs(60), async {
+        loop {
+            let now = status(&router, &task).await;
+            if now["status"] != "working" {
+                return now;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await
+    .expect("the drawing ends");
+    assert_eq!(done["status"], "completed", "{}", crate::short(&done));
+    assert_eq!(done["result"]["structuredContent"]["image"], "image/png");
+    assert_eq!(done["result"]["content"][1]["type"], "image");
+}
