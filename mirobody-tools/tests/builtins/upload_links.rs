@@ -172,6 +172,14 @@ async fn a_person_holds_a_bounded_number_of_links(env: &Env) {
     assert!(links.mint("alice").await.is_err());
     links.revoke(&ids[1]).await.unwrap();
     links.mint("alice").await.expect("room again after a link was revoked");
+    // Making and revoking links in a loop keeps no more rows than the bound.
+    assert_eq!(links.revoke_all("alice").await, Ok(3));
+    for _ in 0..10 {
+        links.mint("alice").await.expect("room again after revoking them all");
+        links.revoke_all("alice").await.unwrap();
+    }
+    let alices = raw_rows(env).await.into_iter().filter(|row| row.contains("\"alice\"")).count();
+    assert!(alices <= 3, "{alices} rows for alice");
     assert_eq!(links.mint("").await.unwrap_err(), LinkError::BadUser);
     assert_eq!(links.mint(&"u".repeat(257)).await.unwrap_err(), LinkError::BadUser);
 }

@@ -35,7 +35,9 @@ const WORKS: &str = "expires_ms > $2 AND uses_left > 0 AND revoked_ms IS NULL";
 impl SqlStore {
     /// Stores a link for `user_id` (its id's hash, when it expires, how many files it may
     /// store), unless the user already has `max_live` links that still work. Expired links,
-    /// anyone's, are deleted first.
+    /// anyone's, are deleted first; and the user's used or revoked ones when they would count
+    /// against the bound, so no one keeps more than `max_live` rows however often they make
+    /// and revoke links.
     pub(crate) async fn insert_upload_link(
         &self,
         token_hash: &[u8; 32],
@@ -46,12 +48,15 @@ impl SqlStore {
         max_live: u32,
     ) -> BackendResult<LinkInsert> {
         const PURGE: &str = "DELETE FROM upload_links WHERE expires_ms <= $1";
+        // What is left of a used or revoked link only says why it no longer works: it goes
+        // when the user is at the bound.
+        const DROP_DEAD: &str = "DELETE FROM upload_links WHERE user_id = $1 \
+             AND (uses_left <= 0 OR revoked_ms IS NOT NULL) \
+             AND (SELECT COUNT(*) FROM upload_links WHERE user_id = $1) >= $2";
         // The count and the insert are one statement: on SQLite, one writer runs it whole; on
         // PostgreSQL, the transaction's advisory lock on the user orders two mints of one user.
-        let insert = format!(
-            "INSERT INTO upload_links (token_hash, user_id, created_ms, expires_ms, uses_left) \
-             SELECT $3, $1, $2, $4, $5 WHERE (SELECT COUNT(*) FROM upload_links WHERE user_id = $1 AND {WORKS}) < $6"
-        );
+        const INSERT: &str = "INSERT INTO upload_links (token_hash, user_id, created_ms, expires_ms, uses_left) \
+             SELECT $3, $1, $2, $4, $5 WHERE (SELECT COUNT(*) FROM upload_links WHERE user_id = $1) < $6";
         let postgres = self.dialect() == Dialect::Postgres;
         let stored = on_pool!(self, |pool| {
             let mut tx = pool.begin().await.map_err(db_error)?;
@@ -63,7 +68,8 @@ impl SqlStore {
                     .await
                     .map_err(db_error)?;
             }
-            let stored = sqlx::query(&insert)
+            sqlx::query(DROP_DEAD).bind(user_id).bind(i64::from(max_live)).execute(&mut *tx).await.map_err(db_error)?;
+            let stored = sqlx::query(INSERT)
                 .bind(user_id)
                 .bind(now_ms)
                 .bind(&token_hash[..])
