@@ -141,7 +141,9 @@ impl UploadLinks {
         &self.settings
     }
 
-    /// Makes a link for `user_id`. Expired links (anyone's) are deleted first.
+    /// Makes a link for `user_id`, or [`LinkError::TooMany`] when they already have
+    /// [`LinkSettings::max_live_per_user`] that still work. Expired links (anyone's) are
+    /// deleted first, and at the bound the user's used and revoked ones.
     pub async fn mint(&self, user_id: &str) -> Result<NewLink, LinkError> {
         if user_id.is_empty() || user_id.len() > MAX_LINK_USER_BYTES {
             return Err(LinkError::BadUser);
