@@ -10,7 +10,7 @@
 //! | [`search_health_indicators`] | yes | db | no |
 //! | [`fetch_health_data`] | yes | db | no |
 //! | [`get_user_health_profile`] | yes | db | no |
-//! | [`upload_link`] | yes | upload links | no |
+//! | [`upload_link`] | yes | upload links | adds a link (or revokes the caller's) |
 //! | [`list_files`] | yes | db | no |
 //! | [`read_file`] | yes | db, storage | no |
 //! | [`recall_memory`] | yes | memory | no |
