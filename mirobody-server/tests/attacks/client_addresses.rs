@@ -2,7 +2,7 @@
 //! the server does not trust, a trusted proxy's headers name the client, and addresses of one
 //! IPv6 /48 share its budget.
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use crate::common::request;
 use crate::harness::Server;
@@ -13,14 +13,26 @@ const LIMITS: [(&str, &str); 3] = [
     ("MIROBODY_MAX_CONNECTIONS_PER_ADDRESS", "2"),
 ];
 
-// The status of an anonymous `GET /circle` sent while two other connections from this
-// address are open: 503 when the server counts them as one client's.
+// The status of an anonymous `GET /circle` on a third connection while two others from this
+// address are open: 503 (written at once, before any request) when the server counts them as
+// one client's. Nothing is sent until the connection is known to be taken, so that a refused
+// one ends cleanly rather than with a reset.
 fn beside_two_open_connections(port: u16) -> u16 {
+    use std::io::{Read, Write};
     let open: Vec<_> = (0..2).map(|_| std::net::TcpStream::connect(("127.0.0.1", port)).unwrap()).collect();
-    std::thread::sleep(std::time::Duration::from_millis(200));
-    let status = request(port, "GET", "/circle", &[], b"").0;
+    std::thread::sleep(Duration::from_millis(200));
+    let mut third = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    third.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+    let mut reply = Vec::new();
+    let _ = third.read_to_end(&mut reply);
+    if reply.is_empty() {
+        write!(third, "GET /circle HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n").unwrap();
+        third.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+        let _ = third.read_to_end(&mut reply);
+    }
     drop(open);
-    status
+    let reply = String::from_utf8_lossy(&reply);
+    reply.split_whitespace().nth(1).and_then(|status| status.parse().ok()).unwrap_or(0)
 }
 
 // How many of anonymous `GET /circle`s with these forwarding headers were refused for the rate.
