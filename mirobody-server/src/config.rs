@@ -17,11 +17,15 @@ use mirobody_mcp::{McpOptions, ServerInfo};
 /// The environment variable prefix for overrides: `MIROBODY_BIND`, `MIROBODY_STATELESS`, ...
 pub const ENV_PREFIX: &str = "MIROBODY_";
 
+mod extraction;
 mod quotas;
 mod tools;
+mod uploads;
 
+pub use extraction::ExtractionSettings;
 pub use quotas::QuotaSettings;
 pub use tools::ToolSettings;
+pub use uploads::UploadSettings;
 
 /// Every setting, with its default.
 #[derive(Clone, Debug, Deserialize)]
@@ -182,120 +186,6 @@ impl Default for Config {
             auth: AuthConfig::default(),
             backends: BackendConfig::default(),
         }
-    }
-}
-
-/// The `uploads` settings: what `POST /files`, the upload page and `POST /fhir` accept.
-#[derive(Clone, Debug, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-#[non_exhaustive]
-pub struct UploadSettings {
-    /// The largest file, in bytes.
-    pub max_file_bytes: u64,
-    /// The most files one person keeps.
-    pub max_files_per_user: u64,
-    /// The most bytes one person keeps, all files together.
-    pub max_bytes_per_user: u64,
-    /// The largest FHIR or CSV import body, in bytes.
-    pub max_import_bytes: u64,
-    /// Uploads and imports handled at once, server-wide (each from its first byte to its
-    /// answer); more wait in line for up to 10 seconds, then get 503.
-    pub max_concurrent: usize,
-    /// The memory the uploads and imports being handled may take together, in bytes: a file
-    /// counts twice (three times in a multipart body), an import its bytes and what it is
-    /// parsed into. More wait up to 10 seconds, then get 503; one that needs more than all of
-    /// it gets 413.
-    pub max_inflight_bytes: u64,
-    /// How many of `max_concurrent` one caller (a user, or an address for upload links) may
-    /// hold; more get 429 at once (0: no bound).
-    pub max_concurrent_per_caller: usize,
-    /// The slowest an upload's or import's body may arrive, in bytes a second averaged over
-    /// 5 s after a grace of 5 s; slower ones get 408 (0: no bound).
-    pub min_body_bytes_per_sec: u64,
-    /// Seconds an upload link (the `upload_link` tool) works.
-    pub link_ttl_secs: u64,
-    /// Files one upload link stores before it stops working.
-    pub link_uses: u32,
-    /// Upload links that still work one person may have at once.
-    pub max_links_per_user: u32,
-}
-
-impl Default for UploadSettings {
-    fn default() -> Self {
-        let limits = mirobody_tools::uploads::UploadLimits::default();
-        UploadSettings {
-            max_file_bytes: limits.max_file_bytes,
-            max_files_per_user: limits.max_files_per_user,
-            max_bytes_per_user: limits.max_bytes_per_user,
-            max_import_bytes: 16 << 20,
-            max_concurrent: 8,
-            max_inflight_bytes: 256 << 20,
-            max_concurrent_per_caller: 2,
-            min_body_bytes_per_sec: 16 * 1024,
-            link_ttl_secs: 900,
-            link_uses: 1,
-            max_links_per_user: 20,
-        }
-    }
-}
-
-impl UploadSettings {
-    /// The limits [`mirobody_tools::uploads::store_upload`] applies.
-    pub fn limits(&self) -> mirobody_tools::uploads::UploadLimits {
-        let mut limits = mirobody_tools::uploads::UploadLimits::default();
-        limits.max_file_bytes = self.max_file_bytes;
-        limits.max_files_per_user = self.max_files_per_user;
-        limits.max_bytes_per_user = self.max_bytes_per_user;
-        limits
-    }
-
-    /// How [`mirobody_tools::upload_links::UploadLinks`] makes links.
-    pub fn link_settings(&self) -> mirobody_tools::upload_links::LinkSettings {
-        let mut settings = mirobody_tools::upload_links::LinkSettings::default();
-        settings.lifetime = std::time::Duration::from_secs(self.link_ttl_secs);
-        settings.uses = self.link_uses;
-        settings.max_live_per_user = self.max_links_per_user;
-        settings
-    }
-}
-
-/// The `extraction` settings: the bounds on the child process that reads one uploaded
-/// document's text (a PDF or Word file is never parsed inside the server).
-#[derive(Clone, Debug, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-#[non_exhaustive]
-pub struct ExtractionSettings {
-    /// The reader's address space, in MiB: a decompression bomb ends there.
-    pub memory_mib: u64,
-    /// The reader's CPU time, in seconds.
-    pub cpu_secs: u64,
-    /// Seconds the server waits for a reader before it kills it.
-    pub deadline_secs: u64,
-    /// Readers running at once, server-wide; each person has one at a time.
-    pub max_running: usize,
-}
-
-impl Default for ExtractionSettings {
-    fn default() -> Self {
-        let limits = mirobody_tools::extract::ExtractLimits::default();
-        ExtractionSettings {
-            memory_mib: limits.memory_bytes >> 20,
-            cpu_secs: limits.cpu_seconds,
-            deadline_secs: limits.deadline.as_secs(),
-            max_running: limits.max_running,
-        }
-    }
-}
-
-impl ExtractionSettings {
-    /// The limits each reader runs under.
-    pub fn limits(&self) -> mirobody_tools::extract::ExtractLimits {
-        let mut limits = mirobody_tools::extract::ExtractLimits::default();
-        limits.memory_bytes = self.memory_mib.saturating_mul(1 << 20);
-        limits.cpu_seconds = self.cpu_secs;
-        limits.deadline = std::time::Duration::from_secs(self.deadline_secs);
-        limits.max_running = self.max_running;
-        limits
     }
 }
 
@@ -475,13 +365,7 @@ impl Config {
         if self.page_size == 0 {
             return Err("page_size must be at least 1".into());
         }
-        let extraction = &self.extraction;
-        if extraction.memory_mib < 64 || extraction.cpu_secs == 0 || extraction.deadline_secs == 0 {
-            return Err("extraction needs memory_mib of at least 64 and cpu_secs and deadline_secs of at least 1".into());
-        }
-        if extraction.max_running == 0 {
-            return Err("extraction.max_running must be at least 1".into());
-        }
+        self.extraction.validate()?;
         if self.header_read_timeout_secs == 0 {
             return Err("header_read_timeout_secs must be at least 1".into());
         }

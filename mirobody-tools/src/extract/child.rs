@@ -19,9 +19,13 @@ use super::{ContentKind, ExtractError, extract_text};
 /// The most bytes the child reads from stdin: more than any upload the server takes.
 const MAX_INPUT_BYTES: u64 = 1 << 30;
 
+/// The kind a PDF goes as when poppler's `pdftotext` reads it: its path follows the limits.
+pub(super) const POPPLER: &str = "pdf-poppler";
+
 /// The kind as the protocol names it.
-pub(super) fn kind_name(kind: ContentKind) -> Option<&'static str> {
+pub(super) fn kind_name(kind: ContentKind, poppler: bool) -> Option<&'static str> {
     match kind {
+        ContentKind::Pdf if poppler => Some(POPPLER),
         ContentKind::Pdf => Some("pdf"),
         ContentKind::Docx => Some("docx"),
         _ => None,
@@ -34,13 +38,20 @@ pub(super) fn kind_name(kind: ContentKind) -> Option<&'static str> {
 pub(super) fn run(args: &[String]) -> u8 {
     // A parser's panic is caught and answered; its message must not reach the parent's log.
     std::panic::set_hook(Box::new(|_| {}));
-    let [kind, memory, cpu] = args else { return 2 };
+    let (kind, memory, cpu, poppler) = match args {
+        [kind, memory, cpu] => (kind, memory, cpu, None),
+        [kind, memory, cpu, poppler] if kind == POPPLER => (kind, memory, cpu, Some(poppler)),
+        _ => return 2,
+    };
     let kind = match kind.as_str() {
-        "pdf" => ContentKind::Pdf,
+        "pdf" | POPPLER => ContentKind::Pdf,
         "docx" => ContentKind::Docx,
         _ => return 2,
     };
     let (Ok(memory), Ok(cpu)) = (memory.parse::<u64>(), cpu.parse::<u64>()) else { return 2 };
+    if let Some(pdftotext) = poppler {
+        return hand_over_to_pdftotext(pdftotext, memory, cpu);
+    }
     // Limits first, before a byte of the document is read: a child that cannot limit itself
     // refuses to parse rather than parse unbounded.
     if let Err(e) = confine(memory, cpu) {
@@ -68,9 +79,44 @@ fn answer(status: &str, text: Option<&str>) -> u8 {
     if written.is_ok() { 0 } else { 1 }
 }
 
+/// Becomes poppler's `pdftotext` (the same process: the parent's deadline still ends it),
+/// under this process's limits, after a status line saying so. Only returns when it cannot.
+fn hand_over_to_pdftotext(pdftotext: &str, memory: u64, cpu: u64) -> u8 {
+    #[cfg(unix)]
+    {
+        use std::os::unix::process::CommandExt;
+        if confine_resources(memory, cpu).is_err() {
+            return answer("damaged the server could not confine its reader", None);
+        }
+        // It reads its program and libraries, and nothing it could write to.
+        #[cfg(target_os = "linux")]
+        forbid_files_but_programs();
+        if answer("poppler", None) != 0 {
+            return 1;
+        }
+        // `exec` returns only when it failed; the status line is out, and the parent reads
+        // this exit code as "could not read".
+        let _ = std::process::Command::new(pdftotext).args(["-q", "-enc", "UTF-8", "-eol", "unix", "-", "-"]).exec();
+        99
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = (pdftotext, memory, cpu);
+        answer("damaged pdftotext runs on Unix only", None)
+    }
+}
+
 /// Limits this process: address space, CPU seconds, no files written or created, no core
 /// dumps; and, where the kernel has Landlock, no file opened at all.
 fn confine(memory_bytes: u64, cpu_seconds: u64) -> std::io::Result<()> {
+    confine_resources(memory_bytes, cpu_seconds)?;
+    #[cfg(target_os = "linux")]
+    forbid_files();
+    Ok(())
+}
+
+/// The resource limits of [`confine`].
+fn confine_resources(memory_bytes: u64, cpu_seconds: u64) -> std::io::Result<()> {
     #[cfg(unix)]
     {
         use rlimit::Resource;
@@ -83,8 +129,6 @@ fn confine(memory_bytes: u64, cpu_seconds: u64) -> std::io::Result<()> {
     }
     #[cfg(not(unix))]
     let _ = (memory_bytes, cpu_seconds);
-    #[cfg(target_os = "linux")]
-    forbid_files();
     Ok(())
 }
 
@@ -93,13 +137,25 @@ fn confine(memory_bytes: u64, cpu_seconds: u64) -> std::io::Result<()> {
 /// above alone; stdin and stdout are already open and stay usable.
 #[cfg(target_os = "linux")]
 fn forbid_files() {
-    use landlock::{ABI, Access, AccessFs, Ruleset, RulesetAttr};
+    restrict_files(&[]);
+}
+
+/// Like [`forbid_files`], but the system's programs, libraries and their read-only data
+/// (`/usr`, `/lib`, `/lib64`, `/etc`) may be read and run: what `pdftotext` needs to start.
+#[cfg(target_os = "linux")]
+fn forbid_files_but_programs() {
+    restrict_files(&["/usr", "/lib", "/lib64", "/etc"]);
+}
+
+#[cfg(target_os = "linux")]
+fn restrict_files(readable: &[&str]) {
+    use landlock::{ABI, Access, AccessFs, Ruleset, RulesetAttr, RulesetCreatedAttr, path_beneath_rules};
+    let abi = ABI::V5;
     let restricted = Ruleset::default()
-        .handle_access(AccessFs::from_all(ABI::V5))
+        .handle_access(AccessFs::from_all(abi))
         .and_then(|ruleset| ruleset.create())
+        .and_then(|ruleset| ruleset.add_rules(path_beneath_rules(readable, AccessFs::from_read(abi))))
         .and_then(|ruleset| ruleset.restrict_self());
-    if let Err(e) = restricted {
-        // Not fatal: the resource limits hold whatever the kernel offers.
-        let _ = e;
-    }
+    // Not fatal where the kernel has no Landlock: the resource limits hold whatever it offers.
+    let _ = restricted;
 }

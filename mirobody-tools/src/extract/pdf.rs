@@ -24,8 +24,10 @@ pub(super) fn extract(bytes: &[u8]) -> Result<Option<String>, ExtractError> {
 }
 
 /// `raw` with each line's trailing whitespace trimmed, at most two blank lines in a row, no
-/// blank lines at either end, and no NUL characters (which databases refuse in text).
-fn normalise(raw: &str) -> String {
+/// blank lines at either end, no NUL characters (which databases refuse in text), typographic
+/// ligatures spelled out, and words hyphenated across a line break joined again: what a search
+/// for "specific" or "discovered" finds (poppler's `pdftotext` does both; pdf-extract neither).
+pub(super) fn normalise(raw: &str) -> String {
     let mut out = String::with_capacity(raw.len());
     let mut blank_run = 0usize;
     for line in raw.lines() {
@@ -38,13 +40,44 @@ fn normalise(raw: &str) -> String {
             }
         } else {
             blank_run = 0;
+            // "discov-" then "ered": one word again. Only a letter, a hyphen and a lowercase
+            // letter: "-5" and "COVID-" before "19" stay as they are.
+            if line.starts_with(|c: char| c.is_lowercase()) && ends_in_hyphenated_word(&out) {
+                out.truncate(out.len() - "-\n".len());
+            }
         }
-        out.push_str(line);
+        for c in line.chars() {
+            match ligature(c) {
+                Some(spelled) => out.push_str(spelled),
+                None if c == '\0' => {}
+                None => out.push(c),
+            }
+        }
         out.push('\n');
     }
     let kept = out.trim_end().len();
     out.truncate(kept);
-    if out.contains('\0') { out.replace('\0', "") } else { out }
+    out
+}
+
+/// Whether `text` ends with a letter, a hyphen and a line break.
+fn ends_in_hyphenated_word(text: &str) -> bool {
+    let mut end = text.chars().rev();
+    matches!((end.next(), end.next(), end.next()), (Some('\n'), Some('-'), Some(c)) if c.is_alphabetic())
+}
+
+/// The letters of a Latin typographic ligature (U+FB00 to U+FB06), which fonts draw for "fi",
+/// "fl" and the like. A table rather than NFKC, which would also rewrite "m²" as "m2".
+fn ligature(c: char) -> Option<&'static str> {
+    Some(match c {
+        '\u{FB00}' => "ff",
+        '\u{FB01}' => "fi",
+        '\u{FB02}' => "fl",
+        '\u{FB03}' => "ffi",
+        '\u{FB04}' => "ffl",
+        '\u{FB05}' | '\u{FB06}' => "st",
+        _ => return None,
+    })
 }
 
 #[cfg(test)]
@@ -178,5 +211,16 @@ pub(super) mod tests {
         let raw = "\n\n  Title  \t\n\n\n\n\n\nBody\r\nline 2 \n\n\n\u{0}end\n\n\n";
         assert_eq!(normalise(raw), "  Title\n\n\nBody\nline 2\n\n\nend");
         assert_eq!(normalise(" \n\t\n"), "");
+    }
+
+    #[test]
+    fn normalise_spells_out_ligatures_and_joins_hyphenated_words() {
+        assert_eq!(normalise("e\u{FB03}cient \u{FB01}le, m\u{B2}"), "efficient file, m\u{B2}");
+        assert_eq!(normalise("was discov-\nered here"), "was discovered here");
+        // Not a hyphenated word: a number, a name before a capital, a hyphen alone.
+        assert_eq!(normalise("range 4-\n5 mmol"), "range 4-\n5 mmol");
+        assert_eq!(normalise("COVID-\n19"), "COVID-\n19");
+        assert_eq!(normalise("Smith-\nJones"), "Smith-\nJones");
+        assert_eq!(normalise("-\nthen"), "-\nthen");
     }
 }

@@ -25,11 +25,20 @@ pub struct ExtractLimits {
     pub deadline: Duration,
     /// How many readers run at once, server-wide (default 2).
     pub max_running: usize,
+    /// Poppler's `pdftotext`, to read PDFs with (default: none, pdf-extract reads them). It
+    /// runs as the reader itself, under the same limits, in place of the child that set them.
+    pub pdftotext: Option<PathBuf>,
 }
 
 impl Default for ExtractLimits {
     fn default() -> Self {
-        ExtractLimits { memory_bytes: 1 << 30, cpu_seconds: 20, deadline: Duration::from_secs(30), max_running: 2 }
+        ExtractLimits {
+            memory_bytes: 1 << 30,
+            cpu_seconds: 20,
+            deadline: Duration::from_secs(30),
+            max_running: 2,
+            pdftotext: None,
+        }
     }
 }
 
@@ -81,7 +90,7 @@ impl Extractor {
     /// Any abnormal end of the reader (killed at a limit or the deadline, crashed, an answer
     /// out of protocol) is [`ExtractError::CouldNotRead`]; nothing of it reaches this process.
     pub(crate) async fn extract(&self, kind: ContentKind, bytes: Vec<u8>) -> Result<Option<String>, ExtractError> {
-        let Some(kind_arg) = child::kind_name(kind) else {
+        let Some(kind_arg) = child::kind_name(kind, self.limits.pdftotext.is_some()) else {
             // Text kinds and images: no parser runs, so nothing needs a sandbox.
             return extract_text(kind, &bytes);
         };
@@ -104,6 +113,7 @@ impl Extractor {
         let mut child = tokio::process::Command::new(&self.program)
             .args(&self.leading_args)
             .args([kind, &self.limits.memory_bytes.to_string(), &self.limits.cpu_seconds.to_string()])
+            .args(self.limits.pdftotext.iter().filter(|_| kind == child::POPPLER))
             .env_clear()
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -126,6 +136,22 @@ impl Extractor {
         let ((), read) = tokio::join!(write, read);
         read?;
         let status = child.wait().await?;
+        if answer.starts_with(POPPLER_STATUS) {
+            // pdftotext answers with its exit code: 0 read, 1 not a PDF it can open, 3 not
+            // allowed to copy the text; a signal is a limit it reached.
+            return Ok(match status.code() {
+                Some(0) => {
+                    let text = super::pdf::normalise(&String::from_utf8_lossy(&answer[POPPLER_STATUS.len()..]));
+                    Ok((!text.is_empty()).then(|| super::cap(text)))
+                }
+                Some(1) => Err(ExtractError::Damaged("it is not a PDF that can be opened".to_owned())),
+                Some(3) => Err(ExtractError::Encrypted),
+                _ => {
+                    tracing::info!(kind, %status, "a document reader ended abnormally");
+                    Err(ExtractError::CouldNotRead)
+                }
+            });
+        }
         if !status.success() {
             tracing::info!(kind, %status, "a document reader ended abnormally");
             return Ok(Err(ExtractError::CouldNotRead));
@@ -133,6 +159,10 @@ impl Extractor {
         Ok(parse_answer(answer))
     }
 }
+
+/// The status line of a child that hands over to pdftotext: its text follows, and its exit code
+/// says how it went.
+const POPPLER_STATUS: &[u8] = b"poppler\n";
 
 /// The child's answer as the parent reports it; anything out of protocol is
 /// [`ExtractError::CouldNotRead`].

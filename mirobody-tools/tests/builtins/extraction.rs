@@ -15,7 +15,7 @@ use serde_json::json;
 use crate::support::{Env, router};
 
 /// Readers of the `mirobody-extract` binary with tight limits, so an attack ends quickly.
-fn extractor(max_running: usize) -> Extractor {
+pub(crate) fn extractor(max_running: usize) -> Extractor {
     let mut limits = ExtractLimits::default();
     limits.memory_bytes = 512 << 20;
     limits.cpu_seconds = 3;
@@ -261,4 +261,72 @@ async fn mutated_real_documents_never_hurt_the_caller() {
     // The readers are still there for an honest document.
     let honest = extractor.extract_document(hostile::text_pdf("LDL 2.1 mmol/L")).await.unwrap();
     assert!(honest.is_some_and(|t| t.contains("LDL 2.1")));
+}
+
+#[tokio::test]
+async fn poppler_reads_pdfs_in_the_same_sandbox() {
+    let Some(pdftotext) = ["/usr/bin/pdftotext", "/usr/local/bin/pdftotext"].into_iter().find(|p| std::path::Path::new(p).exists())
+    else {
+        return mirobody_testkit::skip("poppler's pdftotext is not installed (apt-get install poppler-utils)");
+    };
+    let mut limits = ExtractLimits::default();
+    limits.memory_bytes = 512 << 20;
+    limits.cpu_seconds = 3;
+    limits.deadline = Duration::from_secs(10);
+    limits.pdftotext = Some(pdftotext.into());
+    let extractor = Extractor::new(env!("CARGO_BIN_EXE_mirobody-extract"), Vec::new(), limits);
+    let text = extractor.extract_document(hostile::text_pdf("Glucose 5.4 mmol/L")).await.unwrap();
+    assert!(text.as_deref().is_some_and(|t| t.contains("Glucose 5.4 mmol/L")), "{text:?}");
+    for (what, pdf) in [
+        ("a form that draws itself", hostile::self_drawing_form_pdf()),
+        ("a double-deflated gigabyte", hostile::deflate_bomb_pdf(1 << 30)),
+        ("a ten-fold fan-out", hostile::fan_out_pdf(14, 10)),
+        ("not a PDF at all", b"%PDF-1.4\n garbage".to_vec()),
+    ] {
+        let started = Instant::now();
+        let outcome = extractor.extract_document(pdf).await;
+        eprintln!("pdftotext, {what}: {outcome:?} after {:?}", started.elapsed());
+        assert!(started.elapsed() < Duration::from_secs(20), "{what} took {:?}", started.elapsed());
+        // Whatever poppler makes of it, an answer comes, and no text out of a bomb's spaces.
+        assert!(!matches!(&outcome, Ok(Some(text)) if text.len() > 1 << 20), "{what}");
+    }
+    let honest = extractor.extract_document(hostile::text_pdf("HbA1c 5.9 %")).await.unwrap();
+    assert!(honest.is_some_and(|t| t.contains("HbA1c 5.9 %")));
+}
+
+// Eight uploads at once against a quota of two files: two stored, six refused, nothing left of
+// the six.
+async fn parallel_uploads_past_the_quota(env: &Env) {
+    let mut limits = UploadLimits::default();
+    limits.max_files_per_user = 2;
+    let uploads: Vec<_> = (0..8)
+        .map(|i| {
+            let backends = env.backends.clone();
+            let limits = limits.clone();
+            tokio::spawn(async move {
+                let name = format!("note-{i}.txt");
+                store_upload(&backends, &limits, "alice", &name, None, format!("note {i}").into_bytes()).await
+            })
+        })
+        .collect();
+    let mut stored = 0;
+    for upload in uploads {
+        match upload.await.unwrap() {
+            Ok(_) => stored += 1,
+            Err(e) => assert!(matches!(e, mirobody_tools::uploads::UploadError::Quota(_)), "{e:?}"),
+        }
+    }
+    assert_eq!(stored, 2);
+    assert_eq!(env.backends.sql().files("alice").await.unwrap().len(), 2);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn parallel_uploads_past_the_quota_store_exactly_the_quota_on_sqlite() {
+    parallel_uploads_past_the_quota(&Env::sqlite().await).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn parallel_uploads_past_the_quota_store_exactly_the_quota_on_postgres() {
+    let Some(env) = Env::postgres("extraction::parallel_uploads_past_the_quota").await else { return };
+    parallel_uploads_past_the_quota(&env).await;
 }

@@ -613,8 +613,13 @@ async fn the_demo_loads_once_and_every_tool_has_data() {
     assert_eq!(files.as_array().unwrap().len(), 3);
     let key =
         |name: &str| files.as_array().unwrap().iter().find(|f| f["filename"] == name).unwrap()["file_key"].clone();
-    // The PDF's text was read from the PDF itself, on upload.
-    let pdf = demo.tool("read_file", json!({"file_key": key("blood-count.pdf")})).await;
+    // The PDF's text is read from the PDF itself, by a sandboxed reader, once one runs.
+    let reader = mirobody_tools::reading::TextReader::new(env.backends.clone(), crate::extraction::extractor(1));
+    reader.start();
+    let pdf_key = key("blood-count.pdf");
+    let settled = reader.settled("demo", pdf_key.as_str().unwrap(), std::time::Duration::from_secs(30)).await;
+    assert_eq!(settled.unwrap().text_state, mirobody_tools::health::TextState::Settled);
+    let pdf = demo.tool("read_file", json!({"file_key": pdf_key})).await;
     assert!(pdf.ok()["content"].as_str().unwrap().contains("Hemoglobin 14.1 g/dL"), "{:?}", pdf.ok());
     assert!(demo.tool("read_file", json!({"file_key": key("steps.png")})).await.ok()["url"].is_string());
     // The clinic export arrived through the FHIR import.

@@ -67,11 +67,7 @@ impl SqlStore {
         let max_bytes = i64::try_from(quota.max_bytes).unwrap_or(i64::MAX);
         let postgres = self.dialect() == Dialect::Postgres;
         let inserted = on_pool!(self, |pool| {
-            let mut tx = pool.begin().await.map_err(db_error)?;
-            if postgres {
-                sqlx::query(LOCK).bind(owner).execute(&mut *tx).await.map_err(db_error)?;
-            }
-            let done = sqlx::query(SQL)
+            let insert = sqlx::query(SQL)
                 .bind(&file.file_key)
                 .bind(owner)
                 .bind(&file.filename)
@@ -82,11 +78,19 @@ impl SqlStore {
                 .bind(state)
                 .bind(error)
                 .bind(max_files)
-                .bind(max_bytes)
-                .execute(&mut *tx)
-                .await
-                .map_err(db_error)?;
-            tx.commit().await.map_err(db_error)?;
+                .bind(max_bytes);
+            let done = if postgres {
+                let mut tx = pool.begin().await.map_err(db_error)?;
+                sqlx::query(LOCK).bind(owner).execute(&mut *tx).await.map_err(db_error)?;
+                let done = insert.execute(&mut *tx).await.map_err(db_error)?;
+                tx.commit().await.map_err(db_error)?;
+                done
+            } else {
+                // One statement, on its own: SQLite runs it with the writer held, and a
+                // transaction around it would only fail ("database is locked") under racing
+                // uploads when its read could not become a write.
+                insert.execute(pool).await.map_err(db_error)?
+            };
             done.rows_affected() == 1
         });
         Ok(inserted)
