@@ -56,6 +56,8 @@ impl<'a> CheckedJson<'a> {
     /// an array of more than 1,000 items inside a resource, a string over 4 MiB, more than
     /// 2,000,000 values or nesting past 64 levels is refused with 413, anything not JSON with
     /// 400, as the import's answer.
+    // The refusal is the answer itself, made once per request: boxing it would buy nothing.
+    #[allow(clippy::result_large_err)]
     pub fn check(bytes: &'a [u8]) -> Result<Self, ImportResponse> {
         fhir::shape::check(bytes)
             .map(|values| CheckedJson { bytes, values })
@@ -80,7 +82,11 @@ pub async fn import_fhir_checked(
         Ok(body) => body,
         Err(e) => return refused(400, vec![(None, format!("The body is not JSON: {e}."))]),
     };
-    if observation_only { import_fhir_observation(sql, subject, &body).await } else { import_fhir(sql, subject, &body).await }
+    if observation_only {
+        import_fhir_observation(sql, subject, &body).await
+    } else {
+        import_fhir(sql, subject, &body).await
+    }
 }
 
 /// [`CheckedJson::check`], then [`import_fhir_checked`].

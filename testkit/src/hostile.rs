@@ -60,11 +60,17 @@ pub fn fan_out_pdf(levels: u32, width: u32) -> Vec<u8> {
     for level in 0..levels {
         let next = level + 1;
         let (resources, content) = if next < levels {
-            (format!("/Resources << /XObject << /X{next} {} 0 R >> >>", 5 + next), format!("/X{next} Do\n").repeat(width as usize))
+            (
+                format!("/Resources << /XObject << /X{next} {} 0 R >> >>", 5 + next),
+                format!("/X{next} Do\n").repeat(width as usize),
+            )
         } else {
             (String::new(), "0 0 m 1 1 l S".to_owned())
         };
-        objects.push(stream(&format!("/Type /XObject /Subtype /Form /BBox [0 0 612 792] {resources}"), content.as_bytes()));
+        objects.push(stream(
+            &format!("/Type /XObject /Subtype /Form /BBox [0 0 612 792] {resources}"),
+            content.as_bytes(),
+        ));
     }
     pdf(&objects)
 }

@@ -223,10 +223,14 @@ impl Peers {
                 found.push((path.display().to_string(), bytes));
             }
         }
-        if found.iter().any(|(name, _)| name.ends_with(".docx")) && found.iter().any(|(name, _)| name.ends_with(".pdf")) {
+        if found.iter().any(|(name, _)| name.ends_with(".docx")) && found.iter().any(|(name, _)| name.ends_with(".pdf"))
+        {
             Ok(found)
         } else {
-            Err(format!("the packages held no PDF or no Word file: {:?}", found.iter().map(|f| &f.0).collect::<Vec<_>>()))
+            Err(format!(
+                "the packages held no PDF or no Word file: {:?}",
+                found.iter().map(|f| &f.0).collect::<Vec<_>>()
+            ))
         }
     }
 

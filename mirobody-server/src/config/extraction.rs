@@ -60,7 +60,9 @@ impl ExtractionSettings {
     /// Why these settings cannot be used, if they cannot.
     pub(super) fn validate(&self) -> Result<(), String> {
         if self.memory_mib < 64 || self.cpu_secs == 0 || self.deadline_secs == 0 {
-            return Err("extraction needs memory_mib of at least 64 and cpu_secs and deadline_secs of at least 1".into());
+            return Err(
+                "extraction needs memory_mib of at least 64 and cpu_secs and deadline_secs of at least 1".into()
+            );
         }
         if self.max_running == 0 {
             return Err("extraction.max_running must be at least 1".into());

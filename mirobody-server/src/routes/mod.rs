@@ -177,7 +177,9 @@ impl Routes {
         let Some(wanted) = u32::try_from(bytes).ok().filter(|_| bytes <= capacity) else {
             return Err(error(
                 StatusCode::PAYLOAD_TOO_LARGE,
-                format!("This request would take more memory to handle than this server allows ({capacity} bytes); send it in parts."),
+                format!(
+                    "This request would take more memory to handle than this server allows ({capacity} bytes); send it in parts."
+                ),
             ));
         };
         let wait = Arc::clone(&self.inner.memory).acquire_many_owned(wanted.max(1));

@@ -172,8 +172,10 @@ fn what_requests_take_in_memory_together_is_bounded() {
     let bearer = format!("Bearer {mallory}");
     // 600 KB of JSON whose tree would take several times that: more than the whole budget.
     let entries: Vec<Value> = (0..2_000)
-        .map(|i| json!({"resource": {"resourceType": "Patient", "id": format!("p{i}"), "active": true,
-            "name": [{"family": "Doe", "given": ["Jane", "Q"]}], "gender": "female", "birthDate": "1970-01-01"}}))
+        .map(|i| {
+            json!({"resource": {"resourceType": "Patient", "id": format!("p{i}"), "active": true,
+            "name": [{"family": "Doe", "given": ["Jane", "Q"]}], "gender": "female", "birthDate": "1970-01-01"}})
+        })
         .collect();
     let bundle = json!({"resourceType": "Bundle", "type": "batch", "entry": entries}).to_string();
     let (status, _, body) = crate::common::request(

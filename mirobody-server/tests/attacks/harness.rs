@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use crate::common::{call, fresh_data_dir, free_port, request, session, start_logged, token};
+use crate::common::{call, free_port, fresh_data_dir, request, session, start_logged, token};
 
 /// A running server, its data folder, and a token for the honest user `honest`.
 pub(crate) struct Server {
@@ -77,7 +77,13 @@ impl Server {
     }
 
     /// A request to the server with the honest user's token; status, head, body.
-    pub(crate) fn send(&self, method: &str, path: &str, headers: &[(&str, &str)], body: &[u8]) -> (u16, String, Vec<u8>) {
+    pub(crate) fn send(
+        &self,
+        method: &str,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: &[u8],
+    ) -> (u16, String, Vec<u8>) {
         let bearer = format!("Bearer {}", self.token);
         let mut all = vec![("Authorization", bearer.as_str())];
         all.extend_from_slice(headers);

@@ -194,7 +194,9 @@ mod tests {
         assert_eq!(parse_answer(b"none\n".to_vec()).unwrap(), None);
         assert!(matches!(parse_answer(b"encrypted\n".to_vec()), Err(ExtractError::Encrypted)));
         assert!(matches!(parse_answer(b"too-large\n".to_vec()), Err(ExtractError::TooLarge)));
-        assert!(matches!(parse_answer(b"damaged no xref\n".to_vec()), Err(ExtractError::Damaged(why)) if why == "no xref"));
+        assert!(
+            matches!(parse_answer(b"damaged no xref\n".to_vec()), Err(ExtractError::Damaged(why)) if why == "no xref")
+        );
         for garbage in [&b""[..], b"ok", b"running 0 tests\n", b"damaged\n", b"\xff\xfe\n"] {
             assert!(matches!(parse_answer(garbage.to_vec()), Err(ExtractError::CouldNotRead)), "{garbage:?}");
         }

@@ -51,9 +51,7 @@ impl Walk<'_> {
     fn count<E: serde::de::Error>(&mut self) -> Result<(), E> {
         self.counter.values += 1;
         if self.counter.values > MAX_VALUES {
-            return Err(E::custom(format!(
-                "The body holds more than {MAX_VALUES} JSON values; send it in parts."
-            )));
+            return Err(E::custom(format!("The body holds more than {MAX_VALUES} JSON values; send it in parts.")));
         }
         Ok(())
     }

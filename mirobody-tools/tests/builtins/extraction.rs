@@ -265,7 +265,8 @@ async fn mutated_real_documents_never_hurt_the_caller() {
 
 #[tokio::test]
 async fn poppler_reads_pdfs_in_the_same_sandbox() {
-    let Some(pdftotext) = ["/usr/bin/pdftotext", "/usr/local/bin/pdftotext"].into_iter().find(|p| std::path::Path::new(p).exists())
+    let Some(pdftotext) =
+        ["/usr/bin/pdftotext", "/usr/local/bin/pdftotext"].into_iter().find(|p| std::path::Path::new(p).exists())
     else {
         return mirobody_testkit::skip("poppler's pdftotext is not installed (apt-get install poppler-utils)");
     };

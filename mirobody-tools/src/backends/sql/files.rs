@@ -99,9 +99,7 @@ impl SqlStore {
     /// The owners who have files waiting for their text to be read, each once.
     pub async fn owners_waiting_for_text(&self) -> BackendResult<Vec<String>> {
         const SQL: &str = "SELECT DISTINCT owner FROM files WHERE text_state = $1";
-        on_pool!(self, |pool| {
-            sqlx::query_scalar(SQL).bind(WAITING).fetch_all(pool).await.map_err(db_error)
-        })
+        on_pool!(self, |pool| { sqlx::query_scalar(SQL).bind(WAITING).fetch_all(pool).await.map_err(db_error) })
     }
 
     /// Claims `owner`'s oldest file waiting for its text, for `lease_ms` from now: no other

@@ -46,10 +46,10 @@ macro_rules! on_pool {
 }
 
 pub use circle::MAX_INVITEE_CHARS;
+pub use files::{ClaimedText, FileQuota};
 pub use quotas::{QuotaExceeded, StoreQuotas};
 pub use tasks::SqlTaskStore;
 pub(crate) use upload_links::{LinkInsert, UploadLinkRow};
-pub use files::{ClaimedText, FileQuota};
 
 // Declared after `on_pool!`, so that the macro is in scope in each of them.
 mod access_log;
