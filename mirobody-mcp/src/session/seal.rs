@@ -31,7 +31,8 @@ pub(crate) const MAX_SKEW_MS: i64 = 5_000;
 /// The largest envelope read: the instances' own are a few KiB (ids, a session's bounded
 /// record); anything larger is dropped before its MAC is computed.
 pub(crate) const MAX_ENVELOPE_BYTES: usize = 256 * 1024;
-// Envelope ids remembered to refuse replays within their window; beyond, the oldest go.
+// Envelope ids remembered to refuse replays within their window (some 50 bytes each); beyond,
+// the oldest go. Instances send a few messages a second: this is thousands a second.
 const MAX_REMEMBERED: usize = 200_000;
 // Refusals are logged as warnings at most this often; the others at debug.
 const WARN_EVERY_MS: i64 = 10_000;
@@ -222,9 +223,9 @@ pub(crate) struct Guard {
 
 #[derive(Default)]
 struct Seen {
-    ids: HashSet<String>,
+    ids: HashSet<u128>,
     // In the order heard, with the time each was sent, to forget them once out of the window.
-    order: VecDeque<(i64, String)>,
+    order: VecDeque<(i64, u128)>,
 }
 
 impl Guard {
@@ -263,12 +264,16 @@ impl Guard {
         }
     }
 
-    /// Whether an envelope sent at `at` (ms) under `id` may be heard now: fresh, and not heard
-    /// before. Remembers it.
+    /// Whether an envelope sent at `at` (ms) under `id` (128 random bits in hex, as
+    /// `random_token` makes) may be heard now: fresh, and not heard before. Remembers it.
     pub(crate) fn admit(&self, id: &str, at: i64, now: i64) -> Result<(), Refusal> {
         if at < now - MAX_AGE_MS || at > now + MAX_SKEW_MS {
             return Err(Refusal::Stale);
         }
+        if id.len() != 32 {
+            return Err(Refusal::Unreadable);
+        }
+        let id = u128::from_str_radix(id, 16).map_err(|_| Refusal::Unreadable)?;
         let mut seen = lock(&self.seen);
         // Ids sent before the window began are refused as stale anyway: forget them.
         while let Some((sent, _)) = seen.order.front() {
@@ -278,10 +283,10 @@ impl Guard {
             let (_, old) = seen.order.pop_front().expect("the front was just read");
             seen.ids.remove(&old);
         }
-        if !seen.ids.insert(id.to_owned()) {
+        if !seen.ids.insert(id) {
             return Err(Refusal::Replayed);
         }
-        seen.order.push_back((at, id.to_owned()));
+        seen.order.push_back((at, id));
         Ok(())
     }
 }
@@ -359,15 +364,19 @@ mod tests {
     fn stale_future_and_replayed_envelopes_are_refused_and_counted() {
         let guard = Guard::default();
         let now = now_ms();
-        assert_eq!(guard.admit("a", now, now), Ok(()));
-        assert_eq!(guard.admit("a", now, now), Err(Refusal::Replayed));
-        assert_eq!(guard.admit("b", now - MAX_AGE_MS - 1, now), Err(Refusal::Stale));
-        assert_eq!(guard.admit("c", now + MAX_SKEW_MS + 1, now), Err(Refusal::Stale));
-        assert_eq!(guard.admit("d", now - MAX_AGE_MS + 1_000, now), Ok(()), "late but within the window");
+        let id = |n: u8| format!("{n:032x}");
+        assert_eq!(guard.admit(&id(1), now, now), Ok(()));
+        assert_eq!(guard.admit(&id(1), now, now), Err(Refusal::Replayed));
+        assert_eq!(guard.admit(&id(2), now - MAX_AGE_MS - 1, now), Err(Refusal::Stale));
+        assert_eq!(guard.admit(&id(3), now + MAX_SKEW_MS + 1, now), Err(Refusal::Stale));
+        assert_eq!(guard.admit(&id(4), now - MAX_AGE_MS + 1_000, now), Ok(()), "late but within the window");
+        for made_up in ["1", "not hex, but thirty-two bytes!!!", &"f".repeat(33)] {
+            assert_eq!(guard.admit(made_up, now, now), Err(Refusal::Unreadable), "{made_up}");
+        }
         // Out of the window, an id is forgotten: it is refused as stale, never remembered forever.
         let later = now + MAX_AGE_MS + MAX_SKEW_MS + 1;
-        assert_eq!(guard.admit("e", later, later), Ok(()));
-        assert_eq!(lock(&guard.seen).ids.len(), 1, "only e is remembered");
+        assert_eq!(guard.admit(&id(5), later, later), Ok(()));
+        assert_eq!(lock(&guard.seen).ids.len(), 1, "only the last is remembered");
 
         let refusals = [Refusal::Unsigned, Refusal::Oversized, Refusal::Forged, Refusal::Forged, Refusal::Stale];
         for why in refusals.into_iter().chain([Refusal::Unreadable]) {
