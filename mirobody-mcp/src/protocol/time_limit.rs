@@ -1,7 +1,7 @@
 //! Time limits on tool calls: how long a handler may work before the service stops waiting
 //! for it, drops it and answers an error result. A tool declares its own
-//! ([`Tool::time_limit`](mirobody_core::Tool::time_limit)); [`McpOptions`] sets one for the
-//! tools that declare none and overrides any by name.
+//! ([`Tool::time_limit`](mirobody_core::Tool::time_limit)); [`McpOptions`](crate::McpOptions)
+//! sets one for the tools that declare none and overrides any by name.
 //!
 //! Only the handler's own time counts: while it waits for its client to answer a question
 //! (which has its own bound, the answer timeout, and may be a person typing) the clock is
