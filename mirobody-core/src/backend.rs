@@ -247,6 +247,12 @@ pub trait AccessLog: Send + Sync {
     ) -> BackendResult<()>;
 }
 
+/// The largest record or payload the MCP layer keeps through a [`SessionBackplane`] (16 MiB).
+/// An implementation need read no more of a value than one byte past it: a longer value, which
+/// no instance wrote, is refused however it is cut, so whoever writes to the store cannot make an
+/// instance read a huge one.
+pub const MAX_SESSION_VALUE_BYTES: usize = 16 * 1024 * 1024;
+
 /// What instances of one server share so that any of them serves any request of an MCP
 /// session (the 2025-11-25 revision's `Mcp-Session-Id`): each session's summary, kept with an
 /// expiry, and events carried from one instance to all. The records and events are opaque
@@ -263,7 +269,8 @@ pub trait AccessLog: Send + Sync {
 pub trait SessionBackplane: Send + Sync {
     /// Keeps `record` under `id` for `ttl`, replacing what was there.
     async fn save(&self, id: &str, record: Vec<u8>, ttl: Duration) -> BackendResult<()>;
-    /// The record under `id`, if it has not expired or been removed.
+    /// The record under `id`, if it has not expired or been removed (of a value longer than
+    /// [`MAX_SESSION_VALUE_BYTES`], possibly only its beginning).
     async fn load(&self, id: &str) -> BackendResult<Option<Vec<u8>>>;
     /// Forgets `id`.
     async fn remove(&self, id: &str) -> BackendResult<()>;

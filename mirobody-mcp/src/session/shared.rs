@@ -319,6 +319,9 @@ impl SharedSessions {
         // Not of the form of a session id (32 hex digits), so never read as a session.
         let reference = format!("payload-{}", random_token());
         let sealed = self.trust.keys.seal(purpose, &reference, &bytes);
+        if sealed.len() > mirobody_core::backend::MAX_SESSION_VALUE_BYTES {
+            return Err(mirobody_core::BackendError::new("The answer is too large to pass to another instance."));
+        }
         self.backplane.save(&reference, sealed, PAYLOAD_TTL).await?;
         Ok(reference)
     }

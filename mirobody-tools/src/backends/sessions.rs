@@ -5,8 +5,8 @@
 //! channel. What is kept and carried comes sealed and signed from the MCP layer: Redis only
 //! keeps and carries bytes it cannot read.
 //!
-//! The commands used, for a Redis ACL user limited to the prefix: `GET`, `SET`, `DEL`,
-//! `PEXPIRE`, `PUBLISH`, `SUBSCRIBE` (and `PING`, `HELLO` and `CLIENT` the client sends itself);
+//! The commands used, for a Redis ACL user limited to the prefix: `GET` (the cache's),
+//! `GETRANGE`, `SET`, `DEL`, `PEXPIRE`, `PUBLISH`, `SUBSCRIBE` (and `PING`, `HELLO` and `CLIENT` the client sends itself);
 //! the README's deployment guide gives the line.
 
 use std::time::Duration;
@@ -14,7 +14,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use futures::stream::{BoxStream, StreamExt};
 use mirobody_core::SessionBackplane;
-use mirobody_core::backend::{BackendError, BackendResult};
+use mirobody_core::backend::{BackendError, BackendResult, MAX_SESSION_VALUE_BYTES};
 
 use super::cache::{RedisCache, redis_error};
 
@@ -52,7 +52,17 @@ impl SessionBackplane for RedisCache {
 
     async fn load(&self, id: &str) -> BackendResult<Option<Vec<u8>>> {
         let mut conn = self.connection();
-        redis::cmd("GET").arg(self.session_key(id)).query_async(&mut conn).await.map_err(redis_error)
+        // At most one byte past the largest value an instance writes: a longer one was put there
+        // by someone else, and fails to open however it is cut. A missing key reads as empty,
+        // which no sealed value is.
+        let bytes: Vec<u8> = redis::cmd("GETRANGE")
+            .arg(self.session_key(id))
+            .arg(0)
+            .arg(MAX_SESSION_VALUE_BYTES)
+            .query_async(&mut conn)
+            .await
+            .map_err(redis_error)?;
+        Ok(Some(bytes).filter(|bytes| !bytes.is_empty()))
     }
 
     async fn remove(&self, id: &str) -> BackendResult<()> {

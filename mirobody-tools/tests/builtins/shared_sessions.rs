@@ -10,6 +10,7 @@ use std::time::Duration;
 use axum::body::Body;
 use futures::StreamExt;
 use http::{Request, header};
+use mirobody_core::backend::MAX_SESSION_VALUE_BYTES;
 use mirobody_core::{Cache, ResourceRegistry, SessionBackplane, UserInfo};
 use mirobody_mcp::http::{HttpOptions, McpHttp};
 use mirobody_mcp::{McpService, StateKey};
@@ -145,6 +146,22 @@ async fn cache_keys_and_session_records_live_in_namespaces_of_their_own() {
     cache.remove("s1").await.unwrap();
 }
 
+#[tokio::test]
+async fn a_huge_value_put_in_the_store_by_someone_else_is_read_only_in_part() {
+    let Some((url, prefix)) = redis("huge_value").await else { return };
+    let cache = RedisCache::connect(&url, &prefix).await.unwrap();
+    let mut conn = redis::Client::open(url.as_str()).unwrap().get_multiplexed_async_connection().await.unwrap();
+    let huge = vec![b'x'; MAX_SESSION_VALUE_BYTES + 1_000];
+    let key = format!("{prefix}session:huge");
+    let _: () = redis::cmd("SET").arg(&key).arg(&huge).arg("PX").arg(30_000).query_async(&mut conn).await.unwrap();
+    let read = cache.load("huge").await.unwrap().expect("there is a value");
+    assert_eq!(read.len(), MAX_SESSION_VALUE_BYTES + 1, "one byte past the bound, no more");
+    // An empty value is none, as a missing one is: no instance writes one.
+    let _: () = redis::cmd("SET").arg(&key).arg("").query_async(&mut conn).await.unwrap();
+    assert_eq!(cache.load("huge").await.unwrap(), None);
+    cache.remove("huge").await.unwrap();
+}
+
 // Alice's 2026-07-28 `subscriptions/listen` stream on `http`, for her tasks and the prompt list.
 async fn listening(http: &McpHttp) -> Sse {
     let params = json!({"notifications": {"promptsListChanged": true}, "_meta": {
@@ -217,7 +234,7 @@ async fn the_deployment_guides_acl_user_can_do_all_the_server_needs_and_no_more(
     // The guide's line, with this test's user, password and prefix.
     let line = format!(
         "ACL SETUSER {user} reset on >{password} ~{prefix}* &{prefix}* \
-         +get +set +del +pexpire +publish +subscribe +unsubscribe +ping"
+         +get +getrange +set +del +pexpire +publish +subscribe +unsubscribe +ping"
     );
     let args: Vec<&str> = line.split_whitespace().skip(1).collect();
     let _: () = redis::cmd("ACL").arg(&args).query_async(&mut admin).await.unwrap();
