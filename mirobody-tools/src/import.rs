@@ -157,7 +157,8 @@ async fn run(sql: &SqlStore, subject: &str, request: ImportRequest) -> ImportRes
         })
         .collect();
     let created = match sql.import_items(subject, &items, None).await {
-        Ok(created) => created,
+        Ok(Ok(created)) => created,
+        Ok(Err(quota)) => return refused(413, vec![(None, quota.to_string())]),
         Err(e) => return refused(503, vec![(None, e.to_string())]),
     };
     let mut created = created.into_iter();

@@ -14,6 +14,8 @@ pub struct QuotaSettings {
     /// The most care-circle invitations one person has waiting for an answer (accepted,
     /// declined and withdrawn ones no longer count).
     pub max_invitations_per_user: u64,
+    /// The most FHIR Observations one person keeps: an import past it is refused whole (413).
+    pub max_observations_per_user: u64,
 }
 
 impl Default for QuotaSettings {
@@ -22,6 +24,7 @@ impl Default for QuotaSettings {
         QuotaSettings {
             max_memories_per_user: store.max_memories_per_user,
             max_invitations_per_user: store.max_pending_invitations_per_user,
+            max_observations_per_user: store.max_observations_per_user,
         }
     }
 }
@@ -32,6 +35,7 @@ impl QuotaSettings {
         let mut quotas = mirobody_tools::backends::StoreQuotas::default();
         quotas.max_memories_per_user = self.max_memories_per_user;
         quotas.max_pending_invitations_per_user = self.max_invitations_per_user;
+        quotas.max_observations_per_user = self.max_observations_per_user;
         quotas
     }
 
@@ -40,6 +44,7 @@ impl QuotaSettings {
         for (key, value) in [
             ("quotas.max_memories_per_user", self.max_memories_per_user),
             ("quotas.max_invitations_per_user", self.max_invitations_per_user),
+            ("quotas.max_observations_per_user", self.max_observations_per_user),
         ] {
             if value == 0 {
                 return Err(format!("{key} must be at least 1"));

@@ -37,6 +37,7 @@ macro_rules! on_both_databases {
 on_both_databases! {
     parallel_memories_past_the_quota_store_exactly_the_quota;
     parallel_invitations_past_the_quota_store_exactly_the_quota;
+    imports_past_the_observation_quota_store_nothing;
 }
 
 const LIMIT: u64 = 5;
@@ -46,6 +47,7 @@ fn bounded(db: &SqlStore) -> Arc<SqlStore> {
     let mut quotas = StoreQuotas::default();
     quotas.max_memories_per_user = LIMIT;
     quotas.max_pending_invitations_per_user = LIMIT;
+    quotas.max_observations_per_user = LIMIT;
     Arc::new(db.clone().with_quotas(quotas))
 }
 
@@ -133,4 +135,54 @@ async fn parallel_invitations_past_the_quota_store_exactly_the_quota(db: &SqlSto
 fn the_defaults_bound_memories_and_invitations() {
     let quotas = StoreQuotas::default();
     assert_eq!((quotas.max_memories_per_user, quotas.max_pending_invitations_per_user), (10_000, 50));
+}
+
+// A batch of `count` glucose Observations with ids `{prefix}{i}`.
+fn observations(prefix: &str, count: usize) -> serde_json::Value {
+    let entries: Vec<serde_json::Value> = (0..count)
+        .map(|i| {
+            serde_json::json!({"resource": {"resourceType": "Observation", "id": format!("{prefix}{i}"),
+                "status": "final", "code": {"coding": [{"system": "http://loinc.org", "code": "2339-0"}]},
+                "valueQuantity": {"value": 5.0 + i as f64 / 10.0, "unit": "mmol/L"},
+                "effectiveDateTime": format!("2026-01-{:02}T08:00:00Z", i + 1)}})
+        })
+        .collect();
+    serde_json::json!({"resourceType": "Bundle", "type": "batch", "entry": entries})
+}
+
+async fn imports_past_the_observation_quota_store_nothing(db: &SqlStore) {
+    use mirobody_tools::health::HealthStore;
+    use mirobody_tools::import::import_fhir;
+    let db = bounded(db);
+    let total = |db: Arc<SqlStore>, who: &'static str| async move {
+        db.observations(who, who, 100).await.unwrap().unwrap().total
+    };
+    // Six at once, against five: refused whole, with the quota's message.
+    let over = import_fhir(&db, "alice", &observations("a", 6)).await;
+    assert_eq!(over.status, 413, "{}", over.body);
+    assert!(over.body.to_string().contains("5 observations"), "{}", over.body);
+    assert_eq!(total(Arc::clone(&db), "alice").await, 0);
+    // Three, then three more: the second refused, the first kept.
+    assert_eq!(import_fhir(&db, "alice", &observations("b", 3)).await.status, 200);
+    assert_eq!(import_fhir(&db, "alice", &observations("c", 3)).await.status, 413);
+    assert_eq!(total(Arc::clone(&db), "alice").await, 3);
+    // Alice's last two places, beside Bob's first import; then four of Bob's at once against
+    // his three places left.
+    let two = observations("d", 2);
+    let (a, b) = tokio::join!(import_fhir(&db, "alice", &two), import_fhir(&db, "bob", &two));
+    assert_eq!((a.status, b.status), (200, 200));
+    let racing: Vec<_> = (0..4)
+        .map(|i| {
+            let db = Arc::clone(&db);
+            tokio::spawn(async move { import_fhir(&db, "bob", &observations(&format!("r{i}-"), 2)).await.status })
+        })
+        .collect();
+    let mut stored = 0;
+    for race in racing {
+        stored += usize::from(race.await.unwrap() == 200);
+    }
+    // Bob has two; five allowed: one more import of two fits, the others are refused.
+    assert_eq!(stored, 1, "imports made at once passed the quota together");
+    assert_eq!(total(Arc::clone(&db), "bob").await, 4);
+    assert_eq!(total(Arc::clone(&db), "alice").await, 5);
 }

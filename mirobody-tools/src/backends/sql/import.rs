@@ -3,6 +3,7 @@
 
 use mirobody_core::backend::BackendResult;
 
+use super::quotas::{QuotaExceeded, sql_bound};
 use super::{Pool, SqlStore, db_error};
 use crate::fhir::{ImportItem, NewRecord};
 use crate::text::now_ms;
@@ -100,13 +101,15 @@ impl SqlStore {
     ///
     /// Written in short transactions of at most [`ROWS_PER_TRANSACTION`] rows, so that a large
     /// import never holds the database's writer for long; all or nothing all the same: when
-    /// one fails, what the earlier ones wrote is deleted again, and the error returned.
+    /// one fails, what the earlier ones wrote is deleted again, and the error returned. An
+    /// import that would take `subject` past their quota of observations stores nothing and
+    /// is `Ok(Err)`.
     pub(crate) async fn import_items(
         &self,
         subject: &str,
         items: &[&ImportItem],
         file_key: Option<&str>,
-    ) -> BackendResult<Vec<bool>> {
+    ) -> BackendResult<Result<Vec<bool>, QuotaExceeded>> {
         let now = now_ms();
         let mut created = Vec::with_capacity(items.len());
         let mut written = Written::default();
@@ -119,7 +122,11 @@ impl SqlStore {
                 end += 1;
             }
             match self.import_chunk(subject, &items[start..end], file_key, now, &mut written).await {
-                Ok(flags) => created.extend(flags),
+                Ok(Ok(flags)) => created.extend(flags),
+                Ok(Err(quota)) => {
+                    self.undo_import(subject, &written).await;
+                    return Ok(Err(quota));
+                }
                 Err(e) => {
                     self.undo_import(subject, &written).await;
                     return Err(e);
@@ -129,7 +136,7 @@ impl SqlStore {
             // Other writers' turn between transactions, on this runtime too.
             tokio::task::yield_now().await;
         }
-        Ok(created)
+        Ok(Ok(created))
     }
 
     async fn import_chunk(
@@ -139,7 +146,9 @@ impl SqlStore {
         file_key: Option<&str>,
         now: i64,
         written: &mut Written,
-    ) -> BackendResult<Vec<bool>> {
+    ) -> BackendResult<Result<Vec<bool>, QuotaExceeded>> {
+        const TOTAL: &str = "SELECT total FROM observation_totals WHERE subject = $1";
+        let max = self.quotas().max_observations_per_user;
         let mut observations = Vec::new();
         let mut records = Vec::new();
         let created = on_pool!(self, |pool| {
@@ -172,12 +181,22 @@ impl SqlStore {
                 };
                 created.push(new);
             }
+            // The count the triggers keep, read after this transaction's own inserts: the
+            // triggers' update holds the subject's row until commit, so an import made at the
+            // same time reads the total with these rows in it.
+            if !observations.is_empty() {
+                let total: i64 = sqlx::query_scalar(TOTAL).bind(subject).fetch_one(&mut *tx).await.map_err(db_error)?;
+                if total > sql_bound(max) {
+                    // Dropped, the transaction rolls back.
+                    return Ok(Err(QuotaExceeded::Observations { max }));
+                }
+            }
             tx.commit().await.map_err(db_error)?;
             created
         });
         written.observations.extend(observations);
         written.records.extend(records);
-        Ok(created)
+        Ok(Ok(created))
     }
 
     // Deletes what an import that failed part-way had written (points go with their

@@ -1,6 +1,8 @@
 //! How much of some things one person may keep in the store, and the refusal when they would
 //! keep more. Each bound is checked and taken in one step where the row is written
-//! (`memory.rs`, `circle.rs`): the insert carries its own count, on SQLite in one statement
+//! (`memory.rs`, `circle.rs`, and `import.rs` for observations: there the count kept by
+//! triggers is read in the import's own transaction, whose row lock on it orders imports made
+//! at once): the insert carries its own count, on SQLite in one statement
 //! (one writer at a time), on PostgreSQL after a lock on the owner held to the end of the
 //! transaction, so writes made at once cannot together pass the bound.
 
@@ -16,11 +18,17 @@ pub struct StoreQuotas {
     pub max_memories_per_user: u64,
     /// The most care-circle invitations one person has waiting for an answer. Default: 50.
     pub max_pending_invitations_per_user: u64,
+    /// The most FHIR Observations one person keeps (imports). Default: 2,000,000.
+    pub max_observations_per_user: u64,
 }
 
 impl Default for StoreQuotas {
     fn default() -> Self {
-        StoreQuotas { max_memories_per_user: 10_000, max_pending_invitations_per_user: 50 }
+        StoreQuotas {
+            max_memories_per_user: 10_000,
+            max_pending_invitations_per_user: 50,
+            max_observations_per_user: 2_000_000,
+        }
     }
 }
 
@@ -45,6 +53,16 @@ pub enum QuotaExceeded {
         Count(*max)
     )]
     Invitations {
+        /// The bound.
+        max: u64,
+    },
+    /// An import would take its owner past the most observations a person keeps.
+    #[error(
+        "This import would take your health data past {} observations, the most this server keeps per \
+         person; nothing of it was stored.",
+        Count(*max)
+    )]
+    Observations {
         /// The bound.
         max: u64,
     },
