@@ -64,7 +64,9 @@ fn hostile_pdfs_cost_their_reader_only() {
         // The honest user is served while the readers are busy with Mallory's files.
         server.assert_serves_honest_user();
     }
-    // Every hostile file ends unreadable, said plainly; none is left waiting.
+    // Every hostile file is settled without text (poppler, where it reads PDFs, finds none in
+    // the self-drawing one; pdf-extract's child dies of it), the others unreadable and saying
+    // why; none is left waiting.
     let deadline = Instant::now() + Duration::from_secs(120);
     loop {
         server.assert_alive();
@@ -74,7 +76,8 @@ fn hostile_pdfs_cost_their_reader_only() {
             assert_eq!(listed.len(), attacks.len() * 2);
             for file in &listed {
                 assert_eq!(file["has_text"], false, "{file}");
-                assert!(file["text_error"].as_str().is_some_and(|why| !why.is_empty()), "{file}");
+                let unreadable = file["text_error"].as_str().is_some_and(|why| !why.is_empty());
+                assert!(unreadable || file["filename"] == "self-drawing.pdf", "{file}");
             }
             break;
         }
