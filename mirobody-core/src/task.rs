@@ -134,4 +134,11 @@ pub trait TaskStore: Send + Sync {
     /// Forgets at most `max` of the records expired at `now_ms` (a bounded batch, so that one
     /// purge never holds the store long); how many it forgot.
     async fn purge(&self, now_ms: i64, max: u64) -> BackendResult<u64>;
+    /// How many of `owner`'s records are kept at `now_ms` (not expired, ended or not), for the
+    /// bound on what one caller keeps. The default counts none: a store that keeps records
+    /// for others should count them.
+    async fn kept(&self, owner: &str, now_ms: i64) -> BackendResult<u64> {
+        let _ = (owner, now_ms);
+        Ok(0)
+    }
 }

@@ -199,6 +199,8 @@ pub struct TaskSettings {
     pub ttl_secs: u64,
     /// The most tasks one caller has running at once.
     pub max_running_per_caller: u64,
+    /// The most task records one signed-in caller keeps at once, running or ended.
+    pub max_kept_per_caller: u64,
     /// Milliseconds a call of a tool with optional task support runs before it becomes a task.
     pub sync_budget_ms: u64,
     /// Seconds a running task's record vouches for it unrenewed: a task whose instance died
@@ -212,6 +214,7 @@ impl Default for TaskSettings {
         TaskSettings {
             ttl_secs: options.ttl.as_secs(),
             max_running_per_caller: options.max_live_per_caller,
+            max_kept_per_caller: options.max_kept_per_caller,
             sync_budget_ms: options.sync_budget.as_millis() as u64,
             lease_secs: options.lease.as_secs(),
         }
@@ -224,6 +227,7 @@ impl TaskSettings {
         mirobody_mcp::TaskOptions::default()
             .with_ttl(std::time::Duration::from_secs(self.ttl_secs))
             .with_max_live_per_caller(self.max_running_per_caller)
+            .with_max_kept_per_caller(self.max_kept_per_caller)
             .with_sync_budget(std::time::Duration::from_millis(self.sync_budget_ms))
             .with_lease(std::time::Duration::from_secs(self.lease_secs))
     }
@@ -385,6 +389,7 @@ impl Config {
             ("uploads.max_links_per_user", u64::from(self.uploads.max_links_per_user)),
             ("tasks.ttl_secs", self.tasks.ttl_secs),
             ("tasks.max_running_per_caller", self.tasks.max_running_per_caller),
+            ("tasks.max_kept_per_caller", self.tasks.max_kept_per_caller),
             ("tasks.lease_secs", self.tasks.lease_secs),
             ("write_timeout_secs", self.write_timeout_secs),
             ("request_body_timeout_secs", self.request_body_timeout_secs),

@@ -102,6 +102,10 @@ async fn tasks_are_their_owners_and_an_ended_one_never_changes(db: &SqlStore) {
     assert_eq!(db.live_anonymous(2_000).await.unwrap(), 3);
     assert_eq!(db.live("anonymous:anon0", 2_000).await.unwrap(), 1, "each anonymous task is its own owner's");
     assert_eq!(db.live_anonymous(40_000).await.unwrap(), 0, "leases passed");
+    // What a caller keeps counts ended records too, until they expire.
+    assert_eq!(db.kept("user:alice", 2_000).await.unwrap(), 2, "the cancelled task and the running one");
+    assert_eq!(db.kept("user:bob", 2_000).await.unwrap(), 0);
+    assert_eq!(db.kept("user:alice", 61_000).await.unwrap(), 0, "expired");
 
     // Expired: gone from reads, then purged in bounded batches.
     assert_eq!(db.load("t1", "user:alice", 61_000).await.unwrap(), None);

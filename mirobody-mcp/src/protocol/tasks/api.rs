@@ -28,6 +28,9 @@ pub enum TaskError {
     /// The caller has this many tasks running already.
     #[error("too many running tasks: at most {0} per caller")]
     TooMany(u64),
+    /// The caller keeps this many task records already (running or ended, until they expire).
+    #[error("too many task results kept: at most {0} per caller")]
+    TooManyKept(u64),
     /// An answer does not fit its question, or the store failed.
     #[error("{0}")]
     Refused(String),
@@ -38,6 +41,7 @@ impl TaskError {
         match refusal {
             TaskRefusal::Unknown => TaskError::Unknown(id.to_owned()),
             TaskRefusal::TooMany(max) => TaskError::TooMany(max),
+            TaskRefusal::TooManyKept(max) => TaskError::TooManyKept(max),
             TaskRefusal::Rpc(error) => TaskError::Refused(error.message),
         }
     }

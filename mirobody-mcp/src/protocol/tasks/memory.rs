@@ -87,6 +87,11 @@ impl TaskStore for MemoryTaskStore {
         Ok(live as u64)
     }
 
+    async fn kept(&self, owner: &str, now_ms: i64) -> BackendResult<u64> {
+        let records = lock(&self.records);
+        Ok(records.values().filter(|r| r.owner == owner && r.expires_ms > now_ms).count() as u64)
+    }
+
     async fn purge(&self, now_ms: i64, max: u64) -> BackendResult<u64> {
         let mut records = lock(&self.records);
         let expired: Vec<String> =

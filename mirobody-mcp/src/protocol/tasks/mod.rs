@@ -63,6 +63,10 @@ pub struct TaskOptions {
     pub poll_interval: Duration,
     /// The most tasks one caller may have running at once.
     pub max_live_per_caller: u64,
+    /// The most task records one signed-in caller may have kept at once, running or ended
+    /// (each is kept for `ttl`): what a caller starting short tasks in a loop can make the
+    /// store hold.
+    pub max_kept_per_caller: u64,
     /// How long a call of a tool with optional task support runs in its request before it
     /// becomes a task.
     pub sync_budget: Duration,
@@ -77,6 +81,7 @@ impl Default for TaskOptions {
             ttl: Duration::from_secs(3600),
             poll_interval: Duration::from_millis(500),
             max_live_per_caller: 32,
+            max_kept_per_caller: 1_000,
             sync_budget: Duration::from_millis(200),
             lease: Duration::from_secs(30),
         }
@@ -93,6 +98,12 @@ impl TaskOptions {
     /// The same options with another bound on running tasks per caller.
     pub fn with_max_live_per_caller(mut self, max: u64) -> Self {
         self.max_live_per_caller = max;
+        self
+    }
+
+    /// The same options with another bound on the records one caller keeps.
+    pub fn with_max_kept_per_caller(mut self, max: u64) -> Self {
+        self.max_kept_per_caller = max;
         self
     }
 
@@ -329,6 +340,8 @@ pub(crate) enum TaskRefusal {
     Unknown,
     /// The caller has too many tasks running.
     TooMany(u64),
+    /// The caller keeps too many task records.
+    TooManyKept(u64),
     /// An answer does not fit its question, or the store failed.
     Rpc(RpcError),
 }
@@ -340,6 +353,13 @@ impl TaskRefusal {
             TaskRefusal::TooMany(max) => RpcError::new(
                 code::INVALID_REQUEST,
                 format!("Too many running tasks: at most {max} per caller; wait for one to end or cancel one"),
+            ),
+            TaskRefusal::TooManyKept(max) => RpcError::new(
+                code::INVALID_REQUEST,
+                format!(
+                    "Too many task results kept: at most {max} per caller, each kept until it expires; \
+                     try again later"
+                ),
             ),
             TaskRefusal::Rpc(error) => error,
         }
@@ -432,6 +452,10 @@ impl Tasks {
         let (here, live) = match user.user_id() {
             Some(id) => {
                 let owner = format!("user:{id}");
+                let kept = self.store.kept(&owner, now).await.map_err(|e| TaskRefusal::Rpc(store_error(e)))?;
+                if kept >= self.options.max_kept_per_caller {
+                    return Err(TaskRefusal::TooManyKept(self.options.max_kept_per_caller));
+                }
                 let here = lock(&self.live).values().filter(|t| t.owner == owner).count() as u64;
                 (here, self.store.live(&owner, now).await)
             }

@@ -224,6 +224,26 @@ async fn running_tasks_per_caller_are_bounded() {
 }
 
 #[tokio::test]
+async fn the_records_one_caller_keeps_are_bounded_until_they_expire() {
+    let options = options().with_max_kept_per_caller(3).with_ttl(Duration::from_millis(600));
+    let service = task_service(Arc::default(), options);
+    let alice = as_user(client_of(service.clone()), "alice");
+    // Tasks that end at once still leave their records, kept until they expire.
+    for _ in 0..3 {
+        let task = created(&alice, "only_task", json!({})).await;
+        assert_eq!(until(&alice, &task, "completed").await["status"], "completed");
+    }
+    let refused = alice.call_tool("only_task", json!({})).await;
+    assert_eq!(refused.error_code(), -32600, "{}", refused.body);
+    assert!(refused.error_message().contains("at most 3"), "{}", refused.body);
+    // Bob keeps his own.
+    created(&as_user(client_of(service), "bob"), "only_task", json!({})).await;
+    // Once Alice's have expired, she may start tasks again.
+    tokio::time::sleep(Duration::from_millis(650)).await;
+    created(&alice, "only_task", json!({})).await;
+}
+
+#[tokio::test]
 async fn a_task_is_forgotten_when_its_time_to_live_passes() {
     let options = options().with_ttl(Duration::from_millis(400));
     let client = as_user(client_of(task_service(Arc::default(), options)), "alice");

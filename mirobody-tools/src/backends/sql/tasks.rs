@@ -168,6 +168,14 @@ impl SqlStore {
         Ok(count.max(0) as u64)
     }
 
+    async fn count_kept_tasks(&self, owner: &str, now_ms: i64) -> BackendResult<u64> {
+        const SQL: &str = "SELECT COUNT(*) FROM tasks WHERE owner = $1 AND expires_ms > $2";
+        let count: i64 = on_pool!(self, |pool| {
+            sqlx::query_scalar(SQL).bind(owner).bind(now_ms).fetch_one(pool).await.map_err(db_error)?
+        });
+        Ok(count.max(0) as u64)
+    }
+
     async fn count_live_anonymous_tasks(&self, now_ms: i64) -> BackendResult<u64> {
         // `substr`, not `LIKE` or a range: the same exact, case-sensitive test under either
         // database's collation.
@@ -218,6 +226,10 @@ impl TaskStore for SqlTaskStore {
         self.sql.count_live_anonymous_tasks(now_ms).await
     }
 
+    async fn kept(&self, owner: &str, now_ms: i64) -> BackendResult<u64> {
+        self.sql.count_kept_tasks(owner, now_ms).await
+    }
+
     async fn purge(&self, now_ms: i64, max: u64) -> BackendResult<u64> {
         self.sql.purge_tasks(now_ms, max).await
     }
@@ -240,6 +252,10 @@ impl TaskStore for SqlStore {
 
     async fn live_anonymous(&self, now_ms: i64) -> BackendResult<u64> {
         self.count_live_anonymous_tasks(now_ms).await
+    }
+
+    async fn kept(&self, owner: &str, now_ms: i64) -> BackendResult<u64> {
+        self.count_kept_tasks(owner, now_ms).await
     }
 
     async fn purge(&self, now_ms: i64, max: u64) -> BackendResult<u64> {
