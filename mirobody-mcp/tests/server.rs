@@ -28,9 +28,9 @@ mod shared_sessions;
 mod stdio;
 #[path = "server/streaming.rs"]
 mod streaming;
-#[path = "server/tracing_spans.rs"]
-mod tracing_spans;
 #[path = "server/time_limits.rs"]
 mod time_limits;
+#[path = "server/tracing_spans.rs"]
+mod tracing_spans;
 #[path = "server/views.rs"]
 mod views;
