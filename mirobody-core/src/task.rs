@@ -141,4 +141,12 @@ pub trait TaskStore: Send + Sync {
         let _ = (owner, now_ms);
         Ok(0)
     }
+    /// How many records of anonymous callers (owners beginning with
+    /// [`ANONYMOUS_OWNER_PREFIX`]) are kept at `now_ms`, all together, ended or not: anonymous
+    /// callers share one bound on what they keep. The default counts none, like
+    /// [`kept`](Self::kept).
+    async fn kept_anonymous(&self, now_ms: i64) -> BackendResult<u64> {
+        let _ = now_ms;
+        Ok(0)
+    }
 }

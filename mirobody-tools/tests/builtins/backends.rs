@@ -106,6 +106,14 @@ async fn tasks_are_their_owners_and_an_ended_one_never_changes(db: &SqlStore) {
     assert_eq!(db.kept("user:alice", 2_000).await.unwrap(), 2, "the cancelled task and the running one");
     assert_eq!(db.kept("user:bob", 2_000).await.unwrap(), 0);
     assert_eq!(db.kept("user:alice", 61_000).await.unwrap(), 0, "expired");
+    // Anonymous callers keep together: ended records count until they expire, others' never.
+    let mut ended = db.load("anon0", "anonymous:anon0", 2_000).await.unwrap().unwrap();
+    ended.state = TaskState::Completed;
+    db.save(&ended).await.unwrap();
+    assert_eq!(db.live_anonymous(2_000).await.unwrap(), 2);
+    assert_eq!(db.kept_anonymous(2_000).await.unwrap(), 3, "the ended one too, and no signed-in one");
+    assert_eq!(db.kept_anonymous(40_000).await.unwrap(), 3, "kept after their leases passed");
+    assert_eq!(db.kept_anonymous(61_000).await.unwrap(), 0, "expired");
 
     // Expired: gone from reads, then purged in bounded batches.
     assert_eq!(db.load("t1", "user:alice", 61_000).await.unwrap(), None);

@@ -92,6 +92,13 @@ impl TaskStore for MemoryTaskStore {
         Ok(records.values().filter(|r| r.owner == owner && r.expires_ms > now_ms).count() as u64)
     }
 
+    async fn kept_anonymous(&self, now_ms: i64) -> BackendResult<u64> {
+        let records = lock(&self.records);
+        let kept =
+            records.values().filter(|r| r.owner.starts_with(ANONYMOUS_OWNER_PREFIX) && r.expires_ms > now_ms).count();
+        Ok(kept as u64)
+    }
+
     async fn purge(&self, now_ms: i64, max: u64) -> BackendResult<u64> {
         let mut records = lock(&self.records);
         let expired: Vec<String> =

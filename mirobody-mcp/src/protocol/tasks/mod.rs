@@ -65,7 +65,7 @@ pub struct TaskOptions {
     pub max_live_per_caller: u64,
     /// The most task records one signed-in caller may have kept at once, running or ended
     /// (each is kept for `ttl`): what a caller starting short tasks in a loop can make the
-    /// store hold.
+    /// store hold. Anonymous callers, who cannot be told apart, share one such bound.
     pub max_kept_per_caller: u64,
     /// How long a call of a tool with optional task support runs in its request before it
     /// becomes a task.
@@ -460,6 +460,11 @@ impl Tasks {
                 (here, self.store.live(&owner, now).await)
             }
             None => {
+                // Anonymous callers cannot be told apart: together they keep what one caller may.
+                let kept = self.store.kept_anonymous(now).await.map_err(|e| TaskRefusal::Rpc(store_error(e)))?;
+                if kept >= self.options.max_kept_per_caller {
+                    return Err(TaskRefusal::TooManyKept(self.options.max_kept_per_caller));
+                }
                 let here = lock(&self.live).values().filter(|t| is_anonymous(&t.owner)).count() as u64;
                 (here, self.store.live_anonymous(now).await)
             }

@@ -244,6 +244,27 @@ async fn the_records_one_caller_keeps_are_bounded_until_they_expire() {
 }
 
 #[tokio::test]
+async fn the_records_anonymous_callers_keep_are_bounded_together_until_they_expire() {
+    let options = options().with_max_kept_per_caller(3).with_ttl(Duration::from_millis(600));
+    let service = task_service(Arc::default(), options);
+    // Each call as a caller of its own: anonymous callers cannot be told apart, so a loop of
+    // them is one caller filling the store with ended records.
+    for _ in 0..3 {
+        let anonymous = client_of(service.clone());
+        let task = created(&anonymous, "only_task", json!({})).await;
+        assert_eq!(until(&anonymous, &task, "completed").await["status"], "completed");
+    }
+    let refused = client_of(service.clone()).call_tool("only_task", json!({})).await;
+    assert_eq!(refused.error_code(), -32600, "{}", refused.body);
+    assert!(refused.error_message().contains("at most 3"), "{}", refused.body);
+    // A signed-in caller keeps their own.
+    created(&as_user(client_of(service.clone()), "bob"), "only_task", json!({})).await;
+    // Once the anonymous records have expired, anonymous callers may start tasks again.
+    tokio::time::sleep(Duration::from_millis(650)).await;
+    created(&client_of(service), "only_task", json!({})).await;
+}
+
+#[tokio::test]
 async fn a_task_is_forgotten_when_its_time_to_live_passes() {
     let options = options().with_ttl(Duration::from_millis(400));
     let client = as_user(client_of(task_service(Arc::default(), options)), "alice");

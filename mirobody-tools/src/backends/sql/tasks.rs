@@ -196,6 +196,22 @@ impl SqlStore {
         Ok(count.max(0) as u64)
     }
 
+    async fn count_kept_anonymous_tasks(&self, now_ms: i64) -> BackendResult<u64> {
+        // `substr` for the reason `count_live_anonymous_tasks` gives.
+        const SQL: &str = "SELECT COUNT(*) FROM tasks WHERE substr(owner, 1, $1) = $2 AND expires_ms > $3";
+        let prefix_chars = ANONYMOUS_OWNER_PREFIX.chars().count() as i32;
+        let count: i64 = on_pool!(self, |pool| {
+            sqlx::query_scalar(SQL)
+                .bind(prefix_chars)
+                .bind(ANONYMOUS_OWNER_PREFIX)
+                .bind(now_ms)
+                .fetch_one(pool)
+                .await
+                .map_err(db_error)?
+        });
+        Ok(count.max(0) as u64)
+    }
+
     async fn purge_tasks(&self, now_ms: i64, max: u64) -> BackendResult<u64> {
         // A bounded batch, oldest first, through the expiry index.
         const SQL: &str = "DELETE FROM tasks WHERE id IN \
@@ -230,6 +246,10 @@ impl TaskStore for SqlTaskStore {
         self.sql.count_kept_tasks(owner, now_ms).await
     }
 
+    async fn kept_anonymous(&self, now_ms: i64) -> BackendResult<u64> {
+        self.sql.count_kept_anonymous_tasks(now_ms).await
+    }
+
     async fn purge(&self, now_ms: i64, max: u64) -> BackendResult<u64> {
         self.sql.purge_tasks(now_ms, max).await
     }
@@ -256,6 +276,10 @@ impl TaskStore for SqlStore {
 
     async fn kept(&self, owner: &str, now_ms: i64) -> BackendResult<u64> {
         self.count_kept_tasks(owner, now_ms).await
+    }
+
+    async fn kept_anonymous(&self, now_ms: i64) -> BackendResult<u64> {
+        self.count_kept_anonymous_tasks(now_ms).await
     }
 
     async fn purge(&self, now_ms: i64, max: u64) -> BackendResult<u64> {
