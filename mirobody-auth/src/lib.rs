@@ -81,7 +81,10 @@ pub use config::{
 pub use error::{AuthConfigError, AuthError};
 pub use jwt::{ACCESS_TOKEN_TYPES, JwtVerifier, MAX_TOKEN_BYTES, TokenError};
 pub use layer::{AuthLayer, AuthService};
-pub use permission::{CARE_CIRCLE, IMPORT_HEALTH_DATA, PermissionDenied, Permissions, ROUTE_PERMISSIONS, UPLOAD_FILE};
+pub use permission::{
+    CARE_CIRCLE, IMPORT_HEALTH_DATA, PermissionDenied, Permissions, ROUTE_PERMISSIONS, UPLOAD_FILE, UPLOAD_LINK,
+    implied_by,
+};
 pub use routes::{personal_router, protected_resource_metadata};
 pub use secret::{
     MAX_SECRET_LIFETIME, MIN_SECRET_LIFETIME, PERSONAL_URL_SCOPE, PersonalSecret, PersonalUrl, RngError, SECRET_BYTES,

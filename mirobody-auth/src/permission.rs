@@ -12,6 +12,10 @@
 //!   ([`Tool::scopes`]) and those `auth.permission_scopes` adds (a bearer token's `scope`
 //!   claim, or `auth.secret_scopes` for a personal URL).
 //!
+//! Some permissions lead to others: `upload_link` mints links that upload files, so it needs
+//! whatever `upload_file` needs ([`implied_by`]); an agent list must allow both, and a token
+//! must hold the scopes of both.
+//!
 //! At the MCP endpoint the agent half is the tool visibility predicate
 //! ([`Permissions::into_visibility`]) and the scope half is `Registry::call`'s check of the
 //! tool's scopes, which [`Permissions::apply_to_registry`] extends with the configured ones;
@@ -29,6 +33,10 @@ use crate::visibility::{ToolFilter, ToolVisibilityFn};
 /// that may not call the tool may not upload through the route either.
 pub const UPLOAD_FILE: &str = "upload_file";
 
+/// The permission of the `upload_link` tool and of `DELETE <prefix>/upload`: minting and
+/// ending links that upload files, so it needs [`UPLOAD_FILE`] too.
+pub const UPLOAD_LINK: &str = "upload_link";
+
 /// The permission of `POST <prefix>/fhir` and `POST <prefix>/fhir/Observation`: importing
 /// health data into the caller's record. No tool imports, so it is a name of its own.
 pub const IMPORT_HEALTH_DATA: &str = "import_health_data";
@@ -40,6 +48,16 @@ pub const CARE_CIRCLE: &str = "care_circle";
 /// The permission names of routes that are no tool's: per-agent lists may name them beside
 /// the tools.
 pub const ROUTE_PERMISSIONS: [&str; 2] = [IMPORT_HEALTH_DATA, CARE_CIRCLE];
+
+/// The permissions `permission` needs besides itself: what a link's holder does, the one
+/// who minted it must be allowed to do (else an agent list `[whoami, upload_link]` or a
+/// token without `upload_file`'s scopes would upload through a link).
+pub fn implied_by(permission: &str) -> &'static [&'static str] {
+    IMPLICATIONS.iter().find(|(name, _)| *name == permission).map_or(&[], |(_, implied)| implied)
+}
+
+// Each permission that needs others, and those.
+const IMPLICATIONS: [(&str, &[&str]); 1] = [(UPLOAD_LINK, &[UPLOAD_FILE])];
 
 /// Why a caller does not hold a permission. The message names the permission and what would
 /// grant it, never a credential.
@@ -106,8 +124,7 @@ impl Permissions {
         for (permission, list) in &config.permission_scopes {
             add_scopes(scopes.entry(permission.trim().to_owned()).or_default(), list.0.iter().map(String::as_str));
         }
-        scopes.retain(|_, needed| !needed.is_empty());
-        Permissions { inner: Arc::new(Inner { filter: ToolFilter::from_config(config), scopes }) }
+        Permissions { inner: Arc::new(Inner { filter: ToolFilter::from_config(config), scopes: with_implied(scopes) }) }
     }
 
     /// These permissions, with each tool's declared scopes needed for its name too: a route
@@ -119,21 +136,24 @@ impl Permissions {
                 add_scopes(scopes.entry(tool.name().to_owned()).or_default(), tool.scopes().iter().map(|s| &**s));
             }
         }
-        Permissions { inner: Arc::new(Inner { filter: self.inner.filter.clone(), scopes }) }
+        Permissions { inner: Arc::new(Inner { filter: self.inner.filter.clone(), scopes: with_implied(scopes) }) }
     }
 
     /// `registry` with the configured scopes required by the tools they name, so that
     /// `Registry::call` refuses a caller without them (403 `insufficient_scope` at the MCP
     /// endpoint) as the routes do. The registry itself when no tool is named.
     pub fn apply_to_registry(&self, registry: Registry) -> Result<Registry, RegistryError> {
-        if !registry.names().any(|name| self.inner.scopes.contains_key(name)) {
+        // With the tools' declared scopes, so a tool needs those of the tools it implies.
+        let all = self.clone().with_tools(registry.tools());
+        let adds = |tool: &Tool| all.scopes_for(tool.name()).iter().any(|s| !tool.scopes().iter().any(|d| **d == **s));
+        if !registry.tools().any(adds) {
             return Ok(registry);
         }
         let mut builder = Registry::builder();
         for tool in registry.tools() {
             let declared: BTreeSet<&str> = tool.scopes().iter().map(|s| &**s).collect();
             let extra: Vec<String> =
-                self.scopes_for(tool.name()).iter().filter(|s| !declared.contains(s.as_str())).cloned().collect();
+                all.scopes_for(tool.name()).iter().filter(|s| !declared.contains(s.as_str())).cloned().collect();
             builder = builder.tool(tool.clone().require_scopes(extra));
         }
         builder.build()
@@ -144,15 +164,24 @@ impl Permissions {
         &self.inner.filter
     }
 
-    /// The scopes `permission` needs (none for most).
+    /// The scopes `permission` needs (none for most), those of the permissions it implies
+    /// included.
     pub fn scopes_for(&self, permission: &str) -> &[String] {
         self.inner.scopes.get(permission).map_or(&[], Vec::as_slice)
     }
 
-    /// Whether the caller's agent (if any) may use `permission`: the agent half of
-    /// [`check`](Self::check), and all of the MCP visibility predicate.
+    /// Whether the caller's agent (if any) may use `permission` and every permission it
+    /// implies: the agent half of [`check`](Self::check), and all of the MCP visibility
+    /// predicate.
     pub fn agent_allows(&self, user: &UserInfo, permission: &str) -> bool {
-        self.inner.filter.allows(user.agent(), permission)
+        self.agent_lacks(user, permission).is_none()
+    }
+
+    // The first of `permission` and those it implies the caller's agent may not use.
+    fn agent_lacks<'a>(&self, user: &UserInfo, permission: &'a str) -> Option<&'a str> {
+        std::iter::once(permission)
+            .chain(implied_by(permission).iter().copied())
+            .find(|needed| !self.inner.filter.allows(user.agent(), needed))
     }
 
     /// The scopes of `permission` the caller lacks: the scope half of [`check`](Self::check).
@@ -163,9 +192,9 @@ impl Permissions {
     /// Whether `user` holds `permission`: its agent's list allows it and it holds every scope
     /// it needs. A caller with no agent and a permission with no scopes always pass.
     pub fn check(&self, user: &UserInfo, permission: &str) -> Result<(), PermissionDenied> {
-        if !self.agent_allows(user, permission) {
+        if let Some(lacked) = self.agent_lacks(user, permission) {
             return Err(PermissionDenied::Agent {
-                permission: permission.to_owned(),
+                permission: lacked.to_owned(),
                 agent: user.agent().unwrap_or_default().trim().to_owned(),
             });
         }
@@ -186,6 +215,17 @@ impl Permissions {
     pub fn into_visibility(self) -> ToolVisibilityFn {
         Arc::new(move |user: &UserInfo, tool: &Tool| self.agent_allows(user, tool.name()))
     }
+}
+
+// `scopes` with each permission's implied permissions' scopes added to its own, and without
+// permissions that need none.
+fn with_implied(mut scopes: BTreeMap<String, Vec<String>>) -> BTreeMap<String, Vec<String>> {
+    for (permission, implied) in IMPLICATIONS {
+        let implied: Vec<String> = implied.iter().flat_map(|p| scopes.get(*p).cloned().unwrap_or_default()).collect();
+        add_scopes(scopes.entry(permission.to_owned()).or_default(), implied.iter().map(String::as_str));
+    }
+    scopes.retain(|_, needed| !needed.is_empty());
+    scopes
 }
 
 fn add_scopes<'a>(into: &mut Vec<String>, scopes: impl IntoIterator<Item = &'a str>) {
@@ -317,6 +357,56 @@ mod tests {
         assert_eq!(agent.status(), http::StatusCode::FORBIDDEN);
         assert_eq!(agent.challenge("https://mcp.example.com/meta", &[]), None);
         assert!(agent.to_string().contains("'care_circle' permission"), "{agent}");
+    }
+
+    #[test]
+    fn a_link_needs_what_an_upload_needs() {
+        // An agent allowed the link but not the upload: refused, naming the upload.
+        let permissions = permissions(&["whoami", UPLOAD_LINK], &[]);
+        let narrow = UserInfo::authenticated("1").with_agent("narrow");
+        let err = permissions.check(&narrow, UPLOAD_LINK).unwrap_err();
+        assert_eq!(err, PermissionDenied::Agent { permission: UPLOAD_FILE.into(), agent: "narrow".into() });
+        assert!(!permissions.clone().into_visibility()(&narrow, &tool(UPLOAD_LINK)), "hidden at /mcp");
+        let both = self::permissions(&[UPLOAD_LINK, UPLOAD_FILE], &[]);
+        assert_eq!(both.check(&narrow, UPLOAD_LINK), Ok(()));
+        // A disallowed upload disallows the link.
+        let mut config = AuthConfig::default();
+        config.disallowed_tools.insert("narrow".into(), list(&[UPLOAD_FILE]));
+        assert!(!Permissions::from_config(&config).agent_allows(&narrow, UPLOAD_LINK));
+
+        // The upload's scopes, configured or declared, are the link's too.
+        let permissions = self::permissions(&[], &[(UPLOAD_FILE, &["files:write"]), (UPLOAD_LINK, &["links"])]);
+        assert_eq!(permissions.scopes_for(UPLOAD_LINK), ["links", "files:write"]);
+        let token = UserInfo::authenticated("1").with_scopes(["links"]);
+        assert_eq!(
+            permissions.check(&token, UPLOAD_LINK),
+            Err(PermissionDenied::Scopes { permission: UPLOAD_LINK.into(), missing: vec!["files:write".into()] })
+        );
+        let declared = self::permissions(&[], &[]).with_tools([&tool(UPLOAD_FILE).require_scopes(["declared"])]);
+        assert_eq!(declared.scopes_for(UPLOAD_LINK), ["declared"]);
+        assert!(permissions.scopes_for(UPLOAD_FILE) == ["files:write"], "the implication goes one way");
+    }
+
+    #[tokio::test]
+    async fn the_link_tool_needs_the_upload_tools_scopes_at_the_registry() {
+        let registry = Registry::builder()
+            .tool(tool(UPLOAD_FILE).require_scopes(["declared"]))
+            .tool(tool(UPLOAD_LINK))
+            .build()
+            .unwrap();
+        let registry = permissions(&[], &[(UPLOAD_FILE, &["files:write"])]).apply_to_registry(registry).unwrap();
+        assert_eq!(registry.get(UPLOAD_LINK).unwrap().scopes(), ["files:write", "declared"]);
+        let ctx = mirobody_core::ToolContext::default();
+        let token = UserInfo::authenticated("1").with_scopes(["files:write"]);
+        let err = registry.call(UPLOAD_LINK, serde_json::Value::Null, &token, &ctx).await.unwrap_err();
+        assert!(
+            matches!(err, mirobody_core::CallError::InsufficientScope { ref missing, .. } if missing == &["declared"]),
+            "{err:?}"
+        );
+        // Without any scope for either, the registry is the same.
+        let bare = Registry::builder().tool(tool(UPLOAD_FILE)).tool(tool(UPLOAD_LINK)).build().unwrap();
+        let bare = Permissions::default().apply_to_registry(bare).unwrap();
+        assert!(bare.get(UPLOAD_LINK).unwrap().scopes().is_empty());
     }
 
     #[test]
