@@ -24,11 +24,12 @@ use super::error;
 /// How long a body may arrive at any pace before its pace is first checked: a client's
 /// connection may take a moment to open its window.
 const GRACE: Duration = Duration::from_secs(5);
-/// The span over which a body's pace is averaged, after the grace.
+/// How often a body's pace is judged, after the grace (on its average since the grace).
 const WINDOW: Duration = Duration::from_secs(5);
 
 /// Who a request counts against: its signed-in user, else its client's address (an IPv6 one by
-/// its /64), as on `/mcp`. Upload links carry no credential, so they count by address.
+/// its /64), as on `/mcp`. An upload through a link counts against the link's owner instead
+/// (`uploads.rs`): by address, one person's links from many addresses would hold every turn.
 pub(super) fn caller_key(request: &Request<Body>) -> CallerKey {
     match request.extensions().get::<UserInfo>() {
         Some(user) => CallerKey::of(user, request.extensions()),
@@ -112,8 +113,8 @@ fn retry_after_secs(wait: Duration) -> u64 {
 pub(super) struct BodyPace {
     /// The whole body within this, from when reading starts.
     pub(super) deadline: Duration,
-    /// After [`GRACE`], at least this many bytes a second over each [`WINDOW`]; zero for no
-    /// bound.
+    /// After [`GRACE`], at least this many bytes a second on average since the grace ended,
+    /// judged every [`WINDOW`]; zero for no bound.
     pub(super) min_bytes_per_sec: u64,
 }
 
@@ -130,16 +131,27 @@ pub(super) enum BodyRefusal {
     Unreadable,
 }
 
-/// The body, at most `max` bytes, arriving at `pace`. Checked as each piece arrives and, when
-/// none does, at each window's end, so a body that stops arriving is cut as one that trickles.
+/// The body, at most `max` bytes, arriving at `pace`. Its pace is judged as each piece arrives
+/// and, when none does, at each window's end, so a body that stops arriving is cut as one that
+/// trickles; judged on the average since the grace ended, so one stall (a phone changing cell)
+/// does not cut a body that was well above the pace.
 pub(super) async fn read_paced(mut body: Body, max: usize, pace: BodyPace) -> Result<Bytes, BodyRefusal> {
     let started = Instant::now();
-    let deadline = started + pace.deadline;
-    let mut window = Window { start: started + GRACE, bytes: 0 };
+    // None: a deadline too far to name, which is none.
+    let deadline = started.checked_add(pace.deadline);
+    let mut since_grace = SinceGrace::new(started);
     let mut read = Vec::new();
     loop {
-        let wake = if pace.min_bytes_per_sec == 0 { deadline } else { deadline.min(window.end()) };
-        match tokio::time::timeout_at(wake, body.frame()).await {
+        let wake = match (pace.min_bytes_per_sec, deadline) {
+            (0, deadline) => deadline,
+            (_, Some(deadline)) => Some(deadline.min(since_grace.next_check)),
+            (_, None) => Some(since_grace.next_check),
+        };
+        let next = match wake {
+            Some(wake) => tokio::time::timeout_at(wake, body.frame()).await,
+            None => Ok(body.frame().await),
+        };
+        match next {
             Ok(None) => return Ok(Bytes::from(read)),
             Ok(Some(Err(_))) => return Err(BodyRefusal::Unreadable),
             Ok(Some(Ok(frame))) => {
@@ -148,49 +160,51 @@ pub(super) async fn read_paced(mut body: Body, max: usize, pace: BodyPace) -> Re
                         return Err(BodyRefusal::TooLarge);
                     }
                     read.extend_from_slice(data);
-                    window.arrived(data.len(), Instant::now());
+                    since_grace.arrived(data.len(), Instant::now());
                 }
             }
-            // Nothing arrived by the deadline or the window's end: judged below.
+            // Nothing arrived by the deadline or the check: judged below.
             Err(_) => {}
         }
         let now = Instant::now();
-        if now >= deadline {
+        if deadline.is_some_and(|deadline| now >= deadline) {
             return Err(BodyRefusal::TooLong);
         }
-        if pace.min_bytes_per_sec > 0 && window.too_slow(now, pace.min_bytes_per_sec) {
+        if pace.min_bytes_per_sec > 0 && since_grace.too_slow(now, pace.min_bytes_per_sec) {
             return Err(BodyRefusal::TooSlow);
         }
     }
 }
 
-// The bytes that arrived since `start`; a new window starts each time one is judged.
-struct Window {
-    start: Instant,
+// The bytes that arrived since the grace ended, and when the pace is judged next.
+struct SinceGrace {
+    grace_end: Instant,
     bytes: u64,
+    next_check: Instant,
 }
 
-impl Window {
-    fn end(&self) -> Instant {
-        self.start + WINDOW
+impl SinceGrace {
+    fn new(started: Instant) -> Self {
+        let grace_end = started + GRACE;
+        SinceGrace { grace_end, bytes: 0, next_check: grace_end + WINDOW }
     }
 
     fn arrived(&mut self, bytes: usize, now: Instant) {
         // What arrives during the grace is not counted for later.
-        if now >= self.start {
+        if now >= self.grace_end {
             self.bytes = self.bytes.saturating_add(bytes as u64);
         }
     }
 
-    // At a window's end: whether less than `min` a second arrived over it.
+    // At each window's end: whether less than `min` a second arrived on average since the
+    // grace ended.
     fn too_slow(&mut self, now: Instant, min: u64) -> bool {
-        if now < self.end() {
+        if now < self.next_check {
             return false;
         }
-        let elapsed_ms = now.duration_since(self.start).as_millis();
-        let slow = u128::from(self.bytes) * 1000 < u128::from(min) * elapsed_ms;
-        *self = Window { start: now, bytes: 0 };
-        slow
+        self.next_check = now + WINDOW;
+        let elapsed_ms = now.duration_since(self.grace_end).as_millis();
+        u128::from(self.bytes) * 1000 < u128::from(min) * elapsed_ms
     }
 }
 
@@ -262,6 +276,35 @@ mod tests {
         let short = BodyPace { deadline: Duration::from_secs(20), ..PACE };
         assert_eq!(read_paced(body, 1 << 20, short).await, Err(BodyRefusal::TooLong));
         sending.abort();
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn one_stall_does_not_cut_a_body_well_above_the_pace() {
+        let (send, body) = channel_body();
+        let sending = tokio::spawn(async move {
+            // Four times the pace, a stall of 6 s (a phone changing cell), then on again.
+            for second in 0..30 {
+                if second == 12 {
+                    tokio::time::sleep(Duration::from_secs(6)).await;
+                }
+                send.send(&[b'z'; 4000]).await.unwrap();
+                tokio::time::sleep(Duration::from_secs(1)).await;
+            }
+        });
+        let read = read_paced(body, 1 << 20, PACE).await.unwrap();
+        assert_eq!(read.len(), 30 * 4000);
+        sending.await.unwrap();
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_deadline_too_far_to_name_is_none() {
+        let far = BodyPace { deadline: Duration::MAX, min_bytes_per_sec: 0 };
+        assert_eq!(read_paced(Body::from("whole"), 5, far).await.unwrap(), "whole");
+        let (send, body) = channel_body();
+        send.send(&[b'x'; 10]).await.unwrap();
+        let paced = BodyPace { deadline: Duration::MAX, ..PACE };
+        assert_eq!(read_paced(body, 1 << 20, paced).await, Err(BodyRefusal::TooSlow));
+        drop(send);
     }
 
     #[tokio::test(start_paused = true)]
