@@ -31,6 +31,6 @@ pub use protocol::{
     Backends, McpOptions, McpService, McpServiceBuilder, ResourceLister, ServerInfo, ToolVisibility, changes,
 };
 pub use session::limits;
-pub use transport::proxies::{BadProxy, TrustedProxies};
+pub use transport::proxies::{BadForwardedHeader, BadProxy, ForwardedHeader, TrustedProxies};
 pub use transport::serve::{HttpApp, ServeOptions, serve, serve_until, serve_with, shutdown_signal};
 pub use transport::{http, stdio};

@@ -1,15 +1,18 @@
 //! The client behind a reverse proxy: when a connection comes from a proxy the operator
-//! trusts, the client's address is read from the `Forwarded` header (RFC 7239) or else
-//! `X-Forwarded-For`; from anyone else those headers are ignored, so a client cannot choose
-//! whose limits it counts against.
+//! trusts, the client's address is read from the one header the operator says their proxies
+//! write ([`ForwardedHeader`]: `X-Forwarded-For` by default, or `Forwarded`, RFC 7239); from
+//! anyone else no header is read, so a client cannot choose whose limits it counts against.
+//! Only that header is read: most proxies write one and pass the other on as the client sent
+//! it, so reading both would let a client name itself.
 //!
 //! Each proxy appends the address it received the request from, so the list is read from the
-//! right: the first address that is not itself a trusted proxy is the client. What stands to
-//! the left of it was written by the client and is never read. A header our own proxies wrote
-//! that cannot be read leaves the connection's peer as the client.
+//! right, hop by hop, on the header's bytes: the first address that is not itself a trusted
+//! proxy is the client, and nothing left of it is ever parsed (the client wrote it, and may
+//! have written anything). A right-most hop that cannot be read leaves the connection's peer
+//! as the client; one further left, the last trusted proxy read.
 //!
 //! The headers are read by hand: RFC 7239's grammar (tokens, quoted strings, `[v6]:port`
-//! nodes) is small, and no well-kept crate reads `for=` nodes into addresses.
+//! nodes) is small, and no well-kept crate reads a list from the right, lazily, on bytes.
 
 use std::net::IpAddr;
 use std::sync::Arc;
@@ -21,10 +24,51 @@ use ipnet::IpNet;
 /// deployment has.
 const MAX_HOPS: usize = 32;
 
-/// The reverse proxies (addresses or CIDR networks) whose `Forwarded` and `X-Forwarded-For`
-/// headers name the client. Empty by default: every connection's peer is its client.
+/// The header a trusted proxy names the client in. Name the one your proxies write: the
+/// other is never read, since a proxy that does not write it passes the client's own on.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ForwardedHeader {
+    /// `X-Forwarded-For`, which nginx, HAProxy and the cloud load balancers write.
+    #[default]
+    XForwardedFor,
+    /// `Forwarded` (RFC 7239), its `for=` nodes.
+    Forwarded,
+}
+
+impl ForwardedHeader {
+    fn name(self) -> &'static str {
+        match self {
+            ForwardedHeader::XForwardedFor => "x-forwarded-for",
+            ForwardedHeader::Forwarded => "forwarded",
+        }
+    }
+}
+
+/// A forwarded-header name that is neither `x-forwarded-for` nor `forwarded`.
+#[derive(Debug, thiserror::Error)]
+#[error("'{0}' is not a header a proxy names the client in: use x-forwarded-for or forwarded")]
+pub struct BadForwardedHeader(pub String);
+
+impl std::str::FromStr for ForwardedHeader {
+    type Err = BadForwardedHeader;
+
+    fn from_str(name: &str) -> Result<Self, Self::Err> {
+        match name.trim().to_ascii_lowercase().as_str() {
+            "x-forwarded-for" => Ok(ForwardedHeader::XForwardedFor),
+            "forwarded" => Ok(ForwardedHeader::Forwarded),
+            _ => Err(BadForwardedHeader(name.to_owned())),
+        }
+    }
+}
+
+/// The reverse proxies (addresses or CIDR networks) whose forwarded header names the client,
+/// and which header that is. No proxy by default: every connection's peer is its client.
 #[derive(Clone, Debug, Default)]
-pub struct TrustedProxies(Arc<[IpNet]>);
+pub struct TrustedProxies {
+    nets: Arc<[IpNet]>,
+    header: ForwardedHeader,
+}
 
 /// An entry of a trusted-proxy list that is neither an address nor a CIDR network.
 #[derive(Debug, thiserror::Error)]
@@ -33,7 +77,7 @@ pub struct BadProxy(pub String);
 
 impl TrustedProxies {
     /// The proxies in `list`: `10.0.0.0/8`, `2001:db8::/32`, or an address alone (`127.0.0.1`,
-    /// `::1`).
+    /// `::1`), read as writing `X-Forwarded-For` (see [`reading`](Self::reading)).
     ///
     /// # Errors
     ///
@@ -54,22 +98,28 @@ impl TrustedProxies {
                     .map_err(|_| BadProxy(entry.to_owned()))
             })
             .collect::<Result<Vec<_>, _>>()?;
-        Ok(TrustedProxies(nets.into()))
+        Ok(TrustedProxies { nets: nets.into(), header: ForwardedHeader::default() })
+    }
+
+    /// These proxies, read as naming the client in `header` only.
+    pub fn reading(mut self, header: ForwardedHeader) -> Self {
+        self.header = header;
+        self
     }
 
     /// Whether no proxy is trusted.
     pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
+        self.nets.is_empty()
     }
 
     /// Whether `addr` is a trusted proxy (an IPv4-mapped IPv6 address as its IPv4 one).
     pub fn contains(&self, addr: IpAddr) -> bool {
         let addr = addr.to_canonical();
-        self.0.iter().any(|net| net.contains(&addr))
+        self.nets.iter().any(|net| net.contains(&addr))
     }
 
     /// The client of a request that came over a connection from `peer`: `peer` itself, unless
-    /// it is a trusted proxy whose headers name another.
+    /// it is a trusted proxy whose header names another.
     pub fn client(&self, peer: IpAddr, headers: &HeaderMap) -> IpAddr {
         if !self.contains(peer) {
             return peer;
@@ -77,18 +127,19 @@ impl TrustedProxies {
         self.client_behind_proxy(headers).unwrap_or(peer)
     }
 
-    // The right-most hop that is not a trusted proxy; the left-most one read when all are.
-    // `None` when there is no header, or a hop our proxies wrote cannot be read.
+    // The right-most hop that is not a trusted proxy; when every hop read is one, the
+    // left-most read (a request from inside). `None` when there is no header, or its
+    // right-most hop cannot be read.
     fn client_behind_proxy(&self, headers: &HeaderMap) -> Option<IpAddr> {
-        let forwarded = values(headers, "forwarded")?;
-        let hops: Vec<&str> = if forwarded.is_empty() {
-            values(headers, "x-forwarded-for")?.into_iter().flat_map(|value| value.split(',')).collect()
-        } else {
-            forwarded.into_iter().flat_map(split_unquoted(',')).map(forwarded_for).collect::<Option<_>>()?
+        let hops = Hops {
+            values: headers.get_all(self.header.name()).iter().rev(),
+            rest: None,
+            header: self.header,
+            done: false,
         };
         let mut client = None;
-        for hop in hops.iter().rev().take(MAX_HOPS) {
-            let addr = node_address(hop.trim())?;
+        for hop in hops.take(MAX_HOPS) {
+            let Some(addr) = hop else { return client };
             if !self.contains(addr) {
                 return Some(addr);
             }
@@ -98,49 +149,99 @@ impl TrustedProxies {
     }
 }
 
-// The values of every `name` header, in order; `None` if one is not text.
-fn values<'a>(headers: &'a HeaderMap, name: &str) -> Option<Vec<&'a str>> {
-    headers.get_all(name).iter().map(|value| value.to_str().ok()).collect()
+// A forwarded header's hops from the right, each read only when asked for: its address, or
+// `None` for a hop that cannot be read (after which nothing more is read).
+struct Hops<'a> {
+    values: std::iter::Rev<http::header::ValueIter<'a, http::HeaderValue>>,
+    // What is left of the value being read, right of which every hop was taken.
+    rest: Option<&'a [u8]>,
+    header: ForwardedHeader,
+    done: bool,
 }
 
-// `text` split at each `separator` outside a quoted string.
-fn split_unquoted(separator: char) -> impl Fn(&str) -> Vec<&str> {
-    move |text| {
-        let (mut parts, mut start, mut quoted, mut escaped) = (Vec::new(), 0, false, false);
-        for (i, c) in text.char_indices() {
-            match c {
-                _ if escaped => escaped = false,
-                '\\' if quoted => escaped = true,
-                '"' => quoted = !quoted,
-                c if c == separator && !quoted => {
-                    parts.push(&text[start..i]);
-                    start = i + 1;
-                }
-                _ => {}
-            }
+impl Iterator for Hops<'_> {
+    type Item = Option<IpAddr>;
+
+    fn next(&mut self) -> Option<Option<IpAddr>> {
+        if self.done {
+            return None;
         }
-        parts.push(&text[start..]);
-        parts
+        let value = match self.rest.take() {
+            Some(rest) => rest,
+            None => self.values.next()?.as_bytes(),
+        };
+        let (left, hop) = match self.header {
+            ForwardedHeader::XForwardedFor => match value.iter().rposition(|b| *b == b',') {
+                Some(comma) => (Some(&value[..comma]), Some(&value[comma + 1..])),
+                None => (None, Some(value)),
+            },
+            ForwardedHeader::Forwarded => last_element(value),
+        };
+        self.rest = left;
+        let address = match self.header {
+            ForwardedHeader::XForwardedFor => hop.and_then(|hop| node_address(hop.trim_ascii())),
+            ForwardedHeader::Forwarded => hop.and_then(forwarded_for).and_then(node_address),
+        };
+        // Nothing left of an unreadable hop is read.
+        self.done = address.is_none();
+        Some(address)
     }
 }
 
-// The `for=` node of one `Forwarded` element, unquoted; `None` when it has none. Nodes are IP
-// literals, which never need an escape, so a quoted one is taken as it stands.
-fn forwarded_for(element: &str) -> Option<&str> {
-    split_unquoted(';')(element).into_iter().find_map(|pair| {
-        let (name, value) = pair.split_once('=')?;
-        if !name.trim().eq_ignore_ascii_case("for") {
-            return None;
+// The last element of a `Forwarded` value, and what lies left of it (`None` when nothing
+// does): the value split at its right-most comma outside a quoted string. The element is
+// `None` when a quote is left open: it runs into what the client wrote and cannot be told
+// apart from it.
+fn last_element(value: &[u8]) -> (Option<&[u8]>, Option<&[u8]>) {
+    let mut quoted = false;
+    for i in (0..value.len()).rev() {
+        match value[i] {
+            // A quote escaped inside a quoted string (`\"`): text, not its end.
+            b'"' if quoted && escaped(&value[..i]) => {}
+            b'"' => quoted = !quoted,
+            b',' if !quoted => return (Some(&value[..i]), Some(&value[i + 1..])),
+            _ => {}
         }
-        let value = value.trim();
-        Some(value.strip_prefix('"').and_then(|v| v.strip_suffix('"')).unwrap_or(value))
-    })
+    }
+    if quoted { (None, None) } else { (None, Some(value)) }
+}
+
+// Whether what follows `before` is escaped: an odd run of backslashes ends it.
+fn escaped(before: &[u8]) -> bool {
+    before.iter().rev().take_while(|b| **b == b'\\').count() % 2 == 1
+}
+
+// The `for=` node of one `Forwarded` element (its quotes balanced), unquoted; `None` when it
+// has none. Nodes are IP literals, which never need an escape, so a quoted one is taken as it
+// stands.
+fn forwarded_for(element: &[u8]) -> Option<&[u8]> {
+    let (mut start, mut quoted, mut escape) = (0, false, false);
+    for end in 0..=element.len() {
+        match element.get(end) {
+            _ if escape => escape = false,
+            Some(b'\\') if quoted => escape = true,
+            Some(b'"') => quoted = !quoted,
+            Some(b';') | None if !quoted => {
+                let pair = &element[start..end];
+                start = end + 1;
+                let Some(equals) = pair.iter().position(|b| *b == b'=') else { continue };
+                if !pair[..equals].trim_ascii().eq_ignore_ascii_case(b"for") {
+                    continue;
+                }
+                let value = pair[equals + 1..].trim_ascii();
+                return Some(value.strip_prefix(b"\"").and_then(|v| v.strip_suffix(b"\"")).unwrap_or(value));
+            }
+            _ => {}
+        }
+    }
+    None
 }
 
 // The address of a node: `192.0.2.1`, `192.0.2.1:4711`, `[2001:db8::1]`, `[2001:db8::1]:4711`,
-// or a bare IPv6 address as X-Forwarded-For writes it. `unknown` and obfuscated `_names` have
-// none.
-fn node_address(node: &str) -> Option<IpAddr> {
+// or a bare IPv6 address as X-Forwarded-For writes it. `unknown`, obfuscated `_names` and
+// anything not ASCII have none.
+fn node_address(node: &[u8]) -> Option<IpAddr> {
+    let node = std::str::from_utf8(node).ok()?;
     let addr = if let Some(rest) = node.strip_prefix('[') {
         let (v6, port) = rest.split_once(']')?;
         if !(port.is_empty() || port.strip_prefix(':').is_some_and(is_port)) {
@@ -176,10 +277,15 @@ mod tests {
         TrustedProxies::parse(["127.0.0.1/32", "10.0.0.0/8", "::1", "fd00::/8"]).unwrap()
     }
 
-    fn headers(pairs: &[(&str, &str)]) -> HeaderMap {
+    fn forwarded() -> TrustedProxies {
+        proxies().reading(ForwardedHeader::Forwarded)
+    }
+
+    fn headers(pairs: &[(&str, &[u8])]) -> HeaderMap {
         let mut map = HeaderMap::new();
         for (name, value) in pairs {
-            map.append(http::HeaderName::from_bytes(name.as_bytes()).unwrap(), value.parse().unwrap());
+            let value = http::HeaderValue::from_bytes(value).unwrap();
+            map.append(http::HeaderName::from_bytes(name.as_bytes()).unwrap(), value);
         }
         map
     }
@@ -190,8 +296,9 @@ mod tests {
 
     #[test]
     fn headers_from_an_untrusted_peer_are_ignored() {
-        let spoofed = headers(&[("x-forwarded-for", "198.51.100.7"), ("forwarded", "for=198.51.100.8")]);
+        let spoofed = headers(&[("x-forwarded-for", b"198.51.100.7"), ("forwarded", b"for=198.51.100.8")]);
         assert_eq!(proxies().client(ip("203.0.113.9"), &spoofed), ip("203.0.113.9"));
+        assert_eq!(forwarded().client(ip("203.0.113.9"), &spoofed), ip("203.0.113.9"));
         assert_eq!(TrustedProxies::default().client(ip("127.0.0.1"), &spoofed), ip("127.0.0.1"), "none trusted");
     }
 
@@ -200,58 +307,97 @@ mod tests {
         let p = proxies();
         let peer = ip("10.0.0.5");
         // The client wrote the first one itself: it is never read.
-        let chain = headers(&[("x-forwarded-for", "1.2.3.4, 198.51.100.7, 10.1.1.1")]);
+        let chain = headers(&[("x-forwarded-for", b"1.2.3.4, 198.51.100.7, 10.1.1.1")]);
         assert_eq!(p.client(peer, &chain), ip("198.51.100.7"));
         // Two headers are one list, in order.
-        let split = headers(&[("x-forwarded-for", "1.2.3.4"), ("x-forwarded-for", "198.51.100.7")]);
+        let split = headers(&[("x-forwarded-for", b"1.2.3.4"), ("x-forwarded-for", b"198.51.100.7")]);
         assert_eq!(p.client(peer, &split), ip("198.51.100.7"));
-        let v6 = headers(&[("x-forwarded-for", "2001:db8::7")]);
+        let v6 = headers(&[("x-forwarded-for", b"2001:db8::7")]);
         assert_eq!(p.client(peer, &v6), ip("2001:db8::7"));
         // Every hop trusted: the left-most (a request from inside).
-        let inside = headers(&[("x-forwarded-for", "10.9.9.9, 127.0.0.1")]);
+        let inside = headers(&[("x-forwarded-for", b"10.9.9.9, 127.0.0.1")]);
         assert_eq!(p.client(peer, &inside), ip("10.9.9.9"));
         // An IPv4-mapped peer is its IPv4 address.
         assert_eq!(p.client(ip("::ffff:10.0.0.5"), &chain), ip("198.51.100.7"));
     }
 
     #[test]
-    fn forwarded_is_read_before_x_forwarded_for_with_quoted_ipv6_and_ports() {
-        let p = proxies();
-        let peer = ip("::1");
-        let quoted = headers(&[
-            ("forwarded", r#"for=1.2.3.4;proto=https, for="[2001:db8:cafe::17]:4711";by=10.0.0.1"#),
-            ("x-forwarded-for", "198.51.100.99"),
-        ]);
-        assert_eq!(p.client(peer, &quoted), ip("2001:db8:cafe::17"));
-        let port = headers(&[("forwarded", r#"For="192.0.2.43:47011""#)]);
-        assert_eq!(p.client(peer, &port), ip("192.0.2.43"));
-        let bracketed = headers(&[("forwarded", r#"for="[2001:db8::1]""#), ("forwarded", "for=10.2.2.2")]);
-        assert_eq!(p.client(peer, &bracketed), ip("2001:db8::1"));
-        // A quoted comma is not a separator.
-        let comma = headers(&[("forwarded", r#"for=192.0.2.1;host="a,b", for=10.0.0.9"#)]);
-        assert_eq!(p.client(peer, &comma), ip("192.0.2.1"));
+    fn only_the_header_the_proxies_write_is_read() {
+        // nginx writes X-Forwarded-For and passes the client's own `Forwarded` on as it came.
+        let behind_nginx = headers(&[("forwarded", b"for=1.2.3.4"), ("x-forwarded-for", b"198.51.100.7")]);
+        assert_eq!(proxies().client(ip("10.0.0.5"), &behind_nginx), ip("198.51.100.7"), "the default header");
+        // A proxy that writes `Forwarded` passes a client's X-Forwarded-For on just the same.
+        let behind_forwarded = headers(&[("x-forwarded-for", b"1.2.3.4"), ("forwarded", b"for=198.51.100.7")]);
+        assert_eq!(forwarded().client(ip("10.0.0.5"), &behind_forwarded), ip("198.51.100.7"));
+        // The other header alone names no one.
+        let other = headers(&[("forwarded", b"for=1.2.3.4")]);
+        assert_eq!(proxies().client(ip("10.0.0.5"), &other), ip("10.0.0.5"));
+        assert_eq!("X-Forwarded-For".parse::<ForwardedHeader>().unwrap(), ForwardedHeader::XForwardedFor);
+        assert_eq!(" forwarded".parse::<ForwardedHeader>().unwrap(), ForwardedHeader::Forwarded);
+        let err = "x-real-ip".parse::<ForwardedHeader>().unwrap_err();
+        assert!(err.to_string().contains("x-real-ip"), "{err}");
     }
 
     #[test]
-    fn malformed_headers_leave_the_peer_as_the_client() {
-        let p = proxies();
+    fn forwarded_names_the_right_most_untrusted_hop_with_quoted_ipv6_and_ports() {
+        let p = forwarded();
+        let peer = ip("::1");
+        let quoted =
+            headers(&[("forwarded", br#"for=1.2.3.4;proto=https, for="[2001:db8:cafe::17]:4711";by=10.0.0.1"#)]);
+        assert_eq!(p.client(peer, &quoted), ip("2001:db8:cafe::17"));
+        let port = headers(&[("forwarded", br#"For="192.0.2.43:47011""#)]);
+        assert_eq!(p.client(peer, &port), ip("192.0.2.43"));
+        let bracketed = headers(&[("forwarded", br#"for="[2001:db8::1]""#), ("forwarded", b"for=10.2.2.2")]);
+        assert_eq!(p.client(peer, &bracketed), ip("2001:db8::1"));
+        // A quoted comma is not a separator, nor an escaped quote the end of a string.
+        let comma = headers(&[("forwarded", br#"for=192.0.2.1;host="a,b", for=10.0.0.9"#)]);
+        assert_eq!(p.client(peer, &comma), ip("192.0.2.1"));
+        let escaped = headers(&[("forwarded", br#"for=192.0.2.2;ext="x\",y", for=10.0.0.9"#)]);
+        assert_eq!(p.client(peer, &escaped), ip("192.0.2.2"));
+    }
+
+    #[test]
+    fn what_a_client_wrote_left_of_the_proxys_hop_is_never_parsed() {
         let peer = ip("10.0.0.5");
-        for bad in [
-            ("x-forwarded-for", "not-an-address"),
-            ("x-forwarded-for", "198.51.100.7, "),
-            ("x-forwarded-for", "198.51.100.7:port"),
-            ("forwarded", "for=unknown"),
-            ("forwarded", "for=_hidden"),
-            ("forwarded", "proto=https"),
-            ("forwarded", r#"for="[2001:db8::1"#),
-            ("forwarded", r#"for="[2001:db8::1]:99999999""#),
-        ] {
-            assert_eq!(p.client(peer, &headers(&[bad])), peer, "{bad:?}");
+        let client = ip("198.51.100.7");
+        // Bytes that are not visible ASCII, which made the whole header unreadable.
+        let binary = headers(&[("x-forwarded-for", b"\xff\xfe garbage, 198.51.100.7")]);
+        assert_eq!(proxies().client(peer, &binary), client);
+        let binary = headers(&[("forwarded", b"for=\"\xff\", for=198.51.100.7")]);
+        assert_eq!(forwarded().client(peer, &binary), client);
+        // An element without `for=`, which made the whole header unreadable.
+        let no_for = headers(&[("forwarded", b"proto=https, for=198.51.100.7")]);
+        assert_eq!(forwarded().client(peer, &no_for), client);
+        // An unterminated quote, which swallowed the proxy's element into the client's.
+        let open = headers(&[("forwarded", br#"for="1.2.3.4, for=198.51.100.7"#)]);
+        assert_eq!(forwarded().client(peer, &open), client);
+        let open = headers(&[("forwarded", br#"for=1.2.3.4;x=", for=198.51.100.7"#)]);
+        assert_eq!(forwarded().client(peer, &open), client);
+        // Garbage behind a trusted hop: the last trusted proxy read, never the garbage.
+        let behind_trusted = headers(&[("forwarded", br#"for="1.2.3.4, for=10.1.1.1"#)]);
+        assert_eq!(forwarded().client(peer, &behind_trusted), ip("10.1.1.1"));
+        let behind_trusted = headers(&[("x-forwarded-for", b"garbage, 10.1.1.1")]);
+        assert_eq!(proxies().client(peer, &behind_trusted), ip("10.1.1.1"));
+    }
+
+    #[test]
+    fn an_unreadable_right_most_hop_leaves_the_peer_as_the_client() {
+        let peer = ip("10.0.0.5");
+        for bad in [&b"not-an-address"[..], b"198.51.100.7, ", b"198.51.100.7:port", b"\xff"] {
+            let p = proxies();
+            assert_eq!(p.client(peer, &headers(&[("x-forwarded-for", bad)])), peer, "{bad:?}");
         }
-        assert_eq!(p.client(peer, &HeaderMap::new()), peer, "no header");
-        // Garbage the client wrote to the left of what our proxy wrote is never reached.
-        let left = headers(&[("x-forwarded-for", "garbage, 198.51.100.7")]);
-        assert_eq!(p.client(peer, &left), ip("198.51.100.7"));
+        for bad in [
+            &b"for=unknown"[..],
+            b"for=_hidden",
+            b"proto=https",
+            br#"for="[2001:db8::1"#,
+            br#"for="[2001:db8::1]:99999999""#,
+            br#"for=198.51.100.7, for="10.1.1.1"#,
+        ] {
+            assert_eq!(forwarded().client(peer, &headers(&[("forwarded", bad)])), peer, "{bad:?}");
+        }
+        assert_eq!(proxies().client(peer, &HeaderMap::new()), peer, "no header");
     }
 
     #[test]

@@ -3,7 +3,7 @@
 //! shutdown that ends open streams and gives requests in flight a grace period.
 
 use super::connection;
-use super::proxies::TrustedProxies;
+use super::proxies::{ForwardedHeader, TrustedProxies};
 use crate::McpService;
 use crate::session::{self, limits};
 
@@ -30,12 +30,15 @@ pub struct ServeOptions {
     /// closed at once. Zero for no bound. Connections from a trusted proxy are not counted
     /// per address: a proxy carries many clients.
     pub max_connections_per_address: usize,
-    /// The reverse proxies whose `Forwarded` / `X-Forwarded-For` headers name the client
+    /// The reverse proxies whose [`forwarded_header`](Self::forwarded_header) names the client
     /// ([`TrustedProxies`]); none by default. The client so named is the [`ClientAddr`] every
     /// request carries, which every per-caller bound of an anonymous caller counts against.
     ///
     /// [`ClientAddr`]: crate::limits::ClientAddr
     pub trusted_proxies: TrustedProxies,
+    /// The one header the trusted proxies write the client in (`X-Forwarded-For` by default);
+    /// the other is never read, since a proxy that does not write it passes a client's own on.
+    pub forwarded_header: ForwardedHeader,
 }
 
 impl Default for ServeOptions {
@@ -47,6 +50,7 @@ impl Default for ServeOptions {
             max_connections: 10_000,
             max_connections_per_address: 256,
             trusted_proxies: TrustedProxies::default(),
+            forwarded_header: ForwardedHeader::default(),
         }
     }
 }
@@ -165,6 +169,7 @@ pub async fn serve_until(
     let mut watchdogs = tokio::task::JoinSet::new();
     let mut signal = std::pin::pin!(signal);
     let per_address = std::sync::Arc::new(PerAddress::default());
+    let proxies = options.trusted_proxies.clone().reading(options.forwarded_header);
     loop {
         let (stream, peer) = tokio::select! {
             accepted = listener.accept() => match accepted {
@@ -180,7 +185,7 @@ pub async fn serve_until(
         while watchdogs.try_join_next().is_some() {}
         // A trusted proxy's connections carry many clients, so they are not counted per
         // address; each request counts against its own client (`ClientAddr`) instead.
-        let proxy = options.trusted_proxies.contains(peer.ip()).then(|| options.trusted_proxies.clone());
+        let proxy = proxies.contains(peer.ip()).then(|| proxies.clone());
         let slot = match &proxy {
             Some(_) => Some(None),
             None => per_address.admit(peer.ip(), options.max_connections_per_address).map(Some),
@@ -273,13 +278,15 @@ mod tests {
         let admit = |addr: &str| open.admit(addr.parse().unwrap(), 2);
         // Two per /64; four /64s fill their /56 (8); the /48 holds 32.
         let mut held: Vec<AddressSlot> = Vec::new();
-        for n in 0..4 {
+        held.extend([admit("2001:db8:42:0::1").unwrap(), admit("2001:db8:42:0::2").unwrap()]);
+        // Checked while the /56 and /48 still have room: only the /64's own bound refuses it.
+        assert!(admit("2001:db8:42:0::3").is_none(), "the /64's own bound");
+        for n in 1..4 {
             held.extend([
                 admit(&format!("2001:db8:42:{n}::1")).unwrap(),
                 admit(&format!("2001:db8:42:{n}::2")).unwrap(),
             ]);
         }
-        assert!(admit("2001:db8:42:3::3").is_none(), "the /64's own bound");
         assert!(admit("2001:db8:42:4::1").is_none(), "the /56 holds four times a /64's");
         for n in 1..=12 {
             let addr = format!("2001:db8:42:{n:x}00::1");

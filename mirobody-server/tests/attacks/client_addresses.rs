@@ -67,8 +67,10 @@ fn a_trusted_proxys_headers_name_the_client_and_one_48_shares_a_budget() {
     // Forty clients behind the proxy: each has its own budget.
     let distinct = (0..40).map(|i| vec![("X-Forwarded-For", format!("203.0.113.200, 198.51.100.{i}"))]);
     assert_eq!(refused(port, distinct), 0, "clients behind the proxy were counted as one");
-    // One of them, many times: its own budget runs out.
-    let one = (0..20).map(|_| vec![("Forwarded", r#"for="[2001:db8:99::1]:4711""#.to_owned())]);
+    // One of them, many times, each time with a `Forwarded` of its own, which a proxy that
+    // writes X-Forwarded-For passes on: never read, so its own budget runs out.
+    let one = (0..20)
+        .map(|i| vec![("X-Forwarded-For", "2001:db8:99::1".to_owned()), ("Forwarded", format!("for=198.51.100.{i}"))]);
     assert!(refused(port, one) >= 10, "one client behind the proxy was not limited");
     // A header that cannot be read leaves the proxy as the client, with a budget of its own.
     let garbage = (0..20).map(|_| vec![("X-Forwarded-For", "not an address".to_owned())]);
