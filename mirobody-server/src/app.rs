@@ -154,10 +154,14 @@ pub async fn build(config: &Config) -> Result<Server, AppError> {
     if !unknown.is_empty() {
         tracing::warn!(tools = ?unknown, "tools.time_limits names tools that do not exist");
     }
+    // An upload through a link ends within its body deadline and the waits for its turns; a
+    // used-up link is kept that long, so an upload in progress finds it to give its use back.
+    let mut link_settings = config.uploads.link_settings();
+    link_settings.upload_time = std::time::Duration::from_secs(config.request_body_timeout_secs.saturating_add(300));
     let upload_links = mirobody_tools::upload_links::UploadLinks::new(
         Arc::clone(opened.sql()),
         format!("{}{}/upload", config.base_url(), config.uri_prefix),
-        config.uploads.link_settings(),
+        link_settings,
     );
     let mut tool_backends = Backends::default();
     tool_backends.cache = Some(opened.cache());

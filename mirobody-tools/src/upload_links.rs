@@ -34,11 +34,21 @@ pub struct LinkSettings {
     pub uses: u32,
     /// How many links that still work one person may have at once (default 20).
     pub max_live_per_user: u32,
+    /// The longest an upload through a link takes, from taking its use to storing the file
+    /// or giving the use back (default 10 minutes; a server sets its body deadline and a
+    /// margin). A used-up link is kept at least this long after its last use, so that an
+    /// upload still in progress finds its link to give the use back to.
+    pub upload_time: Duration,
 }
 
 impl Default for LinkSettings {
     fn default() -> Self {
-        LinkSettings { lifetime: Duration::from_secs(900), uses: 1, max_live_per_user: 20 }
+        LinkSettings {
+            lifetime: Duration::from_secs(900),
+            uses: 1,
+            max_live_per_user: 20,
+            upload_time: Duration::from_secs(600),
+        }
     }
 }
 
@@ -143,7 +153,8 @@ impl UploadLinks {
 
     /// Makes a link for `user_id`, or [`LinkError::TooMany`] when they already have
     /// [`LinkSettings::max_live_per_user`] that still work. Expired links (anyone's) are
-    /// deleted first, and at the bound the user's used and revoked ones.
+    /// deleted first, and at the bound the user's revoked ones and the used-up ones whose last
+    /// upload must have ended ([`LinkSettings::upload_time`]).
     pub async fn mint(&self, user_id: &str) -> Result<NewLink, LinkError> {
         if user_id.is_empty() || user_id.len() > MAX_LINK_USER_BYTES {
             return Err(LinkError::BadUser);
@@ -156,7 +167,10 @@ impl UploadLinks {
         let expires_at_ms = now.saturating_add(lifetime);
         let uses = self.settings.uses.max(1);
         let max_live = self.settings.max_live_per_user.max(1);
-        match self.store.insert_upload_link(&id_hash(&id), user_id, now, expires_at_ms, uses, max_live).await {
+        let upload_time = i64::try_from(self.settings.upload_time.as_millis()).unwrap_or(i64::MAX);
+        let settled_before = now.saturating_sub(upload_time);
+        let hash = id_hash(&id);
+        match self.store.insert_upload_link(&hash, user_id, now, expires_at_ms, uses, max_live, settled_before).await {
             Ok(LinkInsert::Stored) => Ok(NewLink { url: format!("{}/{id}", self.base), expires_at_ms, uses }),
             Ok(LinkInsert::TooMany(live)) => Err(LinkError::TooMany { live }),
             Err(e) => Err(backend(e)),

@@ -157,7 +157,11 @@ async fn links_are_revoked_one_by_one_or_all_of_a_person(env: &Env) {
 }
 
 async fn a_person_holds_a_bounded_number_of_links(env: &Env) {
-    let links = links(env, |s| s.max_live_per_user = 3);
+    // Uploads through these links end at once: a used-up link goes at the bound right away.
+    let links = links(env, |s| {
+        s.max_live_per_user = 3;
+        s.upload_time = Duration::ZERO;
+    });
     let mut ids = Vec::new();
     for _ in 0..3 {
         ids.push(id_of(&links.mint("alice").await.unwrap().url).to_owned());
@@ -168,6 +172,7 @@ async fn a_person_holds_a_bounded_number_of_links(env: &Env) {
     links.mint("bob").await.expect("the bound is per person");
     // A used or revoked link no longer counts.
     links.take_use(&ids[0]).await.unwrap().keep();
+    tokio::time::sleep(Duration::from_millis(5)).await;
     links.mint("alice").await.expect("room again after a link was used");
     assert!(links.mint("alice").await.is_err());
     links.revoke(&ids[1]).await.unwrap();
@@ -184,12 +189,38 @@ async fn a_person_holds_a_bounded_number_of_links(env: &Env) {
     assert_eq!(links.mint(&"u".repeat(257)).await.unwrap_err(), LinkError::BadUser);
 }
 
+async fn a_link_whose_upload_is_in_progress_is_kept_at_the_bound(env: &Env) {
+    let links = links(env, |s| s.max_live_per_user = 2);
+    let first = id_of(&links.mint("carol").await.unwrap().url).to_owned();
+    let second = id_of(&links.mint("carol").await.unwrap().url).to_owned();
+    // An upload takes the single use of the first and is still arriving.
+    let in_progress = links.take_use(&first).await.unwrap();
+    assert_eq!(links.check(&first).await, Err(LinkError::UsedUp));
+    // Its row is not dropped for a new link: carol is at the bound.
+    assert_eq!(links.mint("carol").await.unwrap_err(), LinkError::TooMany { live: 1 });
+    // The upload stored nothing: the link works again for its holder.
+    in_progress.give_back().await;
+    assert_eq!(links.check(&first).await, Ok("carol".to_owned()), "the use came back to a link still kept");
+    // A used-up link is kept for the upload time after its last use, then goes at the bound.
+    links.take_use(&second).await.unwrap().keep();
+    assert!(links.mint("carol").await.is_err(), "the last use is recent");
+    let settled = self::links(env, |s| {
+        s.max_live_per_user = 2;
+        s.upload_time = Duration::ZERO;
+    });
+    tokio::time::sleep(Duration::from_millis(5)).await;
+    settled.mint("carol").await.expect("the used-up link's upload has ended: its row goes");
+    assert_eq!(links.check(&second).await, Err(LinkError::NotValid));
+    assert_eq!(links.check(&first).await, Ok("carol".to_owned()), "a link that works is never dropped");
+}
+
 async fn every_scenario(env: &Env) {
     a_link_names_no_one_and_is_kept_as_a_hash(env).await;
     a_link_stores_one_file_and_a_refused_one_gives_its_use_back(env).await;
     parallel_uploads_on_a_single_use_link_get_one_use(env).await;
     links_are_revoked_one_by_one_or_all_of_a_person(env).await;
     a_person_holds_a_bounded_number_of_links(env).await;
+    a_link_whose_upload_is_in_progress_is_kept_at_the_bound(env).await;
     // Last, on an empty table: it counts the rows left after a purge.
     clear_links(env).await;
     a_link_expires_and_is_purged_when_another_is_made(env).await;

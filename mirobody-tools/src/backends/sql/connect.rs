@@ -67,6 +67,12 @@ pub(super) const MIGRATIONS: &[(i64, &str, &str, &str)] = &[
         include_str!("../../../migrations/sqlite/0008_upload_links.sql"),
         include_str!("../../../migrations/postgres/0008_upload_links.sql"),
     ),
+    (
+        9,
+        "link_last_use",
+        include_str!("../../../migrations/sqlite/0009_link_last_use.sql"),
+        include_str!("../../../migrations/postgres/0009_link_last_use.sql"),
+    ),
 ];
 
 /// Where a SQLite migration hands over to Rust to compute every memory's indexed terms.

@@ -1,5 +1,6 @@
 //! The rows behind [`UploadLinks`](crate::upload_links::UploadLinks): one per link, keyed by
-//! the SHA-256 of its id (schema 8, `0008_upload_links`). Every statement is keyed by that hash
+//! the SHA-256 of its id (schema 8, `0008_upload_links`; 9 adds when its last use was taken,
+//! `0009_link_last_use`). Every statement is keyed by that hash
 //! or scoped to one user; a use is taken and given back in one statement each.
 
 use mirobody_core::backend::{BackendError, BackendResult};
@@ -35,9 +36,10 @@ const WORKS: &str = "expires_ms > $2 AND uses_left > 0 AND revoked_ms IS NULL";
 impl SqlStore {
     /// Stores a link for `user_id` (its id's hash, when it expires, how many files it may
     /// store), unless the user already has `max_live` links that still work. Expired links,
-    /// anyone's, are deleted first; and the user's used or revoked ones when they would count
-    /// against the bound, so no one keeps more than `max_live` rows however often they make
-    /// and revoke links.
+    /// anyone's, are deleted first; and the user's revoked ones, and used-up ones whose last
+    /// use was taken before `settled_before_ms`, when they would count against the bound, so
+    /// no one keeps more than `max_live` rows however often they make and revoke links.
+    #[allow(clippy::too_many_arguments)] // One row's values and the bounds it is stored within.
     pub(crate) async fn insert_upload_link(
         &self,
         token_hash: &[u8; 32],
@@ -46,12 +48,15 @@ impl SqlStore {
         expires_ms: i64,
         uses: u32,
         max_live: u32,
+        settled_before_ms: i64,
     ) -> BackendResult<LinkInsert> {
         const PURGE: &str = "DELETE FROM upload_links WHERE expires_ms <= $1";
         // What is left of a used or revoked link only says why it no longer works: it goes
-        // when the user is at the bound.
+        // when the user is at the bound. A used-up one whose last use is recent stays: its
+        // upload may be in progress, and gives the use back if it stores nothing.
         const DROP_DEAD: &str = "DELETE FROM upload_links WHERE user_id = $1 \
-             AND (uses_left <= 0 OR revoked_ms IS NOT NULL) \
+             AND (revoked_ms IS NOT NULL \
+                  OR (uses_left <= 0 AND (last_use_ms IS NULL OR last_use_ms < $3))) \
              AND (SELECT COUNT(*) FROM upload_links WHERE user_id = $1) >= $2";
         // The count and the insert are one statement: on SQLite, one writer runs it whole; on
         // PostgreSQL, the transaction's advisory lock on the user orders two mints of one user.
@@ -68,7 +73,13 @@ impl SqlStore {
                     .await
                     .map_err(db_error)?;
             }
-            sqlx::query(DROP_DEAD).bind(user_id).bind(i64::from(max_live)).execute(&mut *tx).await.map_err(db_error)?;
+            sqlx::query(DROP_DEAD)
+                .bind(user_id)
+                .bind(i64::from(max_live))
+                .bind(settled_before_ms)
+                .execute(&mut *tx)
+                .await
+                .map_err(db_error)?;
             let stored = sqlx::query(INSERT)
                 .bind(user_id)
                 .bind(now_ms)
@@ -108,7 +119,7 @@ impl SqlStore {
         })
     }
 
-    /// Takes one use of a link that still works: its user and the uses left after this one,
+    /// Takes one use of a link that still works, noting when: its user and the uses left after this one,
     /// or `None` (expired, revoked, used up or unknown). One statement, so of two uploads
     /// racing on the last use exactly one gets it.
     pub(crate) async fn take_upload_link_use(
@@ -117,7 +128,8 @@ impl SqlStore {
         now_ms: i64,
     ) -> BackendResult<Option<(String, i64)>> {
         let sql = format!(
-            "UPDATE upload_links SET uses_left = uses_left - 1 WHERE token_hash = $1 AND {WORKS} \
+            "UPDATE upload_links SET uses_left = uses_left - 1, last_use_ms = $2 \
+             WHERE token_hash = $1 AND {WORKS} \
              RETURNING user_id, uses_left"
         );
         on_pool!(self, |pool| {
