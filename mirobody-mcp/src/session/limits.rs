@@ -196,6 +196,23 @@ struct Held {
     sessions: AtomicUsize,
     calls: AtomicUsize,
     streams: AtomicUsize,
+    // The `Caller` handles that count here. The entry goes when the last one drops: counted
+    // apart from the `Arc`'s own count so that the last handle knows it is the last by the one
+    // atomic step that makes it so, however many drop at once.
+    handles: AtomicUsize,
+}
+
+impl Held {
+    // One more handle counts here.
+    fn handle(self: &Arc<Self>) -> Arc<Held> {
+        self.handles.fetch_add(1, Ordering::AcqRel);
+        Arc::clone(self)
+    }
+
+    // One handle less; whether it was the last.
+    fn release(&self) -> bool {
+        self.handles.fetch_sub(1, Ordering::AcqRel) == 1
+    }
 }
 
 /// Every caller that holds something now, and the bounds.
@@ -237,8 +254,8 @@ impl Callers {
     pub fn caller(self: &Arc<Self>, key: CallerKey) -> Caller {
         let mut held = lock(&self.held);
         let wider = wider_buckets(&key)
-            .map(|buckets| buckets.map(|(bucket, _)| Arc::clone(held.entry(Holder::Network(bucket)).or_default())));
-        let own = Arc::clone(held.entry(Holder::Caller(key.clone())).or_default());
+            .map(|buckets| buckets.map(|(bucket, _)| held.entry(Holder::Network(bucket)).or_default().handle()));
+        let own = held.entry(Holder::Caller(key.clone())).or_default().handle();
         Caller { key, held: own, wider, callers: Arc::clone(self) }
     }
 
@@ -327,8 +344,8 @@ impl Clone for Caller {
     fn clone(&self) -> Self {
         Caller {
             key: self.key.clone(),
-            held: Arc::clone(&self.held),
-            wider: self.wider.clone(),
+            held: self.held.handle(),
+            wider: self.wider.as_ref().map(|wider| wider.each_ref().map(Held::handle)),
             callers: Arc::clone(&self.callers),
         }
     }
@@ -336,20 +353,27 @@ impl Clone for Caller {
 
 impl Drop for Caller {
     fn drop(&mut self) {
-        // The map holds one reference and this handle another: this is the last handle (of
-        // the caller, or of any caller in a wider network).
-        let last = |held: &Arc<Held>| Arc::strong_count(held) == 2;
-        if !last(&self.held) && !self.wider.iter().flatten().any(last) {
+        // The last handle (of the caller, or of any caller in a wider network) takes the entry
+        // out, under the lock new handles are made under: unless one was made meanwhile, whose
+        // own drop will then.
+        let own_last = self.held.release();
+        let wider_last = self.wider.as_ref().map(|wider| wider.each_ref().map(|network| network.release()));
+        if !own_last && !wider_last.is_some_and(|last| last.contains(&true)) {
             return;
         }
         let mut held = lock(&self.callers.held);
-        if last(&self.held) {
-            held.remove(&Holder::Caller(self.key.clone()));
+        let unused = |entry: Option<&Arc<Held>>, ours: &Arc<Held>| {
+            entry.is_some_and(|entry| Arc::ptr_eq(entry, ours) && entry.handles.load(Ordering::Acquire) == 0)
+        };
+        let own = Holder::Caller(self.key.clone());
+        if own_last && unused(held.get(&own), &self.held) {
+            held.remove(&own);
         }
-        if let (Some(wider), Some(buckets)) = (&self.wider, wider_buckets(&self.key)) {
-            for (network, (bucket, _)) in wider.iter().zip(buckets) {
-                if last(network) {
-                    held.remove(&Holder::Network(bucket));
+        if let (Some(wider), Some(last), Some(buckets)) = (&self.wider, wider_last, wider_buckets(&self.key)) {
+            for ((network, last), (bucket, _)) in wider.iter().zip(last).zip(buckets) {
+                let holder = Holder::Network(bucket);
+                if last && unused(held.get(&holder), network) {
+                    held.remove(&holder);
                 }
             }
         }
@@ -538,6 +562,29 @@ mod tests {
         assert_eq!(callers.len(), 1, "the call still holds it");
         drop(call);
         assert!(callers.is_empty());
+    }
+
+    #[test]
+    fn callers_of_one_network_dropping_at_once_leave_nothing_behind() {
+        let callers = Callers::new(limits(0));
+        let threads = 8;
+        for round in 0..200 {
+            let start = std::sync::Barrier::new(threads);
+            std::thread::scope(|scope| {
+                for n in 0..threads {
+                    let (callers, start) = (&callers, &start);
+                    scope.spawn(move || {
+                        // A /64 each, all in one /56 and /48: they share two entries.
+                        let addr: IpAddr = format!("2001:db8:42:{n:x}::{round:x}").parse().unwrap();
+                        let caller = callers.caller(CallerKey::Address(network_of(addr)));
+                        let call = caller.try_call();
+                        start.wait();
+                        drop((call, caller));
+                    });
+                }
+            });
+            assert_eq!(lock(&callers.held).len(), 0, "round {round}: an entry was left behind");
+        }
     }
 
     #[test]

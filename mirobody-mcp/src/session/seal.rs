@@ -31,8 +31,10 @@ pub(crate) const MAX_SKEW_MS: i64 = 5_000;
 /// The largest envelope read: the instances' own are a few KiB (ids, a session's bounded
 /// record); anything larger is dropped before its MAC is computed.
 pub(crate) const MAX_ENVELOPE_BYTES: usize = 256 * 1024;
-// Envelope ids remembered to refuse replays within their window (some 50 bytes each); beyond,
-// the oldest go. Instances send a few messages a second: this is thousands a second.
+// Envelope ids remembered to refuse replays within their window (some 50 bytes each). Instances
+// send a few messages a second; this is thousands a second. Beyond it, new envelopes are
+// refused (and counted) rather than ids still within their window forgotten, which would let
+// a replay through.
 const MAX_REMEMBERED: usize = 200_000;
 // Refusals are logged as warnings at most this often; the others at debug.
 const WARN_EVERY_MS: i64 = 10_000;
@@ -101,6 +103,10 @@ impl BackplaneKeys {
         }
         let (hex, body) = (&rest[..MAC_HEX], &rest[MAC_HEX + 1..]);
         let mut tag = [0u8; 32];
+        // `from_str_radix` alone would take a sign ("+a").
+        if !hex.iter().all(u8::is_ascii_hexdigit) {
+            return Err(Refusal::Unsigned);
+        }
         for (byte, pair) in tag.iter_mut().zip(hex.chunks(2)) {
             let pair = std::str::from_utf8(pair).map_err(|_| Refusal::Unsigned)?;
             *byte = u8::from_str_radix(pair, 16).map_err(|_| Refusal::Unsigned)?;
@@ -177,6 +183,9 @@ pub(crate) enum Refusal {
     Stale,
     /// Signed and fresh, but heard before.
     Replayed,
+    /// Signed and fresh, but more arrived within the window than can be remembered to tell a
+    /// replay: a flood.
+    Flooded,
     /// Signed, but not an event this release reads; or a record or payload that does not open.
     Unreadable,
 }
@@ -197,6 +206,9 @@ pub struct RefusedEvents {
     pub stale: u64,
     /// Envelopes heard a second time.
     pub replayed: u64,
+    /// Envelopes refused because more arrived within their window than are remembered
+    /// (200,000): a flood, refused rather than let a replay through.
+    pub flooded: u64,
     /// Signed envelopes this release cannot read, and records or payloads that did not open.
     pub unreadable: u64,
 }
@@ -204,7 +216,7 @@ pub struct RefusedEvents {
 impl RefusedEvents {
     /// All refusals together.
     pub fn total(&self) -> u64 {
-        self.unsigned + self.oversized + self.forged + self.stale + self.replayed + self.unreadable
+        self.unsigned + self.oversized + self.forged + self.stale + self.replayed + self.flooded + self.unreadable
     }
 }
 
@@ -216,6 +228,7 @@ pub(crate) struct Guard {
     forged: AtomicU64,
     stale: AtomicU64,
     replayed: AtomicU64,
+    flooded: AtomicU64,
     unreadable: AtomicU64,
     last_warned_ms: AtomicI64,
     seen: Mutex<Seen>,
@@ -237,6 +250,7 @@ impl Guard {
             Refusal::Forged => &self.forged,
             Refusal::Stale => &self.stale,
             Refusal::Replayed => &self.replayed,
+            Refusal::Flooded => &self.flooded,
             Refusal::Unreadable => &self.unreadable,
         };
         counter.fetch_add(1, Ordering::Relaxed);
@@ -260,6 +274,7 @@ impl Guard {
             forged: self.forged.load(Ordering::Relaxed),
             stale: self.stale.load(Ordering::Relaxed),
             replayed: self.replayed.load(Ordering::Relaxed),
+            flooded: self.flooded.load(Ordering::Relaxed),
             unreadable: self.unreadable.load(Ordering::Relaxed),
         }
     }
@@ -270,22 +285,27 @@ impl Guard {
         if at < now - MAX_AGE_MS || at > now + MAX_SKEW_MS {
             return Err(Refusal::Stale);
         }
-        if id.len() != 32 {
+        // `from_str_radix` alone would take a sign ("+" and 31 digits).
+        if id.len() != 32 || !id.bytes().all(|b| b.is_ascii_hexdigit()) {
             return Err(Refusal::Unreadable);
         }
         let id = u128::from_str_radix(id, 16).map_err(|_| Refusal::Unreadable)?;
         let mut seen = lock(&self.seen);
         // Ids sent before the window began are refused as stale anyway: forget them.
         while let Some((sent, _)) = seen.order.front() {
-            if *sent >= now - MAX_AGE_MS - MAX_SKEW_MS && seen.order.len() < MAX_REMEMBERED {
+            if *sent >= now - MAX_AGE_MS - MAX_SKEW_MS {
                 break;
             }
             let (_, old) = seen.order.pop_front().expect("the front was just read");
             seen.ids.remove(&old);
         }
-        if !seen.ids.insert(id) {
+        if seen.ids.contains(&id) {
             return Err(Refusal::Replayed);
         }
+        if seen.order.len() >= MAX_REMEMBERED {
+            return Err(Refusal::Flooded);
+        }
+        seen.ids.insert(id);
         seen.order.push_back((at, id));
         Ok(())
     }
@@ -319,6 +339,10 @@ mod tests {
         let mut not_hex = wire.clone();
         not_hex[SIGNED.len()] = b'g';
         assert_eq!(ours.verify(&not_hex), Err(Refusal::Unsigned));
+        // A sign before a digit ("+a" reads as 10 to `from_str_radix`): never a MAC's hex.
+        let mut signed_pair = wire.clone();
+        signed_pair[SIGNED.len()] = b'+';
+        assert_eq!(ours.verify(&signed_pair), Err(Refusal::Unsigned));
         let huge = ours.sign(&vec![b' '; MAX_ENVELOPE_BYTES]);
         assert_eq!(ours.verify(&huge), Err(Refusal::Oversized), "even signed, too large to read");
     }
@@ -361,6 +385,21 @@ mod tests {
     }
 
     #[test]
+    fn a_flood_is_refused_rather_than_ids_within_their_window_forgotten() {
+        let guard = Guard::default();
+        let now = now_ms();
+        let id = |n: usize| format!("{n:032x}");
+        for n in 0..MAX_REMEMBERED {
+            assert_eq!(guard.admit(&id(n), now, now), Ok(()));
+        }
+        assert_eq!(guard.admit(&id(MAX_REMEMBERED), now, now), Err(Refusal::Flooded), "one too many");
+        assert_eq!(guard.admit(&id(0), now, now), Err(Refusal::Replayed), "the first is still remembered");
+        // Once the window has passed, the old ids go and new ones are heard again.
+        let later = now + MAX_AGE_MS + MAX_SKEW_MS + 1;
+        assert_eq!(guard.admit(&id(MAX_REMEMBERED), later, later), Ok(()));
+    }
+
+    #[test]
     fn stale_future_and_replayed_envelopes_are_refused_and_counted() {
         let guard = Guard::default();
         let now = now_ms();
@@ -377,6 +416,9 @@ mod tests {
         let later = now + MAX_AGE_MS + MAX_SKEW_MS + 1;
         assert_eq!(guard.admit(&id(5), later, later), Ok(()));
         assert_eq!(lock(&guard.seen).ids.len(), 1, "only the last is remembered");
+
+        // A sign is not a hex digit, though `from_str_radix` would take one.
+        assert_eq!(guard.admit(&format!("+{:031x}", 6), now, now), Err(Refusal::Unreadable));
 
         let refusals = [Refusal::Unsigned, Refusal::Oversized, Refusal::Forged, Refusal::Forged, Refusal::Stale];
         for why in refusals.into_iter().chain([Refusal::Unreadable]) {
