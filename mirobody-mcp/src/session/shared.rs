@@ -100,8 +100,6 @@ impl Record {
 /// status.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum Event {
-    /// A session ended (DELETE): holders of a copy drop it, ending what runs in it.
-    Ended { session: String },
     /// `notifications/cancelled` for a request of the session not running where it arrived.
     Cancel { session: String, request: Id },
     /// A client's answer to a question, for the instance whose call asked it.
@@ -187,6 +185,43 @@ const ECHO_WAIT: Duration = Duration::from_secs(1);
 /// as soon as it hears the reference.
 const PAYLOAD_TTL: Duration = Duration::from_secs(60);
 
+/// The most bytes a client's answers (to a question, or a task's) may take when they are kept
+/// for another instance: far more than any form's answer, and a bound on what one client can
+/// make the store hold for a minute.
+pub(crate) const MAX_KEPT_BYTES: usize = 256 * 1024;
+
+/// The longest request id passed on to the other instances (in a cancellation): longer ones
+/// name no request a client sensibly makes, and would only swell the envelope.
+pub(crate) const MAX_FORWARDED_ID_BYTES: usize = 256;
+
+/// Whether `value`, written as JSON, fits in [`MAX_KEPT_BYTES`]; stops writing once it does
+/// not, so a large value costs no more than the bound to measure.
+pub(crate) fn fits_kept(value: &impl Serialize) -> bool {
+    // A writer that counts, and fails past the bound to end the writing there.
+    struct Bounded(usize);
+    impl std::io::Write for Bounded {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0 += bytes.len();
+            if self.0 > MAX_KEPT_BYTES {
+                return Err(std::io::Error::other("over the bound"));
+            }
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    serde_json::to_writer(Bounded(0), value).is_ok()
+}
+
+/// Whether a request id is short enough to pass on ([`MAX_FORWARDED_ID_BYTES`]).
+pub(crate) fn forwardable(id: &Id) -> bool {
+    match id {
+        Id::String(text) => text.len() <= MAX_FORWARDED_ID_BYTES,
+        Id::Number(_) => true,
+    }
+}
+
 // What records and payloads are sealed for, so one is never read as another.
 const RECORD: &str = "session record";
 const ANSWER: &str = "answer";
@@ -248,10 +283,14 @@ impl SharedSessions {
         // hands it to every instance at once: the client's next request, wherever it lands,
         // then finds the copy there changed (a copy that missed it is read again after the
         // backplane's connection comes back). Without a listener (or past the wait) it goes on.
+        self.announce(Heard::Changed { session: id.to_owned(), record }).await
+    }
+
+    // Sends `wire` and waits (at most `ECHO_WAIT`) to hear it back through the backplane.
+    async fn announce(&self, wire: Heard) -> BackendResult<()> {
         let envelope = random_token();
         let (heard, echo) = tokio::sync::oneshot::channel();
         lock(&self.echoes).insert(envelope.clone(), heard);
-        let wire = Heard::Changed { session: id.to_owned(), record };
         let published = self.send(wire, envelope.clone(), true).await;
         if published.is_ok() && tokio::time::timeout(ECHO_WAIT, echo).await.is_err() {
             tracing::debug!("a session change was not heard back in time");
@@ -271,10 +310,11 @@ impl SharedSessions {
         Ok(record)
     }
 
-    /// Ends session `id` everywhere.
+    /// Ends session `id` everywhere: answered, as a change is, once the end was heard back, so
+    /// the client's next request finds it ended on whichever instance it lands.
     pub(crate) async fn end(&self, id: &str) -> BackendResult<()> {
         self.backplane.remove(&self.trust.keys.name(id)).await?;
-        self.publish(Event::Ended { session: id.to_owned() }).await
+        self.announce(Heard::Ended { session: id.to_owned() }).await
     }
 
     /// Keeps the records of `ids` another [`ttl`](Self::ttl).
@@ -290,8 +330,11 @@ impl SharedSessions {
     /// only its reference goes out; a task's status goes without its result.
     pub(crate) async fn publish(&self, event: Event) -> BackendResult<()> {
         let wire = match event {
-            Event::Ended { session } => Heard::Ended { session },
-            Event::Cancel { session, request } => Heard::Cancel { session, request },
+            Event::Cancel { session, request } if forwardable(&request) => Heard::Cancel { session, request },
+            Event::Cancel { .. } => {
+                tracing::debug!("a cancellation of a request with an overlong id was not passed on");
+                return Ok(());
+            }
             Event::Answer { session, user, request, outcome } => {
                 let payload = self.keep(ANSWER, &outcome).await?;
                 Heard::Answer { session, user, request, payload }
@@ -316,12 +359,12 @@ impl SharedSessions {
     // Keeps `value` sealed under a new reference for a short while; the reference.
     async fn keep(&self, purpose: &str, value: &impl Serialize) -> BackendResult<String> {
         let bytes = serde_json::to_vec(value).map_err(encode_error)?;
+        if bytes.len() > MAX_KEPT_BYTES {
+            return Err(mirobody_core::BackendError::new("The answer is too large to pass to another instance."));
+        }
         // Not of the form of a session id (32 hex digits), so never read as a session.
         let reference = format!("payload-{}", random_token());
         let sealed = self.trust.keys.seal(purpose, &reference, &bytes);
-        if sealed.len() > mirobody_core::backend::MAX_SESSION_VALUE_BYTES {
-            return Err(mirobody_core::BackendError::new("The answer is too large to pass to another instance."));
-        }
         self.backplane.save(&reference, sealed, PAYLOAD_TTL).await?;
         Ok(reference)
     }
@@ -362,7 +405,12 @@ impl SharedSessions {
     async fn send(&self, wire: Heard, id: String, echo: bool) -> BackendResult<()> {
         let envelope = Envelope { from: self.instance.clone(), id, at: now_ms(), echo, event: wire };
         let body = serde_json::to_vec(&envelope).map_err(encode_error)?;
-        self.backplane.publish(self.trust.keys.wrap(&body)).await
+        let wire = self.trust.keys.wrap(&body);
+        // Every instance would drop it unread, and count it as a forgery's alarm.
+        if wire.len() > super::seal::MAX_ENVELOPE_BYTES {
+            return Err(mirobody_core::BackendError::new("A message is too large for the shared session backplane."));
+        }
+        self.backplane.publish(wire).await
     }
 
     /// What the other instances say from now on: this one's own events skipped, and every
@@ -586,7 +634,7 @@ mod tests {
         let forged = serde_json::json!({"from": "x", "id": "1", "at": now_ms(), "kind": "task_cancel", "task": "t", "owner": "user:alice"});
         backplane.publish(serde_json::to_vec(&forged).unwrap()).await.unwrap();
         // Signed under another key.
-        stranger.publish(Event::Ended { session: "s1".into() }).await.unwrap();
+        stranger.publish(Event::Cancel { session: "s1".into(), request: Id::String("r".into()) }).await.unwrap();
         // Tampered with on the way.
         a.publish(Event::TaskCancel { task: "t".into(), owner: "user:alice".into() }).await.unwrap();
         let _ = next(&mut raw).await;
