@@ -6,6 +6,9 @@
 //! valid entries and reports each invalid one by index. A resource imported twice (the same
 //! source id) is stored once.
 
+use std::collections::HashMap;
+use std::sync::{Arc, LazyLock, Mutex, Weak};
+
 use serde::Serialize;
 use serde_json::Value;
 
@@ -134,7 +137,26 @@ fn refused(status: u16, issues: Vec<(Option<usize>, String)>) -> ImportResponse 
     ImportResponse { status, body, summary: ImportSummary { invalid, ..ImportSummary::default() } }
 }
 
+/// One import at a time per person in this process: a failed import deletes what it wrote,
+/// which another import of the same resources running beside it would have counted as already
+/// there. Entries live while an import holds them.
+static IMPORTING: LazyLock<Mutex<HashMap<String, Weak<tokio::sync::Mutex<()>>>>> = LazyLock::new(Mutex::default);
+
+/// The lock of `subject`'s imports in this process.
+fn import_lock(subject: &str) -> Arc<tokio::sync::Mutex<()>> {
+    let mut locks = IMPORTING.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    if let Some(lock) = locks.get(subject).and_then(Weak::upgrade) {
+        return lock;
+    }
+    locks.retain(|_, lock| lock.strong_count() > 0);
+    let lock = Arc::new(tokio::sync::Mutex::new(()));
+    locks.insert(subject.to_owned(), Arc::downgrade(&lock));
+    lock
+}
+
 async fn run(sql: &SqlStore, subject: &str, request: ImportRequest) -> ImportResponse {
+    let lock = import_lock(subject);
+    let _one_at_a_time = lock.lock().await;
     let invalid: Vec<(Option<usize>, String)> = request
         .entries
         .iter()

@@ -41,23 +41,47 @@ async fn receive(routes: Routes, request: Request<Body>, observation_only: bool)
         Ok(turn) => turn,
         Err(busy) => return busy,
     };
-    let bytes = match routes.read_body(request.into_body(), routes.inner.max_import_bytes).await {
-        Ok(bytes) => bytes,
-        Err(refusal) => return refusal,
-    };
-    // Its shape is checked before a tree is built from it, and what the tree will take is
-    // charged to the memory the routes share.
-    let checked = match import::CheckedJson::check(&bytes) {
-        Ok(checked) => checked,
-        Err(refused) => return fhir_response(refused.status, refused.body),
-    };
-    let _memory = match routes.charge(checked.parse_cost()).await {
+    // The body is charged to the memory the routes share before it is read (its declared
+    // length, or the most an import may be), and what its tree will take once its shape is
+    // known, before the tree is built.
+    let declared = request
+        .headers()
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok()?.parse::<usize>().ok())
+        .map_or(routes.inner.max_import_bytes, |n| n.min(routes.inner.max_import_bytes));
+    let _body_memory = match routes.charge(declared).await {
         Ok(memory) => memory,
         Err(refusal) => return refusal,
     };
-    let sql = routes.backends().sql();
-    let ImportResponse { status, body, summary, .. } =
-        import::import_fhir_checked(sql, &owner, checked, observation_only).await;
+    let bytes = match routes.read_body(request.into_body(), declared).await {
+        Ok(bytes) => bytes,
+        Err(refusal) => return refusal,
+    };
+    let parse_cost = match import::CheckedJson::check(&bytes) {
+        Ok(checked) => checked.parse_cost().saturating_sub(bytes.len()),
+        Err(refused) => return fhir_response(refused.status, refused.body),
+    };
+    let tree_memory = match routes.charge(parse_cost).await {
+        Ok(memory) => memory,
+        Err(refusal) => return refusal,
+    };
+    // Run to its end in a task of its own, holding its memory: a client that hangs up
+    // mid-import must not leave half of it stored (a failed import deletes what it wrote).
+    let sql = std::sync::Arc::clone(routes.backends().sql());
+    let importer = owner.clone();
+    let imported = tokio::spawn(async move {
+        let _held = (tree_memory, _body_memory);
+        match import::CheckedJson::check(&bytes) {
+            Ok(checked) => import::import_fhir_checked(&sql, &importer, checked, observation_only).await,
+            Err(refused) => refused,
+        }
+    });
+    let Ok(ImportResponse { status, body, summary, .. }) = imported.await else {
+        return fhir_response(
+            500,
+            serde_json::json!({"resourceType": "OperationOutcome", "issue": [{"severity": "error", "code": "exception", "diagnostics": "The import failed; try again."}]}),
+        );
+    };
     tracing::info!(
         owner,
         status,

@@ -38,6 +38,7 @@ on_both_databases! {
     parallel_memories_past_the_quota_store_exactly_the_quota;
     parallel_invitations_past_the_quota_store_exactly_the_quota;
     imports_past_the_observation_quota_store_nothing;
+    an_import_refused_in_its_last_transaction_leaves_nothing_of_the_first;
 }
 
 const LIMIT: u64 = 5;
@@ -185,4 +186,32 @@ async fn imports_past_the_observation_quota_store_nothing(db: &SqlStore) {
     assert_eq!(stored, 1, "imports made at once passed the quota together");
     assert_eq!(total(Arc::clone(&db), "bob").await, 4);
     assert_eq!(total(Arc::clone(&db), "alice").await, 5);
+}
+
+// 700 Observations of one value each are three transactions of at most 500 rows (250 each);
+// a quota of 600 refuses the third, and what the first two wrote is deleted again.
+async fn an_import_refused_in_its_last_transaction_leaves_nothing_of_the_first(db: &SqlStore) {
+    use mirobody_tools::health::HealthStore;
+    use mirobody_tools::import::import_fhir;
+    let mut quotas = StoreQuotas::default();
+    quotas.max_observations_per_user = 600;
+    let db = db.clone().with_quotas(quotas);
+    let entries: Vec<serde_json::Value> = (0..700)
+        .map(|i| {
+            serde_json::json!({"resource": {"resourceType": "Observation", "id": format!("o{i}"),
+                "status": "final", "code": {"coding": [{"system": "http://loinc.org", "code": "2339-0"}]},
+                "valueQuantity": {"value": 5.0, "unit": "mmol/L"},
+                "effectiveDateTime": format!("2026-01-01T{:02}:{:02}:00Z", i / 60 % 24, i % 60)}})
+        })
+        .collect();
+    let bundle = serde_json::json!({"resourceType": "Bundle", "type": "batch", "entry": entries});
+    let refused = import_fhir(&db, "carol", &bundle).await;
+    assert_eq!(refused.status, 413, "{}", refused.body);
+    assert_eq!(db.observations("carol", "carol", 10).await.unwrap().unwrap().total, 0);
+    assert!(db.indicators("carol", "carol").await.unwrap().unwrap_or_default().is_empty(), "points went with them");
+    // The same import within the quota is stored whole.
+    let fits: Vec<serde_json::Value> = bundle["entry"].as_array().unwrap()[..600].to_vec();
+    let fits = serde_json::json!({"resourceType": "Bundle", "type": "batch", "entry": fits});
+    assert_eq!(import_fhir(&db, "carol", &fits).await.status, 200);
+    assert_eq!(db.observations("carol", "carol", 10).await.unwrap().unwrap().total, 600);
 }
