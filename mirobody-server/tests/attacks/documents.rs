@@ -91,6 +91,7 @@ fn hostile_pdfs_cost_their_reader_only() {
     assert!(read["content"].as_str().is_some_and(|text| text.contains("Glucose 5.4")), "{read}");
     server.assert_alive();
     let (_, peak) = server.memory_kib();
+    eprintln!("the server's peak resident memory: {peak} KiB");
     assert!(peak < PEAK_KIB, "the server's peak resident memory was {peak} KiB");
     let log = std::fs::read_to_string(&server.log).unwrap_or_default();
     assert!(!log.contains("stack backtrace") && !log.contains("panicked"), "a parser's panic reached the log");
@@ -127,6 +128,7 @@ fn import_bodies_are_refused_by_their_shape_before_they_are_parsed() {
     assert_eq!(status, 413, "{}", String::from_utf8_lossy(&body));
     server.assert_serves_honest_user();
     let (_, peak) = server.memory_kib();
+    eprintln!("the server's peak resident memory: {peak} KiB");
     assert!(peak < PEAK_KIB, "the server's peak resident memory was {peak} KiB");
 }
 
