@@ -90,7 +90,7 @@ fn hand_over_to_pdftotext(pdftotext: &str, memory: u64, cpu: u64) -> u8 {
         }
         // It reads its program and libraries, and nothing it could write to.
         #[cfg(target_os = "linux")]
-        forbid_files_but_programs();
+        forbid_files_but_programs(std::path::Path::new(pdftotext));
         if answer("poppler", None) != 0 {
             return 1;
         }
@@ -107,7 +107,8 @@ fn hand_over_to_pdftotext(pdftotext: &str, memory: u64, cpu: u64) -> u8 {
 }
 
 /// Limits this process: address space, CPU seconds, no files written or created, no core
-/// dumps; and, where the kernel has Landlock, no file opened at all.
+/// dumps, no new processes; and, where the kernel has Landlock, no file opened at all, no
+/// network and no signal or abstract socket reaching outside.
 fn confine(memory_bytes: u64, cpu_seconds: u64) -> std::io::Result<()> {
     confine_resources(memory_bytes, cpu_seconds)?;
     #[cfg(target_os = "linux")]
@@ -126,6 +127,10 @@ fn confine_resources(memory_bytes: u64, cpu_seconds: u64) -> std::io::Result<()>
         Resource::CPU.set(cpu_seconds, cpu_seconds.saturating_add(1))?;
         Resource::FSIZE.set(0, 0)?;
         Resource::CORE.set(0, 0)?;
+        // No fork, so nothing outlives the reader when it is killed. The kernel does not hold
+        // root (CAP_SYS_RESOURCE) to this limit: there the process group killed at the
+        // deadline is what remains.
+        Resource::NPROC.set(0, 0)?;
     }
     #[cfg(not(unix))]
     let _ = (memory_bytes, cpu_seconds);
@@ -137,22 +142,38 @@ fn confine_resources(memory_bytes: u64, cpu_seconds: u64) -> std::io::Result<()>
 /// above alone; stdin and stdout are already open and stay usable.
 #[cfg(target_os = "linux")]
 fn forbid_files() {
-    restrict_files(&[]);
+    restrict(Vec::new());
 }
 
-/// Like [`forbid_files`], but the system's programs, libraries and their read-only data
-/// (`/usr`, `/lib`, `/lib64`, `/etc`) may be read and run: what `pdftotext` needs to start.
+/// Like [`forbid_files`], but the system's programs and libraries may be read and run, with
+/// the little of `/etc` the dynamic linker and fontconfig read: what `pdftotext` needs to
+/// start. A `pdftotext` outside those (under /opt, say) brings its own directory, or its exec
+/// would be refused.
 #[cfg(target_os = "linux")]
-fn forbid_files_but_programs() {
-    restrict_files(&["/usr", "/lib", "/lib64", "/etc"]);
+fn forbid_files_but_programs(pdftotext: &std::path::Path) {
+    let mut readable: Vec<std::path::PathBuf> =
+        ["/usr", "/lib", "/lib64", "/etc/ld.so.cache", "/etc/fonts"].iter().map(Into::into).collect();
+    if let Some(home) = pdftotext.canonicalize().ok().and_then(|path| path.parent().map(ToOwned::to_owned))
+        && !readable.iter().any(|system| home.starts_with(system))
+    {
+        readable.push(home);
+    }
+    restrict(readable);
 }
 
+/// Landlock's ruleset for the reader: files only as `readable` allows (paths that do not
+/// exist are left out), no TCP bind or connect (ABI 4), and no signal or abstract unix socket
+/// reaching a process outside (ABI 6). Best effort: each right the kernel lacks is left out.
 #[cfg(target_os = "linux")]
-fn restrict_files(readable: &[&str]) {
-    use landlock::{ABI, Access, AccessFs, Ruleset, RulesetAttr, RulesetCreatedAttr, path_beneath_rules};
-    let abi = ABI::V5;
+fn restrict(readable: Vec<std::path::PathBuf>) {
+    use landlock::{
+        ABI, Access, AccessFs, AccessNet, Ruleset, RulesetAttr, RulesetCreatedAttr, Scope, path_beneath_rules,
+    };
+    let abi = ABI::V6;
     let restricted = Ruleset::default()
         .handle_access(AccessFs::from_all(abi))
+        .and_then(|ruleset| ruleset.handle_access(AccessNet::from_all(abi)))
+        .and_then(|ruleset| ruleset.scope(Scope::from_all(abi)))
         .and_then(|ruleset| ruleset.create())
         .and_then(|ruleset| ruleset.add_rules(path_beneath_rules(readable, AccessFs::from_read(abi))))
         .and_then(|ruleset| ruleset.restrict_self());

@@ -237,9 +237,14 @@ fn plain_text(bytes: &[u8]) -> String {
 }
 
 /// `text` cut to at most [`MAX_TEXT_BYTES`], on a char boundary.
-fn cap(mut text: String) -> String {
-    if text.len() > MAX_TEXT_BYTES {
-        let mut end = MAX_TEXT_BYTES;
+fn cap(text: String) -> String {
+    cap_to(text, MAX_TEXT_BYTES)
+}
+
+/// `text` cut to at most `max` bytes, on a char boundary.
+fn cap_to(mut text: String, max: usize) -> String {
+    if text.len() > max {
+        let mut end = max;
         while !text.is_char_boundary(end) {
             end -= 1;
         }

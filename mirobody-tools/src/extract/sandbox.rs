@@ -28,6 +28,9 @@ pub struct ExtractLimits {
     /// Poppler's `pdftotext`, to read PDFs with (default: none, pdf-extract reads them). It
     /// runs as the reader itself, under the same limits, in place of the child that set them.
     pub pdftotext: Option<PathBuf>,
+    /// The most text kept of one document, in bytes (default 8 MiB): a reader that writes
+    /// more is stopped there, and the text it wrote so far is the answer.
+    pub max_text_bytes: usize,
 }
 
 impl Default for ExtractLimits {
@@ -38,6 +41,7 @@ impl Default for ExtractLimits {
             deadline: Duration::from_secs(30),
             max_running: 2,
             pdftotext: None,
+            max_text_bytes: MAX_TEXT_BYTES,
         }
     }
 }
@@ -95,22 +99,31 @@ impl Extractor {
             return extract_text(kind, &bytes);
         };
         let _turn = self.running.acquire().await.map_err(|_| ExtractError::CouldNotRead)?;
-        match tokio::time::timeout(self.limits.deadline, self.run_child(kind_arg, bytes)).await {
+        let mut child = match self.spawn(kind_arg) {
+            Ok(child) => child,
+            Err(e) => {
+                tracing::warn!(error = %e, "a document reader could not be run");
+                return Err(ExtractError::CouldNotRead);
+            }
+        };
+        match tokio::time::timeout(self.limits.deadline, self.converse(&mut child, kind_arg, bytes)).await {
             Ok(Ok(answer)) => answer,
             Ok(Err(e)) => {
+                kill_reader(&mut child);
                 tracing::warn!(error = %e, "a document reader could not be run");
                 Err(ExtractError::CouldNotRead)
             }
             Err(_) => {
-                // Dropping the future dropped the child, which kills it (`kill_on_drop`).
+                kill_reader(&mut child);
                 tracing::info!(kind = kind_arg, "a document reader passed its deadline and was stopped");
                 Err(ExtractError::CouldNotRead)
             }
         }
     }
 
-    async fn run_child(&self, kind: &str, bytes: Vec<u8>) -> std::io::Result<Result<Option<String>, ExtractError>> {
-        let mut child = tokio::process::Command::new(&self.program)
+    fn spawn(&self, kind: &str) -> std::io::Result<tokio::process::Child> {
+        let mut command = tokio::process::Command::new(&self.program);
+        command
             .args(&self.leading_args)
             .args([kind, &self.limits.memory_bytes.to_string(), &self.limits.cpu_seconds.to_string()])
             .args(self.limits.pdftotext.iter().filter(|_| kind == child::POPPLER))
@@ -118,8 +131,22 @@ impl Extractor {
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
-            .kill_on_drop(true)
-            .spawn()?;
+            .kill_on_drop(true);
+        // A group of its own, so that at its end anything it started ends with it.
+        #[cfg(unix)]
+        command.process_group(0);
+        command.spawn()
+    }
+
+    // Feeds the document to `child` and reads its answer, stopping it once it has written all
+    // the text that is kept.
+    async fn converse(
+        &self,
+        child: &mut tokio::process::Child,
+        kind: &str,
+        bytes: Vec<u8>,
+    ) -> std::io::Result<Result<Option<String>, ExtractError>> {
+        let max_text = self.limits.max_text_bytes;
         let mut stdin = child.stdin.take().ok_or_else(|| std::io::Error::other("no stdin"))?;
         let mut stdout = child.stdout.take().ok_or_else(|| std::io::Error::other("no stdout"))?;
         // Written while the answer is read, so neither side waits on a full pipe. A reader that
@@ -130,20 +157,31 @@ impl Extractor {
         };
         let mut answer = Vec::new();
         // The status line and the text, capped: a reader cannot make this process hold more.
-        let limit = MAX_TEXT_BYTES as u64 + 4096;
+        let limit = (max_text as u64).saturating_add(STATUS_ROOM);
         let mut capped = (&mut stdout).take(limit);
         let read = capped.read_to_end(&mut answer);
         let ((), read) = tokio::join!(write, read);
         read?;
+        // At the cap the reader is stopped: left to write on, it would block on the full pipe
+        // until its deadline, holding a reader's turn. What it wrote so far is its answer.
+        let full = answer.len() as u64 >= limit;
+        if full {
+            drop_incomplete_char(&mut answer);
+            kill_reader(child);
+        }
         let status = child.wait().await?;
-        if answer.starts_with(POPPLER_STATUS) {
+        if let Some(text) = answer.strip_prefix(POPPLER_STATUS) {
+            let read = |text: &[u8]| {
+                let text = super::pdf::normalise(&String::from_utf8_lossy(text));
+                (!text.is_empty()).then(|| super::cap_to(text, max_text))
+            };
+            if full {
+                return Ok(Ok(read(text)));
+            }
             // pdftotext answers with its exit code: 0 read, 1 not a PDF it can open, 3 not
             // allowed to copy the text; a signal is a limit it reached.
             return Ok(match status.code() {
-                Some(0) => {
-                    let text = super::pdf::normalise(&String::from_utf8_lossy(&answer[POPPLER_STATUS.len()..]));
-                    Ok((!text.is_empty()).then(|| super::cap(text)))
-                }
+                Some(0) => Ok(read(text)),
                 Some(1) => Err(ExtractError::Damaged("it is not a PDF that can be opened".to_owned())),
                 Some(3) => Err(ExtractError::Encrypted),
                 _ => {
@@ -152,12 +190,34 @@ impl Extractor {
                 }
             });
         }
-        if !status.success() {
+        // A reader stopped at the cap ended by our signal, not abnormally.
+        if !full && !status.success() {
             tracing::info!(kind, %status, "a document reader ended abnormally");
             return Ok(Err(ExtractError::CouldNotRead));
         }
-        Ok(parse_answer(answer))
+        Ok(parse_answer(answer, max_text))
     }
+}
+
+/// Room for the status line before the text, in what is read of a reader's answer.
+const STATUS_ROOM: u64 = 4096;
+
+/// Kills a reader that has not been waited for, and its process group: anything it started
+/// ends with it. A reader already waited for is left alone: its id may be another process's.
+fn kill_reader(child: &mut tokio::process::Child) {
+    #[cfg(unix)]
+    if let Some(id) = child.id().and_then(|id| i32::try_from(id).ok()) {
+        // The reader leads its own group (`process_group(0)`), so the group's id is its own.
+        let _ = nix::sys::signal::killpg(nix::unistd::Pid::from_raw(id), nix::sys::signal::Signal::SIGKILL);
+    }
+    let _ = child.start_kill();
+}
+
+/// Drops an incomplete UTF-8 sequence at the end of `text`, where the cap cut a char: it would
+/// read as a replacement character.
+fn drop_incomplete_char(text: &mut Vec<u8>) {
+    let incomplete = text.utf8_chunks().last().map_or(0, |chunk| chunk.invalid().len());
+    text.truncate(text.len() - incomplete);
 }
 
 /// The status line of a child that hands over to pdftotext: its text follows, and its exit code
@@ -166,7 +226,7 @@ const POPPLER_STATUS: &[u8] = b"poppler\n";
 
 /// The child's answer as the parent reports it; anything out of protocol is
 /// [`ExtractError::CouldNotRead`].
-fn parse_answer(mut answer: Vec<u8>) -> Result<Option<String>, ExtractError> {
+fn parse_answer(mut answer: Vec<u8>, max_text: usize) -> Result<Option<String>, ExtractError> {
     let Some(end) = answer.iter().position(|&b| b == b'\n') else { return Err(ExtractError::CouldNotRead) };
     let status = String::from_utf8_lossy(&answer[..end]).into_owned();
     match status.split_once(' ').map_or((status.as_str(), ""), |(word, rest)| (word, rest)) {
@@ -174,7 +234,7 @@ fn parse_answer(mut answer: Vec<u8>) -> Result<Option<String>, ExtractError> {
             let text = answer.split_off(end + 1);
             // A reader that passed the cap is cut, on a char boundary, as in-process text is.
             let text = String::from_utf8_lossy(&text).into_owned();
-            Ok(Some(super::cap(text)))
+            Ok(Some(super::cap_to(text, max_text)))
         }
         ("none", _) => Ok(None),
         ("encrypted", _) => Err(ExtractError::Encrypted),
@@ -188,17 +248,32 @@ fn parse_answer(mut answer: Vec<u8>) -> Result<Option<String>, ExtractError> {
 mod tests {
     use super::*;
 
+    fn parse_answer_of(answer: Vec<u8>) -> Result<Option<String>, ExtractError> {
+        parse_answer(answer, MAX_TEXT_BYTES)
+    }
+
+    #[test]
+    fn an_answer_cut_at_the_cap_loses_only_the_char_it_cut() {
+        let mut cut = "ok\nTempérature".as_bytes()[..8].to_vec();
+        drop_incomplete_char(&mut cut);
+        assert_eq!(cut, b"ok\nTemp");
+        let mut whole = b"ok\nabc".to_vec();
+        drop_incomplete_char(&mut whole);
+        assert_eq!(whole, b"ok\nabc");
+        assert_eq!(parse_answer(b"ok\nGlucose 5.4\n".to_vec(), 7).unwrap(), Some("Glucose".to_owned()));
+    }
+
     #[test]
     fn answers_in_protocol_are_read_and_others_could_not_be_read() {
-        assert_eq!(parse_answer(b"ok\nGlucose 5.4\n".to_vec()).unwrap(), Some("Glucose 5.4\n".to_owned()));
-        assert_eq!(parse_answer(b"none\n".to_vec()).unwrap(), None);
-        assert!(matches!(parse_answer(b"encrypted\n".to_vec()), Err(ExtractError::Encrypted)));
-        assert!(matches!(parse_answer(b"too-large\n".to_vec()), Err(ExtractError::TooLarge)));
+        assert_eq!(parse_answer_of(b"ok\nGlucose 5.4\n".to_vec()).unwrap(), Some("Glucose 5.4\n".to_owned()));
+        assert_eq!(parse_answer_of(b"none\n".to_vec()).unwrap(), None);
+        assert!(matches!(parse_answer_of(b"encrypted\n".to_vec()), Err(ExtractError::Encrypted)));
+        assert!(matches!(parse_answer_of(b"too-large\n".to_vec()), Err(ExtractError::TooLarge)));
         assert!(
-            matches!(parse_answer(b"damaged no xref\n".to_vec()), Err(ExtractError::Damaged(why)) if why == "no xref")
+            matches!(parse_answer_of(b"damaged no xref\n".to_vec()), Err(ExtractError::Damaged(why)) if why == "no xref")
         );
         for garbage in [&b""[..], b"ok", b"running 0 tests\n", b"damaged\n", b"\xff\xfe\n"] {
-            assert!(matches!(parse_answer(garbage.to_vec()), Err(ExtractError::CouldNotRead)), "{garbage:?}");
+            assert!(matches!(parse_answer_of(garbage.to_vec()), Err(ExtractError::CouldNotRead)), "{garbage:?}");
         }
     }
 }
