@@ -8,10 +8,12 @@
 //! one person's hundred uploads do not keep anyone else waiting behind them.
 
 use std::collections::{HashSet, VecDeque};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::panic::AssertUnwindSafe;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use futures::FutureExt;
 use tokio::sync::{Notify, broadcast};
 
 use crate::backends::OpenedBackends;
@@ -24,9 +26,15 @@ const CLAIM_LEASE: Duration = Duration::from_secs(300);
 /// settled as unreadable: a document that takes its reader's process down with it each time
 /// must not be retried forever.
 const MAX_ATTEMPTS: u32 = 3;
-/// How often an idle reader looks for work it was not told about (files waiting after another
-/// instance died, lapsed claims).
+/// How often the readers look for work they were not told about (files waiting after another
+/// instance died, lapsed claims), busy or not.
 const RESCAN: Duration = Duration::from_secs(30);
+/// The longest one document's turn may take, its storage reads and writes included: past it
+/// the reader gives up the turn, and the file's claim lapses before it is taken again.
+const TURN_LIMIT: Duration = Duration::from_secs(CLAIM_LEASE.as_secs() / 2);
+/// How many times a reader tries to claim a person's next file before it ends their turn: a
+/// claim lost to another instance's reader is not the end of their queue.
+const CLAIM_TRIES: u32 = 2;
 
 /// The background readers of uploads' text. Cheap to clone.
 #[derive(Clone)]
@@ -48,6 +56,7 @@ struct Shared {
     // Each settled file's key, for those waiting to read its text.
     settled: broadcast::Sender<String>,
     started: AtomicBool,
+    rescan_ms: AtomicU64,
 }
 
 // Who is served next: each person with work once, in order; those being served are skipped.
@@ -87,13 +96,22 @@ impl TextReader {
             work: Notify::new(),
             settled,
             started: AtomicBool::new(false),
+            rescan_ms: AtomicU64::new(RESCAN.as_millis() as u64),
         };
         TextReader { shared: Arc::new(shared) }
     }
 
+    /// The same readers, looking for files waiting unannounced every `period` (default 30 s)
+    /// once started.
+    pub fn with_rescan(self, period: Duration) -> TextReader {
+        let millis = u64::try_from(period.as_millis()).unwrap_or(u64::MAX).max(1);
+        self.shared.rescan_ms.store(millis, Ordering::SeqCst);
+        self
+    }
+
     /// Starts [`ExtractLimits::max_running`](crate::extract::ExtractLimits::max_running)
-    /// readers on the current tokio runtime, which first queue every file already waiting in
-    /// the store. A second call does nothing.
+    /// readers on the current tokio runtime, and a timer that queues every file waiting in the
+    /// store, at once and then every rescan period. A second call does nothing.
     ///
     /// Only a process that serves should start them: a reader claims a file for minutes, and
     /// one ended mid-read (a CLI command exiting) would keep the file waiting that long.
@@ -104,8 +122,18 @@ impl TextReader {
         for _ in 0..self.shared.extractor.limits().max_running.max(1) {
             tokio::spawn(work(Arc::clone(&self.shared)));
         }
+        // On its own timer: with steady uploads no reader is ever idle, and a file whose claim
+        // lapsed would otherwise wait until its owner uploads again.
         let rescan = self.clone();
-        tokio::spawn(async move { rescan.queue_waiting().await });
+        let period = Duration::from_millis(self.shared.rescan_ms.load(Ordering::SeqCst));
+        tokio::spawn(async move {
+            let mut ticks = tokio::time::interval(period);
+            ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                ticks.tick().await;
+                rescan.queue_waiting().await;
+            }
+        });
     }
 
     /// Queues `owner`'s waiting files (after an upload of theirs).
@@ -153,22 +181,41 @@ impl TextReader {
 
 // One reader: serves the next person in line one document, then goes to the back of the line.
 async fn work(shared: Arc<Shared>) {
-    let reader = TextReader { shared: Arc::clone(&shared) };
     loop {
         let next = shared.turns.lock().unwrap_or_else(|p| p.into_inner()).next();
         let Some(owner) = next else {
-            if tokio::time::timeout(RESCAN, shared.work.notified()).await.is_err() {
-                reader.queue_waiting().await;
-            }
+            shared.work.notified().await;
             continue;
         };
-        let more = read_one(&shared, &owner).await;
-        let mut turns = shared.turns.lock().unwrap_or_else(|p| p.into_inner());
-        turns.serving.remove(&owner);
-        if more {
-            turns.push(&owner);
+        let mut turn = Turn { turns: &shared.turns, work: &shared.work, owner: &owner, more: true };
+        // A panic or a read that never returns (storage that hangs) ends the turn, not the
+        // reader: the guard hands the owner back, and the file's claim lapses.
+        let read = AssertUnwindSafe(read_one(&shared, &owner)).catch_unwind();
+        match tokio::time::timeout(TURN_LIMIT, read).await {
+            Ok(Ok(more)) => turn.more = more,
+            Ok(Err(_)) => tracing::warn!("reading a file's text panicked"),
+            Err(_) => tracing::warn!("reading a file's text took longer than its turn"),
+        }
+    }
+}
+
+// One person's turn with a reader: however it ends, they are no longer being served, and
+// back in line if they may have more.
+struct Turn<'a> {
+    turns: &'a Mutex<Turns>,
+    work: &'a Notify,
+    owner: &'a str,
+    more: bool,
+}
+
+impl Drop for Turn<'_> {
+    fn drop(&mut self) {
+        let mut turns = self.turns.lock().unwrap_or_else(|p| p.into_inner());
+        turns.serving.remove(self.owner);
+        if self.more {
+            turns.push(self.owner);
             drop(turns);
-            shared.work.notify_one();
+            self.work.notify_one();
         }
     }
 }
@@ -177,26 +224,39 @@ async fn work(shared: Arc<Shared>) {
 async fn read_one(shared: &Shared, owner: &str) -> bool {
     let sql = shared.backends.sql();
     let lease = i64::try_from(CLAIM_LEASE.as_millis()).unwrap_or(i64::MAX);
-    let claimed = match sql.claim_text(owner, lease).await {
-        Ok(Some(claimed)) => claimed,
-        Ok(None) => return false,
-        Err(e) => {
-            tracing::warn!(error = %e, "a file waiting to be read could not be claimed");
-            return false;
+    let mut claimed = None;
+    for _ in 0..CLAIM_TRIES {
+        match sql.claim_text(owner, lease).await {
+            Ok(Some(claim)) => {
+                claimed = Some(claim);
+                break;
+            }
+            // Nothing, or a claim another instance won at the same moment: look once more.
+            Ok(None) => {}
+            Err(e) => {
+                tracing::warn!(error = %e, "a file waiting to be read could not be claimed");
+                return false;
+            }
         }
-    };
+    }
+    let Some(claimed) = claimed else { return false };
     let outcome = if claimed.attempts > MAX_ATTEMPTS {
-        Err("Reading its text failed each time it was tried; the file is stored as it is.".to_owned())
+        Read::Unreadable("Reading its text failed each time it was tried; the file is stored as it is.".to_owned())
     } else {
         read_text(shared, &claimed.file_key, &claimed.mime_type).await
     };
     let settled = match &outcome {
-        Ok(text_key) => sql.settle_text(owner, &claimed.file_key, Ok(text_key.as_deref())).await,
-        Err(why) => sql.settle_text(owner, &claimed.file_key, Err(why)).await,
+        Read::Text(text_key) => sql.settle_text(owner, &claimed.file_key, Ok(text_key.as_deref())).await,
+        Read::Unreadable(why) => sql.settle_text(owner, &claimed.file_key, Err(why)).await,
+        Read::Later(why) => {
+            // Left claimed: the claim lapses, and the file is tried again (MAX_ATTEMPTS bounds it).
+            tracing::warn!(file_key = claimed.file_key, error = why, "a file's text will be read again later");
+            return true;
+        }
     };
     match settled {
         Ok(()) => {
-            tracing::info!(file_key = claimed.file_key, has_text = matches!(outcome, Ok(Some(_))), "file read");
+            tracing::info!(file_key = claimed.file_key, has_text = matches!(outcome, Read::Text(Some(_))), "file read");
             let _ = shared.settled.send(claimed.file_key);
         }
         // The claim lapses and another reader takes the file again.
@@ -205,28 +265,41 @@ async fn read_one(shared: &Shared, owner: &str) -> bool {
     true
 }
 
-// Reads the text of a stored file and stores it beside it: its key, or none when the file has
-// no text, or why it could not be read.
-async fn read_text(shared: &Shared, file_key: &str, mime: &str) -> Result<Option<String>, String> {
-    let storage = shared.backends.storage().ok_or("File storage is not configured on this server.")?;
+// How one reading ended.
+enum Read {
+    // The key its text is stored under, or none when it has no text.
+    Text(Option<String>),
+    // Why it will never be read.
+    Unreadable(String),
+    // Why it could not be read now (storage failed): it is tried again later.
+    Later(String),
+}
+
+// Reads the text of a stored file and stores it beside it.
+async fn read_text(shared: &Shared, file_key: &str, mime: &str) -> Read {
+    let Some(storage) = shared.backends.storage() else {
+        return Read::Unreadable("File storage is not configured on this server.".to_owned());
+    };
     let kind = match mime {
         crate::extract::PDF_MIME => ContentKind::Pdf,
         crate::extract::DOCX_MIME => ContentKind::Docx,
         // Only documents wait; anything else has nothing to read here.
-        _ => return Ok(None),
+        _ => return Read::Text(None),
     };
-    let bytes = storage.get(file_key).await.map_err(|e| format!("The file could not be read from storage: {e}"))?;
+    let bytes = match storage.get(file_key).await {
+        Ok(bytes) => bytes,
+        Err(e) => return Read::Later(format!("The file could not be read from storage: {e}")),
+    };
     let text = match shared.extractor.extract(kind, bytes.to_vec()).await {
         Ok(Some(text)) => text,
-        Ok(None) => return Ok(None),
-        Err(e) => return Err(format!("No text could be read from it: {e}")),
+        Ok(None) => return Read::Text(None),
+        Err(e) => return Read::Unreadable(format!("No text could be read from it: {e}")),
     };
     let text_key = format!("{file_key}.trans");
-    storage
-        .put(&text_key, text.into_bytes(), "text/plain")
-        .await
-        .map_err(|e| format!("Its text could not be stored: {e}"))?;
-    Ok(Some(text_key))
+    match storage.put(&text_key, text.into_bytes(), "text/plain").await {
+        Ok(_) => Read::Text(Some(text_key)),
+        Err(e) => Read::Later(format!("Its text could not be stored: {e}")),
+    }
 }
 
 #[cfg(test)]
@@ -247,5 +320,26 @@ mod tests {
         turns.serving.remove("alice");
         assert_eq!(turns.next().as_deref(), Some("alice"));
         assert_eq!(turns.next(), None);
+    }
+
+    #[tokio::test]
+    async fn a_turn_that_panics_hands_its_owner_back() {
+        let turns = Mutex::new(Turns::default());
+        let work = Notify::new();
+        turns.lock().unwrap().push("alice");
+        let owner = turns.lock().unwrap().next().unwrap();
+        let read = async {
+            let _turn = Turn { turns: &turns, work: &work, owner: &owner, more: true };
+            panic!("a parser's bug");
+        };
+        assert!(AssertUnwindSafe(read).catch_unwind().await.is_err());
+        // No longer being served, and back in line, with a reader woken for her.
+        assert!(turns.lock().unwrap().serving.is_empty());
+        assert_eq!(turns.lock().unwrap().next().as_deref(), Some("alice"));
+        tokio::time::timeout(Duration::from_secs(1), work.notified()).await.expect("a reader is woken");
+        // A turn that ends with nothing more leaves her out of line.
+        drop(Turn { turns: &turns, work: &work, owner: &owner, more: false });
+        assert!(turns.lock().unwrap().serving.is_empty());
+        assert_eq!(turns.lock().unwrap().next(), None);
     }
 }

@@ -295,6 +295,98 @@ async fn poppler_reads_pdfs_in_the_same_sandbox() {
     assert!(honest.is_some_and(|t| t.contains("HbA1c 5.9 %")));
 }
 
+/// A PDF of `pages` pages of 60 lines each (about 4 KiB of text a page), with offsets right.
+fn long_pdf(pages: usize) -> Vec<u8> {
+    let mut objects = vec![
+        "<< /Type /Catalog /Pages 2 0 R >>".to_owned(),
+        format!(
+            "<< /Type /Pages /Kids [{}] /Count {pages} >>",
+            (0..pages).map(|p| format!("{} 0 R", 4 + 2 * p)).collect::<Vec<_>>().join(" ")
+        ),
+        "<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>".to_owned(),
+    ];
+    for p in 0..pages {
+        let lines: String = (0..60)
+            .map(|l| format!("(Page {p} line {l}: Glucose 5.4 mmol/L, HbA1c 5.9 %, LDL 2.1 mmol/L) Tj T*\n"))
+            .collect();
+        let content = format!("BT /F1 9 Tf 40 780 Td 12 TL\n{lines}ET");
+        objects.push(format!(
+            "<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << /Font << /F1 3 0 R >> >> \
+             /Contents {} 0 R >>",
+            5 + 2 * p
+        ));
+        objects.push(format!("<< /Length {} >>\nstream\n{content}\nendstream", content.len()));
+    }
+    let mut out = b"%PDF-1.4\n".to_vec();
+    let mut offsets = Vec::new();
+    for (n, object) in objects.iter().enumerate() {
+        offsets.push(out.len());
+        out.extend(format!("{} 0 obj\n{object}\nendobj\n", n + 1).bytes());
+    }
+    let xref = out.len();
+    out.extend(format!("xref\n0 {}\n0000000000 65535 f \n", objects.len() + 1).bytes());
+    for offset in offsets {
+        out.extend(format!("{offset:010} 00000 n \n").bytes());
+    }
+    out.extend(format!("trailer\n<< /Size {} /Root 1 0 R >>\nstartxref\n{xref}\n%%EOF\n", objects.len() + 1).bytes());
+    out
+}
+
+#[tokio::test]
+async fn a_reader_past_the_text_cap_is_stopped_and_its_text_so_far_is_the_answer() {
+    let Some(pdftotext) = pdftotext() else {
+        return mirobody_testkit::skip("poppler's pdftotext is not installed (apt-get install poppler-utils)");
+    };
+    // About 160 KiB of text: past the cap, what the status line may take and a full pipe, so a
+    // reader left to write on blocks until its deadline.
+    let pdf = long_pdf(40);
+    for poppler in [Some(pdftotext), None] {
+        let mut limits = ExtractLimits::default();
+        limits.deadline = Duration::from_secs(20);
+        limits.max_text_bytes = 1000;
+        limits.pdftotext = poppler.map(Into::into);
+        let extractor = Extractor::new(env!("CARGO_BIN_EXE_mirobody-extract"), Vec::new(), limits);
+        let started = Instant::now();
+        let text = extractor.extract_document(pdf.clone()).await.unwrap().expect("text");
+        let took = started.elapsed();
+        assert!(took < Duration::from_secs(10), "{poppler:?}: answered after {took:?}, at the deadline");
+        assert!(text.len() <= 1000 && text.len() > 500, "{poppler:?}: {} bytes", text.len());
+        assert!(text.contains("Page 0 line 0: Glucose 5.4 mmol/L"), "{poppler:?}: {text:?}");
+        // The cap is the only thing that stopped it: all the text is there below it.
+        limits_allow_all(&extractor, &pdf, poppler).await;
+    }
+}
+
+// With the default cap, the whole of the long PDF's text is read.
+async fn limits_allow_all(capped: &Extractor, pdf: &[u8], poppler: Option<&str>) {
+    let mut limits = capped.limits().clone();
+    limits.max_text_bytes = ExtractLimits::default().max_text_bytes;
+    let extractor = Extractor::new(env!("CARGO_BIN_EXE_mirobody-extract"), Vec::new(), limits);
+    let text = extractor.extract_document(pdf.to_vec()).await.unwrap().expect("text");
+    assert!(text.len() > 100_000 && text.contains("Page 39 line 59"), "{poppler:?}: {} bytes", text.len());
+}
+
+#[tokio::test]
+async fn a_pdftotext_installed_outside_the_system_directories_runs_in_the_sandbox() {
+    let Some(pdftotext) = pdftotext() else {
+        return mirobody_testkit::skip("poppler's pdftotext is not installed (apt-get install poppler-utils)");
+    };
+    // As under /opt: only its own directory is opened to it, beside the system's libraries.
+    let home = tempfile::tempdir().unwrap();
+    let copy = home.path().join("pdftotext");
+    std::fs::copy(pdftotext, &copy).unwrap();
+    let mut limits = ExtractLimits::default();
+    limits.deadline = Duration::from_secs(20);
+    limits.pdftotext = Some(copy);
+    let extractor = Extractor::new(env!("CARGO_BIN_EXE_mirobody-extract"), Vec::new(), limits);
+    let text = extractor.extract_document(hostile::text_pdf("Glucose 5.4 mmol/L")).await.unwrap();
+    assert!(text.as_deref().is_some_and(|t| t.contains("Glucose 5.4 mmol/L")), "{text:?}");
+}
+
+fn pdftotext() -> Option<&'static str> {
+    ["/usr/bin/pdftotext", "/usr/local/bin/pdftotext"].into_iter().find(|p| std::path::Path::new(p).exists())
+}
+
 // Eight uploads at once against a quota of two files: two stored, six refused, nothing left of
 // the six.
 async fn parallel_uploads_past_the_quota(env: &Env) {
@@ -330,4 +422,55 @@ async fn parallel_uploads_past_the_quota_store_exactly_the_quota_on_sqlite() {
 async fn parallel_uploads_past_the_quota_store_exactly_the_quota_on_postgres() {
     let Some(env) = Env::postgres("extraction::parallel_uploads_past_the_quota").await else { return };
     parallel_uploads_past_the_quota(&env).await;
+}
+
+#[tokio::test]
+async fn a_file_no_one_announced_is_found_by_the_timed_rescan() {
+    let env = Env::sqlite().await;
+    let reader = TextReader::new(env.backends.clone(), extractor(1)).with_rescan(Duration::from_millis(200));
+    reader.start();
+    // Let the first rescan pass, then store a file no reader is told of, claimed by a
+    // process that is gone (its lease already lapsed).
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let limits = UploadLimits::default();
+    let pdf = hostile::text_pdf("Ferritin 80 ug/L");
+    let stored = store_upload(&env.backends, &limits, "alice", "iron.pdf", None, pdf).await.unwrap();
+    let claimed = env.backends.sql().claim_text("alice", -1).await.unwrap().expect("claimed");
+    assert_eq!(claimed.file_key, stored.file_key);
+    // Read well before the default 30 s rescan would find it.
+    let file = reader.settled("alice", &stored.file_key, Duration::from_secs(15)).await.unwrap();
+    assert_eq!(file.text_state, TextState::Settled, "{file:?}");
+}
+
+// Readers of several instances claiming one person's queue at once each take a file of their
+// own while any is unclaimed: none loses a race and sees an empty queue.
+async fn racing_claims_each_take_a_file(env: &Env) {
+    let limits = UploadLimits::default();
+    for i in 0..6 {
+        let pdf = hostile::text_pdf(&format!("note {i}"));
+        store_upload(&env.backends, &limits, "alice", &format!("n{i}.pdf"), None, pdf).await.unwrap();
+    }
+    let claims: Vec<_> = (0..6)
+        .map(|_| {
+            let sql = env.backends.sql().clone();
+            tokio::spawn(async move { sql.claim_text("alice", 60_000).await })
+        })
+        .collect();
+    let mut keys = std::collections::HashSet::new();
+    for claim in claims {
+        let claimed = claim.await.unwrap().unwrap().expect("a file for every reader");
+        assert!(keys.insert(claimed.file_key), "one file claimed twice");
+    }
+    assert_eq!(env.backends.sql().claim_text("alice", 60_000).await.unwrap(), None, "all claimed");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn racing_claims_each_take_a_file_on_sqlite() {
+    racing_claims_each_take_a_file(&Env::sqlite().await).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn racing_claims_each_take_a_file_on_postgres() {
+    let Some(env) = Env::postgres("extraction::racing_claims_each_take_a_file").await else { return };
+    racing_claims_each_take_a_file(&env).await;
 }

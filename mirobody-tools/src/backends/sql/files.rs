@@ -106,15 +106,21 @@ impl SqlStore {
     /// reader takes it until then. A claim whose lease has passed (its reader's process is
     /// gone) is taken again. `None` when nothing of theirs waits unclaimed.
     pub async fn claim_text(&self, owner: &str, lease_ms: i64) -> BackendResult<Option<ClaimedText>> {
-        const SQL: &str = "UPDATE files SET text_attempts = text_attempts + 1, text_claimed_until_ms = $3 \
+        // On PostgreSQL, readers racing for the same owner's queue each skip a row another is
+        // claiming and take the next, rather than lose the race and see nothing. SQLite has
+        // one writer at a time, so no race.
+        let skip_claimed = if self.dialect() == Dialect::Postgres { " FOR UPDATE SKIP LOCKED" } else { "" };
+        let sql = format!(
+            "UPDATE files SET text_attempts = text_attempts + 1, text_claimed_until_ms = $3 \
              WHERE file_key = (SELECT file_key FROM files WHERE owner = $1 AND text_state = $4 \
                  AND (text_claimed_until_ms IS NULL OR text_claimed_until_ms < $2) \
-                 ORDER BY uploaded_at_ms, file_key LIMIT 1) \
+                 ORDER BY uploaded_at_ms, file_key LIMIT 1{skip_claimed}) \
              AND text_state = $4 AND (text_claimed_until_ms IS NULL OR text_claimed_until_ms < $2) \
-             RETURNING file_key, mime_type, text_attempts";
+             RETURNING file_key, mime_type, text_attempts"
+        );
         let now = now_ms();
         let row: Option<(String, String, i32)> = on_pool!(self, |pool| {
-            sqlx::query_as(SQL)
+            sqlx::query_as(&sql)
                 .bind(owner)
                 .bind(now)
                 .bind(now.saturating_add(lease_ms))
