@@ -59,6 +59,13 @@ impl PendingRequests {
         self.len() == 0
     }
 
+    /// Whether `id` has the form this server gives its questions' ids (a random token: 32
+    /// lowercase hex digits). An answer under any other id answers no question, here or in
+    /// another instance, and is refused without being passed on or kept anywhere.
+    pub(crate) fn could_be_ours(id: &Id) -> bool {
+        matches!(id, Id::String(key) if key.len() == 32 && key.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')))
+    }
+
     /// Whether a request of this session and user waits here for an answer under `id`.
     pub(crate) fn awaits(&self, id: &Id, session: Option<&str>, user: Option<&str>) -> bool {
         let Id::String(key) = id else { return false };

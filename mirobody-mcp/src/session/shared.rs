@@ -595,6 +595,36 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn nothing_over_its_bound_is_kept_or_sent() {
+        let (backplane, a, _b, mut raw) = pair([1; 32], [1; 32]).await;
+        // A cancellation of a request with an overlong id: not passed on (every instance would
+        // refuse the envelope as oversized, and count it as a forgery's alarm).
+        let long = Id::String("x".repeat(1 << 20));
+        a.publish(Event::Cancel { session: "s1".into(), request: long }).await.unwrap();
+        let short = Id::String("x".repeat(MAX_FORWARDED_ID_BYTES));
+        a.publish(Event::Cancel { session: "s1".into(), request: short.clone() }).await.unwrap();
+        let wire = opened(&a, &next(&mut raw).await.unwrap());
+        assert!(wire.contains(&"x".repeat(MAX_FORWARDED_ID_BYTES)), "only the short one went");
+        assert!(next(&mut raw).await.is_none());
+        // An envelope over the bound is refused here, not published.
+        let huge = serde_json::json!({"kind": "tools", "padding": "x".repeat(MAX_KEPT_BYTES + 1)});
+        assert!(a.publish(Event::Change { change: huge }).await.is_err());
+        assert!(next(&mut raw).await.is_none(), "not published");
+        // An answer over its bound is not kept.
+        let answer = |size: usize| Event::Answer {
+            session: "s1".into(),
+            user: None,
+            request: Id::String("q".into()),
+            outcome: Answer::Result(serde_json::json!("x".repeat(size))),
+        };
+        assert!(a.publish(answer(MAX_KEPT_BYTES)).await.is_err());
+        assert!(backplane.is_empty() && next(&mut raw).await.is_none(), "nothing kept or told");
+        a.publish(answer(MAX_KEPT_BYTES - 100)).await.unwrap();
+        assert_eq!(backplane.len(), 1);
+        assert!(fits_kept(&"x".repeat(MAX_KEPT_BYTES - 2)) && !fits_kept(&"x".repeat(MAX_KEPT_BYTES - 1)));
+    }
+
+    #[tokio::test]
     async fn a_record_is_sealed_where_it_is_kept_and_on_the_way() {
         let (backplane, a, b, mut raw) = pair([1; 32], [1; 32]).await;
         let mut on_b = b.events().await.unwrap();

@@ -129,6 +129,20 @@ async fn an_answer_reaches_the_question_asked_on_another_instance_from_its_sessi
     let impostor = client.via(&b).as_user(UserInfo::authenticated("mallory"));
     assert_eq!(impostor.post(&answer("Trudy")).await.status(), StatusCode::NOT_FOUND);
 
+    // Only an answer under an id of the form the server's questions have, of a bounded size,
+    // is kept for another instance; anything else is refused and nothing is stored.
+    let kept = backplane.len();
+    let made_up = json!({"jsonrpc": "2.0", "id": "not-a-question", "result": {"action": "accept"}});
+    let refused = client.via(&b).post_json(&made_up).await;
+    assert_eq!((refused.status, refused.error_code()), (StatusCode::BAD_REQUEST, -32600), "{}", refused.body);
+    let numbered = json!({"jsonrpc": "2.0", "id": 7, "result": {"action": "accept"}});
+    assert_eq!(client.via(&b).post_json(&numbered).await.status, StatusCode::BAD_REQUEST);
+    let huge = json!({"jsonrpc": "2.0", "id": ask["id"], "result": {"action": "accept", "content": {"name": "x".repeat(300_000)}}});
+    let refused = client.via(&b).post_json(&huge).await;
+    assert_eq!((refused.status, refused.error_code()), (StatusCode::BAD_REQUEST, -32600), "{}", refused.body);
+    assert!(refused.error_message().contains("256 KiB"), "{}", refused.body);
+    assert_eq!(backplane.len(), kept, "nothing refused was kept");
+
     assert_eq!(client.via(&b).post(&answer("Ada")).await.status(), StatusCode::ACCEPTED);
     let response = sse.next_message().await;
     assert_eq!(response["id"], 41);
@@ -270,10 +284,21 @@ async fn secret_task(_: mirobody_core::Args, _: &UserInfo, _: &mirobody_core::To
     ToolResult::text(SECRET)
 }
 
+// A task that asks its client one question, under the key `go`.
+async fn asking_task(_: mirobody_core::Args, _: &UserInfo, ctx: &mirobody_core::ToolContext<'_>) -> ToolResult {
+    ctx.become_task();
+    let question = json!({"message": "Go?", "requestedSchema": {"type": "object", "properties": {}}});
+    match ctx.request_keyed("go", "elicitation/create", question).await {
+        Ok(answer) => ToolResult::text(format!("answer: {}", answer["action"])),
+        Err(e) => ToolResult::error(e.to_string()),
+    }
+}
+
 // An instance whose tasks are kept in `store`, shared by all (as their database is).
 async fn task_instance(store: &Arc<MemoryTaskStore>, backplane: &Arc<MemoryBackplane>, key: &StateKey) -> McpHttp {
     let registry = Registry::builder()
         .tool(Tool::new("secret_task", "Ends with a secret.").task_support(TaskSupport::Optional).handler(secret_task))
+        .tool(Tool::new("asking_task", "Asks one question.").task_support(TaskSupport::Optional).handler(asking_task))
         .build()
         .unwrap();
     let options = TaskOptions::default().with_sync_budget(Duration::from_millis(50));
@@ -286,7 +311,7 @@ async fn task_instance(store: &Arc<MemoryTaskStore>, backplane: &Arc<MemoryBackp
 fn modern(user: &str, id: i64, method: &str, mut params: Value) -> Request<Body> {
     params["_meta"] = json!({
         "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-        "io.modelcontextprotocol/clientCapabilities": {"extensions": {TASKS: {}}},
+        "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}, "extensions": {TASKS: {}}},
         "io.modelcontextprotocol/clientInfo": {"name": "tests", "version": "1"},
     });
     let mut request = Request::builder()
@@ -297,7 +322,7 @@ fn modern(user: &str, id: i64, method: &str, mut params: Value) -> Request<Body>
         .header(header::CONTENT_TYPE, "application/json")
         .header("mcp-protocol-version", "2026-07-28")
         .header("mcp-method", method);
-    if let Some(name) = params["name"].as_str() {
+    if let Some(name) = params["name"].as_str().or(params["taskId"].as_str()) {
         request = request.header("mcp-name", name);
     }
     let body = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
@@ -395,4 +420,42 @@ async fn instances_with_different_secrets_share_nothing() {
     // does not exist; and what a said of it, b refused.
     assert_eq!(client.via(&b).call("tools/list", json!({})).await.status, StatusCode::NOT_FOUND);
     eventually("b to refuse a's announcement", async || b.http.refused_events().unwrap().forged == 1).await;
+}
+
+// The status of alice's task `task`, as `http` reads it from the task store.
+async fn status(http: &McpHttp, task: &str) -> Value {
+    let reply = json_reply(send(http, modern("alice", 9, "tasks/get", json!({"taskId": task}))).await).await;
+    reply.result().clone()
+}
+
+#[tokio::test]
+async fn only_answers_to_a_tasks_questions_are_kept_for_the_instance_running_it() {
+    let (store, backplane) = (Arc::new(MemoryTaskStore::default()), Arc::new(MemoryBackplane::new()));
+    let key = shared_key();
+    let (a, b) = (task_instance(&store, &backplane, &key).await, task_instance(&store, &backplane, &key).await);
+    let call = json!({"name": "asking_task", "arguments": {}});
+    let created = json_reply(send(&a, modern("alice", 2, "tools/call", call)).await).await;
+    let task = created.result()["taskId"].as_str().expect("a task").to_owned();
+    eventually("the task to ask", async || status(&b, &task).await["status"] == "input_required").await;
+
+    let update =
+        |responses: Value| modern("alice", 3, "tasks/update", json!({"taskId": task, "inputResponses": responses}));
+    let big = "x".repeat(300_000);
+    // Answers to nothing the task asks: taken, and nothing kept or told.
+    let kept = backplane.len();
+    let mut wire = backplane.events().await.unwrap();
+    // What a said of the task's status may still be on its way.
+    while let Ok(Some(_)) = tokio::time::timeout(Duration::from_millis(200), wire.next()).await {}
+    let unasked = json_reply(send(&b, update(json!({"not-asked": {"action": "accept", "note": big}}))).await).await;
+    assert_eq!(unasked.result()["resultType"], "complete", "{}", unasked.body);
+    assert_eq!(backplane.len(), kept, "nothing kept");
+    assert!(tokio::time::timeout(Duration::from_millis(100), wire.next()).await.is_err(), "nothing told");
+    // The answer to its question, beside a large one to nothing: only the answer travels.
+    let both = json!({"go": {"action": "decline"}, "junk": {"action": "accept", "note": big}});
+    let answered = json_reply(send(&b, update(both)).await).await;
+    assert_eq!(answered.result()["resultType"], "complete", "{}", answered.body);
+    assert_eq!(backplane.len(), kept + 1);
+    eventually("the task to end", async || status(&b, &task).await["status"] == "completed").await;
+    let done = status(&b, &task).await;
+    assert_eq!(done["result"]["content"][0]["text"], "answer: \"decline\"", "{done}");
 }

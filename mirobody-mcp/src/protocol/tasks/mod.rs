@@ -606,6 +606,18 @@ impl Tasks {
                 answered.push(key.clone());
             }
         }
+        // Only answers to questions the task asks travel (are kept for the running instance),
+        // and nothing when none is: what else a client sends would only fill the store.
+        if answered.is_empty() {
+            return Ok(());
+        }
+        let responses: Map<String, Value> = responses.into_iter().filter(|(key, _)| answered.contains(key)).collect();
+        if !crate::session::fits_kept(&responses) {
+            return Err(TaskRefusal::Rpc(RpcError::invalid_params(format!(
+                "The answers are larger than the {} KiB they may be; send smaller ones",
+                crate::session::MAX_KEPT_BYTES / 1024
+            ))));
+        }
         let event = Event::TaskAnswers { task: id.to_owned(), owner: owner.to_owned(), responses };
         self.tell_elsewhere(event).await?;
         // Acknowledged once the running instance has taken them, so that the caller's next

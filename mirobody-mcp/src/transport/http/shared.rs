@@ -3,8 +3,8 @@
 //! answers on, and listening to what the other instances say.
 
 use super::*;
-use crate::jsonrpc::Id;
-use crate::session::{Answer, Event, Heard, SharedSessions};
+use crate::jsonrpc::{Id, code};
+use crate::session::{Answer, Event, Heard, MAX_KEPT_BYTES, SharedSessions, fits_kept};
 use axum::response::IntoResponse;
 use futures::StreamExt;
 use std::sync::Weak;
@@ -64,7 +64,9 @@ pub(super) async fn send_cancel(shared: &SharedSessions, session: &str, request:
 
 // A client's answer no call here waits for, for the instance whose call asked. Accepted
 // when it is sent on: only that instance can tell whether it was awaited, and it takes it
-// only from the session and user it asked.
+// only from the session and user it asked. Only an answer under an id of the form this server
+// gives its questions, and of a bounded size, is kept for it: anything else answers nothing,
+// and would only fill the store.
 pub(super) async fn send_answer(
     shared: &SharedSessions,
     session: &str,
@@ -72,17 +74,26 @@ pub(super) async fn send_answer(
     request: Id,
     outcome: Result<serde_json::Value, serde_json::Value>,
 ) -> Response {
-    let event = Event::Answer {
-        session: session.to_owned(),
-        user: user.user_id().map(str::to_owned),
-        request,
-        outcome: Answer::from(outcome),
-    };
+    if !crate::protocol::peer::PendingRequests::could_be_ours(&request) {
+        return rpc_error(StatusCode::BAD_REQUEST, Some(&request), code::INVALID_REQUEST, NOT_WAITED_FOR);
+    }
+    let outcome = Answer::from(outcome);
+    if !fits_kept(&outcome) {
+        let message = format!(
+            "Invalid request: the response is larger than the {} KiB an answer may be; send a smaller one",
+            MAX_KEPT_BYTES / 1024
+        );
+        return rpc_error(StatusCode::BAD_REQUEST, Some(&request), code::INVALID_REQUEST, message);
+    }
+    let event =
+        Event::Answer { session: session.to_owned(), user: user.user_id().map(str::to_owned), request, outcome };
     match shared.publish(event).await {
         Ok(()) => accepted(),
         Err(_) => unreachable_sessions(None),
     }
 }
+
+const NOT_WAITED_FOR: &str = "No request is waiting for this response";
 
 fn unreachable_sessions(id: Option<&Id>) -> Response {
     over_limit(
