@@ -24,11 +24,11 @@ pub struct UploadSettings {
     /// parsed into. More wait up to 10 seconds, then get 503; one that needs more than all of
     /// it gets 413.
     pub max_inflight_bytes: u64,
-    /// How many of `max_concurrent` one caller (a user, or an address for upload links) may
+    /// How many of `max_concurrent` one caller (a user; for upload links, the link's owner) may
     /// hold; more get 429 at once (0: no bound).
     pub max_concurrent_per_caller: usize,
-    /// The slowest an upload's or import's body may arrive, in bytes a second averaged over
-    /// 5 s after a grace of 5 s; slower ones get 408 (0: no bound).
+    /// The slowest an upload's or import's body may arrive, in bytes a second on average since
+    /// a grace of 5 s ended, judged every 5 s; slower ones get 408 (0: no bound).
     pub min_body_bytes_per_sec: u64,
     /// Seconds an upload link (the `upload_link` tool) works.
     pub link_ttl_secs: u64,

@@ -143,8 +143,17 @@ impl Routes {
         request: &Request<Body>,
     ) -> impl Future<Output = Result<(shares::CallerTurn<'a>, tokio::sync::SemaphorePermit<'a>), Response>> + use<'a>
     {
-        let own = self.inner.caller_turns.take(shares::caller_key(request));
-        async move { self.admit_server_wide(own).await }
+        self.admit_as(shares::caller_key(request))
+    }
+
+    /// Like [`admit`](Self::admit), counted against `key` rather than the request's caller (an
+    /// upload through a link counts against the link's owner).
+    async fn admit_as(
+        &self,
+        key: mirobody_mcp::limits::CallerKey,
+    ) -> Result<(shares::CallerTurn<'_>, tokio::sync::SemaphorePermit<'_>), Response> {
+        let own = self.inner.caller_turns.take(key);
+        self.admit_server_wide(own).await
     }
 
     async fn admit_server_wide<'a>(

@@ -8,7 +8,7 @@
 //! in the URL, which the page posts back to; a strict content security policy keeps it from
 //! loading or sending anything elsewhere, and `Referrer-Policy: no-referrer` keeps the token in.
 
-use std::sync::LazyLock;
+use std::sync::{Arc, LazyLock};
 
 use axum::Router;
 use axum::body::Body;
@@ -17,6 +17,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{delete, get, post};
 use base64::Engine;
 use http::{HeaderMap, HeaderValue, Request, StatusCode, header};
+use mirobody_mcp::limits::CallerKey;
 use mirobody_tools::upload_links::LinkError;
 use mirobody_tools::uploads::UploadError;
 use serde::Deserialize;
@@ -68,12 +69,16 @@ async fn upload_signed_in(
     if let Err(denied) = routes.inner.auth.authorize(&request, mirobody_auth::UPLOAD_FILE) {
         return routes.inner.auth.reject(&denied);
     }
-    receive(&routes, &owner, request).await
+    let key = super::shares::caller_key(&request);
+    receive(&routes, &owner, key, request).await
 }
 
 // A file through a link: one of the link's uses is taken before the body is read, so uploads
-// racing on a single-use link store one file, and given back when nothing was stored (a file
-// refused for its type or size, a body cut off, a client gone), so a refusal burns no link.
+// racing on a single-use link store one file, and given back when nothing was stored for a
+// reason other than the body's pace (a file refused for its type or size, a connection lost,
+// a server error), so a refusal burns no link. A body cut for being too slow or too long (408)
+// keeps the use taken: else one link would hold a turn again and again. The upload counts
+// against the link's owner's turns, whatever address it comes from.
 async fn upload_by_link(
     axum::extract::State(routes): axum::extract::State<Routes>,
     Path(token): Path<String>,
@@ -87,13 +92,16 @@ async fn upload_by_link(
     // must not drop the request there and so get the use back for a file that was kept.
     let settled = tokio::spawn(async move {
         let owner = taken.user().to_owned();
-        let mut response = receive(&routes, &owner, request).await;
-        if response.status() == StatusCode::CREATED {
-            // The page reads it to say the link is used up rather than try the next file.
-            response.headers_mut().insert(USES_LEFT, HeaderValue::from(taken.uses_left()));
-            taken.keep();
-        } else {
-            taken.give_back().await;
+        let key = CallerKey::User(Arc::from(owner.as_str()));
+        let mut response = receive(&routes, &owner, key, request).await;
+        match response.status() {
+            StatusCode::CREATED => {
+                // The page reads it to say the link is used up rather than try the next file.
+                response.headers_mut().insert(USES_LEFT, HeaderValue::from(taken.uses_left()));
+                taken.keep();
+            }
+            StatusCode::REQUEST_TIMEOUT => taken.keep(),
+            _ => taken.give_back().await,
         }
         response
     });
@@ -123,7 +131,8 @@ async fn revoke_link(
     }
 }
 
-// `DELETE <prefix>/upload`: the signed-in caller ends every link of theirs that still works.
+// `DELETE <prefix>/upload`: the signed-in caller ends every link of theirs that still works,
+// with the `upload_link` tool's permission (which ends them too).
 async fn revoke_all_links(
     axum::extract::State(routes): axum::extract::State<Routes>,
     request: Request<Body>,
@@ -132,6 +141,9 @@ async fn revoke_all_links(
         Ok((owner, _)) => owner,
         Err(refusal) => return refusal,
     };
+    if let Err(denied) = routes.inner.auth.authorize(&request, mirobody_auth::UPLOAD_LINK) {
+        return routes.inner.auth.reject(&denied);
+    }
     match routes.inner.links.revoke_all(&owner).await {
         Ok(revoked) => {
             let mut response = axum::Json(serde_json::json!({"revoked": revoked})).into_response();
@@ -167,27 +179,38 @@ fn is_multipart(headers: &HeaderMap) -> bool {
         .is_some_and(|v| v.trim_start().to_ascii_lowercase().starts_with("multipart/form-data"))
 }
 
-// Reads the file from the request (bounded) and stores it as `owner`'s.
-async fn receive(routes: &Routes, owner: &str, request: Request<Body>) -> Response {
-    let _turn = match routes.admit(&request).await {
+// Reads the file from the request (bounded) and stores it as `owner`'s, in one of `key`'s
+// turns. The memory is charged before the body is read: its declared length (capped at the
+// largest allowed) or, without one, the largest, times the copies made of it.
+async fn receive(routes: &Routes, owner: &str, key: CallerKey, request: Request<Body>) -> Response {
+    let _turn = match routes.admit_as(key).await {
         Ok(turn) => turn,
         Err(busy) => return busy,
     };
     let max_file = usize::try_from(routes.inner.uploader.limits().max_file_bytes).unwrap_or(usize::MAX);
+    let too_large = || error(StatusCode::PAYLOAD_TOO_LARGE, UploadError::TooLarge { max: max_file as u64 }.to_string());
     let (parts, body) = request.into_parts();
     let multipart = is_multipart(&parts.headers);
     let max = if multipart { max_file.saturating_add(MULTIPART_OVERHEAD) } else { max_file };
-    let bytes = match routes.read_body(body, max).await {
-        Ok(bytes) => bytes,
-        Err(refusal) if refusal.status() == StatusCode::PAYLOAD_TOO_LARGE => {
-            return error(StatusCode::PAYLOAD_TOO_LARGE, UploadError::TooLarge { max: max_file as u64 }.to_string());
-        }
-        Err(refusal) => return refusal,
-    };
+    let declared_length = parts
+        .headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .map(|length| usize::try_from(length).unwrap_or(usize::MAX));
+    if declared_length.is_some_and(|length| length > max) {
+        return too_large();
+    }
+    let expected = declared_length.unwrap_or(max);
     // The body and the copy that stores it (and the field read out of a multipart body).
     let copies = if multipart { 3 } else { 2 };
-    let _memory = match routes.charge(bytes.len().saturating_mul(copies)).await {
+    let _memory = match routes.charge(expected.saturating_mul(copies)).await {
         Ok(memory) => memory,
+        Err(refusal) => return refusal,
+    };
+    let bytes = match routes.read_body(body, expected).await {
+        Ok(bytes) => bytes,
+        Err(refusal) if refusal.status() == StatusCode::PAYLOAD_TOO_LARGE => return too_large(),
         Err(refusal) => return refusal,
     };
     let (filename, declared, bytes) = if multipart {

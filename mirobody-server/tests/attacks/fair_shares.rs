@@ -98,3 +98,26 @@ fn a_burst_of_invitations_is_refused_and_the_honest_user_is_served() {
     assert_eq!(status, 429, "{head}");
     server.assert_serves_honest_user();
 }
+
+#[test]
+fn an_upload_over_the_memory_budget_is_refused_before_its_body_is_read() {
+    let mut server = Server::start("attack-fair-shares-memory", &[("MIROBODY_UPLOADS__MAX_INFLIGHT_BYTES", "100000")]);
+    // 60,000 bytes declared, counted twice (the body and the copy stored): over the budget. No
+    // byte of the body is sent: the answer comes from the headers alone.
+    let started = Instant::now();
+    let mut stream = TcpStream::connect(("127.0.0.1", server.port)).expect("connect");
+    stream.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    write!(
+        stream,
+        "POST /files?filename=big.txt HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer {}\r\n\
+         Content-Type: text/plain\r\nContent-Length: 60000\r\nConnection: close\r\n\r\n",
+        server.token
+    )
+    .unwrap();
+    let (status, reply) = answer(&mut stream);
+    assert_eq!(status, 413, "{reply}");
+    assert!(reply.contains("more memory"), "{reply}");
+    assert!(started.elapsed() < Duration::from_secs(8), "answered after {:?}", started.elapsed());
+    // One within the budget is stored.
+    server.assert_serves_honest_user();
+}

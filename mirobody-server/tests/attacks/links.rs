@@ -167,3 +167,77 @@ fn a_link_is_never_written_to_the_log() {
     assert!(log.contains("upload"), "the log was written: {} bytes", log.len());
     assert!(!log.contains(&id), "the link's id is in the log:\n{}", server.log_tail(20));
 }
+
+// An upload through `path` from `client` (a trusted proxy's `X-Forwarded-For`) of `length`
+// bytes whose first four bytes only are sent; the connection.
+fn start_slow_link_upload(port: u16, path: &str, client: &str, length: usize) -> std::net::TcpStream {
+    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).expect("connect");
+    stream.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+    write!(
+        stream,
+        "POST {path}?filename=slow.txt HTTP/1.1\r\nHost: localhost\r\nX-Forwarded-For: {client}\r\n\
+         Content-Type: text/plain\r\nContent-Length: {length}\r\nConnection: close\r\n\r\nslow"
+    )
+    .unwrap();
+    stream
+}
+
+fn status_of(stream: &mut std::net::TcpStream) -> (u16, String) {
+    use std::io::Read;
+    let mut reply = Vec::new();
+    let _ = stream.read_to_end(&mut reply);
+    let reply = String::from_utf8_lossy(&reply).into_owned();
+    (reply.split_whitespace().nth(1).and_then(|s| s.parse().ok()).unwrap_or(0), reply)
+}
+
+#[test]
+fn one_persons_links_from_many_addresses_hold_that_persons_turns_only() {
+    let mut server = Server::start(
+        "attack-link-turns",
+        &[
+            ("MIROBODY_TRUSTED_PROXIES", r#"["127.0.0.1/32"]"#),
+            ("MIROBODY_UPLOADS__LINK_USES", "2"),
+            ("MIROBODY_REQUEST_BODY_TIMEOUT_SECS", "4"),
+        ],
+    );
+    // Links of another person than the honest user, who must be served throughout.
+    let owner = server.token_for("owner");
+    let sid = session(server.port, &owner);
+    let mint = || {
+        let link = tool(server.port, &owner, &sid, "upload_link", json!({}));
+        let url = link["url"].as_str().unwrap_or_else(|| panic!("no link: {link}"));
+        url.strip_prefix(&format!("http://127.0.0.1:{}", server.port)).unwrap().to_owned()
+    };
+    let (first, second) = (mint(), mint());
+    // Two slow uploads of one person, through two links, from two addresses: the person's
+    // two turns (`uploads.max_concurrent_per_caller`).
+    let mut slow = [
+        start_slow_link_upload(server.port, &first, "198.51.100.1", 100_000),
+        start_slow_link_upload(server.port, &second, "198.51.100.2", 100_000),
+    ];
+    std::thread::sleep(Duration::from_millis(700));
+    // A third of theirs, from a third address: over the person's turns, refused at once.
+    let headers = [("X-Forwarded-For", "198.51.100.3"), ("Content-Type", "text/plain")];
+    let (status, head, body) = request(server.port, "POST", &format!("{first}?filename=third.txt"), &headers, b"3");
+    let body = String::from_utf8_lossy(&body);
+    assert_eq!(status, 429, "{head}\n{body}");
+    assert!(body.contains("as many files"), "{body}");
+    // The honest user, another person, is not touched.
+    server.assert_honest_upload();
+    // The slow ones are cut at the body deadline (408), and keep the use they took: a link
+    // whose use came back would hold a turn again and again.
+    for stream in &mut slow {
+        let (status, reply) = status_of(stream);
+        assert_eq!(status, 408, "{reply}");
+    }
+    let headers = [("X-Forwarded-For", "198.51.100.4"), ("Content-Type", "text/plain")];
+    let (status, head, body) = request(server.port, "POST", &format!("{first}?filename=last.txt"), &headers, b"4");
+    assert_eq!(status, 201, "{head}\n{}", String::from_utf8_lossy(&body));
+    // Two uses: one cut for its pace (kept), one refused for the turns (given back), this one.
+    assert!(head.to_ascii_lowercase().contains("upload-link-uses-left: 0"), "{head}");
+    assert_eq!(upload(&server, &first, "more.txt", b"more").0, 403, "the link is used up");
+    let stored = tool(server.port, &owner, &sid, "list_files", json!({}))["files"].clone();
+    assert_eq!(stored.as_array().map(Vec::len), Some(1), "{stored}");
+    assert_eq!(stored[0]["filename"], "last.txt", "{stored}");
+    server.assert_serves_honest_user();
+}

@@ -196,3 +196,42 @@ fn a_scope_configured_for_a_tool_holds_at_mcp_and_at_its_route_alike() {
     assert_eq!(call_with_token(&server, &bare, "whoami").0, 200);
     server.assert_alive();
 }
+
+#[test]
+fn a_link_needs_the_upload_permission_and_ending_links_needs_the_links() {
+    let mut server = Server::start(
+        "attack-permissions-links",
+        &[
+            ("MIROBODY_ALLOWED_TOOLS_LINKER", "[whoami, upload_link]"),
+            ("MIROBODY_ALLOWED_TOOLS_NARROW", "[whoami]"),
+            ("MIROBODY_AUTH__PERMISSION_SCOPES__UPLOAD_FILE", "files:write"),
+        ],
+    );
+    // An agent allowed the link tool but not uploads: it has no link tool, and cannot end links.
+    let linker = personal_secret(&server, "mallory", Some("linker"));
+    let link = call_through(&server, &linker, "upload_link");
+    assert!(link["error"]["message"].as_str().unwrap_or_default().contains("Unknown tool"), "{link}");
+    let (status, _, body) = send(&server, ("X-MCP-Secret", &linker), "DELETE", "/upload", "application/json", b"");
+    assert_eq!(status, 403, "{}", text(&body));
+    assert!(text(&body).contains("'upload_file' permission"), "{}", text(&body));
+    // An agent allowed only whoami cannot end the person's links either.
+    let narrow = personal_secret(&server, "nadia", Some("narrow"));
+    let (status, _, body) = send(&server, ("X-MCP-Secret", &narrow), "DELETE", "/upload", "application/json", b"");
+    assert_eq!(status, 403, "{}", text(&body));
+    assert!(text(&body).contains("'upload_link' permission"), "{}", text(&body));
+
+    // A token without upload_file's scope: no link, at /mcp or by ending them.
+    let bare = format!("Bearer {}", scoped_token(&server.data_dir, server.port, "tina", &["files:read"]));
+    let (status, head) = call_with_token(&server, &bare, "upload_link");
+    assert_eq!(status, 403, "{head}");
+    assert!(header(&head, "www-authenticate").unwrap_or_default().contains(r#"scope="files:write""#), "{head}");
+    let (status, head, _) = send(&server, ("Authorization", &bare), "DELETE", "/upload", "application/json", b"");
+    assert_eq!(status, 403, "{head}");
+
+    // With the scope: a link is made and links are ended.
+    let full = format!("Bearer {}", scoped_token(&server.data_dir, server.port, "fiona", &["files:write"]));
+    assert_eq!(call_with_token(&server, &full, "upload_link").0, 200);
+    let (status, _, body) = send(&server, ("Authorization", &full), "DELETE", "/upload", "application/json", b"");
+    assert_eq!(status, 200, "{}", text(&body));
+    server.assert_alive();
+}
