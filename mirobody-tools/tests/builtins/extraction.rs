@@ -474,3 +474,24 @@ async fn racing_claims_each_take_a_file_on_postgres() {
     let Some(env) = Env::postgres("extraction::racing_claims_each_take_a_file").await else { return };
     racing_claims_each_take_a_file(&env).await;
 }
+
+#[tokio::test]
+async fn a_file_storage_fails_to_give_stays_waiting_to_be_tried_again() {
+    let env = Env::sqlite().await;
+    let limits = UploadLimits::default();
+    let pdf = |text: &str| hostile::text_pdf(text);
+    let lost = store_upload(&env.backends, &limits, "alice", "a.pdf", None, pdf("Iron 12")).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(5)).await;
+    let next = store_upload(&env.backends, &limits, "alice", "b.pdf", None, pdf("Zinc 14")).await.unwrap();
+    // Storage cannot give the first back (an outage, as far as the reader can tell).
+    env.backends.storage().unwrap().delete(&lost.file_key).await.unwrap();
+    let reader = TextReader::new(env.backends.clone(), extractor(1));
+    reader.start();
+    // The reader goes past it to the next file, which it reads.
+    let read = reader.settled("alice", &next.file_key, Duration::from_secs(15)).await.unwrap();
+    assert_eq!(read.text_state, TextState::Settled, "{read:?}");
+    // The first is not written off: it waits, claimed, to be tried again when its claim lapses.
+    let waiting = env.backends.sql().file("alice", &lost.file_key).await.unwrap().unwrap();
+    assert_eq!(waiting.text_state, TextState::Waiting, "{waiting:?}");
+    assert_eq!(env.backends.sql().claim_text("alice", 60_000).await.unwrap(), None, "still claimed");
+}
