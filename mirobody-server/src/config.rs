@@ -17,6 +17,9 @@ use mirobody_mcp::{McpOptions, ServerInfo};
 /// The environment variable prefix for overrides: `MIROBODY_BIND`, `MIROBODY_STATELESS`, ...
 pub const ENV_PREFIX: &str = "MIROBODY_";
 
+/// The longest `request_body_timeout_secs` allowed: a day.
+pub const MAX_REQUEST_BODY_TIMEOUT_SECS: u64 = 86_400;
+
 mod extraction;
 mod quotas;
 mod tools;
@@ -71,6 +74,10 @@ pub struct Config {
     /// Reverse proxies (addresses or CIDR networks) whose `Forwarded` / `X-Forwarded-For`
     /// headers name the client; none by default, and the headers of anyone else are ignored.
     pub trusted_proxies: Vec<String>,
+    /// The one header the trusted proxies name the client in: `x-forwarded-for` (the default,
+    /// what nginx and cloud load balancers write) or `forwarded` (RFC 7239). The other is
+    /// never read: a proxy that does not write it passes a client's own on.
+    pub forwarded_header: String,
     /// Request bodies being read or answered at once, in bytes (0: no bound).
     pub max_inflight_body_bytes: usize,
     /// How many of `max_sessions` anonymous callers may hold.
@@ -159,6 +166,7 @@ impl Default for Config {
             max_connections: serve.max_connections,
             max_connections_per_address: serve.max_connections_per_address,
             trusted_proxies: Vec::new(),
+            forwarded_header: "x-forwarded-for".to_owned(),
             max_inflight_body_bytes: http.max_inflight_body_bytes,
             max_anonymous_sessions: http.max_anonymous_sessions,
             max_sessions_per_caller: callers.max_sessions,
@@ -289,7 +297,12 @@ impl Config {
             if name == "CONFIG" || name.starts_with("TEST_") || name == "REQUIRE_EXTERNAL" {
                 continue;
             }
-            let parsed: Value = serde_yaml_ng::from_str(&value).unwrap_or(Value::String(value));
+            // A value is a YAML scalar or list; one that reads as a mapping (`mirobody:`, a key
+            // prefix ending in a colon) is the text it is: sections are set key by key (`__`).
+            let parsed = match serde_yaml_ng::from_str::<Value>(&value) {
+                Ok(Value::Mapping(_)) | Err(_) => Value::String(value),
+                Ok(parsed) => parsed,
+            };
             if mirobody_auth::flat_tool_list_key(name).is_some() {
                 tool_lists.push((name.to_owned(), parsed));
             } else {
@@ -399,6 +412,13 @@ impl Config {
                 return Err(format!("{key} must be at least 1"));
             }
         }
+        // A day at most: a longer deadline is no bound, and one past what a clock can add panics.
+        if self.request_body_timeout_secs > MAX_REQUEST_BODY_TIMEOUT_SECS {
+            return Err(format!(
+                "request_body_timeout_secs must be at most {MAX_REQUEST_BODY_TIMEOUT_SECS}, not {}",
+                self.request_body_timeout_secs
+            ));
+        }
         if self.max_anonymous_sessions > self.max_sessions {
             return Err(format!(
                 "max_anonymous_sessions ({}) must not be more than max_sessions ({})",
@@ -414,6 +434,7 @@ impl Config {
             return Err(format!("uri_prefix must start with '/', not '{}'", self.uri_prefix));
         }
         mirobody_mcp::TrustedProxies::parse(&self.trusted_proxies).map_err(|e| format!("trusted_proxies: {e}"))?;
+        self.forwarded_header.parse::<mirobody_mcp::ForwardedHeader>().map_err(|e| format!("forwarded_header: {e}"))?;
         Ok(())
     }
 
@@ -465,6 +486,7 @@ impl Config {
         options.max_connections_per_address = self.max_connections_per_address;
         // Checked when the configuration was loaded.
         options.trusted_proxies = mirobody_mcp::TrustedProxies::parse(&self.trusted_proxies).unwrap_or_default();
+        options.forwarded_header = self.forwarded_header.parse().unwrap_or_default();
         options
     }
 
@@ -730,6 +752,24 @@ mod tests {
     }
 
     #[test]
+    fn a_body_deadline_past_a_day_is_refused() {
+        let err = Config::load(None, env(&[("MIROBODY_REQUEST_BODY_TIMEOUT_SECS", "18446744073709551615")]))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("request_body_timeout_secs must be at most 86400"), "{err}");
+        let config = Config::load(None, env(&[("MIROBODY_REQUEST_BODY_TIMEOUT_SECS", "86400")])).unwrap();
+        assert_eq!(config.request_body_timeout_secs, 86_400);
+    }
+
+    #[test]
+    fn a_value_that_reads_as_a_mapping_is_its_text() {
+        let config = Config::load(None, env(&[("MIROBODY_BACKENDS__REDIS_KEY_PREFIX", "family:")])).unwrap();
+        assert_eq!(config.backends.redis_key_prefix, "family:");
+        let config = Config::load(None, env(&[("MIROBODY_SERVER_NAME", "a: b")])).unwrap();
+        assert_eq!(config.server_name, "a: b");
+    }
+
+    #[test]
     fn unknown_keys_and_bad_values_are_named() {
         let err = Config::load(None, env(&[("MIROBODY_PAGE_SIZ", "7")])).unwrap_err().to_string();
         assert!(err.contains("page_siz") && err.contains("MIROBODY_PAGE_SIZ"), "{err}");
@@ -764,6 +804,11 @@ mod tests {
         assert_eq!((config.uploads.max_concurrent_per_caller, config.uploads.min_body_bytes_per_sec), (3, 0));
         let err = Config::load(None, env(&[("MIROBODY_TRUSTED_PROXIES", "[nginx.internal]")])).unwrap_err().to_string();
         assert!(err.contains("trusted_proxies") && err.contains("nginx.internal"), "{err}");
+        assert_eq!(defaults.serve_options().forwarded_header, mirobody_mcp::ForwardedHeader::XForwardedFor);
+        let config = Config::load(None, env(&[("MIROBODY_FORWARDED_HEADER", "forwarded")])).unwrap();
+        assert_eq!(config.serve_options().forwarded_header, mirobody_mcp::ForwardedHeader::Forwarded);
+        let err = Config::load(None, env(&[("MIROBODY_FORWARDED_HEADER", "x-real-ip")])).unwrap_err().to_string();
+        assert!(err.contains("forwarded_header") && err.contains("x-real-ip"), "{err}");
     }
 
     #[test]
