@@ -86,3 +86,21 @@ fn a_trusted_proxys_headers_name_the_client_and_one_48_shares_a_budget() {
     assert_ne!(beside_two_open_connections(port), 503, "the trusted proxy's connections were counted per address");
     server.assert_serves_honest_user();
 }
+
+#[test]
+fn a_proxy_that_writes_forwarded_is_read_by_that_header_alone() {
+    let mut env = LIMITS.to_vec();
+    env.extend([("MIROBODY_TRUSTED_PROXIES", r#"["127.0.0.1/32"]"#), ("MIROBODY_FORWARDED_HEADER", "forwarded")]);
+    let mut server = Server::start("attack-addresses-forwarded", &env);
+    let port = server.port;
+    // Forty clients named by the proxy's `Forwarded`, its right-most element: one budget each,
+    // whatever the client wrote to the left of it.
+    let distinct = (0..40).map(|i| vec![("Forwarded", format!("for=\"203.0.113.200, for=198.51.100.{i}"))]);
+    assert_eq!(refused(port, distinct), 0, "clients behind the proxy were counted as one");
+    // One client, each time with an X-Forwarded-For of its own, which this proxy passes on:
+    // never read, so its own budget runs out.
+    let one = (0..20)
+        .map(|i| vec![("Forwarded", "for=198.51.100.99".to_owned()), ("X-Forwarded-For", format!("192.0.2.{i}"))]);
+    assert!(refused(port, one) >= 10, "the client chose its bucket with X-Forwarded-For");
+    server.assert_serves_honest_user();
+}
