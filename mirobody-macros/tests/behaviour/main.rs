@@ -24,9 +24,11 @@ fn registry(tools: impl IntoIterator<Item = Tool>) -> Registry {
     tools.into_iter().fold(Registry::builder(), |b, t| b.tool(t)).build().expect("valid tools")
 }
 
-/// Calls a tool as `user` and folds a refusal into an error result.
+/// Calls a tool as `user` and folds a refusal into an error result, on a tokio runtime (a
+/// tool may run its CPU work on tokio's blocking threads, as `render_chart` does).
 fn run_as(registry: &Registry, name: &str, args: Value, user: &UserInfo) -> ToolResult {
-    futures::executor::block_on(registry.run(name, args, user, &ToolContext::new()))
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("a runtime");
+    runtime.block_on(registry.run(name, args, user, &ToolContext::new()))
 }
 
 /// Calls a tool anonymously.
