@@ -26,7 +26,10 @@ impl Inner {
     /// declares, else the service's default.
     fn time_limit_of(&self, name: &str) -> Option<Duration> {
         let options = &self.options;
-        if let Some(limit) = options.tool_time_limits.get(name) {
+        // Most services override no tool: no hashing of the name on every call then.
+        if !options.tool_time_limits.is_empty()
+            && let Some(limit) = options.tool_time_limits.get(name)
+        {
             return *limit;
         }
         self.registry.get(name).and_then(|tool| tool.declared_time_limit()).or(options.tool_time_limit)
@@ -42,10 +45,11 @@ impl Inner {
         ctx: &ToolContext<'_>,
     ) -> Result<ToolResult, CallError> {
         // A limit needs tokio's timer: an embedder polling calls on another executor gets none.
-        // One too far off to be a time (more than half of what an instant can reach) is none.
+        // One too far off to be a time (a century or more) is none; the clock is not read here,
+        // but only once a call is still working after its first poll.
         let limit = self
             .time_limit_of(name)
-            .filter(|limit| Instant::now().checked_add(limit.saturating_mul(2)).is_some())
+            .filter(|limit| *limit < FOREVER)
             .filter(|_| tokio::runtime::Handle::try_current().is_ok());
         let Some(limit) = limit else { return self.registry.call(name, arguments, user, ctx).await };
         let clock = Clock::default();
@@ -68,6 +72,9 @@ impl Inner {
         }
     }
 }
+
+/// A limit this long or longer is no limit: an instant a century ahead may not be a time.
+const FOREVER: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
 
 // "30 s", "1.5 s".
 fn seconds(limit: Duration) -> String {
@@ -168,7 +175,8 @@ pin_project_lite::pin_project! {
         #[pin]
         work: F,
         limit: Duration,
-        started: Instant,
+        // When the first poll that did not end it ended: the work's start, near enough.
+        started: Option<Instant>,
         clock: &'a Clock,
         timer: Option<Pin<Box<Sleep>>>,
     }
@@ -176,7 +184,7 @@ pin_project_lite::pin_project! {
 
 impl<'a, F> Limited<'a, F> {
     fn new(work: F, limit: Duration, clock: &'a Clock) -> Self {
-        Limited { work, limit, started: Instant::now(), clock, timer: None }
+        Limited { work, limit, started: None, clock, timer: None }
     }
 }
 
@@ -188,7 +196,8 @@ impl<F: Future> Future for Limited<'_, F> {
         if let Poll::Ready(output) = this.work.poll(cx) {
             return Poll::Ready(Some(output));
         }
-        let (limit, started) = (*this.limit, *this.started);
+        let limit = *this.limit;
+        let started = *this.started.get_or_insert_with(Instant::now);
         let timer = this.timer.get_or_insert_with(|| Box::pin(tokio::time::sleep_until(started + limit)));
         while timer.as_mut().poll(cx).is_ready() {
             let (worked, asking) = this.clock.worked(started);
