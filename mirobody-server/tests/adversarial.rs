@@ -43,16 +43,7 @@ impl Server {
 
     // The server's resident memory now, and its peak, in KiB.
     fn memory_kib(&self) -> (u64, u64) {
-        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).unwrap();
-        let field = |name: &str| {
-            status
-                .lines()
-                .find_map(|l| l.strip_prefix(name))
-                .and_then(|rest| rest.split_whitespace().next())
-                .and_then(|kib| kib.parse().ok())
-                .unwrap_or(0)
-        };
-        (field("VmRSS:"), field("VmHWM:"))
+        crate::common::memory_kib(self.child.id())
     }
 
     // The honest client: a session and a tools/call, answered correctly.

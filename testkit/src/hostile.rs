@@ -86,9 +86,10 @@ fn stream(dictionary: &str, bytes: &[u8]) -> String {
     format!("<< {dictionary} /Length {} >>\nstream\n{body}\nendstream", bytes.len())
 }
 
-// A PDF file of `objects` (object n is `objects[n - 1]`; each char one byte, as `stream`
-// writes them), with its cross-reference table and trailer.
-fn pdf(objects: &[String]) -> Vec<u8> {
+/// A PDF file of `objects` (object n is `objects[n - 1]`, its text between `n 0 obj` and
+/// `endobj`; each char one byte, so a stream's binary data goes as Latin-1), with its
+/// cross-reference table and trailer; object 1 is the catalog.
+pub fn pdf(objects: &[String]) -> Vec<u8> {
     let mut out: Vec<u8> = b"%PDF-1.5\n%\xE2\xE3\xCF\xD3\n".to_vec();
     let mut offsets = Vec::with_capacity(objects.len());
     for (i, object) in objects.iter().enumerate() {

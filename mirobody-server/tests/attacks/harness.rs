@@ -64,16 +64,7 @@ impl Server {
 
     /// The server's resident memory now and its peak, in KiB (`VmRSS`, `VmHWM`).
     pub(crate) fn memory_kib(&self) -> (u64, u64) {
-        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).unwrap_or_default();
-        let field = |name: &str| {
-            status
-                .lines()
-                .find_map(|l| l.strip_prefix(name))
-                .and_then(|rest| rest.split_whitespace().next())
-                .and_then(|kib| kib.parse().ok())
-                .unwrap_or(0)
-        };
-        (field("VmRSS:"), field("VmHWM:"))
+        crate::common::memory_kib(self.child.id())
     }
 
     /// A request to the server with the honest user's token; status, head, body.

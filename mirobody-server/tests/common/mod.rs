@@ -107,6 +107,21 @@ pub(crate) fn post(port: u16, token: &str, session: Option<&str>, body: &Value) 
     Some((head.to_owned(), serde_json::from_str(payload).ok()?))
 }
 
+/// The resident memory of process `pid` now and its peak, in KiB (`VmRSS`, `VmHWM`); zeros
+/// when it is gone.
+pub(crate) fn memory_kib(pid: u32) -> (u64, u64) {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    let field = |name: &str| {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(name))
+            .and_then(|rest| rest.split_whitespace().next())
+            .and_then(|kib| kib.parse().ok())
+            .unwrap_or(0)
+    };
+    (field("VmRSS:"), field("VmHWM:"))
+}
+
 /// Initializes and returns the session id.
 pub(crate) fn session(port: u16, token: &str) -> String {
     let init = json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"durability","version":"1"}}});

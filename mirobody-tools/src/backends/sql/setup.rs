@@ -10,7 +10,7 @@ use serde_json::Value;
 use super::import::insert_observation;
 use super::memory::index_terms;
 use super::{Pool, SqlStore, db_error};
-use crate::text::{now_ms, parse_time_ms};
+use crate::text::now_ms;
 
 impl SqlStore {
     /// Adds or updates a user.
@@ -98,27 +98,10 @@ impl SqlStore {
         })
     }
 
-    /// Adds a file to `owner`'s index (after its bytes are stored).
+    /// Adds a file to `owner`'s index (after its bytes are stored), with no quota.
     pub async fn add_file(&self, owner: &str, file: &FileRecord) -> BackendResult<()> {
-        const SQL: &str = "INSERT INTO files (file_key, owner, filename, mime_type, size, text_key, uploaded_at_ms) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7)";
-        let uploaded = parse_time_ms(&file.uploaded_at).unwrap_or_else(now_ms);
-        let size = i64::try_from(file.size).unwrap_or(i64::MAX);
-        on_pool!(self, |pool| {
-            sqlx::query(SQL)
-                .bind(&file.file_key)
-                .bind(owner)
-                .bind(&file.filename)
-                .bind(&file.mime_type)
-                .bind(size)
-                .bind(&file.text_key)
-                .bind(uploaded)
-                .execute(pool)
-                .await
-                .map(|_| ())
-                .map_err(db_error)
-        })?;
-        Ok(())
+        let unbounded = super::FileQuota { max_files: u64::MAX, max_bytes: u64::MAX };
+        self.add_file_within(owner, file, unbounded).await.map(|_| ())
     }
 
     /// How many files `owner` has, and their bytes together (for upload quotas).
