@@ -177,31 +177,22 @@ impl SqlStore {
     }
 
     async fn count_live_anonymous_tasks(&self, now_ms: i64) -> BackendResult<u64> {
-        // `substr`, not `LIKE` or a range: the same exact, case-sensitive test under either
-        // database's collation.
-        let sql = format!(
-            "SELECT COUNT(*) FROM tasks WHERE substr(owner, 1, $1) = $2 AND state NOT IN {ENDED} \
-             AND lease_until_ms >= $3 AND expires_ms > $3"
-        );
-        let prefix_chars = ANONYMOUS_OWNER_PREFIX.chars().count() as i32;
-        let count: i64 = on_pool!(self, |pool| {
-            sqlx::query_scalar(&sql)
-                .bind(prefix_chars)
-                .bind(ANONYMOUS_OWNER_PREFIX)
-                .bind(now_ms)
-                .fetch_one(pool)
-                .await
-                .map_err(db_error)?
-        });
-        Ok(count.max(0) as u64)
+        let condition = format!("state NOT IN {ENDED} AND lease_until_ms >= $3 AND expires_ms > $3");
+        self.count_anonymous_tasks(&condition, now_ms).await
     }
 
     async fn count_kept_anonymous_tasks(&self, now_ms: i64) -> BackendResult<u64> {
-        // `substr` for the reason `count_live_anonymous_tasks` gives.
-        const SQL: &str = "SELECT COUNT(*) FROM tasks WHERE substr(owner, 1, $1) = $2 AND expires_ms > $3";
+        self.count_anonymous_tasks("expires_ms > $3", now_ms).await
+    }
+
+    // Anonymous callers' tasks meeting `condition` (on `$3`, the time now), all together.
+    async fn count_anonymous_tasks(&self, condition: &str, now_ms: i64) -> BackendResult<u64> {
+        // `substr`, not `LIKE` or a range: the same exact, case-sensitive test under either
+        // database's collation.
+        let sql = format!("SELECT COUNT(*) FROM tasks WHERE substr(owner, 1, $1) = $2 AND {condition}");
         let prefix_chars = ANONYMOUS_OWNER_PREFIX.chars().count() as i32;
         let count: i64 = on_pool!(self, |pool| {
-            sqlx::query_scalar(SQL)
+            sqlx::query_scalar(&sql)
                 .bind(prefix_chars)
                 .bind(ANONYMOUS_OWNER_PREFIX)
                 .bind(now_ms)
