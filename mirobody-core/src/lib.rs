@@ -42,12 +42,15 @@
 mod args;
 pub mod backend;
 mod catalog;
+pub mod clock;
 mod context;
 pub mod json;
 mod prompt;
 mod registry;
 mod resource;
 mod result;
+#[cfg(feature = "signing")]
+pub mod signed;
 mod task;
 mod tool;
 mod user;
