@@ -41,8 +41,11 @@ pub(crate) struct ToolOptions {
     pub(crate) krate: Option<syn::Path>,
     /// `task_support = "optional"` or `"required"`: the `TaskSupport` variant's name.
     pub(crate) task_support: Option<&'static str>,
-    /// `view = "ui://..."`: the MCP Apps view the tool links to.
-    pub(crate) view: Option<LitStr>,
+    /// `view = "ui://..."` or `view = CONST`: the MCP Apps view the tool links to. A literal
+    /// is checked to be a `ui://` URI here; a constant when the tool is declared.
+    pub(crate) view: Option<Expr>,
+    /// `time_limit = expr`: a `Duration`, the longest one call may run.
+    pub(crate) time_limit: Option<Expr>,
     /// Only on a method of a `#[tool_service]` impl: not a tool.
     pub(crate) skip: Option<Span>,
 }
@@ -65,8 +68,7 @@ pub(crate) struct ServiceOptions {
     pub(crate) krate: Option<syn::Path>,
 }
 
-const TOOL_OPTIONS: &str =
-    "name, title, auth, scopes, annotations(...), meta, input_schema, enabled, register, task_support, view, crate";
+const TOOL_OPTIONS: &str = "name, title, auth, scopes, annotations(...), meta, input_schema, enabled, register, task_support, view, time_limit, crate";
 const SERVICE_OPTIONS: &str = "enabled, register, crate";
 const ANNOTATION_OPTIONS: &str = "read_only, additive, destructive, idempotent, open_world, title";
 const ARG_OPTIONS: &str = "default, name, one_of";
@@ -167,12 +169,15 @@ fn parse_tool_option(
         "register" => once(cx, &mut opts.register, meta.value()?.parse::<LitBool>()?.value, meta, WHERE),
         "crate" => once(cx, &mut opts.krate, meta.value()?.parse()?, meta, WHERE),
         "view" => {
-            let uri: LitStr = meta.value()?.parse()?;
-            if !uri.value().starts_with("ui://") {
-                cx.error_spanned_by(&uri, "a view's URI starts with ui://");
+            let uri: Expr = meta.value()?.parse()?;
+            if let Expr::Lit(syn::ExprLit { lit: syn::Lit::Str(literal), .. }) = &uri
+                && !literal.value().starts_with("ui://")
+            {
+                cx.error_spanned_by(literal, "a view's URI starts with ui://");
             }
             once(cx, &mut opts.view, uri, meta, WHERE);
         }
+        "time_limit" => once(cx, &mut opts.time_limit, meta.value()?.parse()?, meta, WHERE),
         "task_support" => {
             let value: LitStr = meta.value()?.parse()?;
             let variant = match value.value().as_str() {

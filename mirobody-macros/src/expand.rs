@@ -106,6 +106,9 @@ pub(crate) fn builder(tool: &Tool, vis: &Visibility, target: Target<'_>, inherit
     if let Some(uri) = &tool.opts.view {
         setters.push(quote!(.view(#uri)));
     }
+    if let Some(limit) = &tool.opts.time_limit {
+        setters.push(quote!(.time_limit(#limit)));
+    }
     if let Some(variant) = tool.opts.task_support {
         let variant = proc_macro2::Ident::new(variant, proc_macro2::Span::call_site());
         setters.push(quote!(.task_support(#p::TaskSupport::#variant)));

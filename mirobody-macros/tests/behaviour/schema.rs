@@ -242,6 +242,27 @@ fn a_view_is_the_hand_written_link() {
     assert_eq!(trend_tool().spec().render(Format::Mcp)["_meta"]["ui"]["resourceUri"], "ui://charts/trend.html");
 }
 
+/// Where a view lives, named once for every tool that links to it.
+const TREND_VIEW: &str = "ui://charts/trend.html";
+
+/// Shows a trend, drawn within a second.
+#[tool(view = TREND_VIEW, time_limit = std::time::Duration::from_secs(1), register = false)]
+fn timed_trend() -> String {
+    String::new()
+}
+
+#[test]
+fn a_view_constant_and_a_time_limit_are_the_hand_written_setters() {
+    let by_hand = Tool::new("timed_trend", "Shows a trend, drawn within a second.")
+        .view(TREND_VIEW)
+        .time_limit(std::time::Duration::from_secs(1));
+    let tool = timed_trend_tool();
+    assert_eq!(tool.spec(), by_hand.spec());
+    assert_eq!(tool.spec().render(Format::Mcp)["_meta"]["ui"]["resourceUri"], TREND_VIEW);
+    assert_eq!(tool.declared_time_limit(), Some(std::time::Duration::from_secs(1)));
+    assert_eq!(trend_tool().declared_time_limit(), None, "no limit unless one is given");
+}
+
 // ---- Descriptions. ----
 
 /// First line,
