@@ -17,6 +17,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
+use mirobody_core::clock::now_ms;
 use mirobody_core::{Registry, ToolContext, UserInfo};
 use mirobody_tools::backends::SqlStore;
 use mirobody_tools::health::HealthStore;
@@ -60,10 +61,6 @@ type BareRows = Vec<(i64, Option<f64>, Option<String>, Option<String>, Option<St
 
 fn env_usize(name: &str, default: usize) -> usize {
     std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default).max(1)
-}
-
-fn now_ms() -> i64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).expect("after 1970").as_millis() as i64
 }
 
 fn rfc3339(ms: i64) -> String {

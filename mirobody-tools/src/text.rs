@@ -1,8 +1,6 @@
 //! Small helpers shared by the tools and backends: capping text on a character boundary,
 //! telling text-like MIME types from binary ones, times as RFC 3339, hex.
 
-use std::time::{SystemTime, UNIX_EPOCH};
-
 use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 
@@ -51,10 +49,8 @@ pub(crate) fn is_text_like(mime: &str) -> bool {
         )
 }
 
-/// Milliseconds since the Unix epoch, now.
-pub(crate) fn now_ms() -> i64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as i64).unwrap_or(0)
-}
+// The one wall clock (core's), under the name the tools and backends import it by.
+pub(crate) use mirobody_core::clock::now_ms;
 
 /// A time in milliseconds since the epoch as RFC 3339 UTC (`2026-01-02T03:04:05.678Z`, the
 /// fraction without trailing zeros, none for a whole second), as the `time` crate writes it.

@@ -3,11 +3,16 @@
 //! sealed, under keys derived from the secret all instances share. Whoever can write to the
 //! backplane without that secret (a `PUBLISH` from anyone who reaches Redis) is heard by no
 //! instance, and whoever can read it learns nothing but how many messages went by.
+//!
+//! Not core's signed token ([`mirobody_core::signed::Signer`]): an envelope is encrypted
+//! (AES-256-GCM), carries no expiry of its own but the time it was sent, checked with the
+//! replay guard below, and its signed form `mbp1:<mac>:` is what instances of every release
+//! read. Its keys are derived from the shared secret through that type
+//! ([`Signer::derive_key`](mirobody_core::signed::Signer::derive_key)).
 
 use std::collections::{HashSet, VecDeque};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use aes_gcm::aead::{Aead, Payload};
 use aes_gcm::{Aes256Gcm, KeyInit as _, Nonce};
@@ -44,10 +49,8 @@ const ENVELOPE: &str = "envelope";
 // The sealed form: a 96-bit random nonce, then ciphertext and tag.
 const NONCE_LEN: usize = 12;
 
-/// Milliseconds since the Unix epoch, by this instance's clock.
-pub(crate) fn now_ms() -> i64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as i64).unwrap_or(0)
-}
+// The one wall clock (core's), under the name the backplane imports it by.
+pub(crate) use mirobody_core::clock::now_ms;
 
 /// The backplane's keys, derived from the shared secret: one signs envelopes, the other seals.
 pub(crate) struct BackplaneKeys {

@@ -351,12 +351,12 @@ impl OpenedBackends {
         self.sql.clone()
     }
 
-    /// The access log, for `McpServiceBuilder::access_log`.
+    /// The access log, for `McpEngineBuilder::access_log`.
     pub fn access_log(&self) -> Arc<dyn AccessLog> {
         self.sql.clone()
     }
 
-    /// The task store, for `McpServiceBuilder::task_store`: tasks outlive the process.
+    /// The task store, for `McpEngineBuilder::task_store`: tasks outlive the process.
     pub fn task_store(&self) -> Arc<dyn TaskStore> {
         Arc::new(SqlTaskStore::new(SqlStore::clone(&self.sql), self.task_cipher.clone()))
     }
@@ -410,9 +410,8 @@ impl OpenedBackends {
 
 fn signing_key(config: &BackendConfig) -> Result<Vec<u8>, OpenError> {
     if let Some(key) = &config.signing_key {
-        if key.len() < 32 {
-            return Err(OpenError::SigningKey("must be at least 32 characters".into()));
-        }
+        // The one key-length check, the signed-token type's.
+        mirobody_core::signed::Signer::new(key.as_bytes()).map_err(|e| OpenError::SigningKey(e.to_string()))?;
         return Ok(key.as_bytes().to_vec());
     }
     let path = config.data_dir.join("signing.key");

@@ -1,19 +1,21 @@
-//! Signed, expiring read URLs for the local object store: HMAC-SHA256 over the key and the
-//! expiry, checked by the server route that serves them.
+//! Signed, expiring read URLs for the local object store: core's signed token
+//! ([`mirobody_core::signed::Signer`]) for the purpose `mirobody-signed-url-v1`, the object key
+//! as its subject, checked by the server route that serves them.
 //!
 //! A URL is `<base>/<key>?expires=<unix seconds>&signature=<hex>`. The server strips `<base>`
 //! and hands the rest of the path and the query string to [`UrlSigner::verify`], which returns
 //! the object key to serve only when the signature matches and the time has not passed.
 
 use std::fmt;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
-use hmac::{Hmac, KeyInit, Mac};
-use sha2::Sha256;
+use mirobody_core::signed::{Purpose, Signer, TokenError};
 
 use crate::text::{hex, unhex};
 
-type HmacSha256 = Hmac<Sha256>;
+// The label the URLs of this module have always been signed under, so that URLs made before
+// the signed-token type was shared still verify.
+const SIGNED_URL: Purpose = Purpose::new("mirobody-signed-url-v1");
 
 /// Why a signed URL was refused.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -33,7 +35,7 @@ pub enum SignedUrlError {
 /// Makes and checks signed URLs with one secret key.
 #[derive(Clone)]
 pub struct UrlSigner {
-    key: Vec<u8>,
+    signer: Signer,
     base: String,
 }
 
@@ -43,19 +45,12 @@ impl fmt::Debug for UrlSigner {
     }
 }
 
-fn unix_now() -> u64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0)
-}
-
 impl UrlSigner {
     /// A signer with this key (at least 32 bytes) whose URLs start with `base` (for example
     /// `https://mirobody.example/files`).
     pub fn new(key: impl Into<Vec<u8>>, base: impl Into<String>) -> Result<Self, String> {
-        let key = key.into();
-        if key.len() < 32 {
-            return Err("signing_key must be at least 32 bytes".into());
-        }
-        Ok(UrlSigner { key, base: base.into().trim_end_matches('/').to_owned() })
+        let signer = Signer::new(key).map_err(|e| format!("signing_key: {e}"))?;
+        Ok(UrlSigner { signer, base: base.into().trim_end_matches('/').to_owned() })
     }
 
     /// Where the URLs point (no trailing slash).
@@ -63,20 +58,10 @@ impl UrlSigner {
         &self.base
     }
 
-    fn mac(&self, key: &str, expires: u64) -> HmacSha256 {
-        // new_from_slice accepts any key length for HMAC.
-        let mut mac = HmacSha256::new_from_slice(&self.key).expect("HMAC takes keys of any length");
-        mac.update(b"mirobody-signed-url-v1\n");
-        mac.update(key.as_bytes());
-        mac.update(b"\n");
-        mac.update(expires.to_string().as_bytes());
-        mac
-    }
-
-    /// A URL that reads `key` until `expires_in` from now.
+    /// A URL that reads `key` until `expires_in` from now (a second at least).
     pub fn sign(&self, key: &str, expires_in: Duration) -> String {
-        let expires = unix_now().saturating_add(expires_in.as_secs().max(1));
-        let signature = hex(&self.mac(key, expires).finalize().into_bytes());
+        let expires = Signer::expires_in(expires_in.max(Duration::from_secs(1)));
+        let signature = hex(&self.signer.sign(SIGNED_URL, key.as_bytes(), expires));
         format!("{}/{key}?expires={expires}&signature={signature}", self.base)
     }
 
@@ -98,12 +83,11 @@ impl UrlSigner {
         let (Some(expires), Some(signature)) = (expires, signature) else {
             return Err(SignedUrlError::Malformed);
         };
-        // Constant-time comparison.
-        self.mac(key, expires).verify_slice(&signature).map_err(|_| SignedUrlError::BadSignature)?;
-        if unix_now() >= expires {
-            return Err(SignedUrlError::Expired);
+        match self.signer.verify(SIGNED_URL, key.as_bytes(), expires, &signature) {
+            Ok(()) => Ok(key.to_owned()),
+            Err(TokenError::Expired) => Err(SignedUrlError::Expired),
+            Err(_) => Err(SignedUrlError::BadSignature),
         }
-        Ok(key.to_owned())
     }
 }
 
@@ -143,9 +127,17 @@ mod tests {
     #[test]
     fn an_expired_url_is_refused() {
         let s = signer();
-        let expires = unix_now() - 1;
-        let signature = hex(&s.mac("abc", expires).finalize().into_bytes());
+        let expires = mirobody_core::clock::now_secs() - 1;
+        let signature = hex(&s.signer.sign(SIGNED_URL, b"abc", expires));
         assert_eq!(s.verify("abc", &format!("expires={expires}&signature={signature}")), Err(SignedUrlError::Expired));
+    }
+
+    #[test]
+    fn urls_signed_before_the_shared_token_type_still_verify() {
+        // HMAC-SHA256 under 32 bytes of 7 of "mirobody-signed-url-v1\nabc\n4102444800", as the
+        // module's own HMAC wrote it before it used core's `Signer` (expiry: 2100-01-01).
+        let old = "expires=4102444800&signature=f5fe5d03dd0a46040dc89005dfbf58fc96c6e7c36e9ed070c8380e5a41085d84";
+        assert_eq!(signer().verify("/abc", old), Ok("abc".to_owned()));
     }
 
     #[test]

@@ -356,7 +356,7 @@ async fn a_first_secret_is_added_once_even_under_concurrency(db: &SqlStore) {
 }
 
 async fn an_expired_secret_identifies_nobody(db: &SqlStore) {
-    let now_ms = || std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as u64;
+    let now_ms = || mirobody_core::clock::now_ms().unsigned_abs();
     let (expired, live, replacement) = ([40u8; 32], [41u8; 32], [42u8; 32]);
     db.put_secret("u1", &expired, None, Some(now_ms() - 1000)).await.unwrap();
     assert_eq!(db.secret_owner(&expired).await.unwrap(), None, "an expired secret's lookup finds nobody");

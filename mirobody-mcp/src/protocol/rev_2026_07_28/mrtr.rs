@@ -10,24 +10,25 @@
 //! handler again from the start, with the answers so far. Handlers must therefore ask
 //! deterministically (the same questions, in the same order, for the same arguments).
 //!
-//! The answers of earlier rounds travel in the `requestState`, sealed with HMAC-SHA256 under a
-//! server key: it binds them to the method, the tool (or prompt, or resource), a digest of the
-//! arguments, the caller and an expiry. A state that fails any of these is refused with -32602.
-//! The state holds only the client's own answers and the expiry; the key, the caller's identity
-//! and the binding are never in it.
+//! The answers of earlier rounds travel in the `requestState`, `<answers>.<expiry>.<signature>`:
+//! a token of core's signed-token type ([`mirobody_core::signed::Signer`]) whose signature binds
+//! the answers to the method, the tool (or prompt, or resource), a digest of the arguments, the
+//! caller and the expiry. A state that fails any of these is refused with -32602. It is signed,
+//! not encrypted: it holds only the client's own answers (base64url JSON) and the expiry; the
+//! key, the caller's identity and the binding are never in it.
 
 use std::collections::BTreeMap;
 use std::fmt;
 use std::future::Future;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 use std::task::Poll;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use async_trait::async_trait;
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use hmac::{Hmac, KeyInit, Mac};
+use mirobody_core::signed::{Purpose, ShortKey, Signer, TokenError};
 use mirobody_core::{ClientPeer, PeerError};
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
@@ -37,11 +38,14 @@ use crate::jsonrpc::RpcError;
 use crate::protocol::peer::{Notifications, check_answer, declares, input_capability};
 use crate::session::lock;
 
-type HmacSha256 = Hmac<Sha256>;
+// What a request state's signature is for. v1 was an HMAC of this module's own over a JSON
+// payload holding the expiry; v2 is core's signed token, the expiry outside the answers.
+const REQUEST_STATE: Purpose = Purpose::new("mirobody-mrtr-state-v2");
 
-/// The secret that seals `requestState`s. Never printed.
+/// The secret that signs `requestState`s (and that shared sessions derive their keys from).
+/// Never printed.
 #[derive(Clone)]
-pub struct StateKey(Arc<[u8]>);
+pub struct StateKey(Signer);
 
 impl fmt::Debug for StateKey {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -49,17 +53,9 @@ impl fmt::Debug for StateKey {
     }
 }
 
-/// A key too short to seal request states with.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("the request state key must be at least {min} bytes, not {len}", min = StateKey::MIN_LEN)]
-pub struct ShortKey {
-    /// The length given.
-    pub len: usize,
-}
-
 impl StateKey {
-    /// The shortest key accepted, in bytes.
-    pub const MIN_LEN: usize = 32;
+    /// The shortest key accepted, in bytes (the signed-token type's).
+    pub const MIN_LEN: usize = Signer::MIN_KEY_LEN;
 
     /// A key from secret bytes (at least [`StateKey::MIN_LEN`]): share one key across every
     /// instance behind a load balancer.
@@ -71,11 +67,7 @@ impl StateKey {
     /// assert!(StateKey::new(b"short".to_vec()).is_err());
     /// ```
     pub fn new(bytes: impl Into<Vec<u8>>) -> Result<StateKey, ShortKey> {
-        let bytes = bytes.into();
-        if bytes.len() < Self::MIN_LEN {
-            return Err(ShortKey { len: bytes.len() });
-        }
-        Ok(StateKey(bytes.into()))
+        Signer::new(bytes).map(StateKey)
     }
 
     /// A random key of 32 bytes from the OS-seeded CSPRNG, for one process.
@@ -83,16 +75,14 @@ impl StateKey {
         use rand::RngCore;
         let mut bytes = [0u8; 32];
         rand::rng().fill_bytes(&mut bytes);
-        StateKey(Arc::from(bytes.as_slice()))
+        StateKey(Signer::new(bytes).expect("32 bytes is the shortest key"))
     }
 
-    /// A key of its own for `purpose` (HMAC-SHA256 of the label under this key), so that
-    /// another use of the shared secret never shares a key with request states, whose MACs all
-    /// begin with another label.
-    pub(crate) fn derive(&self, purpose: &str) -> [u8; 32] {
-        let mut mac = HmacSha256::new_from_slice(&self.0).expect("HMAC takes keys of any length");
-        mac.update(purpose.as_bytes());
-        mac.finalize().into_bytes().into()
+    /// A key of its own for `purpose` (HMAC-SHA256 of the label under this key, as it always
+    /// was, so instances of older releases derive the same), so that another use of the shared
+    /// secret never shares a key with request states.
+    pub(crate) fn derive(&self, purpose: &'static str) -> [u8; 32] {
+        self.0.derive_key(Purpose::new(purpose))
     }
 }
 
@@ -154,14 +144,22 @@ pub(crate) struct Sealer {
     ttl: Duration,
 }
 
-#[derive(serde::Serialize, Deserialize)]
-struct Payload {
-    exp: u64,
-    answers: Map<String, Value>,
-}
-
-fn unix_ms() -> u64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0)
+// What a state's signature covers: the binding, then the answers' JSON. Length-prefixed
+// fields, so that no two bindings (nor a binding and the answers) sign alike.
+fn signed_subject(binding: &Binding<'_>, answers: &[u8]) -> Vec<u8> {
+    let user = match binding.user {
+        Some(user) => format!("user:{user}"),
+        None => "anonymous".to_owned(),
+    };
+    let digest = binding.arguments.digest();
+    let fields = [binding.method.as_bytes(), binding.target.as_bytes(), &digest, user.as_bytes()];
+    let mut subject = Vec::with_capacity(fields.iter().map(|f| 8 + f.len()).sum::<usize>() + answers.len());
+    for field in fields {
+        subject.extend_from_slice(&(field.len() as u64).to_be_bytes());
+        subject.extend_from_slice(field);
+    }
+    subject.extend_from_slice(answers);
+    subject
 }
 
 impl Sealer {
@@ -169,47 +167,30 @@ impl Sealer {
         Sealer { key, ttl }
     }
 
-    fn mac(&self, binding: &Binding<'_>, payload: &[u8]) -> HmacSha256 {
-        let mut mac = HmacSha256::new_from_slice(&self.key.0).expect("HMAC takes keys of any length");
-        mac.update(b"mirobody-mrtr-state-v1");
-        // Length-prefixed fields, so no two bindings hash alike.
-        let mut field = |bytes: &[u8]| {
-            mac.update(&(bytes.len() as u64).to_be_bytes());
-            mac.update(bytes);
-        };
-        field(binding.method.as_bytes());
-        field(binding.target.as_bytes());
-        field(&binding.arguments.digest());
-        match binding.user {
-            Some(user) => field(format!("user:{user}").as_bytes()),
-            None => field(b"anonymous"),
-        }
-        field(payload);
-        mac
-    }
-
     /// A state carrying `answers`, valid for this binding until the time to live passes.
     pub(crate) fn seal(&self, binding: &Binding<'_>, answers: Map<String, Value>) -> String {
-        let exp = unix_ms().saturating_add(self.ttl.as_millis() as u64);
+        let expires_at = Signer::expires_in(self.ttl);
         // Serializing a map of values cannot fail.
-        let payload = serde_json::to_vec(&Payload { exp, answers }).unwrap_or_default();
-        let tag = self.mac(binding, &payload).finalize().into_bytes();
-        format!("{}.{}", URL_SAFE_NO_PAD.encode(&payload), URL_SAFE_NO_PAD.encode(tag))
+        let answers = serde_json::to_vec(&answers).unwrap_or_default();
+        let signature = self.key.0.sign(REQUEST_STATE, &signed_subject(binding, &answers), expires_at);
+        format!("{}.{expires_at}.{}", URL_SAFE_NO_PAD.encode(&answers), URL_SAFE_NO_PAD.encode(signature))
     }
 
     /// The answers a state carries, if it is one this server sealed for this binding and has
     /// not expired.
     pub(crate) fn open(&self, binding: &Binding<'_>, state: &str) -> Result<Map<String, Value>, StateError> {
-        let (payload, tag) = state.split_once('.').ok_or(StateError::Invalid)?;
-        let payload = URL_SAFE_NO_PAD.decode(payload).map_err(|_| StateError::Invalid)?;
-        let tag = URL_SAFE_NO_PAD.decode(tag).map_err(|_| StateError::Invalid)?;
-        // Constant-time comparison.
-        self.mac(binding, &payload).verify_slice(&tag).map_err(|_| StateError::Invalid)?;
-        let payload: Payload = serde_json::from_slice(&payload).map_err(|_| StateError::Invalid)?;
-        if unix_ms() >= payload.exp {
-            return Err(StateError::Expired);
+        let mut parts = state.splitn(3, '.');
+        let (Some(answers), Some(expires_at), Some(signature)) = (parts.next(), parts.next(), parts.next()) else {
+            return Err(StateError::Invalid);
+        };
+        let answers = URL_SAFE_NO_PAD.decode(answers).map_err(|_| StateError::Invalid)?;
+        let expires_at = expires_at.parse::<u64>().map_err(|_| StateError::Invalid)?;
+        let signature = URL_SAFE_NO_PAD.decode(signature).map_err(|_| StateError::Invalid)?;
+        match self.key.0.verify(REQUEST_STATE, &signed_subject(binding, &answers), expires_at, &signature) {
+            Ok(()) => serde_json::from_slice(&answers).map_err(|_| StateError::Invalid),
+            Err(TokenError::Expired) => Err(StateError::Expired),
+            Err(_) => Err(StateError::Invalid),
         }
-        Ok(payload.answers)
     }
 }
 
@@ -471,11 +452,14 @@ mod tests {
     fn a_tampered_or_expired_state_is_refused() {
         let args = json!({});
         let state = sealer().seal(&binding(&args, None), Map::new());
-        let (payload, tag) = state.split_once('.').unwrap();
-        let forged = URL_SAFE_NO_PAD.encode(br#"{"exp":99999999999999,"answers":{"q":{"action":"accept"}}}"#);
-        assert_eq!(sealer().open(&binding(&args, None), &format!("{forged}.{tag}")), Err(StateError::Invalid));
-        assert_eq!(sealer().open(&binding(&args, None), &format!("{state}-TAMPERED")), Err(StateError::Invalid));
-        assert_eq!(sealer().open(&binding(&args, None), payload), Err(StateError::Invalid));
+        let [answers, expires_at, signature] = state.split('.').collect::<Vec<_>>()[..] else { panic!("{state}") };
+        let forged = URL_SAFE_NO_PAD.encode(br#"{"q":{"action":"accept"}}"#);
+        let open = |state: &str| sealer().open(&binding(&args, None), state);
+        assert_eq!(open(&format!("{forged}.{expires_at}.{signature}")), Err(StateError::Invalid), "other answers");
+        assert_eq!(open(&format!("{answers}.99999999999.{signature}")), Err(StateError::Invalid), "a later expiry");
+        assert_eq!(open(&format!("{state}-TAMPERED")), Err(StateError::Invalid));
+        assert_eq!(open(&format!("{answers}.{expires_at}")), Err(StateError::Invalid));
+        assert_eq!(open(&format!("{answers}.{signature}")), Err(StateError::Invalid), "a state of the old form");
         let expired = Sealer::new(StateKey::new(vec![1u8; 32]).unwrap(), Duration::ZERO);
         let state = expired.seal(&binding(&args, None), Map::new());
         assert_eq!(expired.open(&binding(&args, None), &state), Err(StateError::Expired));
