@@ -20,7 +20,10 @@ use serde_json::{Value, json};
 const REQUEST: &[u8] = br#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hello, mirobody"}}}"#;
 
 fn registry() -> Registry {
-    Registry::builder().tool(mirobody_tools::tools::echo::tool()).build().expect("echo registers")
+    Registry::builder()
+        .tool(mirobody_tools::builtin_tool("echo").expect("echo is built in"))
+        .build()
+        .expect("echo registers")
 }
 
 fn benches(c: &mut Criterion) {
@@ -54,7 +57,7 @@ fn benches(c: &mut Criterion) {
     group.finish();
 
     let mut render = c.benchmark_group("render");
-    let spec = mirobody_tools::tools::echo::tool().spec().clone();
+    let spec = mirobody_tools::builtin_tool("echo").expect("echo is built in").spec().clone();
     for format in Format::ALL {
         render.bench_function(format.as_str(), |b| b.iter(|| black_box(&spec).render(format)));
     }

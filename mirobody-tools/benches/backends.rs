@@ -145,8 +145,8 @@ fn benches(c: &mut Criterion) {
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
     let (_dir, backends) = runtime.block_on(build(rows));
     let registry = Registry::builder()
-        .tool(mirobody_tools::tools::family_health::tool())
-        .tool(mirobody_tools::tools::recall_memory::tool())
+        .tool(mirobody_tools::builtin_tool("family_health").expect("family_health is built in"))
+        .tool(mirobody_tools::builtin_tool("recall_memory").expect("recall_memory is built in"))
         .build()
         .expect("the tools register");
     let (db, memory) = (backends.db(), backends.memory().expect("memory is on"));

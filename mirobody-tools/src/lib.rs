@@ -1,11 +1,11 @@
 //! The built-in tools of mirobody and the backends they use.
 //!
-//! - [`tools`]: the ten built-in tools, one file each: its declaration, its handler and its
-//!   tests together, registered with one [`register_tool!`](mirobody_core::register_tool) line.
-//!   Linking this crate is enough for
+//! - `tools`: the built-in tools, one private file each, written with
+//!   [`#[tool]`](mirobody_core::tool), which registers them. Linking this crate is enough for
 //!   [`Registry::from_registered`](mirobody_core::Registry::from_registered) to find them;
-//!   [`builtin_registry`] also names the crate so the linker keeps it. To add a tool, copy
-//!   [`tools::echo`] (`src/tools/echo.rs`): it is written to be copied.
+//!   [`builtin_registry`] also names the crate so the linker keeps it, and [`builtin_tool`]
+//!   gives one of them. To add a tool, copy `src/tools/echo.rs` (it is written to be copied)
+//!   and name the new file in `src/tools/mod.rs`.
 //! - [`resources`]: `info://server` and the caller's uploads as `file://{file_key}`.
 //! - [`backends`]: the implementations of core's backend traits: SQLite (default) or
 //!   PostgreSQL through sqlx, object storage (local or S3), an in-process cache or Redis;
@@ -31,12 +31,12 @@ mod indicators;
 pub mod reading;
 pub mod resources;
 mod text;
-pub mod tools;
+mod tools;
 pub mod upload_links;
 pub mod uploads;
 pub mod views;
 
-use mirobody_core::{Registry, RegistryError};
+use mirobody_core::{Registry, RegistryError, Tool};
 
 /// A registry of every self-registered tool in the program, which includes the built-ins.
 ///
@@ -47,4 +47,16 @@ use mirobody_core::{Registry, RegistryError};
 /// ```
 pub fn builtin_registry() -> Result<Registry, RegistryError> {
     Registry::from_registered()
+}
+
+/// One built-in tool by name, for a registry of one's own (`Registry::builder().tool(..)`);
+/// `None` when no registered tool has that name.
+///
+/// ```
+/// let echo = mirobody_tools::builtin_tool("echo").unwrap();
+/// assert!(!echo.is_auth());
+/// assert!(mirobody_tools::builtin_tool("no_such_tool").is_none());
+/// ```
+pub fn builtin_tool(name: &str) -> Option<Tool> {
+    builtin_registry().ok()?.get(name).cloned()
 }

@@ -17,7 +17,7 @@ use mirobody_core::{
 use serde_json::json;
 
 use crate::text::{cap_chars, is_text_like};
-use crate::tools::read_file::{MAX_INLINE_CHARS, original_key};
+use crate::tools::{MAX_INLINE_CHARS, original_key};
 
 use crate::health::health_store;
 

@@ -367,7 +367,7 @@ fn tools(changes: &ChangeNotifier) -> Vec<Tool> {
 
 fn tools_2025() -> Vec<Tool> {
     vec![
-        mirobody_tools::tools::echo::tool(),
+        mirobody_tools::builtin_tool("echo").expect("echo is built in"),
         content_tool("test_simple_text", "Returns a simple text response.", || {
             vec![Content::text("This is a simple text response for testing.")]
         }),

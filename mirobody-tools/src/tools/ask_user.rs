@@ -7,50 +7,29 @@
 //! without elicitation gets the "not answered, take the most reasonable default" guidance at
 //! once instead of a five-minute stall.
 
-use mirobody_core::{
-    Annotations, Args, Param, PeerError, Tool, ToolContext, ToolError, ToolResult, Type, UserInfo, register_tool,
-};
+use mirobody_core::{PeerError, ToolContext, ToolError, ToolResult, tool};
 use serde_json::{Map, Value, json};
 
 use super::required_text;
 
 /// The most characters in a question.
-pub const MAX_QUESTION_CHARS: usize = 1000;
+pub(crate) const MAX_QUESTION_CHARS: usize = 1000;
 /// The most characters in one option.
-pub const MAX_OPTION_CHARS: usize = 200;
+pub(crate) const MAX_OPTION_CHARS: usize = 200;
 /// The fewest and most options.
-pub const OPTIONS: std::ops::RangeInclusive<usize> = 2..=4;
+pub(crate) const OPTIONS: std::ops::RangeInclusive<usize> = 2..=4;
 /// The most characters kept of a free-text answer.
-pub const MAX_OTHER_CHARS: usize = 1000;
+pub(crate) const MAX_OTHER_CHARS: usize = 1000;
 
 const GUIDANCE: &str = "Continue with the most reasonable default and say which one you took, so they can correct it.";
-
-/// The declaration of `ask_user`.
-pub fn tool() -> Tool {
-    Tool::new(
-        "ask_user",
-        "Ask the user one multiple-choice question in the middle of a turn, and wait for the answer. \
-         Use it only when the answer changes what you do next (a choice between real alternatives), \
-         never for confirmation or small talk. If the user does not answer, continue with the most \
-         reasonable default and say which one you took.",
-    )
-    .param(Param::required("question", Type::String, "The question, short and specific."))
-    .param(Param::required("options", Type::Array, "2-4 choices, each a short label.").items(Type::String))
-    .param(
-        Param::optional("multi_select", Type::Boolean, "Whether the user may pick more than one choice.")
-            .default(false),
-    )
-    .annotations(Annotations::read_only().title("Ask the user"))
-    .handler(ask_user)
-}
 
 fn not_answered(reason: &str) -> ToolResult {
     ToolResult::ok(json!({"answered": false, "reason": reason, "guidance": GUIDANCE}))
 }
 
 /// The validated options: 2 to 4 distinct, non-empty labels.
-fn options(args: &Args) -> Result<Vec<String>, ToolError> {
-    let options: Vec<String> = args.string_array("options").into_iter().map(|o| o.trim().to_owned()).collect();
+fn options(given: &[String]) -> Result<Vec<String>, ToolError> {
+    let options: Vec<String> = given.iter().map(|o| o.trim().to_owned()).collect();
     if !OPTIONS.contains(&options.len()) || options.iter().any(String::is_empty) {
         return Err(ToolError::new(format!(
             "ask_user requires an 'options' array of {} to {} non-empty choices, e.g. [\"Morning\", \"Evening\"].",
@@ -111,10 +90,25 @@ fn answer(content: &Value, options: &[String]) -> Option<Value> {
     Some(Value::Object(out))
 }
 
-async fn ask_user(args: Args, _user: &UserInfo, ctx: &ToolContext<'_>) -> Result<ToolResult, ToolError> {
-    let question = required_text(&args, "question", MAX_QUESTION_CHARS, "the question to ask the user")?;
-    let options = options(&args)?;
-    let multi = args.boolean("multi_select", false);
+/// Ask the user one multiple-choice question in the middle of a turn, and wait for the answer.
+/// Use it only when the answer changes what you do next (a choice between real alternatives),
+/// never for confirmation or small talk. If the user does not answer, continue with the most
+/// reasonable default and say which one you took.
+///
+/// Args:
+///     question: The question, short and specific.
+///     options: 2-4 choices, each a short label.
+///     multi_select: Whether the user may pick more than one choice.
+#[tool(annotations(read_only, title = "Ask the user"))]
+async fn ask_user(
+    ctx: &ToolContext<'_>,
+    question: &str,
+    options: Vec<String>,
+    #[arg(default = false)] multi_select: bool,
+) -> Result<ToolResult, ToolError> {
+    let question = required_text(question, "question", MAX_QUESTION_CHARS, "the question to ask the user")?;
+    let options = self::options(&options)?;
+    let multi = multi_select;
     let Some(client) = ctx.client().filter(|c| c.supports("elicitation")) else {
         return Ok(not_answered("This client cannot show questions to the user."));
     };
@@ -136,8 +130,6 @@ async fn ask_user(args: Args, _user: &UserInfo, ctx: &ToolContext<'_>) -> Result
         _ => not_answered("The user dismissed the question."),
     })
 }
-
-register_tool!(tool);
 
 #[cfg(test)]
 mod tests {
@@ -174,7 +166,7 @@ mod tests {
     }
 
     fn ask(client: Option<&Client>, args: Value) -> ToolResult {
-        let registry = Registry::builder().tool(super::tool()).build().unwrap();
+        let registry = Registry::builder().tool(super::ask_user_tool()).build().unwrap();
         let mut ctx = ToolContext::new();
         if let Some(client) = client {
             ctx = ctx.with_client(client);

@@ -1,40 +1,38 @@
 //! `echo`: the reference tool. Copy this file to write a new one.
 //!
-//! A tool is three things in one file:
-//! 1. a declaration, `fn tool() -> Tool`: the name and description the model reads, a
-//!    parameter table, and annotations that say what the tool does to data;
-//! 2. a handler: `async fn(Args, &UserInfo, &ToolContext) -> ToolResult`. The registry has
-//!    already checked the caller and validated the arguments, so `text` is a string here;
-//! 3. one `register_tool!` line, which makes the tool appear in every registry built from
-//!    the registered tools. Add the module to `tools/mod.rs`, rebuild, and it is served.
+//! A tool is one function with `#[tool]`, in a file of its own:
+//! 1. its name is the tool's name, its doc comment the description the model reads, and the
+//!    `Args:` section describes each parameter;
+//! 2. its parameters' types are the schema: `String` is a required string, `Option<T>` an
+//!    optional one, `#[arg(default = ..)]` a default. The registry has already validated the
+//!    arguments when the function runs;
+//! 3. `annotations(...)` say what the tool does to data. The attribute registers the tool, so
+//!    adding the module to the list in `tools/mod.rs` is the only other line; rebuild and it is
+//!    served, and `cargo test` shows where the generated tool tables in the docs changed.
 //!
-//! A tool that touches a user's data adds `.auth(true)`, reads the caller from
-//! `user.user_id()` (never from an argument), and reaches backends through `ctx`
-//! (`health_store(ctx)?`, `ctx.memory()?`), which answer with a clean error when not configured.
+//! A tool that touches a user's data takes `user: &UserInfo`, which makes it require a signed-in
+//! caller, reads the caller from `user.user_id()` (never from an argument), and reaches backends
+//! through `ctx: &ToolContext<'_>` (`health_store(ctx)?`, `ctx.memory()?`), which answer with a
+//! clean error when not configured.
 
-use mirobody_core::{Annotations, Args, Param, Tool, ToolContext, ToolResult, Type, UserInfo, register_tool};
+use mirobody_core::{Json, tool};
 use serde::Serialize;
-
-/// The declaration of `echo`.
-pub fn tool() -> Tool {
-    Tool::new("echo", "Echo back the provided text.")
-        .param(Param::required("text", Type::String, "The text to echo back."))
-        .annotations(Annotations::read_only().idempotent(true))
-        .handler(echo)
-}
 
 /// What `echo` returns: its structured content, and the same JSON as text.
 #[derive(Serialize)]
-struct Echoed<'a> {
-    echo: &'a str,
+struct Echoed {
+    echo: String,
 }
 
-async fn echo(args: Args, _user: &UserInfo, _ctx: &ToolContext<'_>) -> ToolResult {
-    // A typed result: `ok` writes it straight to JSON, with no map built on the way.
-    ToolResult::ok(Echoed { echo: args.str("text").unwrap_or_default() })
+/// Echo back the provided text.
+///
+/// Args:
+///     text: The text to echo back.
+#[tool(annotations(read_only, idempotent))]
+async fn echo(text: String) -> Json<Echoed> {
+    // A typed result: it is written straight to JSON, with no map built on the way.
+    Json(Echoed { echo: text })
 }
-
-register_tool!(tool);
 
 #[cfg(test)]
 mod tests {
@@ -43,7 +41,7 @@ mod tests {
     use serde_json::json;
 
     fn registry() -> Registry {
-        Registry::builder().tool(super::tool()).build().unwrap()
+        Registry::builder().tool(super::echo_tool()).build().unwrap()
     }
 
     #[test]
@@ -66,7 +64,7 @@ mod tests {
 
     #[test]
     fn is_declared_read_only() {
-        let mcp = super::tool().spec().render(mirobody_core::Format::Mcp);
+        let mcp = super::echo_tool().spec().render(mirobody_core::Format::Mcp);
         assert_eq!(mcp["annotations"]["readOnlyHint"], true);
         assert_eq!(mcp["annotations"]["idempotentHint"], true);
     }

@@ -5,9 +5,7 @@
 //! re-checks access ([`HealthStore::observations`](crate::health::HealthStore::observations)
 //! takes the reader).
 
-use mirobody_core::{
-    Annotations, Args, Param, Tool, ToolContext, ToolError, ToolResult, Type, UserInfo, register_tool,
-};
+use mirobody_core::{ToolContext, ToolError, ToolResult, UserInfo, tool};
 use serde_json::{Value, json};
 
 use super::member;
@@ -16,33 +14,41 @@ use super::{caller, fail};
 use crate::health::health_store;
 
 /// The default and the bounds of `count`.
-pub const DEFAULT_COUNT: i64 = 20;
+const DEFAULT_COUNT: i64 = 20;
 /// The most observations one call returns.
-pub const MAX_COUNT: i64 = 100;
+pub(crate) const MAX_COUNT: i64 = 100;
 
-/// The declaration of `family_health`.
-pub fn tool() -> Tool {
-    Tool::new(
-        "family_health",
-        "Recent health observations (vital signs, lab results, activity; FHIR Observations) of the user, \
-         or of a care-circle member who shares their health data with the user. Call it when the user \
-         asks about their own or a family member's measurements.",
-    )
-    .param(Param::optional(
-        "member",
-        Type::String,
-        "Whose data: leave empty (or \"me\") for the user; otherwise a family member's nickname, email \
-         or id, or a distinctive part of the nickname.",
-    ))
-    .param(
-        Param::optional("count", Type::Integer, "How many of the newest observations to return (1-100).")
-            .default(DEFAULT_COUNT),
-    )
-    .annotations(Annotations::read_only().idempotent(true))
-    .auth(true)
-    // Hosts that render MCP Apps views show the values as a trend per indicator.
-    .view(crate::views::CHART_VIEW)
-    .handler(family_health)
+/// Recent health observations (vital signs, lab results, activity; FHIR Observations) of the user,
+/// or of a care-circle member who shares their health data with the user. Call it when the user
+/// asks about their own or a family member's measurements.
+///
+/// Args:
+///     member: Whose data: leave empty (or "me") for the user; otherwise a family member's nickname,
+///         email or id, or a distinctive part of the nickname.
+///     count: How many of the newest observations to return (1-100).
+// Hosts that render MCP Apps views show the values as a trend per indicator.
+#[tool(annotations(read_only, idempotent), view = crate::views::CHART_VIEW)]
+async fn family_health(
+    user: &UserInfo,
+    ctx: &ToolContext<'_>,
+    member: Option<&str>,
+    #[arg(default = DEFAULT_COUNT)] count: i64,
+) -> Result<ToolResult, ToolError> {
+    let me = caller(user)?;
+    let db = health_store(ctx).map_err(fail)?;
+    let count = count.clamp(1, MAX_COUNT) as u32;
+    let (subject, label) = member::subject(member, me, user, db).await?;
+    let page = db
+        .observations(me, &subject, count)
+        .await
+        .map_err(fail)?
+        .ok_or_else(|| ToolError::new("Not authorized to read that member's health data."))?;
+    let observations: Vec<Value> = page.observations.iter().map(summary).collect();
+    Ok(ToolResult::ok(json!({
+        "subject": label,
+        "observation_count": page.total,
+        "observations": observations,
+    })))
 }
 
 fn number(value: f64) -> String {
@@ -89,28 +95,6 @@ fn summary(o: &Value) -> Value {
         .or(o["meta"]["lastUpdated"].as_str());
     json!({"code": code, "value": value, "time": time})
 }
-
-async fn family_health(args: Args, user: &UserInfo, ctx: &ToolContext<'_>) -> Result<ToolResult, ToolError> {
-    let me = caller(user)?;
-    let db = health_store(ctx).map_err(fail)?;
-    let count = args.integer("count", DEFAULT_COUNT).clamp(1, MAX_COUNT) as u32;
-    let (subject, label) = member::subject(args.str("member"), me, user, db).await?;
-    let page = db
-        .observations(me, &subject, count)
-        .await
-        .map_err(fail)?
-        .ok_or_else(|| ToolError::new("Not authorized to read that member's health data."))?;
-    let observations: Vec<Value> = page.observations.iter().map(summary).collect();
-    Ok(ToolResult::ok(json!({
-        "subject": label,
-        "observation_count": page.total,
-        "observations": observations,
-    })))
-}
-
-register_tool!(tool);
-
-pub use super::member::{MAX_MEMBER_CHARS, MIN_PARTIAL_MATCH};
 
 #[cfg(test)]
 mod tests {

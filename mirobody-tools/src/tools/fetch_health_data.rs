@@ -5,9 +5,7 @@
 //! file_key}]}}`). Values in two units are two series, never one mixed series: a name then
 //! carries its unit (`Glucose (mg/dL)`, `Glucose (mmol/L)`).
 
-use mirobody_core::{
-    Annotations, Args, Param, Tool, ToolContext, ToolError, ToolResult, Type, UserInfo, register_tool,
-};
+use mirobody_core::{ToolContext, ToolError, ToolResult, UserInfo, tool};
 use serde::Serialize;
 
 use super::query::{self, matches};
@@ -16,43 +14,37 @@ use crate::health::{IndicatorSummary, Series, SeriesValue, health_store};
 use crate::indicators;
 
 /// The default and the most values per series.
-pub const DEFAULT_LIMIT: i64 = 100;
+const DEFAULT_LIMIT: i64 = 100;
 /// The most values one series returns.
-pub const MAX_LIMIT: i64 = 1_000;
+pub(crate) const MAX_LIMIT: i64 = 1_000;
 
-/// The declaration of `fetch_health_data`.
-pub fn tool() -> Tool {
-    Tool::new(
-        "fetch_health_data",
-        "Get the user's values of health indicators over time (lab results, vital signs, wearable data): \
-         one series per indicator and unit, oldest first, each value with its time and the file it came \
-         from. Name indicators by code, name or common name (see search_health_indicators).",
-    )
-    .param(
-        Param::required("indicators", Type::Array, "Indicator names or codes, e.g. [\"glucose\", \"8480-6\"].")
-            .items(Type::String),
-    )
-    .param(Param::optional("start_time", Type::String, "From this date or time (e.g. 2026-03-01); default: all."))
-    .param(Param::optional("end_time", Type::String, "Up to this date (inclusive) or time; default: now."))
-    .param(
-        Param::optional("limit", Type::Integer, "The most values per series (1-1000), the newest kept.")
-            .default(DEFAULT_LIMIT),
-    )
-    .param(member::param("data"))
-    .annotations(Annotations::read_only().idempotent(true))
-    .auth(true)
-    // Hosts that render MCP Apps views show it live; the result stays what every client reads.
-    .view(crate::views::CHART_VIEW)
-    .handler(fetch_health_data)
-}
-
-async fn fetch_health_data(args: Args, user: &UserInfo, ctx: &ToolContext<'_>) -> Result<ToolResult, ToolError> {
+/// Get the user's values of health indicators over time (lab results, vital signs, wearable data):
+/// one series per indicator and unit, oldest first, each value with its time and the file it came
+/// from. Name indicators by code, name or common name (see search_health_indicators).
+///
+/// Args:
+///     indicators: Indicator names or codes, e.g. ["glucose", "8480-6"].
+///     start_time: From this date or time (e.g. 2026-03-01); default: all.
+///     end_time: Up to this date (inclusive) or time; default: now.
+///     limit: The most values per series (1-1000), the newest kept.
+///     member: Whose data: leave empty for the user; otherwise a care-circle member's nickname, email or id.
+// Hosts that render MCP Apps views show it live; the result stays what every client reads.
+#[tool(annotations(read_only, idempotent), view = crate::views::CHART_VIEW)]
+async fn fetch_health_data(
+    user: &UserInfo,
+    ctx: &ToolContext<'_>,
+    indicators: Vec<String>,
+    start_time: Option<&str>,
+    end_time: Option<&str>,
+    #[arg(default = DEFAULT_LIMIT)] limit: i64,
+    member: Option<&str>,
+) -> Result<ToolResult, ToolError> {
     let me = caller(user)?;
-    let wanted = query::names(&args, "indicators")?;
-    let (start, end) = query::range(&args)?;
-    let limit = args.integer("limit", DEFAULT_LIMIT).clamp(1, MAX_LIMIT) as u32;
+    let wanted = query::names(&indicators, "indicators")?;
+    let (start, end) = query::range(start_time, end_time)?;
+    let limit = limit.clamp(1, MAX_LIMIT) as u32;
     let db = health_store(ctx).map_err(fail)?;
-    let (subject, label) = member::subject(args.str("member"), me, user, db).await?;
+    let (subject, label) = member::subject(member, me, user, db).await?;
     let denied = || ToolError::new("Not authorized to read that member's health data.");
     // The series of the codes the names give by themselves (a code, or the catalog's codes for
     // a common name) are read while the person's indicators are: most calls name one
@@ -204,5 +196,3 @@ impl<'a> From<&'a SeriesValue> for Point<'a> {
         }
     }
 }
-
-register_tool!(tool);

@@ -5,30 +5,27 @@
 //! profile text, and an empty profile says so plainly (and how to add data) instead of
 //! upstream's redirect that also swallowed errors.
 
-use mirobody_core::{Annotations, Args, Tool, ToolContext, ToolError, ToolResult, UserInfo, register_tool};
+use mirobody_core::{ToolContext, ToolError, ToolResult, UserInfo, tool};
 use serde_json::{Value, json};
 
 use super::{caller, fail, member, query};
 use crate::health::health_store;
 
-/// The declaration of `get_user_health_profile`.
-pub fn tool() -> Tool {
-    Tool::new(
-        "get_user_health_profile",
-        "The user's health profile: the latest value of each indicator they have data for, their \
-         conditions, medications and allergies, and the dates their data covers. Call it first to see \
-         what is known about the user's health.",
-    )
-    .param(member::param("profile"))
-    .annotations(Annotations::read_only().idempotent(true))
-    .auth(true)
-    .handler(get_user_health_profile)
-}
-
-async fn get_user_health_profile(args: Args, user: &UserInfo, ctx: &ToolContext<'_>) -> Result<ToolResult, ToolError> {
+/// The user's health profile: the latest value of each indicator they have data for, their
+/// conditions, medications and allergies, and the dates their data covers. Call it first to see
+/// what is known about the user's health.
+///
+/// Args:
+///     member: Whose profile: leave empty for the user; otherwise a care-circle member's nickname, email or id.
+#[tool(annotations(read_only, idempotent))]
+async fn get_user_health_profile(
+    user: &UserInfo,
+    ctx: &ToolContext<'_>,
+    member: Option<&str>,
+) -> Result<ToolResult, ToolError> {
     let me = caller(user)?;
     let db = health_store(ctx).map_err(fail)?;
-    let (subject, label) = member::subject(args.str("member"), me, user, db).await?;
+    let (subject, label) = member::subject(member, me, user, db).await?;
     let denied = || ToolError::new("Not authorized to read that member's health data.");
     let latest = db.latest_values(me, &subject).await.map_err(fail)?.ok_or_else(denied)?;
     let records = db.health_records(me, &subject).await.map_err(fail)?.ok_or_else(denied)?;
@@ -70,5 +67,3 @@ async fn get_user_health_profile(args: Args, user: &UserInfo, ctx: &ToolContext<
     }
     Ok(ToolResult::ok(out))
 }
-
-register_tool!(tool);

@@ -5,7 +5,7 @@
 //! was extracted from it (upstream promised that flag, never sent it, and swapped in the text's
 //! key and `text/plain`). The index lives in the database, not only in the cache.
 
-use mirobody_core::{Annotations, Args, Tool, ToolContext, ToolError, ToolResult, UserInfo, register_tool};
+use mirobody_core::{ToolContext, ToolError, ToolResult, UserInfo, tool};
 use serde_json::{Value, json};
 
 use super::{caller, fail};
@@ -13,21 +13,12 @@ use super::{caller, fail};
 use crate::health::{TextState, health_store};
 
 /// The most files listed.
-pub const MAX_FILES: usize = 200;
+pub(crate) const MAX_FILES: usize = 200;
 
-/// The declaration of `list_files`.
-pub fn tool() -> Tool {
-    Tool::new(
-        "list_files",
-        "List the files the user uploaded, newest first: name, file_key, MIME type, size, upload time, \
-         and has_text (text was extracted from it). Pass a file_key to read_file to read one.",
-    )
-    .annotations(Annotations::read_only().idempotent(true))
-    .auth(true)
-    .handler(list_files)
-}
-
-async fn list_files(_args: Args, user: &UserInfo, ctx: &ToolContext<'_>) -> Result<ToolResult, ToolError> {
+/// List the files the user uploaded, newest first: name, file_key, MIME type, size, upload time,
+/// and has_text (text was extracted from it). Pass a file_key to read_file to read one.
+#[tool(annotations(read_only, idempotent))]
+async fn list_files(user: &UserInfo, ctx: &ToolContext<'_>) -> Result<ToolResult, ToolError> {
     let owner = caller(user)?;
     let files = health_store(ctx).map_err(fail)?.files(owner).await.map_err(fail)?;
     let total = files.len();
@@ -57,5 +48,3 @@ async fn list_files(_args: Args, user: &UserInfo, ctx: &ToolContext<'_>) -> Resu
     }
     Ok(ToolResult::ok(out))
 }
-
-register_tool!(tool);

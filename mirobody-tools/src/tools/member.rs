@@ -6,7 +6,7 @@
 //! must now be at least three characters, and two matches are an ambiguity the model must
 //! resolve. Every read re-checks access on its own: this only picks the subject.
 
-use mirobody_core::{Param, ToolError, Type, UserInfo};
+use mirobody_core::{ToolError, UserInfo};
 
 use super::fail;
 use crate::health::{CircleMember, HealthStore};
@@ -14,18 +14,9 @@ use crate::health::{CircleMember, HealthStore};
 /// Words that name the caller.
 const SELF_WORDS: [&str; 6] = ["me", "self", "myself", "i", "my", "mine"];
 /// The shortest part of a nickname or email that may name a member.
-pub const MIN_PARTIAL_MATCH: usize = 3;
+pub(crate) const MIN_PARTIAL_MATCH: usize = 3;
 /// The most characters in `member`.
-pub const MAX_MEMBER_CHARS: usize = 200;
-
-/// The optional `member` parameter of a health query: whose `what` ("data", "profile") it reads.
-pub(crate) fn param(what: &str) -> Param {
-    Param::optional(
-        "member",
-        Type::String,
-        format!("Whose {what}: leave empty for the user; otherwise a care-circle member's nickname, email or id."),
-    )
-}
+pub(crate) const MAX_MEMBER_CHARS: usize = 200;
 
 /// The subject `wanted` names for `me` (empty or absent: the caller, or the member the caller
 /// acts for), and how to call them in an answer ("you", or the member's nickname).

@@ -1,44 +1,34 @@
-//! One module per built-in tool, each with its declaration, handler and tests; `member.rs`
-//! and `query.rs` hold what the health tools share.
+//! The built-in tools: one private module each, holding the `#[tool]` function (its declaration
+//! and handler) and its tests; `member.rs` and `query.rs` hold what the health tools share.
 //!
-//! | tool | auth | backends | writes |
-//! | --- | --- | --- | --- |
-//! | [`echo`] | no | - | no |
-//! | [`whoami`] | yes | - | no |
-//! | [`ask_user`] | no | the client (elicitation) | no |
-//! | [`family_health`] | yes | db | no |
-//! | [`search_health_indicators`] | yes | db | no |
-//! | [`fetch_health_data`] | yes | db | no |
-//! | [`get_user_health_profile`] | yes | db | no |
-//! | [`upload_link`] | yes | upload links | adds a link (or revokes the caller's) |
-//! | [`list_files`] | yes | db | no |
-//! | [`read_file`] | yes | db, storage | no |
-//! | [`recall_memory`] | yes | memory | no |
-//! | [`remember`] | yes | memory | adds |
-//! | [`render_chart`] | no | - | no |
-//! | [`summarize_conversation`] | yes | db | overwrites |
+//! A tool registers itself, so the list below is the only place a new one is named, and no
+//! tool adds to the crate's public API. The table of tools in the READMEs is generated from the
+//! registry (`tests/builtins/tool_docs.rs`; `UPDATE_DOCS=1` rewrites it).
 
 use std::fmt::Display;
 
 use mirobody_core::{ToolError, UserInfo};
 
-pub mod ask_user;
-pub mod echo;
-pub mod family_health;
-pub mod fetch_health_data;
-pub mod get_user_health_profile;
-pub mod list_files;
+mod ask_user;
+mod echo;
+mod family_health;
+mod fetch_health_data;
+mod get_user_health_profile;
+mod list_files;
 mod member;
 mod query;
-pub mod read_file;
-pub mod recall_memory;
-pub mod remember;
-pub mod render_chart;
-pub mod search_health_indicators;
-pub mod summarize_conversation;
-pub mod upload_file;
-pub mod upload_link;
-pub mod whoami;
+mod read_file;
+mod recall_memory;
+mod remember;
+mod render_chart;
+mod search_health_indicators;
+mod summarize_conversation;
+mod upload_file;
+mod upload_link;
+mod whoami;
+
+// `file://` resources read a file as read_file does.
+pub(crate) use read_file::{MAX_INLINE_CHARS, original_key};
 
 /// The caller's verified id. The registry refuses anonymous callers of auth tools before the
 /// handler runs; this answers the same way if a handler is ever reached without one.
@@ -52,14 +42,14 @@ pub(crate) fn fail(e: impl Display) -> ToolError {
     ToolError::new(e.to_string())
 }
 
-/// A required string argument, trimmed, non-empty and at most `max_chars` characters.
+/// A required string argument `name`, trimmed, non-empty and at most `max_chars` characters.
 pub(crate) fn required_text<'a>(
-    args: &'a mirobody_core::Args,
+    value: &'a str,
     name: &str,
     max_chars: usize,
     what: &str,
 ) -> Result<&'a str, ToolError> {
-    let text = args.str(name).map(str::trim).unwrap_or_default();
+    let text = value.trim();
     if text.is_empty() {
         return Err(ToolError::new(format!("'{name}' is required: {what}.")));
     }

@@ -1,7 +1,7 @@
 //! What the health queries share: matching what a model asks for to the indicators a person
 //! has data for, reading a time range, and saying how to add data when nothing is there.
 
-use mirobody_core::{Args, ToolContext, ToolError};
+use mirobody_core::{ToolContext, ToolError};
 use serde::Serialize;
 use serde_json::{Value, json};
 
@@ -17,8 +17,8 @@ pub(crate) const MAX_NAME_CHARS: usize = 100;
 const DAY_MS: i64 = 86_400_000;
 
 /// The names in the array argument `name`: trimmed, non-empty, bounded in count and length.
-pub(crate) fn names<'a>(args: &'a Args, name: &str) -> Result<Vec<&'a str>, ToolError> {
-    let names: Vec<&str> = args.string_array(name).into_iter().map(str::trim).filter(|n| !n.is_empty()).collect();
+pub(crate) fn names<'a>(values: &'a [String], name: &str) -> Result<Vec<&'a str>, ToolError> {
+    let names: Vec<&str> = values.iter().map(|n| n.trim()).filter(|n| !n.is_empty()).collect();
     if names.is_empty() {
         return Err(ToolError::new(format!("'{name}' needs at least one name, for example [\"glucose\"].")));
     }
@@ -45,24 +45,24 @@ pub(crate) fn matches(summary: &IndicatorSummary, wanted: &str) -> bool {
 /// `[start, end)` in milliseconds from the optional `start_time` and `end_time` arguments: a
 /// date (`2026-03-01`, `2026-03`, `2026`) or an RFC 3339 time. An end given as a date
 /// includes that whole day (month, year).
-pub(crate) fn range(args: &Args) -> Result<(i64, i64), ToolError> {
-    let read = |name: &str| -> Result<Option<(i64, &str)>, ToolError> {
-        match args.str(name).map(str::trim).filter(|t| !t.is_empty()) {
+pub(crate) fn range(start_time: Option<&str>, end_time: Option<&str>) -> Result<(i64, i64), ToolError> {
+    let read = |name: &str, value: Option<&str>| -> Result<Option<(i64, String)>, ToolError> {
+        match value.map(str::trim).filter(|t| !t.is_empty()) {
             None => Ok(None),
-            Some(text) => parse_time_ms(text).map(|ms| Some((ms, text))).ok_or_else(|| {
+            Some(text) => parse_time_ms(text).map(|ms| Some((ms, text.to_owned()))).ok_or_else(|| {
                 ToolError::new(format!(
                     "'{name}' must be a date like 2026-03-01 or a time like 2026-03-01T08:00:00Z, not '{text}'."
                 ))
             }),
         }
     };
-    let start = read("start_time")?.map_or(i64::MIN, |(ms, _)| ms);
-    let end = match read("end_time")? {
+    let start = read("start_time", start_time)?.map_or(i64::MIN, |(ms, _)| ms);
+    let end = match read("end_time", end_time)? {
         None => i64::MAX,
         Some((ms, text)) if text.contains('T') => ms,
         Some((ms, text)) => match text.len() {
             4 => parse_time_ms(&format!("{}", text.parse::<i32>().unwrap_or(0) + 1)).unwrap_or(i64::MAX),
-            7 => next_month(text).unwrap_or(i64::MAX),
+            7 => next_month(&text).unwrap_or(i64::MAX),
             _ => ms.saturating_add(DAY_MS),
         },
     };
@@ -139,19 +139,18 @@ mod tests {
 
     #[test]
     fn ranges_include_the_whole_end_day_month_or_year() {
-        let args = |v: Value| Args::from_value(v).unwrap();
-        let (s, e) = range(&args(json!({"start_time": "2026-03-01", "end_time": "2026-03-31"}))).unwrap();
+        let (s, e) = range(Some("2026-03-01"), Some("2026-03-31")).unwrap();
         assert_eq!((rfc3339(s).as_str(), rfc3339(e).as_str()), ("2026-03-01T00:00:00Z", "2026-04-01T00:00:00Z"));
-        let (_, e) = range(&args(json!({"end_time": "2026-12"}))).unwrap();
+        let (_, e) = range(None, Some("2026-12")).unwrap();
         assert_eq!(rfc3339(e), "2027-01-01T00:00:00Z");
-        let (_, e) = range(&args(json!({"end_time": "2026"}))).unwrap();
+        let (_, e) = range(None, Some("2026")).unwrap();
         assert_eq!(rfc3339(e), "2027-01-01T00:00:00Z");
-        let (_, e) = range(&args(json!({"end_time": "2026-03-01T08:00:00Z"}))).unwrap();
+        let (_, e) = range(None, Some("2026-03-01T08:00:00Z")).unwrap();
         assert_eq!(rfc3339(e), "2026-03-01T08:00:00Z");
-        assert_eq!(range(&args(json!({}))).unwrap(), (i64::MIN, i64::MAX));
-        let bad = range(&args(json!({"start_time": "last spring"}))).unwrap_err().to_string();
+        assert_eq!(range(None, None).unwrap(), (i64::MIN, i64::MAX));
+        let bad = range(Some("last spring"), None).unwrap_err().to_string();
         assert!(bad.contains("'start_time' must be a date"), "{bad}");
-        let backwards = range(&args(json!({"start_time": "2026-05-01", "end_time": "2026-04-01"}))).unwrap_err();
+        let backwards = range(Some("2026-05-01"), Some("2026-04-01")).unwrap_err();
         assert!(backwards.to_string().contains("before"));
     }
 }

@@ -8,9 +8,7 @@
 
 use std::time::Duration;
 
-use mirobody_core::{
-    Annotations, Args, Param, TaskSupport, Tool, ToolContext, ToolError, ToolResult, Type, UserInfo, register_tool,
-};
+use mirobody_core::{ToolContext, ToolError, ToolResult, UserInfo, tool};
 use serde_json::json;
 
 use super::{caller, fail};
@@ -20,53 +18,42 @@ use crate::health::{TextState, health_store};
 use crate::uploads::Uploader;
 
 /// The most characters returned inline.
-pub const MAX_INLINE_CHARS: usize = 50_000;
+pub(crate) const MAX_INLINE_CHARS: usize = 50_000;
 /// How long a signed URL works.
-pub const URL_LIFETIME: Duration = Duration::from_secs(3600);
+pub(crate) const URL_LIFETIME: Duration = Duration::from_secs(3600);
 /// How long a read waits for the text of a document still being read.
 const TEXT_WAIT: Duration = Duration::from_secs(10);
 /// The longest file key accepted.
-pub const MAX_KEY_LEN: usize = 512;
-
-/// The declaration of `read_file`.
-pub fn tool() -> Tool {
-    Tool::new(
-        "read_file",
-        "Read one of the user's uploaded files by its file_key (from list_files). Returns the text \
-         extracted from it, or its content when it is text, 50,000 characters at a time (pass the \
-         answer's next_offset as offset to read on); for other files, a link that works for an hour.",
-    )
-    .param(Param::required("file_key", Type::String, "The file_key from list_files."))
-    .param(
-        Param::optional(
-            "offset",
-            Type::Integer,
-            "Where to start reading, in characters (next_offset of the last page).",
-        )
-        .default(0),
-    )
-    .annotations(Annotations::read_only().idempotent(true))
-    // Drawing a large chart, or extracting a long PDF, may take a while: a task then.
-    .task_support(TaskSupport::Optional)
-    .auth(true)
-    .handler(read_file)
-}
+pub(crate) const MAX_KEY_LEN: usize = 512;
 
 /// The original key for a key that names one of its sidecars (`.trans` text, `.meta`).
 pub(crate) fn original_key(key: &str) -> &str {
     key.strip_suffix(".trans").or_else(|| key.strip_suffix(".meta")).unwrap_or(key)
 }
 
-async fn read_file(args: Args, user: &UserInfo, ctx: &ToolContext<'_>) -> Result<ToolResult, ToolError> {
+/// Read one of the user's uploaded files by its file_key (from list_files). Returns the text
+/// extracted from it, or its content when it is text, 50,000 characters at a time (pass the
+/// answer's next_offset as offset to read on); for other files, a link that works for an hour.
+///
+/// Args:
+///     file_key: The file_key from list_files.
+///     offset: Where to start reading, in characters (next_offset of the last page).
+// Extracting a long PDF may take a while: a task then.
+#[tool(annotations(read_only, idempotent), task_support = "optional")]
+async fn read_file(
+    user: &UserInfo,
+    ctx: &ToolContext<'_>,
+    file_key: &str,
+    #[arg(default = 0)] offset: i64,
+) -> Result<ToolResult, ToolError> {
     let owner = caller(user)?;
-    let key = args.str("file_key").map(str::trim).unwrap_or_default();
+    let key = file_key.trim();
     if key.is_empty() {
         return Err(ToolError::new("read_file requires a 'file_key' (see list_files)."));
     }
     if key.len() > MAX_KEY_LEN || !crate::backends::valid_key(key) {
         return Err(ToolError::new("That is not a file_key this server uses; call list_files for the keys."));
     }
-    let offset = args.integer("offset", 0);
     let offset = usize::try_from(offset)
         .map_err(|_| ToolError::new("'offset' must be 0 or more (the next_offset of the last page)."))?;
     let db = health_store(ctx).map_err(fail)?;
@@ -132,8 +119,6 @@ fn page(filename: &str, mime: &str, text: &str, offset: usize) -> Result<ToolRes
     }
     Ok(ToolResult::ok(out))
 }
-
-register_tool!(tool);
 
 #[cfg(test)]
 mod tests {

@@ -3,43 +3,35 @@
 //!
 //! Fixes upstream: `top_k` has a default (5) and an upper bound (50).
 
-use mirobody_core::{
-    Annotations, Args, Param, Tool, ToolContext, ToolError, ToolResult, Type, UserInfo, register_tool,
-};
+use mirobody_core::{ToolContext, ToolError, ToolResult, UserInfo, tool};
 use serde_json::json;
 
 use super::{caller, fail, required_text};
 
 /// The default number of memories.
-pub const DEFAULT_TOP_K: i64 = 5;
+const DEFAULT_TOP_K: i64 = 5;
 /// The most memories one call returns.
-pub const MAX_TOP_K: i64 = 50;
+pub(crate) const MAX_TOP_K: i64 = 50;
 /// The most characters in a query.
-pub const MAX_QUERY_CHARS: usize = 1000;
+pub(crate) const MAX_QUERY_CHARS: usize = 1000;
 
-/// The declaration of `recall_memory`.
-pub fn tool() -> Tool {
-    Tool::new(
-        "recall_memory",
-        "Search the user's long-term memory (facts, preferences and past episodes saved with remember) \
-         for what is relevant to a query, best match first. Call it before answering when earlier \
-         context about the user could matter.",
-    )
-    .param(Param::required("query", Type::String, "What to look for, in a few words."))
-    .param(
-        Param::optional("top_k", Type::Integer, "How many memories to return (1-50, default 5).")
-            .default(DEFAULT_TOP_K),
-    )
-    .annotations(Annotations::read_only().idempotent(true))
-    .auth(true)
-    .handler(recall_memory)
-}
-
-async fn recall_memory(args: Args, user: &UserInfo, ctx: &ToolContext<'_>) -> Result<ToolResult, ToolError> {
+/// Search the user's long-term memory (facts, preferences and past episodes saved with remember)
+/// for what is relevant to a query, best match first. Call it before answering when earlier
+/// context about the user could matter.
+///
+/// Args:
+///     query: What to look for, in a few words.
+///     top_k: How many memories to return (1-50, default 5).
+#[tool(annotations(read_only, idempotent))]
+async fn recall_memory(
+    user: &UserInfo,
+    ctx: &ToolContext<'_>,
+    query: &str,
+    #[arg(default = DEFAULT_TOP_K)] top_k: i64,
+) -> Result<ToolResult, ToolError> {
     let owner = caller(user)?;
     let memory = ctx.memory().map_err(fail)?;
-    let query = required_text(&args, "query", MAX_QUERY_CHARS, "what to look for in the user's memories")?;
-    let top_k = args.integer("top_k", DEFAULT_TOP_K);
+    let query = required_text(query, "query", MAX_QUERY_CHARS, "what to look for in the user's memories")?;
     if top_k < 1 {
         return Err(ToolError::new(format!("'top_k' must be between 1 and {MAX_TOP_K}.")));
     }
@@ -51,5 +43,3 @@ async fn recall_memory(args: Args, user: &UserInfo, ctx: &ToolContext<'_>) -> Re
         .collect();
     Ok(ToolResult::ok(json!({"memories": memories})))
 }
-
-register_tool!(tool);

@@ -15,20 +15,17 @@
 use std::time::Duration;
 
 use base64::Engine;
-use mirobody_core::{
-    Annotations, Args, Content, Param, TaskSupport, Tool, ToolContext, ToolError, ToolResult, Type, UserInfo,
-    register_tool,
-};
+use mirobody_core::{Content, ToolError, ToolResult, UserInfo, tool};
 use serde_json::{Value, json};
 
 use crate::chart;
 
 /// The largest option accepted, serialized.
-pub const MAX_OPTION_BYTES: usize = 256 * 1024;
+pub(crate) const MAX_OPTION_BYTES: usize = 256 * 1024;
 /// The most characters in a title.
-pub const MAX_TITLE_CHARS: usize = 200;
+pub(crate) const MAX_TITLE_CHARS: usize = 200;
 /// How long one drawing may take before the call answers that it took too long.
-pub const TIME_LIMIT: Duration = Duration::from_secs(30);
+pub(crate) const TIME_LIMIT: Duration = Duration::from_secs(30);
 
 /// Every ECharts series type.
 const SERIES_TYPES: [&str; 22] = [
@@ -59,30 +56,6 @@ const SERIES_TYPES: [&str; 22] = [
 const CARTESIAN: [&str; 7] = ["line", "bar", "scatter", "effectScatter", "candlestick", "boxplot", "pictorialBar"];
 
 const EXAMPLE: &str = r#"{"xAxis":{"type":"category","data":["Mon","Tue"]},"yAxis":{"type":"value"},"series":[{"name":"Steps","type":"bar","data":[5200,8100]}]}"#;
-
-/// The declaration of `render_chart`.
-pub fn tool() -> Tool {
-    Tool::new(
-        "render_chart",
-        "Show the user a chart in the chat, from a complete Apache ECharts option. Rules: no color keys \
-         (the app sets colors); name every series, and add a legend when there are two or more; use one \
-         value axis. Line, bar, scatter and pie charts are also returned as an image.",
-    )
-    .param(Param::required(
-        "option",
-        Type::Object,
-        "A complete Apache ECharts option: series (each with a type and data), plus xAxis and yAxis for \
-         line, bar and scatter charts.",
-    ))
-    .param(Param::optional("title", Type::String, "A title shown above the chart."))
-    .annotations(Annotations::read_only().idempotent(true))
-    // Drawing a large chart, or extracting a long PDF, may take a while: a task then.
-    .task_support(TaskSupport::Optional)
-    .time_limit(TIME_LIMIT)
-    // Hosts that render MCP Apps views show it live; the result stays what every client reads.
-    .view(crate::views::CHART_VIEW)
-    .handler(render_chart)
-}
 
 fn invalid(problem: &str) -> ToolError {
     ToolError::new(format!("render_chart needs a valid Apache ECharts option: {problem}. For example: {EXAMPLE}"))
@@ -130,10 +103,28 @@ fn validate(option: &Value) -> Result<(), ToolError> {
     Ok(())
 }
 
-async fn render_chart(args: Args, user: &UserInfo, _ctx: &ToolContext<'_>) -> Result<ToolResult, ToolError> {
-    let option = args.get("option").cloned().unwrap_or(Value::Null);
+/// Show the user a chart in the chat, from a complete Apache ECharts option. Rules: no color keys
+/// (the app sets colors); name every series, and add a legend when there are two or more; use one
+/// value axis. Line, bar, scatter and pie charts are also returned as an image.
+///
+/// Args:
+///     option: A complete Apache ECharts option: series (each with a type and data), plus xAxis and yAxis for
+///         line, bar and scatter charts.
+///     title: A title shown above the chart.
+// Drawing a large chart may take a while: a task then. Hosts that render MCP Apps views show it
+// live; the result stays what every client reads. Anonymous callers may draw, on the pool's
+// anonymous share.
+#[tool(
+    annotations(read_only, idempotent),
+    task_support = "optional",
+    time_limit = TIME_LIMIT,
+    view = crate::views::CHART_VIEW
+)]
+async fn render_chart(user: Option<&UserInfo>, option: Value, title: Option<&str>) -> Result<ToolResult, ToolError> {
+    let anonymous = UserInfo::anonymous();
+    let user = user.unwrap_or(&anonymous);
     validate(&option)?;
-    let title = args.str("title").map(str::trim).filter(|t| !t.is_empty());
+    let title = title.map(str::trim).filter(|t| !t.is_empty());
     if title.is_some_and(|t| t.chars().count() > MAX_TITLE_CHARS) {
         return Err(ToolError::new(format!("'title' is too long: at most {MAX_TITLE_CHARS} characters.")));
     }
@@ -161,8 +152,6 @@ async fn render_chart(args: Args, user: &UserInfo, _ctx: &ToolContext<'_>) -> Re
         }
     }
 }
-
-register_tool!(tool);
 
 #[cfg(test)]
 mod tests {
@@ -204,10 +193,10 @@ mod tests {
         // once the drawing was over.
         let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
         runtime.block_on(async {
-            let registry = mirobody_core::Registry::builder().tool(tool()).build().unwrap();
+            let registry = mirobody_core::Registry::builder().tool(render_chart_tool()).build().unwrap();
             let drawn = std::sync::atomic::AtomicBool::new(false);
             let user = UserInfo::anonymous();
-            let ctx = ToolContext::new();
+            let ctx = mirobody_core::ToolContext::new();
             let render = async {
                 let result = registry.call("render_chart", json!({"option": large(5_000)}), &user, &ctx).await;
                 drawn.store(true, std::sync::atomic::Ordering::SeqCst);
@@ -227,6 +216,6 @@ mod tests {
 
     #[test]
     fn it_declares_a_time_limit() {
-        assert_eq!(tool().declared_time_limit(), Some(TIME_LIMIT));
+        assert_eq!(render_chart_tool().declared_time_limit(), Some(TIME_LIMIT));
     }
 }

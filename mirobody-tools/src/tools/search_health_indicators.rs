@@ -5,39 +5,32 @@
 //! behind a redirect to its upload page; here an error stays an error, and only an honest
 //! "nothing found" says how to add data (`upload_link`, when the person wants to).
 
-use mirobody_core::{
-    Annotations, Args, Param, Tool, ToolContext, ToolError, ToolResult, Type, UserInfo, register_tool,
-};
+use mirobody_core::{ToolContext, ToolError, ToolResult, UserInfo, tool};
 use serde_json::{Value, json};
 
 use super::query::{self, matches};
 use super::{caller, fail, member};
 use crate::health::health_store;
 
-/// The declaration of `search_health_indicators`.
-pub fn tool() -> Tool {
-    Tool::new(
-        "search_health_indicators",
-        "Find which health indicators (lab results, vital signs, wearable data) the user has data for. \
-         Matches LOINC codes, names and common names (\"blood sugar\" finds glucose, \"BP\" blood pressure). \
-         Returns each indicator's code, name, unit, how many values and from when to when; pass the names \
-         or codes to fetch_health_data for the values.",
-    )
-    .param(
-        Param::required("keywords", Type::Array, "What to look for, e.g. [\"glucose\", \"blood pressure\"].")
-            .items(Type::String),
-    )
-    .param(member::param("data"))
-    .annotations(Annotations::read_only().idempotent(true))
-    .auth(true)
-    .handler(search_health_indicators)
-}
-
-async fn search_health_indicators(args: Args, user: &UserInfo, ctx: &ToolContext<'_>) -> Result<ToolResult, ToolError> {
+/// Find which health indicators (lab results, vital signs, wearable data) the user has data for.
+/// Matches LOINC codes, names and common names ("blood sugar" finds glucose, "BP" blood pressure).
+/// Returns each indicator's code, name, unit, how many values and from when to when; pass the names
+/// or codes to fetch_health_data for the values.
+///
+/// Args:
+///     keywords: What to look for, e.g. ["glucose", "blood pressure"].
+///     member: Whose data: leave empty for the user; otherwise a care-circle member's nickname, email or id.
+#[tool(annotations(read_only, idempotent))]
+async fn search_health_indicators(
+    user: &UserInfo,
+    ctx: &ToolContext<'_>,
+    keywords: Vec<String>,
+    member: Option<&str>,
+) -> Result<ToolResult, ToolError> {
     let me = caller(user)?;
-    let keywords = query::names(&args, "keywords")?;
+    let keywords = query::names(&keywords, "keywords")?;
     let db = health_store(ctx).map_err(fail)?;
-    let (subject, label) = member::subject(args.str("member"), me, user, db).await?;
+    let (subject, label) = member::subject(member, me, user, db).await?;
     let all = db
         .indicators(me, &subject)
         .await
@@ -75,5 +68,3 @@ async fn search_health_indicators(args: Args, user: &UserInfo, ctx: &ToolContext
     }
     Ok(ToolResult::ok(out))
 }
-
-register_tool!(tool);

@@ -5,9 +5,7 @@
 //! session, not to whichever conversation of the caller's was the latest (which let an
 //! external MCP client retitle the chat open in the app).
 
-use mirobody_core::{
-    Annotations, Args, Param, Tool, ToolContext, ToolError, ToolResult, Type, UserInfo, register_tool,
-};
+use mirobody_core::{ToolContext, ToolError, ToolResult, UserInfo, tool};
 use serde_json::json;
 
 use super::{caller, fail};
@@ -16,27 +14,24 @@ use crate::text::cap_chars;
 use crate::health::health_store;
 
 /// The most characters kept.
-pub const MAX_SUMMARY_CHARS: usize = 200;
+pub(crate) const MAX_SUMMARY_CHARS: usize = 200;
 /// The most characters accepted before cutting (anything longer is a mistake, not a title).
-pub const MAX_INPUT_CHARS: usize = 10_000;
+pub(crate) const MAX_INPUT_CHARS: usize = 10_000;
 
-/// The declaration of `summarize_conversation`.
-pub fn tool() -> Tool {
-    Tool::new(
-        "summarize_conversation",
-        "Set a short title for the current conversation, shown in the user's chat history. \
-         At most 200 characters; longer text is cut.",
-    )
-    .param(Param::required("summary", Type::String, "The title, a few words (at most 200 characters)."))
-    .annotations(Annotations::destructive().idempotent(true))
-    .auth(true)
-    .handler(summarize)
-}
-
-async fn summarize(args: Args, user: &UserInfo, ctx: &ToolContext<'_>) -> Result<ToolResult, ToolError> {
+/// Set a short title for the current conversation, shown in the user's chat history.
+/// At most 200 characters; longer text is cut.
+///
+/// Args:
+///     summary: The title, a few words (at most 200 characters).
+#[tool(annotations(destructive, idempotent))]
+async fn summarize_conversation(
+    user: &UserInfo,
+    ctx: &ToolContext<'_>,
+    summary: &str,
+) -> Result<ToolResult, ToolError> {
     let owner = caller(user)?;
     let db = health_store(ctx).map_err(fail)?;
-    let summary = args.str("summary").map(str::trim).unwrap_or_default();
+    let summary = summary.trim();
     if summary.is_empty() {
         return Err(ToolError::new("'summary' is required: a short title for the conversation."));
     }
@@ -55,5 +50,3 @@ async fn summarize(args: Args, user: &UserInfo, ctx: &ToolContext<'_>) -> Result
     }
     Ok(ToolResult::ok(out))
 }
-
-register_tool!(tool);

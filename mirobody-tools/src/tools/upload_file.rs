@@ -8,35 +8,31 @@
 //! larger files go through `upload_link`.
 
 use base64::Engine;
-use mirobody_core::{
-    Annotations, Args, Param, Tool, ToolContext, ToolError, ToolResult, Type, UserInfo, register_tool,
-};
-use serde_json::{Map, Value, json};
+use mirobody_core::{ToolContext, ToolError, ToolResult, UserInfo, tool};
+use serde_json::Value;
 
 use super::caller;
 use crate::uploads::Uploader;
 
 /// The largest file the view uploads through the tool, in bytes (its base64 fits the default
 /// 4 MiB request body with room for the envelope).
-pub const MAX_INLINE_BYTES: usize = 2_900_000;
+pub(crate) const MAX_INLINE_BYTES: usize = 2_900_000;
 
-/// The declaration of `upload_file`.
-pub fn tool() -> Tool {
-    let mut ui = Map::new();
-    ui.insert("ui".into(), json!({"visibility": ["app"]}));
-    Tool::new("upload_file", "Stores a file the user picked in the upload view (called by the view, not by the model).")
-        .param(Param::required("filename", Type::String, "The file's name."))
-        .param(Param::required("content_base64", Type::String, "The file's bytes, base64."))
-        .annotations(Annotations::additive())
-        .auth(true)
-        .meta(ui)
-        .handler(upload_file)
-}
-
-async fn upload_file(args: Args, user: &UserInfo, ctx: &ToolContext<'_>) -> Result<ToolResult, ToolError> {
+/// Stores a file the user picked in the upload view (called by the view, not by the model).
+///
+/// Args:
+///     filename: The file's name.
+///     content_base64: The file's bytes, base64.
+#[tool(annotations(additive), meta = { "ui": { "visibility": ["app"] } })]
+async fn upload_file(
+    user: &UserInfo,
+    ctx: &ToolContext<'_>,
+    filename: &str,
+    content_base64: &str,
+) -> Result<ToolResult, ToolError> {
     let me = caller(user)?;
     let uploader = ctx.extension::<Uploader>().ok_or_else(|| ToolError::new("This server does not take uploads."))?;
-    let encoded = args.str("content_base64").unwrap_or_default();
+    let encoded = content_base64;
     if encoded.len() > MAX_INLINE_BYTES.div_ceil(3) * 4 {
         return Err(ToolError::new(format!(
             "The file is larger than {MAX_INLINE_BYTES} bytes: upload it through the page upload_link gives."
@@ -45,10 +41,7 @@ async fn upload_file(args: Args, user: &UserInfo, ctx: &ToolContext<'_>) -> Resu
     let bytes = base64::engine::general_purpose::STANDARD
         .decode(encoded.trim())
         .map_err(|_| ToolError::new("content_base64 is not valid base64."))?;
-    let filename = args.str_or("filename", "upload");
     let uploaded = uploader.store(me, filename, None, bytes).await.map_err(|e| ToolError::new(e.to_string()))?;
     let value: Value = serde_json::to_value(&uploaded).map_err(|e| ToolError::new(e.to_string()))?;
     Ok(ToolResult::ok(value))
 }
-
-register_tool!(tool);

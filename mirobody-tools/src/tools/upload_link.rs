@@ -7,40 +7,31 @@
 //! nothing. The server makes links only when it serves the page ([`UploadLinks`] in the
 //! context's extensions).
 
-use mirobody_core::{
-    Annotations, Args, Param, Tool, ToolContext, ToolError, ToolResult, Type, UserInfo, register_tool,
-};
+use mirobody_core::{ToolContext, ToolError, ToolResult, UserInfo, tool};
 use serde_json::json;
 
 use super::caller;
 use crate::text::rfc3339;
 use crate::upload_links::UploadLinks;
 
-/// The declaration of `upload_link`.
-pub fn tool() -> Tool {
-    Tool::new(
-        "upload_link",
-        "When the user asks to upload health documents (PDF or Word lab reports and letters, text, CSV or \
-         JSON exports, images): a new link to a page where they upload from any browser or phone. Give the \
-         user the url; it works for uses files and expires soon; then list_files and read_file see what \
-         they uploaded. With revoke_all: true, ends every link of theirs that still works instead.",
-    )
-    .param(
-        Param::optional("revoke_all", Type::Boolean, "End every upload link of the user's that still works.")
-            .default(false),
-    )
-    .annotations(Annotations::additive().idempotent(false))
-    .auth(true)
-    // Hosts that render MCP Apps views show an upload box in the conversation instead.
-    .view(crate::views::UPLOAD_VIEW)
-    .handler(upload_link)
-}
-
-async fn upload_link(args: Args, user: &UserInfo, ctx: &ToolContext<'_>) -> Result<ToolResult, ToolError> {
+/// When the user asks to upload health documents (PDF or Word lab reports and letters, text, CSV or
+/// JSON exports, images): a new link to a page where they upload from any browser or phone. Give the
+/// user the url; it works for uses files and expires soon; then list_files and read_file see what
+/// they uploaded. With revoke_all: true, ends every link of theirs that still works instead.
+///
+/// Args:
+///     revoke_all: End every upload link of the user's that still works.
+// Hosts that render MCP Apps views show an upload box in the conversation instead.
+#[tool(annotations(additive, idempotent = false), view = crate::views::UPLOAD_VIEW)]
+async fn upload_link(
+    user: &UserInfo,
+    ctx: &ToolContext<'_>,
+    #[arg(default = false)] revoke_all: bool,
+) -> Result<ToolResult, ToolError> {
     let me = caller(user)?;
     let links =
         ctx.extension::<UploadLinks>().ok_or_else(|| ToolError::new("This server does not serve an upload page."))?;
-    if args.boolean("revoke_all", false) {
+    if revoke_all {
         let revoked = links.revoke_all(me).await.map_err(|e| ToolError::new(e.to_string()))?;
         return Ok(ToolResult::ok(json!({"revoked": revoked})));
     }
@@ -53,5 +44,3 @@ async fn upload_link(args: Args, user: &UserInfo, ctx: &ToolContext<'_>) -> Resu
         "expires_at": rfc3339(link.expires_at_ms),
     })))
 }
-
-register_tool!(tool);

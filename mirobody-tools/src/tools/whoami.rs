@@ -4,20 +4,14 @@
 //! echo identifiers into transcripts); unlike upstream the session id is the real one when the
 //! transport or auth layer sets it, and `null` rather than `""` when there is none.
 
-use mirobody_core::{Annotations, Args, Tool, ToolContext, ToolError, ToolResult, UserInfo, register_tool};
+use mirobody_core::{ToolError, ToolResult, UserInfo, tool};
 use serde_json::{Map, Value, json};
 
 use super::caller;
 
-/// The declaration of `whoami`.
-pub fn tool() -> Tool {
-    Tool::new("whoami", "Confirm the caller is authenticated and return their session identifier.")
-        .annotations(Annotations::read_only().idempotent(true))
-        .auth(true)
-        .handler(whoami)
-}
-
-async fn whoami(_args: Args, user: &UserInfo, _ctx: &ToolContext<'_>) -> Result<ToolResult, ToolError> {
+/// Confirm the caller is authenticated and return their session identifier.
+#[tool(annotations(read_only, idempotent))]
+async fn whoami(user: &UserInfo) -> Result<ToolResult, ToolError> {
     caller(user)?;
     let mut out = Map::new();
     out.insert("authenticated".into(), json!(true));
@@ -28,8 +22,6 @@ async fn whoami(_args: Args, user: &UserInfo, _ctx: &ToolContext<'_>) -> Result<
     Ok(ToolResult::structured(out))
 }
 
-register_tool!(tool);
-
 #[cfg(test)]
 mod tests {
     use futures::executor::block_on;
@@ -37,7 +29,7 @@ mod tests {
     use serde_json::json;
 
     fn call(user: &UserInfo) -> Result<mirobody_core::ToolResult, CallError> {
-        let registry = Registry::builder().tool(super::tool()).build().unwrap();
+        let registry = Registry::builder().tool(super::whoami_tool()).build().unwrap();
         block_on(registry.call("whoami", json!({}), user, &ToolContext::new()))
     }
 
@@ -57,7 +49,7 @@ mod tests {
     #[test]
     fn refuses_anonymous_callers_and_unknown_arguments() {
         assert!(matches!(call(&UserInfo::anonymous()), Err(CallError::Unauthenticated { .. })));
-        let registry = mirobody_core::Registry::builder().tool(super::tool()).build().unwrap();
+        let registry = mirobody_core::Registry::builder().tool(super::whoami_tool()).build().unwrap();
         let err = block_on(registry.call(
             "whoami",
             json!({"user_id": "other"}),

@@ -9,6 +9,9 @@ use serde_json::{Value, json};
 
 use crate::support::{Env, Sse, rpc, within};
 
+/// The largest file `upload_file` takes inline, in bytes (its `MAX_INLINE_BYTES`).
+const UPLOAD_FILE_MAX_INLINE_BYTES: usize = 2_900_000;
+
 fn observation(code: &str, value: f64, unit: &str, time: &str) -> Value {
     json!({
         "resourceType": "Observation",
@@ -142,7 +145,7 @@ async fn upload_file_stores_what_the_view_sends_and_refuses_bad_input() {
 
     let bad = client.tool("upload_file", json!({"filename": "x.txt", "content_base64": "not base64!"})).await;
     assert!(bad.tool_error().contains("not valid base64"));
-    let huge = "A".repeat(mirobody_tools::tools::upload_file::MAX_INLINE_BYTES / 3 * 4 + 8);
+    let huge = "A".repeat(UPLOAD_FILE_MAX_INLINE_BYTES / 3 * 4 + 8);
     let too_large = client.tool("upload_file", json!({"filename": "big.txt", "content_base64": huge})).await;
     assert!(too_large.tool_error().contains("larger than"), "{}", too_large.body);
     let empty = client.tool("upload_file", json!({"filename": "empty.txt", "content_base64": ""})).await;
