@@ -18,6 +18,7 @@
 // request at most; boxing them would buy nothing.
 #![allow(clippy::result_large_err)]
 
+pub mod human_duration;
 mod jsonrpc;
 mod protocol;
 pub mod session;

@@ -82,8 +82,10 @@ impl Default for ServerInfo {
     }
 }
 
-/// Protocol options.
-#[derive(Clone, Debug)]
+/// Protocol options. They read from configuration too (durations by
+/// [`human_duration`](crate::human_duration)), as mirobody-server's `mcp` section.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields, default)]
 #[non_exhaustive]
 pub struct McpOptions {
     /// Tools per `tools/list` page.
@@ -91,14 +93,18 @@ pub struct McpOptions {
     /// Leave tools that need authentication out of anonymous `tools/list` replies.
     pub hide_auth_tools_from_anonymous: bool,
     /// How long a tool waits for the client to answer a question.
+    #[serde(deserialize_with = "crate::human_duration::deserialize")]
     pub answer_timeout: Duration,
     /// How long a call of a tool that declares no time limit
     /// ([`Tool::time_limit`](mirobody_core::Tool::time_limit)) may work; `None`: no limit. Past
     /// it the call answers an error result. Time spent waiting for the client's answers does
-    /// not count.
+    /// not count. Not read from configuration with the rest: it is the application's policy
+    /// (mirobody-server's `tools` section, with a default of its own).
+    #[serde(skip)]
     pub tool_time_limit: Option<Duration>,
     /// Time limits by tool name, over what the tools declare and `tool_time_limit` (`None`:
-    /// no limit for that tool).
+    /// no limit for that tool). Not read from configuration either.
+    #[serde(skip)]
     pub tool_time_limits: std::collections::HashMap<String, Option<Duration>>,
 }
 

@@ -34,8 +34,10 @@ use crate::session::lock;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ClientAddr(pub IpAddr);
 
-/// The bounds per caller. A zero count or rate turns that bound off.
-#[derive(Clone, Debug)]
+/// The bounds per caller. A zero count or rate turns that bound off. It reads from
+/// configuration too (unknown keys are refused), as mirobody-server's `http.caller_limits`.
+#[derive(Clone, Debug, serde::Deserialize)]
+#[serde(deny_unknown_fields, default)]
 #[non_exhaustive]
 pub struct CallerLimits {
     /// Sessions one caller may hold. At the bound, the caller's own longest-idle session with

@@ -26,7 +26,8 @@ const MAX_HOPS: usize = 32;
 
 /// The header a trusted proxy names the client in. Name the one your proxies write: the
 /// other is never read, since a proxy that does not write it passes the client's own on.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
 #[non_exhaustive]
 pub enum ForwardedHeader {
     /// `X-Forwarded-For`, which nginx, HAProxy and the cloud load balancers write.
@@ -64,7 +65,10 @@ impl std::str::FromStr for ForwardedHeader {
 
 /// The reverse proxies (addresses or CIDR networks) whose forwarded header names the client,
 /// and which header that is. No proxy by default: every connection's peer is its client.
-#[derive(Clone, Debug, Default)]
+///
+/// In configuration it is a list of such entries (see [`parse`](Self::parse)).
+#[derive(Clone, Debug, Default, serde::Deserialize)]
+#[serde(try_from = "Vec<String>")]
 pub struct TrustedProxies {
     nets: Arc<[IpNet]>,
     header: ForwardedHeader,
@@ -74,6 +78,14 @@ pub struct TrustedProxies {
 #[derive(Debug, thiserror::Error)]
 #[error("'{0}' is neither an IP address nor a network such as 10.0.0.0/8")]
 pub struct BadProxy(pub String);
+
+impl TryFrom<Vec<String>> for TrustedProxies {
+    type Error = BadProxy;
+
+    fn try_from(list: Vec<String>) -> Result<Self, BadProxy> {
+        TrustedProxies::parse(list)
+    }
+}
 
 impl TrustedProxies {
     /// The proxies in `list`: `10.0.0.0/8`, `2001:db8::/32`, or an address alone (`127.0.0.1`,

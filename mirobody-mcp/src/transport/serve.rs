@@ -10,18 +10,24 @@ use crate::session::{self, limits};
 pub use super::connection::HttpApp;
 
 /// How [`serve_with`] treats connections. Start from the defaults (safe on the internet) and
-/// change what you need; new settings may be added in any release.
-#[derive(Clone, Debug)]
+/// change what you need; new settings may be added in any release. It reads from configuration
+/// too (durations by [`human_duration`](crate::human_duration)), as mirobody-server's `serve`
+/// section.
+#[derive(Clone, Debug, serde::Deserialize)]
+#[serde(deny_unknown_fields, default)]
 #[non_exhaustive]
 pub struct ServeOptions {
     /// How long a client may take to send a request's headers, or leave its connection idle
     /// between requests, before the connection is closed (slow-loris protection). A connection
     /// is closed after between one and 1¼ times this.
+    #[serde(deserialize_with = "crate::human_duration::deserialize")]
     pub header_read_timeout: std::time::Duration,
     /// How long a shutdown waits for requests in flight before it closes their connections.
+    #[serde(deserialize_with = "crate::human_duration::deserialize")]
     pub shutdown_grace: std::time::Duration,
     /// How long a write to a client may wait for it to read before its connection is closed
     /// (a client that stops reading its responses or streams).
+    #[serde(deserialize_with = "crate::human_duration::deserialize")]
     pub write_timeout: std::time::Duration,
     /// The most connections open at once; more are answered 503 and closed at once.
     pub max_connections: usize,

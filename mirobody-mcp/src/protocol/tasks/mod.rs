@@ -53,13 +53,17 @@ const PURGE_BATCH: u64 = 1_000;
 /// The extension's identifier, under `capabilities.extensions`.
 pub(crate) const EXTENSION: &str = "io.modelcontextprotocol/tasks";
 
-/// How tasks are kept and bounded.
-#[derive(Clone, Debug)]
+/// How tasks are kept and bounded. It reads from configuration too (durations by
+/// [`human_duration`](crate::human_duration)), as mirobody-server's `tasks` section.
+#[derive(Clone, Debug, serde::Deserialize)]
+#[serde(deny_unknown_fields, default)]
 #[non_exhaustive]
 pub struct TaskOptions {
     /// How long a task (and its result) is kept after it is created (`ttlMs`).
+    #[serde(deserialize_with = "crate::human_duration::deserialize")]
     pub ttl: Duration,
     /// How often a client should poll (`pollIntervalMs`).
+    #[serde(deserialize_with = "crate::human_duration::deserialize")]
     pub poll_interval: Duration,
     /// The most tasks one caller may have running at once.
     pub max_live_per_caller: u64,
@@ -69,9 +73,11 @@ pub struct TaskOptions {
     pub max_kept_per_caller: u64,
     /// How long a call of a tool with optional task support runs in its request before it
     /// becomes a task.
+    #[serde(deserialize_with = "crate::human_duration::deserialize")]
     pub sync_budget: Duration,
     /// How long a running task's record vouches for it without being renewed: after that, a
     /// task whose process died reads as failed.
+    #[serde(deserialize_with = "crate::human_duration::deserialize")]
     pub lease: Duration,
 }
 

@@ -61,7 +61,11 @@ pub(crate) const VERSION: HeaderName = HeaderName::from_static(VERSION_HEADER);
 /// options.allowed_hosts.push("mcp.example.com".into());
 /// assert_eq!(options.max_body_bytes, 1_048_576);
 /// ```
-#[derive(Clone, Debug)]
+///
+/// It reads from configuration too (unknown keys are refused, durations are read by
+/// [`human_duration`](crate::human_duration)), as mirobody-server's `http` section.
+#[derive(Clone, Debug, serde::Deserialize)]
+#[serde(deny_unknown_fields, default)]
 #[non_exhaustive]
 pub struct HttpOptions {
     /// Serve without sessions: every request stands alone (for many instances behind a load
@@ -77,10 +81,14 @@ pub struct HttpOptions {
     /// The most sessions kept at once.
     pub max_sessions: usize,
     /// How long an unused session lives.
+    #[serde(deserialize_with = "crate::human_duration::deserialize")]
     pub session_idle_timeout: Duration,
     /// The interval of SSE keep-alive comments.
+    #[serde(deserialize_with = "crate::human_duration::deserialize")]
     pub keep_alive: Duration,
-    /// The `resource_metadata` URL for `WWW-Authenticate` challenges, if auth is configured.
+    /// The `resource_metadata` URL for `WWW-Authenticate` challenges, if auth is configured
+    /// (not read from configuration: the application knows it).
+    #[serde(skip)]
     pub resource_metadata_url: Option<String>,
     /// The most `subscriptions/listen` streams (MCP 2026-07-28) open at once.
     pub max_subscriptions: usize,
@@ -89,6 +97,7 @@ pub struct HttpOptions {
     pub max_anonymous_sessions: usize,
     /// How long a client may take to send a whole request body, from its headers on (408
     /// beyond, and the connection closes).
+    #[serde(deserialize_with = "crate::human_duration::deserialize")]
     pub request_body_timeout: Duration,
     /// Request bodies being read or answered at once, in bytes, for the whole endpoint (503
     /// with `Retry-After` beyond); zero for no bound.
