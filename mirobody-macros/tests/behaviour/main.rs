@@ -13,9 +13,6 @@ mod service;
 /// `#[derive(ToolEnum)]`: values, renames, parsing.
 mod enums;
 
-/// Golden tests: a macro twin of each built-in tool declares exactly what the built-in does.
-mod builtins;
-
 use mirobody_core::{Registry, Tool, ToolContext, ToolResult, UserInfo};
 use serde_json::Value;
 
