@@ -1,9 +1,11 @@
 //! What the auth layer is configured with, and where the server is reached.
 
 use std::collections::BTreeMap;
-use std::fmt;
 use std::path::PathBuf;
 
+/// A configured secret ([`secrecy`]'s): `Debug` prints `[REDACTED]`, nothing but
+/// [`ExposeSecret::expose_secret`] shows it, and its memory is zeroed when it is dropped.
+pub use secrecy::{ExposeSecret, SecretString};
 use serde::{Deserialize, Deserializer};
 
 /// Everything the auth layer reads from configuration. Every key is optional; the defaults
@@ -21,7 +23,7 @@ use serde::{Deserialize, Deserializer};
 /// assert_eq!(config.leeway_secs, 30);
 /// assert!(!format!("{config:?}").contains("0123456789abcdef"));
 /// ```
-#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct AuthConfig {
     /// The HS256 key (its UTF-8 bytes, at least 32 of them) that tokens are signed with.
@@ -165,7 +167,7 @@ impl KeyAlgorithm {
 }
 
 /// A key that verifies tokens but no longer signs them.
-#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PreviousKey {
     /// Its algorithm.
@@ -179,36 +181,6 @@ pub struct PreviousKey {
     /// The key id, if tokens name it.
     #[serde(default)]
     pub kid: Option<String>,
-}
-
-/// A configured secret: `Debug` prints `[redacted]`, and nothing but
-/// [`expose`](SecretString::expose) shows it.
-#[derive(Clone, PartialEq, Eq, Deserialize)]
-#[serde(transparent)]
-pub struct SecretString(String);
-
-impl SecretString {
-    /// Wraps a secret.
-    pub fn new(secret: impl Into<String>) -> Self {
-        SecretString(secret.into())
-    }
-
-    /// The secret itself.
-    pub fn expose(&self) -> &str {
-        &self.0
-    }
-}
-
-impl fmt::Debug for SecretString {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("[redacted]")
-    }
-}
-
-impl From<&str> for SecretString {
-    fn from(secret: &str) -> Self {
-        SecretString::new(secret)
-    }
 }
 
 /// A list of tool names (or of scopes, in [`AuthConfig::permission_scopes`]). Deserializes

@@ -12,6 +12,7 @@ use jsonwebtoken::errors::ErrorKind;
 use jsonwebtoken::jwk::{AlgorithmParameters, EllipticCurve, Jwk, PublicKeyUse};
 use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Validation};
 use mirobody_core::UserInfo;
+use secrecy::ExposeSecret;
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
@@ -171,7 +172,7 @@ impl JwtVerifier {
         install_crypto_provider();
         let mut keys = Vec::new();
         if let Some(secret) = &config.hs256_secret {
-            keys.push(hs256_key(secret.expose(), "hs256_secret", None, "current")?);
+            keys.push(hs256_key(secret.expose_secret(), "hs256_secret", None, "current")?);
         }
         if let Some(pem) = &config.rs256 {
             keys.push(pem_key(pem, KeyAlgorithm::RS256, "rs256")?);
@@ -190,7 +191,7 @@ impl JwtVerifier {
                     if previous.public_key_file.is_some() {
                         return Err(AuthConfigError::key(&name, "an HS256 key takes `secret`, not `public_key_file`"));
                     }
-                    hs256_key(secret.expose(), &name, previous.kid.clone(), "previous")?
+                    hs256_key(secret.expose_secret(), &name, previous.kid.clone(), "previous")?
                 }
                 alg => {
                     if previous.secret.is_some() {

@@ -75,8 +75,8 @@ mod visibility;
 
 pub use authenticator::{AuthMethod, Authenticator, QUERY_CREDENTIAL_PARAMS};
 pub use config::{
-    AuthConfig, KeyAlgorithm, McpEndpoint, PemKeyConfig, PreviousKey, SecretString, ToolList, ToolListKind,
-    flat_tool_list_key,
+    AuthConfig, ExposeSecret, KeyAlgorithm, McpEndpoint, PemKeyConfig, PreviousKey, SecretString, ToolList,
+    ToolListKind, flat_tool_list_key,
 };
 pub use error::{AuthConfigError, AuthError};
 pub use jwt::{ACCESS_TOKEN_TYPES, JwtVerifier, MAX_TOKEN_BYTES, TokenError};

@@ -2,7 +2,7 @@
 //! admin operations behind `POST`/`DELETE /personal/mcp` and `mirobody-server secret ...`.
 
 use std::fmt;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
@@ -157,8 +157,8 @@ pub fn secret_expiry(expires_in: Option<Duration>) -> Result<Option<u64>, Secret
     if !(MIN_SECRET_LIFETIME..=MAX_SECRET_LIFETIME).contains(&lifetime) {
         return Err(SecretAdminError::Lifetime(lifetime.as_secs()));
     }
-    let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
-    Ok(Some(u64::try_from((now + lifetime).as_millis()).unwrap_or(u64::MAX)))
+    let lifetime = u64::try_from(lifetime.as_millis()).unwrap_or(u64::MAX);
+    Ok(Some(mirobody_core::clock::now_ms().unsigned_abs().saturating_add(lifetime)))
 }
 
 /// Creates `user_id`'s personal MCP URL, bound to `agent` if given, and expiring after

@@ -480,5 +480,5 @@ async fn debug_output_hides_keys() {
         assert!(!text.contains(HS_KEY), "{text}");
         assert!(!text.contains("thirty-two"), "{text}");
     }
-    assert!(format!("{config:?}").contains("[redacted]"));
+    assert!(format!("{config:?}").contains("[REDACTED]"));
 }

@@ -11,7 +11,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use futures::future::BoxFuture;
 use http::{HeaderValue, StatusCode, header};
-use mirobody_auth::{Authenticator, McpEndpoint, SecretString};
+use mirobody_auth::{Authenticator, ExposeSecret, McpEndpoint, SecretString};
 use mirobody_core::{PromptRegistry, Registry, ResourceError, ResourceInfo, ResourceRegistry, ToolContext, UserInfo};
 use mirobody_tools::backends::{self, OpenedBackends};
 
@@ -92,7 +92,7 @@ pub fn resolved(config: &Config) -> Result<Config, AppError> {
     let has_key = auth.hs256_secret.is_some() || auth.rs256.is_some() || auth.es256.is_some() || auth.jwks.is_some();
     if !has_key {
         let key = embedded_token_key(&config.backends.data_dir).map_err(AppError::TokenKey)?;
-        config.auth.hs256_secret = Some(SecretString::new(key));
+        config.auth.hs256_secret = Some(SecretString::from(key));
     }
     Ok(config)
 }
@@ -198,7 +198,7 @@ pub async fn build(config: &Config) -> Result<Server, AppError> {
     // from it (config.rs refuses shared sessions without it).
     let state_key = match &config.request_state_key {
         Some(key) => Some(
-            mirobody_mcp::StateKey::new(key.expose().as_bytes().to_vec())
+            mirobody_mcp::StateKey::new(key.expose_secret().as_bytes())
                 .map_err(|e| AppError::StateKey(e.to_string()))?,
         ),
         None => None,

@@ -410,7 +410,8 @@ pub fn mint_token(
     if !scopes.is_empty() {
         claims["scope"] = serde_json::json!(scopes.join(" "));
     }
-    let key = jsonwebtoken::EncodingKey::from_secret(key.expose().as_bytes()).map_err(|e| e.to_string())?;
+    let key = jsonwebtoken::EncodingKey::from_secret(mirobody_auth::ExposeSecret::expose_secret(key).as_bytes())
+        .map_err(|e| e.to_string())?;
     jsonwebtoken::encode(&jsonwebtoken::Header::default(), &claims, &key).map_err(|e| e.to_string())
 }
 

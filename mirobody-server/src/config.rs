@@ -8,7 +8,7 @@ use std::time::Duration;
 use serde::Deserialize;
 use serde_yaml_ng::{Mapping, Value};
 
-use mirobody_auth::{AuthConfig, SecretString};
+use mirobody_auth::{AuthConfig, ExposeSecret, SecretString};
 use mirobody_tools::backends::BackendConfig;
 
 use mirobody_mcp::http::HttpOptions;
@@ -334,8 +334,10 @@ impl Config {
         if self.max_body_bytes < 1024 {
             return Err(format!("max_body_bytes must be at least 1024, not {}", self.max_body_bytes));
         }
-        if self.request_state_key.as_ref().is_some_and(|k| k.expose().len() < 32) {
-            return Err("request_state_key must be at least 32 bytes".into());
+        if let Some(key) = &self.request_state_key {
+            // The signed-token type's one key-length check.
+            mirobody_mcp::StateKey::new(key.expose_secret().as_bytes())
+                .map_err(|e| format!("request_state_key: {e}"))?;
         }
         if self.page_size == 0 {
             return Err("page_size must be at least 1".into());
@@ -410,7 +412,7 @@ impl Config {
     pub fn http_options(&self) -> HttpOptions {
         let mut allowed_hosts = self.allowed_hosts.clone();
         if let Some(host) = self.public_base_url.as_deref().and_then(url_host) {
-            allowed_hosts.push(host.to_owned());
+            allowed_hosts.push(host);
         }
         let mut options = HttpOptions::default();
         options.stateless = self.stateless;
@@ -514,15 +516,12 @@ fn normalize_prefix(prefix: &str) -> String {
     prefix.trim_end_matches('/').to_owned()
 }
 
-fn url_host(url: &str) -> Option<&str> {
-    let rest = url.split_once("://")?.1;
-    let authority = rest.split('/').next()?;
-    let host = if authority.starts_with('[') {
-        authority.split_inclusive(']').next()?
-    } else {
-        authority.rsplit_once(':').map_or(authority, |(h, _)| h)
-    };
-    (!host.is_empty()).then_some(host)
+// The host of an absolute URL as a Host header names it (an IPv6 address in brackets), without
+// userinfo or port; `None` without a scheme or a host.
+fn url_host(url: &str) -> Option<String> {
+    let uri = url.parse::<http::Uri>().ok()?;
+    uri.scheme()?;
+    uri.host().filter(|host| !host.is_empty()).map(str::to_owned)
 }
 
 #[cfg(test)]
@@ -561,6 +560,18 @@ mod tests {
         assert_eq!(config.mcp_path(), "/api/mcp");
         assert_eq!(config.base_url(), "https://mcp.example.com");
         assert!(config.http_options().allowed_hosts.contains(&"mcp.example.com".to_owned()));
+    }
+
+    #[test]
+    fn the_public_host_is_the_url_s_host_without_userinfo_or_port() {
+        let host = |url| url_host(url);
+        assert_eq!(host("https://mcp.example.com:8443/mcp").as_deref(), Some("mcp.example.com"));
+        assert_eq!(host("http://[::1]:8080/").as_deref(), Some("[::1]"), "as a Host header names it");
+        assert_eq!(host("http://[2001:db8::1]").as_deref(), Some("[2001:db8::1]"));
+        assert_eq!(host("https://user:pw@mcp.example.com:443/").as_deref(), Some("mcp.example.com"));
+        for no_host in ["mcp.example.com", "mcp.example.com:443", "/mcp", "https://", "not a url"] {
+            assert_eq!(host(no_host), None, "{no_host}");
+        }
     }
 
     #[test]
@@ -679,7 +690,7 @@ mod tests {
             ]),
         )
         .unwrap();
-        assert_eq!(config.request_state_key.as_ref().unwrap().expose(), "state-key-0123456789-0123456789-abcdef");
+        assert_eq!(config.request_state_key.as_ref().unwrap().expose_secret(), "state-key-0123456789-0123456789-abcdef");
         let printed = format!("{config:?} {config:#?}");
         for secret in ["state-key", "token-key", "db-password", "redis-password", "url-key"] {
             assert!(!printed.contains(secret), "{secret} in {printed}");

@@ -89,7 +89,7 @@ pub fn forged(header: &Value, claims: &Value, key: Option<&[u8]>) -> String {
 type Entry = (String, [u8; 32], Option<String>, Option<u64>);
 
 pub fn now_ms() -> u64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as u64
+    mirobody_core::clock::now_ms().unsigned_abs()
 }
 
 fn live(expires_at_ms: Option<u64>) -> bool {
