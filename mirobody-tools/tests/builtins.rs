@@ -3,7 +3,7 @@
 //! also run against the PostgreSQL and Redis of this machine when
 //! `MIROBODY_TEST_POSTGRES_URL` / `MIROBODY_TEST_REDIS_URL` are set.
 
-/// Fixtures: backends in a temp dir, the service, an HTTP client, an SSE reader.
+/// Fixtures: backends in a temp dir, the engine, an HTTP client, an SSE reader.
 #[path = "builtins/support.rs"]
 mod support;
 
@@ -63,6 +63,14 @@ mod private_files;
 /// `sslmode=verify-full` and `rediss://`.
 #[path = "builtins/tls.rs"]
 mod tls;
+
+/// Golden declarations of a few built-ins, in `tests/golden/tools/` (`UPDATE_GOLDEN=1`).
+#[path = "builtins/golden.rs"]
+mod golden;
+
+/// The tool tables in the READMEs, generated from the registry (`UPDATE_DOCS=1`).
+#[path = "builtins/tool_docs.rs"]
+mod tool_docs;
 
 /// A JSON value shortened for a failure message.
 fn short(value: &serde_json::Value) -> String {
