@@ -27,7 +27,7 @@ pub(crate) use peer::{Escalation, TaskPeer, drive};
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use futures::future::BoxFuture;
 use mirobody_core::{
@@ -126,9 +126,8 @@ impl TaskOptions {
     }
 }
 
-pub(crate) fn now_ms() -> i64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as i64).unwrap_or(0)
-}
+// The one wall clock (core's), under the name the tasks engine imports it by.
+pub(crate) use mirobody_core::clock::now_ms;
 
 /// The key the task `task_id` of `user` is kept under: `user:<id>` for a signed-in caller.
 /// Anonymous callers cannot be told apart, so an anonymous task is owned by its own unguessable
@@ -768,7 +767,27 @@ pub(crate) fn task_json(record: &TaskRecord, options: &TaskOptions, detailed: bo
     task
 }
 
+// A task's times on the wire: RFC 3339 in UTC with milliseconds (`2026-01-02T03:04:05.678Z`).
 fn rfc3339(ms: i64) -> String {
-    let time = UNIX_EPOCH + Duration::from_millis(ms.max(0) as u64);
-    humantime::format_rfc3339_millis(time).to_string()
+    let at = time::OffsetDateTime::from_unix_timestamp_nanos(i128::from(ms.max(0)) * 1_000_000)
+        .unwrap_or(time::OffsetDateTime::UNIX_EPOCH);
+    let (date, clock) = (at.date(), at.time());
+    format!(
+        "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:03}Z",
+        date.year(),
+        u8::from(date.month()),
+        date.day(),
+        clock.hour(),
+        clock.minute(),
+        clock.second(),
+        clock.millisecond()
+    )
+}
+
+#[cfg(test)]
+#[test]
+fn task_times_are_rfc3339_in_utc_with_milliseconds() {
+    assert_eq!(rfc3339(1_767_323_045_678), "2026-01-02T03:04:05.678Z");
+    assert_eq!(rfc3339(0), "1970-01-01T00:00:00.000Z");
+    assert_eq!(rfc3339(-5), "1970-01-01T00:00:00.000Z", "a time before the epoch reads as the epoch");
 }
