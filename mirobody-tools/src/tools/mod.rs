@@ -60,3 +60,25 @@ pub(crate) fn required_text<'a>(
     }
     Ok(text)
 }
+
+#[cfg(test)]
+mod tests {
+    /// A new tool is its file and one private `mod` line here: no module of this folder is
+    /// public, so adding a tool leaves the crate's public API as it was, and every file in the
+    /// folder is named (a file left out would compile to nothing, silently).
+    #[test]
+    fn every_tool_file_is_named_here_and_none_is_public() {
+        let list = include_str!("mod.rs");
+        let named: Vec<&str> = list.lines().filter_map(|line| line.strip_prefix("mod ")?.strip_suffix(';')).collect();
+        assert!(!list.lines().any(|line| line.starts_with("pub mod") || line.starts_with("pub(crate) mod")));
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/tools");
+        let mut files: Vec<String> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|entry| entry.unwrap().file_name().into_string().unwrap())
+            .filter_map(|file| Some(file.strip_suffix(".rs")?.to_owned()))
+            .filter(|name| name != "mod")
+            .collect();
+        files.sort();
+        assert_eq!(named, files, "each file in src/tools/ has one `mod name;` line, in order");
+    }
+}
