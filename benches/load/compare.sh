@@ -7,8 +7,8 @@
 # start-up peak, each build starting from a cold page cache (common.sh, drop_cached). For
 # telling whether a change helped on a machine whose throughput drifts between runs.
 # Usage: benches/load/compare.sh OLD_BINARY NEW_BINARY [seconds] [rounds]   (needs wrk)
-#   OLD_ENV / NEW_ENV: settings for one build only, e.g. NEW_ENV='MIROBODY_REQUESTS_PER_SECOND=1000000000
-#   MIROBODY_REQUESTS_BURST=1000000000' when the old build predates the per-caller rate limit
+#   OLD_ENV / NEW_ENV: settings for one build only, e.g. NEW_ENV='MIROBODY_HTTP__CALLER_LIMITS__REQUESTS_PER_SECOND=1000000000
+#   MIROBODY_HTTP__CALLER_LIMITS__BURST=1000000000' when the old build predates the per-caller rate limit
 #   (an older build refuses settings it does not know). The load generator is one caller, far
 #   over the default rate, so a build that has the limit needs it raised. Builds from before
 #   `release_startup_memory` always gave their start-up pages back; a later build compared with

@@ -13,7 +13,7 @@ n=${1:-20}
 bin=$PWD/target/release/mirobody-server
 [ -x "$bin" ] || { echo "build it first: cargo build --release -p mirobody-server"; exit 2; }
 # One caller sending as fast as it can: the per-caller rate limit is raised out of its way.
-export MIROBODY_REQUESTS_PER_SECOND=1000000000 MIROBODY_REQUESTS_BURST=1000000000
+export MIROBODY_HTTP__CALLER_LIMITS__REQUESTS_PER_SECOND=1000000000 MIROBODY_HTTP__CALLER_LIMITS__BURST=1000000000
 port=18190
 scratch=$(mktemp -d)
 (cd "$scratch" && exec "$bin" --bind 127.0.0.1:$port serve 2>/dev/null) & server=$!

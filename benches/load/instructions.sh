@@ -16,7 +16,7 @@ cd "$(dirname "$0")/../.."
 # The load generator is one caller sending far more requests a second than the per-caller rate
 # limit lets through: the limit is raised out of its way (not turned off, so its check is still
 # paid on every request), as an operator would for a trusted load generator.
-export MIROBODY_REQUESTS_PER_SECOND=1000000000 MIROBODY_REQUESTS_BURST=1000000000
+export MIROBODY_HTTP__CALLER_LIMITS__REQUESTS_PER_SECOND=1000000000 MIROBODY_HTTP__CALLER_LIMITS__BURST=1000000000
 n=${1:-2000}
 command -v valgrind >/dev/null || { echo "valgrind is not installed (apt-get install valgrind)"; exit 2; }
 # BIN_DIR=dir measures the mirobody-server and bare-hyper built there instead (another

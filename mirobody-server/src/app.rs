@@ -157,7 +157,7 @@ pub async fn build(config: &Config) -> Result<Server, AppError> {
     // An upload through a link ends within its body deadline and the waits for its turns; a
     // used-up link is kept that long, so an upload in progress finds it to give its use back.
     let mut link_settings = config.uploads.link_settings();
-    link_settings.upload_time = std::time::Duration::from_secs(config.request_body_timeout_secs.saturating_add(300));
+    link_settings.upload_time = config.http.request_body_timeout.saturating_add(std::time::Duration::from_secs(300));
     let upload_links = mirobody_tools::upload_links::UploadLinks::new(
         Arc::clone(opened.sql()),
         format!("{}{}/upload", config.base_url(), config.uri_prefix),
@@ -184,7 +184,7 @@ pub async fn build(config: &Config) -> Result<Server, AppError> {
         .options(config.mcp_options())
         .access_log(opened.access_log())
         .task_store(opened.task_store())
-        .task_options(config.tasks.options());
+        .task_options(config.tasks.clone());
     if !permissions.filters_no_agent() {
         let visibility = permissions.into_visibility();
         builder = builder.visibility(move |user: &UserInfo, tool: &mirobody_core::Tool| visibility(user, tool));
@@ -206,9 +206,7 @@ pub async fn build(config: &Config) -> Result<Server, AppError> {
     if let Some(key) = &state_key {
         builder = builder.request_state_key(key.clone());
     }
-    builder = builder
-        .request_state_ttl(std::time::Duration::from_secs(config.request_state_ttl_secs))
-        .list_ttl(std::time::Duration::from_secs(config.list_ttl_secs));
+    builder = builder.request_state_ttl(config.request_state_ttl).list_ttl(config.list_ttl);
     let service = builder.build();
 
     let mut http_options = config.http_options();
@@ -237,7 +235,7 @@ pub async fn build(config: &Config) -> Result<Server, AppError> {
                 links: upload_links.clone(),
                 max_import_bytes: config.uploads.max_import_bytes,
                 max_concurrent: config.uploads.max_concurrent,
-                body_deadline: std::time::Duration::from_secs(config.request_body_timeout_secs),
+                body_deadline: config.http.request_body_timeout,
                 max_concurrent_per_caller: config.uploads.max_concurrent_per_caller,
                 min_body_bytes_per_sec: config.uploads.min_body_bytes_per_sec,
                 // One rate per caller across `/mcp` and these routes.

@@ -12,27 +12,29 @@ use mirobody_auth::{AuthConfig, ExposeSecret, SecretString};
 use mirobody_tools::backends::BackendConfig;
 
 use mirobody_mcp::http::HttpOptions;
-use mirobody_mcp::{McpOptions, ServerInfo};
+use mirobody_mcp::{McpOptions, ServeOptions, ServerInfo, TaskOptions};
 
-/// The environment variable prefix for overrides: `MIROBODY_BIND`, `MIROBODY_STATELESS`, ...
+/// The environment variable prefix for overrides: `MIROBODY_BIND`, `MIROBODY_HTTP__STATELESS` (`__`
+/// for a key in a section), ...
 pub const ENV_PREFIX: &str = "MIROBODY_";
 
-/// The longest `request_body_timeout_secs` allowed: a day.
-pub const MAX_REQUEST_BODY_TIMEOUT_SECS: u64 = 86_400;
+/// The longest `http.request_body_timeout` allowed: a day.
+pub const MAX_REQUEST_BODY_TIMEOUT: Duration = Duration::from_secs(86_400);
 
 mod extraction;
 mod quotas;
-mod tasks;
 mod tools;
 mod uploads;
 
 pub use extraction::ExtractionSettings;
 pub use quotas::QuotaSettings;
-pub use tasks::TaskSettings;
 pub use tools::ToolSettings;
 pub use uploads::UploadSettings;
 
-/// Every setting, with its default.
+/// Every setting, with its default. The transport's, the protocol's and the tasks' settings
+/// are `mirobody-mcp`'s own option structs, embedded as sections: a new setting there is a new
+/// key here with nothing else to change. Durations read `30s`, `15m`, `1h`, `200ms` or a
+/// number of seconds ([`mirobody_mcp::human_duration`]).
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 // `Debug` prints no secret: the keys are `SecretString`s, the backends' URLs are redacted.
@@ -44,72 +46,19 @@ pub struct Config {
     pub public_base_url: Option<String>,
     /// A path prefix for every route, such as `/api` (empty for none).
     pub uri_prefix: String,
-    /// Serve without sessions, for many instances behind a load balancer.
-    pub stateless: bool,
     /// Keep 2025-11-25 sessions in Redis when `backends.redis_url` is set, so that every
     /// instance serves every session (on by default). Instances that share sessions must share
     /// their keys too: the server refuses to start when one would be generated.
     pub shared_sessions: bool,
-    /// The largest request body, in bytes.
-    pub max_body_bytes: usize,
-    /// Host names accepted in the Host header (`*` for any). The public base URL's host is
-    /// always accepted.
-    pub allowed_hosts: Vec<String>,
-    /// Extra origins accepted for browser clients (`*` for any).
-    pub allowed_origins: Vec<String>,
-    /// The most sessions kept at once.
-    pub max_sessions: usize,
-    /// Seconds an unused session lives.
-    pub session_idle_timeout_secs: u64,
-    /// Seconds a client may take to send a request's headers.
-    pub header_read_timeout_secs: u64,
-    /// Seconds a shutdown waits for requests in flight before closing their connections.
-    pub shutdown_grace_secs: u64,
-    /// Seconds a write to a client may wait for it to read before its connection is closed.
-    pub write_timeout_secs: u64,
-    /// Seconds a client may take to send a whole request body.
-    pub request_body_timeout_secs: u64,
-    /// The most connections open at once.
-    pub max_connections: usize,
-    /// The most connections open at once from one client address (0: no bound).
-    pub max_connections_per_address: usize,
-    /// Reverse proxies (addresses or CIDR networks) whose `Forwarded` / `X-Forwarded-For`
-    /// headers name the client; none by default, and the headers of anyone else are ignored.
-    pub trusted_proxies: Vec<String>,
-    /// The one header the trusted proxies name the client in: `x-forwarded-for` (the default,
-    /// what nginx and cloud load balancers write) or `forwarded` (RFC 7239). The other is
-    /// never read: a proxy that does not write it passes a client's own on.
-    pub forwarded_header: String,
-    /// Request bodies being read or answered at once, in bytes (0: no bound).
-    pub max_inflight_body_bytes: usize,
-    /// How many of `max_sessions` anonymous callers may hold.
-    pub max_anonymous_sessions: usize,
-    /// Sessions one caller (a user, or an anonymous client's address) may hold (0: no bound).
-    pub max_sessions_per_caller: usize,
-    /// Tool calls one caller may have running at once (0: no bound).
-    pub max_calls_per_caller: usize,
-    /// Streams one caller may hold open at once: GET streams and `subscriptions/listen` (0: no
-    /// bound).
-    pub max_streams_per_caller: usize,
-    /// Requests per second one caller may send on average (0: no bound).
-    pub requests_per_second: u32,
-    /// Requests one caller may send at once above that rate.
-    pub requests_burst: u32,
     /// Threads that answer requests. Unset: one per CPU the process may use (its CPU affinity
     /// and cgroup quota). With one, every request is answered on a single thread (blocking work
     /// such as SQLite still has threads of its own).
     pub worker_threads: Option<usize>,
     /// Give back, once started, the pages of the program's own file that only start-up used
-    /// (`memory::release_startup_pages`, Linux only). Off by default: it trades a few page
-    /// faults after start-up for a few MiB of resident memory, which matters only where many
-    /// small instances share a host.
+    /// (`startup_pages::release_startup_pages`, Linux only). Off by default: it trades a few
+    /// page faults after start-up for a few MiB of resident memory, which matters only where
+    /// many small instances share a host.
     pub release_startup_memory: bool,
-    /// Tools per `tools/list` page.
-    pub page_size: usize,
-    /// Leave auth tools out of anonymous `tools/list` replies.
-    pub hide_auth_tools_from_anonymous: bool,
-    /// Seconds a tool waits for the client to answer a question.
-    pub answer_timeout_secs: u64,
     /// The server's name in `initialize`.
     pub server_name: String,
     /// Instructions for the model, sent in `initialize`.
@@ -119,19 +68,26 @@ pub struct Config {
     /// The key (32+ bytes) that signs 2026-07-28 `requestState`s; instances behind one load
     /// balancer need the same one. A random key per process when unset.
     pub request_state_key: Option<SecretString>,
-    /// Seconds a 2026-07-28 `requestState` stays valid.
-    pub request_state_ttl_secs: u64,
-    /// The `ttlMs` caching hint on 2026-07-28 listings, in seconds.
-    pub list_ttl_secs: u64,
-    /// The most `subscriptions/listen` streams open at once.
-    pub max_subscriptions: usize,
+    /// How long a 2026-07-28 `requestState` stays valid.
+    #[serde(deserialize_with = "mirobody_mcp::human_duration::deserialize")]
+    pub request_state_ttl: Duration,
+    /// The `ttlMs` caching hint on 2026-07-28 listings.
+    #[serde(deserialize_with = "mirobody_mcp::human_duration::deserialize")]
+    pub list_ttl: Duration,
+    /// The Streamable HTTP endpoint: sessions, bodies, hosts and origins, and what one caller
+    /// may hold (`http.caller_limits`). The public base URL's host is always an allowed host.
+    pub http: HttpOptions,
+    /// How connections are served: their deadlines, how many, the trusted proxies.
+    pub serve: ServeOptions,
+    /// The protocol: `tools/list` pages, how long a tool waits for the client's answers.
+    pub mcp: McpOptions,
+    /// Calls that run as tasks (the MCP tasks extension): how long results are kept, how many
+    /// run at once per caller.
+    pub tasks: TaskOptions,
     /// A person's uploads and imports: sizes, quotas, upload links.
     pub uploads: UploadSettings,
     /// How the text of uploaded documents is read: a sandboxed child process per document.
     pub extraction: ExtractionSettings,
-    /// Calls that run as tasks (the MCP tasks extension): how long results are kept, how many
-    /// run at once per caller.
-    pub tasks: TaskSettings,
     /// How long a tool call may work: a default for tools that declare no limit, and limits
     /// by tool name.
     pub tools: ToolSettings,
@@ -146,51 +102,25 @@ pub struct Config {
 
 impl Default for Config {
     fn default() -> Self {
-        let http = HttpOptions::default();
-        let mcp = McpOptions::default();
-        let serve = mirobody_mcp::ServeOptions::default();
-        let callers = &http.caller_limits;
         Config {
             bind: SocketAddr::from(([127, 0, 0, 1], 8080)),
             public_base_url: None,
             uri_prefix: String::new(),
-            stateless: http.stateless,
             shared_sessions: true,
-            max_body_bytes: http.max_body_bytes,
-            allowed_hosts: http.allowed_hosts,
-            allowed_origins: http.allowed_origins,
-            max_sessions: http.max_sessions,
-            session_idle_timeout_secs: http.session_idle_timeout.as_secs(),
-            header_read_timeout_secs: serve.header_read_timeout.as_secs(),
-            shutdown_grace_secs: serve.shutdown_grace.as_secs(),
-            write_timeout_secs: serve.write_timeout.as_secs(),
-            request_body_timeout_secs: http.request_body_timeout.as_secs(),
-            max_connections: serve.max_connections,
-            max_connections_per_address: serve.max_connections_per_address,
-            trusted_proxies: Vec::new(),
-            forwarded_header: "x-forwarded-for".to_owned(),
-            max_inflight_body_bytes: http.max_inflight_body_bytes,
-            max_anonymous_sessions: http.max_anonymous_sessions,
-            max_sessions_per_caller: callers.max_sessions,
-            max_calls_per_caller: callers.max_calls,
-            max_streams_per_caller: callers.max_streams,
-            requests_per_second: callers.requests_per_second,
-            requests_burst: callers.burst,
             worker_threads: None,
             release_startup_memory: false,
-            page_size: mcp.page_size,
-            hide_auth_tools_from_anonymous: mcp.hide_auth_tools_from_anonymous,
-            answer_timeout_secs: mcp.answer_timeout.as_secs(),
             server_name: ServerInfo::default().name,
             instructions: None,
             log: "info".into(),
             request_state_key: None,
-            request_state_ttl_secs: 600,
-            list_ttl_secs: 60,
-            max_subscriptions: http.max_subscriptions,
+            request_state_ttl: Duration::from_secs(600),
+            list_ttl: Duration::from_secs(60),
+            http: HttpOptions::default(),
+            serve: ServeOptions::default(),
+            mcp: McpOptions::default(),
+            tasks: TaskOptions::default(),
             uploads: UploadSettings::default(),
             extraction: ExtractionSettings::default(),
-            tasks: TaskSettings::default(),
             tools: ToolSettings::default(),
             quotas: QuotaSettings::default(),
             auth: AuthConfig::default(),
@@ -222,6 +152,10 @@ pub enum ConfigError {
 
 impl Config {
     /// Loads the file (if any), then applies `MIROBODY_*` variables from `env`.
+    // The layering is this function and `insert_path`, not a crate made for it (figment,
+    // config): those would need the same filters for the flat per-agent tool lists and the
+    // test suite's variables, would bring a second YAML parser, and name a bad key by its
+    // provider rather than by the variable that set it.
     pub fn load(file: Option<&Path>, env: impl IntoIterator<Item = (String, String)>) -> Result<Config, ConfigError> {
         let mut origin = "defaults".to_owned();
         let mut map = match file {
@@ -272,7 +206,9 @@ impl Config {
         if !from_env.is_empty() {
             origin = format!("{origin} with environment {}", from_env.join(", "));
         }
-        let mut config: Config = serde_yaml_ng::from_value(Value::Mapping(map)).map_err(|e| invalid(&origin, e))?;
+        // The error names the key it is about (`serve.write_timeout: ...`), however deep.
+        let mut config: Config =
+            serde_path_to_error::deserialize(Value::Mapping(map)).map_err(|e| invalid(&origin, e))?;
         for (key, value) in tool_lists {
             let Some((kind, agent)) = mirobody_auth::flat_tool_list_key(&key) else { continue };
             let list: mirobody_auth::ToolList =
@@ -291,7 +227,7 @@ impl Config {
 
     /// Whether sessions are shared with other instances through Redis.
     pub fn shares_sessions(&self) -> bool {
-        self.shared_sessions && !self.stateless && self.backends.redis_url.is_some()
+        self.shared_sessions && !self.http.stateless && self.backends.redis_url.is_some()
     }
 
     // Instances that share sessions serve one client in turn: what one signs (a requestState,
@@ -331,58 +267,52 @@ impl Config {
     fn validate(&self) -> Result<(), String> {
         self.check_shared()?;
         self.quotas.validate()?;
-        if self.max_body_bytes < 1024 {
-            return Err(format!("max_body_bytes must be at least 1024, not {}", self.max_body_bytes));
+        self.extraction.validate()?;
+        let (http, serve, tasks, uploads) = (&self.http, &self.serve, &self.tasks, &self.uploads);
+        if http.max_body_bytes < 1024 {
+            return Err(format!("http.max_body_bytes must be at least 1024, not {}", http.max_body_bytes));
         }
         if let Some(key) = &self.request_state_key {
             // The signed-token type's one key-length check.
             mirobody_mcp::StateKey::new(key.expose_secret().as_bytes())
                 .map_err(|e| format!("request_state_key: {e}"))?;
         }
-        if self.page_size == 0 {
-            return Err("page_size must be at least 1".into());
-        }
-        self.extraction.validate()?;
-        if self.header_read_timeout_secs == 0 {
-            return Err("header_read_timeout_secs must be at least 1".into());
-        }
-        if self.worker_threads == Some(0) {
-            return Err("worker_threads must be at least 1".into());
-        }
-        if self.max_sessions == 0 {
-            return Err("max_sessions must be at least 1".into());
-        }
-        for (key, value) in [
-            ("uploads.max_file_bytes", self.uploads.max_file_bytes),
-            ("uploads.max_import_bytes", self.uploads.max_import_bytes),
-            ("uploads.max_concurrent", self.uploads.max_concurrent as u64),
-            ("uploads.max_inflight_bytes", self.uploads.max_inflight_bytes),
-            ("uploads.link_ttl_secs", self.uploads.link_ttl_secs),
-            ("uploads.link_uses", u64::from(self.uploads.link_uses)),
-            ("uploads.max_links_per_user", u64::from(self.uploads.max_links_per_user)),
-            ("tasks.ttl_secs", self.tasks.ttl_secs),
-            ("tasks.max_running_per_caller", self.tasks.max_running_per_caller),
-            ("tasks.max_kept_per_caller", self.tasks.max_kept_per_caller),
-            ("tasks.lease_secs", self.tasks.lease_secs),
-            ("write_timeout_secs", self.write_timeout_secs),
-            ("request_body_timeout_secs", self.request_body_timeout_secs),
-            ("max_connections", self.max_connections as u64),
+        // What a zero would break: no page, no session, a deadline already past.
+        for (key, zero) in [
+            ("mcp.page_size", self.mcp.page_size == 0),
+            ("worker_threads", self.worker_threads == Some(0)),
+            ("http.max_sessions", http.max_sessions == 0),
+            ("http.request_body_timeout", http.request_body_timeout.is_zero()),
+            ("serve.header_read_timeout", serve.header_read_timeout.is_zero()),
+            ("serve.write_timeout", serve.write_timeout.is_zero()),
+            ("serve.max_connections", serve.max_connections == 0),
+            ("uploads.max_file_bytes", uploads.max_file_bytes == 0),
+            ("uploads.max_import_bytes", uploads.max_import_bytes == 0),
+            ("uploads.max_concurrent", uploads.max_concurrent == 0),
+            ("uploads.max_inflight_bytes", uploads.max_inflight_bytes == 0),
+            ("uploads.link_ttl", uploads.link_ttl.is_zero()),
+            ("uploads.link_uses", uploads.link_uses == 0),
+            ("uploads.max_links_per_user", uploads.max_links_per_user == 0),
+            ("tasks.ttl", tasks.ttl.is_zero()),
+            ("tasks.max_live_per_caller", tasks.max_live_per_caller == 0),
+            ("tasks.max_kept_per_caller", tasks.max_kept_per_caller == 0),
+            ("tasks.lease", tasks.lease.is_zero()),
         ] {
-            if value == 0 {
-                return Err(format!("{key} must be at least 1"));
+            if zero {
+                return Err(format!("{key} must not be zero"));
             }
         }
         // A day at most: a longer deadline is no bound, and one past what a clock can add panics.
-        if self.request_body_timeout_secs > MAX_REQUEST_BODY_TIMEOUT_SECS {
+        if http.request_body_timeout > MAX_REQUEST_BODY_TIMEOUT {
             return Err(format!(
-                "request_body_timeout_secs must be at most {MAX_REQUEST_BODY_TIMEOUT_SECS}, not {}",
-                self.request_body_timeout_secs
+                "http.request_body_timeout must be at most {MAX_REQUEST_BODY_TIMEOUT:?}, not {:?}",
+                http.request_body_timeout
             ));
         }
-        if self.max_anonymous_sessions > self.max_sessions {
+        if http.max_anonymous_sessions > http.max_sessions {
             return Err(format!(
-                "max_anonymous_sessions ({}) must not be more than max_sessions ({})",
-                self.max_anonymous_sessions, self.max_sessions
+                "http.max_anonymous_sessions ({}) must not be more than http.max_sessions ({})",
+                http.max_anonymous_sessions, http.max_sessions
             ));
         }
         if let Some(url) = &self.public_base_url
@@ -393,8 +323,6 @@ impl Config {
         if !self.uri_prefix.is_empty() && !self.uri_prefix.starts_with('/') {
             return Err(format!("uri_prefix must start with '/', not '{}'", self.uri_prefix));
         }
-        mirobody_mcp::TrustedProxies::parse(&self.trusted_proxies).map_err(|e| format!("trusted_proxies: {e}"))?;
-        self.forwarded_header.parse::<mirobody_mcp::ForwardedHeader>().map_err(|e| format!("forwarded_header: {e}"))?;
         Ok(())
     }
 
@@ -408,45 +336,13 @@ impl Config {
         format!("{}/mcp", self.uri_prefix)
     }
 
-    /// The HTTP transport options.
+    /// The HTTP transport options: the `http` section, with the public base URL's host among
+    /// the allowed hosts.
     pub fn http_options(&self) -> HttpOptions {
-        let mut allowed_hosts = self.allowed_hosts.clone();
+        let mut options = self.http.clone();
         if let Some(host) = self.public_base_url.as_deref().and_then(url_host) {
-            allowed_hosts.push(host);
+            options.allowed_hosts.push(host);
         }
-        let mut options = HttpOptions::default();
-        options.stateless = self.stateless;
-        options.max_body_bytes = self.max_body_bytes;
-        options.allowed_hosts = allowed_hosts;
-        options.allowed_origins = self.allowed_origins.clone();
-        options.max_sessions = self.max_sessions;
-        options.session_idle_timeout = Duration::from_secs(self.session_idle_timeout_secs);
-        options.max_subscriptions = self.max_subscriptions;
-        options.max_anonymous_sessions = self.max_anonymous_sessions;
-        options.request_body_timeout = Duration::from_secs(self.request_body_timeout_secs);
-        options.max_inflight_body_bytes = self.max_inflight_body_bytes;
-        options.caller_limits = self.caller_limits();
-        options
-    }
-
-    /// What one caller may hold and how fast it may ask.
-    pub fn caller_limits(&self) -> mirobody_mcp::limits::CallerLimits {
-        mirobody_mcp::limits::CallerLimits::default()
-            .with_holdings(self.max_sessions_per_caller, self.max_calls_per_caller, self.max_streams_per_caller)
-            .with_rate(self.requests_per_second, self.requests_burst)
-    }
-
-    /// How connections are served.
-    pub fn serve_options(&self) -> mirobody_mcp::ServeOptions {
-        let mut options = mirobody_mcp::ServeOptions::default();
-        options.header_read_timeout = Duration::from_secs(self.header_read_timeout_secs);
-        options.shutdown_grace = Duration::from_secs(self.shutdown_grace_secs);
-        options.write_timeout = Duration::from_secs(self.write_timeout_secs);
-        options.max_connections = self.max_connections;
-        options.max_connections_per_address = self.max_connections_per_address;
-        // Checked when the configuration was loaded.
-        options.trusted_proxies = mirobody_mcp::TrustedProxies::parse(&self.trusted_proxies).unwrap_or_default();
-        options.forwarded_header = self.forwarded_header.parse().unwrap_or_default();
         options
     }
 
@@ -472,12 +368,9 @@ impl Config {
         builder.enable_all().build()
     }
 
-    /// The protocol options.
+    /// The protocol options: the `mcp` section, with the `tools` section's time limits.
     pub fn mcp_options(&self) -> McpOptions {
-        let mut options = McpOptions::default();
-        options.page_size = self.page_size;
-        options.hide_auth_tools_from_anonymous = self.hide_auth_tools_from_anonymous;
-        options.answer_timeout = Duration::from_secs(self.answer_timeout_secs);
+        let mut options = self.mcp.clone();
         self.tools.apply(&mut options);
         options
     }
@@ -548,15 +441,14 @@ mod tests {
         let path = dir.join("config.yaml");
         std::fs::write(
             &path,
-            "bind: 0.0.0.0:9000\npage_size: 5\nuri_prefix: /api/\npublic_base_url: https://mcp.example.com/\n",
+            "bind: 0.0.0.0:9000\nmcp:\n  page_size: 5\nuri_prefix: /api/\npublic_base_url: https://mcp.example.com/\n",
         )
         .unwrap();
-        let config =
-            Config::load(Some(&path), env(&[("MIROBODY_PAGE_SIZE", "7"), ("MIROBODY_ALLOWED_ORIGINS", "[a, b]")]))
-                .unwrap();
+        let vars = [("MIROBODY_MCP__PAGE_SIZE", "7"), ("MIROBODY_HTTP__ALLOWED_ORIGINS", "[a, b]")];
+        let config = Config::load(Some(&path), env(&vars)).unwrap();
         assert_eq!(config.bind.to_string(), "0.0.0.0:9000");
-        assert_eq!(config.page_size, 7);
-        assert_eq!(config.allowed_origins, ["a", "b"]);
+        assert_eq!(config.mcp.page_size, 7);
+        assert_eq!(config.http.allowed_origins, ["a", "b"]);
         assert_eq!(config.mcp_path(), "/api/mcp");
         assert_eq!(config.base_url(), "https://mcp.example.com");
         assert!(config.http_options().allowed_hosts.contains(&"mcp.example.com".to_owned()));
@@ -608,13 +500,51 @@ mod tests {
 
     #[test]
     fn the_connection_timeouts_reach_the_serve_options() {
-        let vars = [("MIROBODY_HEADER_READ_TIMEOUT_SECS", "7"), ("MIROBODY_SHUTDOWN_GRACE_SECS", "0")];
-        let options = Config::load(None, env(&vars)).unwrap().serve_options();
-        assert_eq!(options.header_read_timeout, Duration::from_secs(7));
+        let vars = [("MIROBODY_SERVE__HEADER_READ_TIMEOUT", "7"), ("MIROBODY_SERVE__SHUTDOWN_GRACE", "0")];
+        let options = Config::load(None, env(&vars)).unwrap().serve;
+        assert_eq!(options.header_read_timeout, Duration::from_secs(7), "a bare number is seconds");
         assert_eq!(options.shutdown_grace, Duration::ZERO);
-        let defaults = Config::default().serve_options();
+        let defaults = Config::default().serve;
         assert_eq!(defaults.header_read_timeout, Duration::from_secs(30));
         assert_eq!(defaults.shutdown_grace, Duration::from_secs(30));
+    }
+
+    #[test]
+    fn sections_read_human_durations_from_the_file_and_the_environment_wins() {
+        let dir = std::env::temp_dir().join(format!("mirobody-config-durations-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("config.yaml");
+        let yaml = "serve:\n  write_timeout: 30s\n  shutdown_grace: 1m\nhttp:\n  session_idle_timeout: 15m\n  \
+                    caller_limits:\n    max_calls: 4\n    burst: 9\ntasks:\n  ttl: 1h\n  sync_budget: 250ms\n\
+                    uploads:\n  link_ttl: 2h 30m\nlist_ttl: 90\n";
+        std::fs::write(&path, yaml).unwrap();
+        let vars = [("MIROBODY_HTTP__CALLER_LIMITS__MAX_CALLS", "6"), ("MIROBODY_SERVE__SHUTDOWN_GRACE", "5s")];
+        let config = Config::load(Some(&path), env(&vars)).unwrap();
+        assert_eq!(config.serve.write_timeout, Duration::from_secs(30));
+        assert_eq!(config.serve.shutdown_grace, Duration::from_secs(5), "the environment wins");
+        assert_eq!(config.serve.max_connections, ServeOptions::default().max_connections, "unset: the default");
+        assert_eq!(config.http.session_idle_timeout, Duration::from_secs(15 * 60));
+        let callers = &config.http_options().caller_limits;
+        assert_eq!((callers.max_calls, callers.burst, callers.max_streams), (6, 9, 8));
+        assert_eq!(
+            (config.tasks.ttl, config.tasks.sync_budget),
+            (Duration::from_secs(3600), Duration::from_millis(250))
+        );
+        assert_eq!(config.uploads.link_settings().lifetime, Duration::from_secs(9000));
+        assert_eq!(config.list_ttl, Duration::from_secs(90));
+    }
+
+    #[test]
+    fn a_bad_duration_or_an_old_flat_key_is_named() {
+        let err = Config::load(None, env(&[("MIROBODY_SERVE__WRITE_TIMEOUT", "30 parsecs")])).unwrap_err().to_string();
+        assert!(err.contains("serve.write_timeout") && err.contains("'30 parsecs' is not a duration"), "{err}");
+        assert!(err.contains("MIROBODY_SERVE__WRITE_TIMEOUT"), "{err}");
+        let err = Config::load(None, env(&[("MIROBODY_HTTP__CALLER_LIMITS__BURST", "-1")])).unwrap_err().to_string();
+        assert!(err.contains("http.caller_limits.burst"), "{err}");
+        let err = Config::load(None, env(&[("MIROBODY_WRITE_TIMEOUT_SECS", "4")])).unwrap_err().to_string();
+        assert!(err.contains("write_timeout_secs"), "{err}");
+        let err = Config::load(None, env(&[("MIROBODY_SERVE__TIMEOUT", "4s")])).unwrap_err().to_string();
+        assert!(err.contains("serve") && err.contains("unknown field `timeout`"), "{err}");
     }
 
     #[test]
@@ -670,7 +600,7 @@ mod tests {
         // One instance says so, or shares nothing: no keys needed.
         let redis = [("MIROBODY_BACKENDS__REDIS_URL", "redis://127.0.0.1:6379")];
         assert!(Config::load(None, env(&redis)).is_err());
-        for off in [("MIROBODY_SHARED_SESSIONS", "false"), ("MIROBODY_STATELESS", "true")] {
+        for off in [("MIROBODY_SHARED_SESSIONS", "false"), ("MIROBODY_HTTP__STATELESS", "true")] {
             let config = Config::load(None, env(&[redis[0], off])).unwrap();
             assert!(!config.shares_sessions());
         }
@@ -690,7 +620,10 @@ mod tests {
             ]),
         )
         .unwrap();
-        assert_eq!(config.request_state_key.as_ref().unwrap().expose_secret(), "state-key-0123456789-0123456789-abcdef");
+        assert_eq!(
+            config.request_state_key.as_ref().unwrap().expose_secret(),
+            "state-key-0123456789-0123456789-abcdef"
+        );
         let printed = format!("{config:?} {config:#?}");
         for secret in ["state-key", "token-key", "db-password", "redis-password", "url-key"] {
             assert!(!printed.contains(secret), "{secret} in {printed}");
@@ -700,34 +633,35 @@ mod tests {
     #[test]
     fn the_limits_reach_the_transport_and_the_connections() {
         let vars = [
-            ("MIROBODY_MAX_CALLS_PER_CALLER", "3"),
-            ("MIROBODY_REQUESTS_PER_SECOND", "0"),
-            ("MIROBODY_MAX_CONNECTIONS_PER_ADDRESS", "9"),
-            ("MIROBODY_WRITE_TIMEOUT_SECS", "4"),
-            ("MIROBODY_REQUEST_BODY_TIMEOUT_SECS", "5"),
-            ("MIROBODY_MAX_ANONYMOUS_SESSIONS", "10"),
+            ("MIROBODY_HTTP__CALLER_LIMITS__MAX_CALLS", "3"),
+            ("MIROBODY_HTTP__CALLER_LIMITS__REQUESTS_PER_SECOND", "0"),
+            ("MIROBODY_SERVE__MAX_CONNECTIONS_PER_ADDRESS", "9"),
+            ("MIROBODY_SERVE__WRITE_TIMEOUT", "4s"),
+            ("MIROBODY_HTTP__REQUEST_BODY_TIMEOUT", "5"),
+            ("MIROBODY_HTTP__MAX_ANONYMOUS_SESSIONS", "10"),
         ];
         let config = Config::load(None, env(&vars)).unwrap();
         let http = config.http_options();
         assert_eq!((http.caller_limits.max_calls, http.caller_limits.requests_per_second), (3, 0));
         assert_eq!(http.request_body_timeout, Duration::from_secs(5));
         assert_eq!(http.max_anonymous_sessions, 10);
-        let serve = config.serve_options();
+        let serve = &config.serve;
         assert_eq!((serve.max_connections_per_address, serve.write_timeout), (9, Duration::from_secs(4)));
-        let err = Config::load(None, env(&[("MIROBODY_MAX_ANONYMOUS_SESSIONS", "20000")])).unwrap_err().to_string();
-        assert!(err.contains("max_anonymous_sessions"), "{err}");
-        let err = Config::load(None, env(&[("MIROBODY_WRITE_TIMEOUT_SECS", "0")])).unwrap_err().to_string();
-        assert!(err.contains("write_timeout_secs must be at least 1"), "{err}");
+        let err =
+            Config::load(None, env(&[("MIROBODY_HTTP__MAX_ANONYMOUS_SESSIONS", "20000")])).unwrap_err().to_string();
+        assert!(err.contains("http.max_anonymous_sessions"), "{err}");
+        let err = Config::load(None, env(&[("MIROBODY_SERVE__WRITE_TIMEOUT", "0s")])).unwrap_err().to_string();
+        assert!(err.contains("serve.write_timeout must not be zero"), "{err}");
     }
 
     #[test]
     fn a_body_deadline_past_a_day_is_refused() {
-        let err = Config::load(None, env(&[("MIROBODY_REQUEST_BODY_TIMEOUT_SECS", "18446744073709551615")]))
+        let err = Config::load(None, env(&[("MIROBODY_HTTP__REQUEST_BODY_TIMEOUT", "18446744073709551615")]))
             .unwrap_err()
             .to_string();
-        assert!(err.contains("request_body_timeout_secs must be at most 86400"), "{err}");
-        let config = Config::load(None, env(&[("MIROBODY_REQUEST_BODY_TIMEOUT_SECS", "86400")])).unwrap();
-        assert_eq!(config.request_body_timeout_secs, 86_400);
+        assert!(err.contains("http.request_body_timeout must be at most 86400s"), "{err}");
+        let config = Config::load(None, env(&[("MIROBODY_HTTP__REQUEST_BODY_TIMEOUT", "1day")])).unwrap();
+        assert_eq!(config.http.request_body_timeout, Duration::from_secs(86_400));
     }
 
     #[test]
@@ -744,12 +678,12 @@ mod tests {
         assert!(err.contains("page_siz") && err.contains("MIROBODY_PAGE_SIZ"), "{err}");
         let err = Config::load(None, env(&[("MIROBODY_BIND", "nowhere")])).unwrap_err().to_string();
         assert!(err.contains("bind") || err.contains("socket address"), "{err}");
-        let err = Config::load(None, env(&[("MIROBODY_PAGE_SIZE", "0")])).unwrap_err().to_string();
-        assert!(err.contains("page_size must be at least 1"), "{err}");
-        let err = Config::load(None, env(&[("MIROBODY_HEADER_READ_TIMEOUT_SECS", "0")])).unwrap_err().to_string();
-        assert!(err.contains("header_read_timeout_secs must be at least 1"), "{err}");
+        let err = Config::load(None, env(&[("MIROBODY_MCP__PAGE_SIZE", "0")])).unwrap_err().to_string();
+        assert!(err.contains("mcp.page_size must not be zero"), "{err}");
+        let err = Config::load(None, env(&[("MIROBODY_SERVE__HEADER_READ_TIMEOUT", "0")])).unwrap_err().to_string();
+        assert!(err.contains("serve.header_read_timeout must not be zero"), "{err}");
         let err = Config::load(None, env(&[("MIROBODY_WORKER_THREADS", "0")])).unwrap_err().to_string();
-        assert!(err.contains("worker_threads must be at least 1"), "{err}");
+        assert!(err.contains("worker_threads must not be zero"), "{err}");
         let err = Config::load(None, env(&[("MIROBODY_WORKER_THREADS", "many")])).unwrap_err().to_string();
         assert!(err.contains("MIROBODY_WORKER_THREADS") && err.contains("many"), "{err}");
         let err = Config::load(None, env(&[("MIROBODY_PUBLIC_BASE_URL", "example.com")])).unwrap_err().to_string();
@@ -759,33 +693,36 @@ mod tests {
     #[test]
     fn trusted_proxies_and_fair_shares_are_read_and_checked() {
         let defaults = Config::default();
-        assert!(defaults.serve_options().trusted_proxies.is_empty(), "no proxy is trusted unless named");
+        assert!(defaults.serve.trusted_proxies.is_empty(), "no proxy is trusted unless named");
         assert_eq!((defaults.uploads.max_concurrent_per_caller, defaults.uploads.min_body_bytes_per_sec), (2, 16384));
         let vars = [
-            ("MIROBODY_TRUSTED_PROXIES", r#"["127.0.0.1/32", "10.0.0.0/8", "::1"]"#),
+            ("MIROBODY_SERVE__TRUSTED_PROXIES", r#"["127.0.0.1/32", "10.0.0.0/8", "::1"]"#),
             ("MIROBODY_UPLOADS__MAX_CONCURRENT_PER_CALLER", "3"),
             ("MIROBODY_UPLOADS__MIN_BODY_BYTES_PER_SEC", "0"),
         ];
         let config = Config::load(None, env(&vars)).unwrap();
-        let proxies = config.serve_options().trusted_proxies;
+        let proxies = config.serve.trusted_proxies;
         assert!(proxies.contains("10.1.2.3".parse().unwrap()) && proxies.contains("::1".parse().unwrap()));
         assert!(!proxies.contains("192.0.2.1".parse().unwrap()));
         assert_eq!((config.uploads.max_concurrent_per_caller, config.uploads.min_body_bytes_per_sec), (3, 0));
-        let err = Config::load(None, env(&[("MIROBODY_TRUSTED_PROXIES", "[nginx.internal]")])).unwrap_err().to_string();
-        assert!(err.contains("trusted_proxies") && err.contains("nginx.internal"), "{err}");
-        assert_eq!(defaults.serve_options().forwarded_header, mirobody_mcp::ForwardedHeader::XForwardedFor);
-        let config = Config::load(None, env(&[("MIROBODY_FORWARDED_HEADER", "forwarded")])).unwrap();
-        assert_eq!(config.serve_options().forwarded_header, mirobody_mcp::ForwardedHeader::Forwarded);
-        let err = Config::load(None, env(&[("MIROBODY_FORWARDED_HEADER", "x-real-ip")])).unwrap_err().to_string();
-        assert!(err.contains("forwarded_header") && err.contains("x-real-ip"), "{err}");
+        let err = Config::load(None, env(&[("MIROBODY_SERVE__TRUSTED_PROXIES", "[nginx.internal]")]))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("serve.trusted_proxies") && err.contains("nginx.internal"), "{err}");
+        assert_eq!(defaults.serve.forwarded_header, mirobody_mcp::ForwardedHeader::XForwardedFor);
+        let config = Config::load(None, env(&[("MIROBODY_SERVE__FORWARDED_HEADER", "forwarded")])).unwrap();
+        assert_eq!(config.serve.forwarded_header, mirobody_mcp::ForwardedHeader::Forwarded);
+        let err =
+            Config::load(None, env(&[("MIROBODY_SERVE__FORWARDED_HEADER", "x-real-ip")])).unwrap_err().to_string();
+        assert!(err.contains("serve.forwarded_header") && err.contains("x-real-ip"), "{err}");
     }
 
     #[test]
-    fn task_settings_reach_the_service_options_and_zero_is_refused() {
-        let vars = [("MIROBODY_TASKS__TTL_SECS", "60"), ("MIROBODY_TASKS__MAX_RUNNING_PER_CALLER", "3")];
-        let options = Config::load(None, env(&vars)).unwrap().tasks.options();
+    fn the_tasks_section_is_the_task_options_and_zero_is_refused() {
+        let vars = [("MIROBODY_TASKS__TTL", "1m"), ("MIROBODY_TASKS__MAX_LIVE_PER_CALLER", "3")];
+        let options = Config::load(None, env(&vars)).unwrap().tasks;
         assert_eq!((options.ttl, options.max_live_per_caller), (Duration::from_secs(60), 3));
-        let err = Config::load(None, env(&[("MIROBODY_TASKS__LEASE_SECS", "0")])).unwrap_err().to_string();
-        assert!(err.contains("tasks.lease_secs must be at least 1"), "{err}");
+        let err = Config::load(None, env(&[("MIROBODY_TASKS__LEASE", "0s")])).unwrap_err().to_string();
+        assert!(err.contains("tasks.lease must not be zero"), "{err}");
     }
 }

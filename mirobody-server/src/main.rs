@@ -54,7 +54,7 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let shutdown = Shutdown::new(std::time::Duration::from_secs(config.shutdown_grace_secs));
+    let shutdown = Shutdown::new(config.serve.shutdown_grace);
     let outcome = runtime.block_on(run(cli.command.unwrap_or(Command::Serve), config, &shutdown));
     // Not dropped: a drop would wait for every blocking thread, however long one is stuck.
     shutdown.end_runtime(runtime);
@@ -81,7 +81,7 @@ async fn run(command: Command, config: Config, shutdown: &Shutdown) -> Result<u8
                 workers = config.worker_count(),
                 "serving MCP"
             );
-            let options = config.serve_options();
+            let options = config.serve.clone();
             // Last, so that what start-up still runs (the line above, the database connections
             // going back to their pool) does not fault back in.
             if config.release_startup_memory {
@@ -102,7 +102,8 @@ async fn run(command: Command, config: Config, shutdown: &Shutdown) -> Result<u8
             if config.release_startup_memory {
                 release_startup_pages();
             }
-            stdio::serve(server.service, user, tokio::io::stdin(), tokio::io::stdout(), config.max_body_bytes).await?;
+            stdio::serve(server.service, user, tokio::io::stdin(), tokio::io::stdout(), config.http.max_body_bytes)
+                .await?;
             server.backends.close().await;
             Ok(0)
         }

@@ -1,5 +1,5 @@
 //! A bounded end: once a shutdown is asked for (SIGINT or SIGTERM), the process is gone within
-//! `shutdown_grace_secs` and a few seconds more, whatever is still running.
+//! `serve.shutdown_grace` and a few seconds more, whatever is still running.
 //!
 //! Requests in flight get the grace (`mirobody_mcp::serve_until`); closing the backends gets
 //! what is left of it; and the runtime is shut down with a timeout rather than dropped.

@@ -140,7 +140,7 @@ fn oversized_capabilities_are_not_kept() {
 fn stalled_bodies_are_closed_within_the_body_timeout() {
     let server = Server::start(
         "adversarial-stalled",
-        &[("MIROBODY_REQUEST_BODY_TIMEOUT_SECS", "2"), ("MIROBODY_HEADER_READ_TIMEOUT_SECS", "2")],
+        &[("MIROBODY_HTTP__REQUEST_BODY_TIMEOUT", "2s"), ("MIROBODY_SERVE__HEADER_READ_TIMEOUT", "2s")],
     );
     // 200 connections that send their headers, a little of the body, and then nothing.
     let mut stalled: Vec<TcpStream> = (0..200)
@@ -167,7 +167,7 @@ fn stalled_bodies_are_closed_within_the_body_timeout() {
 
 #[test]
 fn a_client_that_never_reads_is_closed_within_the_write_timeout() {
-    let server = Server::start("adversarial-reader", &[("MIROBODY_WRITE_TIMEOUT_SECS", "2")]);
+    let server = Server::start("adversarial-reader", &[("MIROBODY_SERVE__WRITE_TIMEOUT", "2s")]);
     let sid = session(server.port, &server.token);
     // Pipelined calls whose replies (3 MiB each, 24 MiB in all) the client never reads: the
     // server's writes fill the socket's buffers and wait.
@@ -207,7 +207,7 @@ fn a_client_that_never_reads_is_closed_within_the_write_timeout() {
 
 #[test]
 fn connection_floods_are_refused_at_the_door() {
-    let server = Server::start("adversarial-connections", &[("MIROBODY_MAX_CONNECTIONS_PER_ADDRESS", "50")]);
+    let server = Server::start("adversarial-connections", &[("MIROBODY_SERVE__MAX_CONNECTIONS_PER_ADDRESS", "50")]);
     // One address holds 50 idle connections; the next ones get 503 at once, and closed.
     let held: Vec<TcpStream> = (0..50).map(|_| connect_from(2, server.port).unwrap()).collect();
     std::thread::sleep(Duration::from_millis(200));
@@ -230,8 +230,10 @@ fn connection_floods_are_refused_at_the_door() {
 
 #[test]
 fn a_request_flood_from_one_address_gets_429_with_retry_after() {
-    let server =
-        Server::start("adversarial-rate", &[("MIROBODY_REQUESTS_PER_SECOND", "5"), ("MIROBODY_REQUESTS_BURST", "10")]);
+    let server = Server::start(
+        "adversarial-rate",
+        &[("MIROBODY_HTTP__CALLER_LIMITS__REQUESTS_PER_SECOND", "5"), ("MIROBODY_HTTP__CALLER_LIMITS__BURST", "10")],
+    );
     let ping = r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#;
     let mut statuses = Vec::new();
     let mut stream = connect_from(2, server.port).unwrap();
@@ -273,9 +275,9 @@ fn anonymous_sessions_cannot_crowd_out_signed_in_ones() {
     let server = Server::start(
         "adversarial-sessions",
         &[
-            ("MIROBODY_MAX_SESSIONS", "12"),
-            ("MIROBODY_MAX_ANONYMOUS_SESSIONS", "6"),
-            ("MIROBODY_MAX_SESSIONS_PER_CALLER", "3"),
+            ("MIROBODY_HTTP__MAX_SESSIONS", "12"),
+            ("MIROBODY_HTTP__MAX_ANONYMOUS_SESSIONS", "6"),
+            ("MIROBODY_HTTP__CALLER_LIMITS__MAX_SESSIONS", "3"),
         ],
     );
     let initialize = |source: u8| {

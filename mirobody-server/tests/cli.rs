@@ -199,7 +199,7 @@ fn an_unknown_config_key_is_named_with_its_file() {
 
 #[test]
 fn a_good_config_file_loads() {
-    let path = temp_config("good", "bind: 127.0.0.1:9000\nstateless: true\nmax_body_bytes: 2048\n");
+    let path = temp_config("good", "bind: 127.0.0.1:9000\nhttp:\n  stateless: true\n  max_body_bytes: 2048\n");
     let config = Config::load(Some(&path), Vec::new());
     std::fs::remove_file(&path).ok();
     let config = config.expect("a valid file loads");

@@ -81,8 +81,8 @@ impl Cluster {
             ("MIROBODY_BACKENDS__SIGNING_KEY", "cluster-url-key-0123456789-0123456789".into()),
             ("MIROBODY_AUTH__HS256_SECRET", "cluster-token-key-0123456789-0123456789".into()),
             // One test client sends as fast as it can.
-            ("MIROBODY_REQUESTS_PER_SECOND", "0".into()),
-            ("MIROBODY_MAX_CALLS_PER_CALLER", "0".into()),
+            ("MIROBODY_HTTP__CALLER_LIMITS__REQUESTS_PER_SECOND", "0".into()),
+            ("MIROBODY_HTTP__CALLER_LIMITS__MAX_CALLS", "0".into()),
             ("RUST_LOG", "warn".into()),
         ]
         .into_iter()

@@ -387,7 +387,7 @@ fn upload_links_expire_and_are_revoked() {
     let data_dir = fresh_data_dir("upload-link-end");
     let port = free_port();
     let alice = token(&data_dir, port, "alice");
-    let env = [("MIROBODY_UPLOADS__LINK_TTL_SECS", "2"), ("MIROBODY_UPLOADS__LINK_USES", "2")];
+    let env = [("MIROBODY_UPLOADS__LINK_TTL", "2"), ("MIROBODY_UPLOADS__LINK_USES", "2")];
     let _server = common::KillOnDrop(start_with(&data_dir, port, std::process::Stdio::null(), &env));
     let sid = session(port, &alice);
     let bearer = format!("Bearer {alice}");
@@ -454,7 +454,7 @@ fn a_body_that_never_finishes_is_cut_off_at_the_deadline() {
     let data_dir = fresh_data_dir("upload-slow");
     let port = free_port();
     let alice = token(&data_dir, port, "alice");
-    let env = [("MIROBODY_REQUEST_BODY_TIMEOUT_SECS", "1")];
+    let env = [("MIROBODY_HTTP__REQUEST_BODY_TIMEOUT", "1")];
     let _server = common::KillOnDrop(start_with(&data_dir, port, std::process::Stdio::null(), &env));
     let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
     stream.set_read_timeout(Some(std::time::Duration::from_secs(10))).unwrap();
@@ -482,7 +482,7 @@ fn uploads_beyond_the_concurrent_bound_are_told_to_come_back() {
     // No minimum pace: it would cut the stalled body below (after 10 s) while the next waits.
     let env = [
         ("MIROBODY_UPLOADS__MAX_CONCURRENT", "1"),
-        ("MIROBODY_REQUEST_BODY_TIMEOUT_SECS", "60"),
+        ("MIROBODY_HTTP__REQUEST_BODY_TIMEOUT", "60"),
         ("MIROBODY_UPLOADS__MIN_BODY_BYTES_PER_SEC", "0"),
     ];
     let _server = common::KillOnDrop(start_with(&data_dir, port, std::process::Stdio::null(), &env));

@@ -17,10 +17,12 @@ const PDFTOTEXT_PATHS: [&str; 2] = ["/usr/bin/pdftotext", "/usr/local/bin/pdftot
 pub struct ExtractionSettings {
     /// The reader's address space, in MiB: a decompression bomb ends there.
     pub memory_mib: u64,
-    /// The reader's CPU time, in seconds.
-    pub cpu_secs: u64,
-    /// Seconds the server waits for a reader before it kills it.
-    pub deadline_secs: u64,
+    /// The reader's CPU time, in whole seconds (the kernel's limit counts no finer).
+    #[serde(deserialize_with = "mirobody_mcp::human_duration::deserialize")]
+    pub cpu_time: Duration,
+    /// How long the server waits for a reader before it kills it.
+    #[serde(deserialize_with = "mirobody_mcp::human_duration::deserialize")]
+    pub deadline: Duration,
     /// Readers running at once, server-wide; each person has one at a time.
     pub max_running: usize,
     /// What reads PDFs: `auto` (poppler's `pdftotext` where it is installed, else the built-in
@@ -33,8 +35,8 @@ impl Default for ExtractionSettings {
         let limits = ExtractLimits::default();
         ExtractionSettings {
             memory_mib: limits.memory_bytes >> 20,
-            cpu_secs: limits.cpu_seconds,
-            deadline_secs: limits.deadline.as_secs(),
+            cpu_time: Duration::from_secs(limits.cpu_seconds),
+            deadline: limits.deadline,
             max_running: limits.max_running,
             pdftotext: "auto".to_owned(),
         }
@@ -46,8 +48,8 @@ impl ExtractionSettings {
     pub fn limits(&self) -> ExtractLimits {
         let mut limits = ExtractLimits::default();
         limits.memory_bytes = self.memory_mib.saturating_mul(1 << 20);
-        limits.cpu_seconds = self.cpu_secs;
-        limits.deadline = Duration::from_secs(self.deadline_secs);
+        limits.cpu_seconds = self.cpu_time.as_secs();
+        limits.deadline = self.deadline;
         limits.max_running = self.max_running;
         limits.pdftotext = match self.pdftotext.as_str() {
             "builtin" => None,
@@ -59,10 +61,8 @@ impl ExtractionSettings {
 
     /// Why these settings cannot be used, if they cannot.
     pub(super) fn validate(&self) -> Result<(), String> {
-        if self.memory_mib < 64 || self.cpu_secs == 0 || self.deadline_secs == 0 {
-            return Err(
-                "extraction needs memory_mib of at least 64 and cpu_secs and deadline_secs of at least 1".into()
-            );
+        if self.memory_mib < 64 || self.cpu_time.as_secs() == 0 || self.deadline.is_zero() {
+            return Err("extraction needs memory_mib of at least 64, cpu_time of at least 1s and a deadline".into());
         }
         if self.max_running == 0 {
             return Err("extraction.max_running must be at least 1".into());

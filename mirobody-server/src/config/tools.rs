@@ -3,34 +3,38 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use mirobody_mcp::human_duration::HumanDuration;
 use serde::Deserialize;
 
 /// The `tools` section. A call past its time limit answers an error result saying so; the
-/// time it waits for the client's answers does not count.
+/// time it waits for the client's answers does not count. These are the server's policy
+/// (with a default the MCP library does not have), applied over the `mcp` section.
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 #[non_exhaustive]
 pub struct ToolSettings {
-    /// Seconds a call of a tool that declares no time limit of its own may work (0: no
+    /// How long a call of a tool that declares no time limit of its own may work (0: no
     /// limit).
-    pub time_limit_secs: u64,
-    /// Seconds by tool name, over the tool's own limit and `time_limit_secs` (0: no limit
-    /// for that tool). As environment variables: `MIROBODY_TOOLS__TIME_LIMITS__<TOOL>`.
-    pub time_limits: BTreeMap<String, u64>,
+    #[serde(deserialize_with = "mirobody_mcp::human_duration::deserialize")]
+    pub time_limit: Duration,
+    /// Limits by tool name, over the tool's own limit and `time_limit` (0: no limit for that
+    /// tool). As environment variables: `MIROBODY_TOOLS__TIME_LIMITS__<TOOL>=10s`.
+    pub time_limits: BTreeMap<String, HumanDuration>,
 }
 
 impl Default for ToolSettings {
     fn default() -> Self {
-        ToolSettings { time_limit_secs: 60, time_limits: BTreeMap::new() }
+        ToolSettings { time_limit: Duration::from_secs(60), time_limits: BTreeMap::new() }
     }
 }
 
 impl ToolSettings {
-    /// Applies the limits to the MCP service's options.
+    /// Applies the limits to the MCP engine's options.
     pub fn apply(&self, options: &mut mirobody_mcp::McpOptions) {
-        options.tool_time_limit = seconds(self.time_limit_secs);
+        options.tool_time_limit = limit(self.time_limit);
         // A tool's 0 lifts its limit (None).
-        options.tool_time_limits = self.time_limits.iter().map(|(name, secs)| (name.clone(), seconds(*secs))).collect();
+        options.tool_time_limits =
+            self.time_limits.iter().map(|(name, HumanDuration(time))| (name.clone(), limit(*time))).collect();
     }
 
     /// The tools `time_limits` names that are not among `known`.
@@ -40,8 +44,8 @@ impl ToolSettings {
     }
 }
 
-fn seconds(secs: u64) -> Option<Duration> {
-    (secs > 0).then(|| Duration::from_secs(secs))
+fn limit(time: Duration) -> Option<Duration> {
+    (!time.is_zero()).then_some(time)
 }
 
 #[cfg(test)]
@@ -60,17 +64,21 @@ mod tests {
         assert_eq!(defaults.tool_time_limit, Some(Duration::from_secs(60)));
         assert!(defaults.tool_time_limits.is_empty());
         let vars = [
-            ("MIROBODY_TOOLS__TIME_LIMIT_SECS", "0"),
+            ("MIROBODY_TOOLS__TIME_LIMIT", "0"),
             ("MIROBODY_TOOLS__TIME_LIMITS__RENDER_CHART", "5"),
+            ("MIROBODY_TOOLS__TIME_LIMITS__SEARCH", "2m"),
             ("MIROBODY_TOOLS__TIME_LIMITS__READ_FILE", "0"),
         ];
         let config = Config::load(None, env(&vars)).unwrap();
         let options = config.mcp_options();
         assert_eq!(options.tool_time_limit, None, "0: no limit");
         assert_eq!(options.tool_time_limits["render_chart"], Some(Duration::from_secs(5)));
+        assert_eq!(options.tool_time_limits["search"], Some(Duration::from_secs(120)));
         assert_eq!(options.tool_time_limits["read_file"], None, "0 lifts a tool's own limit");
-        assert_eq!(config.tools.unknown_tools(["render_chart"]), ["read_file"]);
-        let typo = Config::load(None, env(&[("MIROBODY_TOOLS__TIME_LIMIT", "5")])).unwrap_err().to_string();
-        assert!(typo.contains("time_limit"), "{typo}");
+        assert_eq!(config.tools.unknown_tools(["render_chart", "search"]), ["read_file"]);
+        let old = Config::load(None, env(&[("MIROBODY_TOOLS__TIME_LIMIT_SECS", "5")])).unwrap_err().to_string();
+        assert!(old.contains("time_limit_secs"), "{old}");
+        let bad = Config::load(None, env(&[("MIROBODY_TOOLS__TIME_LIMITS__SEARCH", "later")])).unwrap_err().to_string();
+        assert!(bad.contains("tools.time_limits.search") && bad.contains("'later' is not a duration"), "{bad}");
     }
 }

@@ -1,6 +1,8 @@
 //! The `uploads` settings: what `POST /files`, the upload page and `POST /fhir` accept, and
 //! how much of the server they may take.
 
+use std::time::Duration;
+
 use serde::Deserialize;
 
 /// The `uploads` settings: what `POST /files`, the upload page and `POST /fhir` accept.
@@ -30,8 +32,9 @@ pub struct UploadSettings {
     /// The slowest an upload's or import's body may arrive, in bytes a second on average since
     /// a grace of 5 s ended, judged every 5 s; slower ones get 408 (0: no bound).
     pub min_body_bytes_per_sec: u64,
-    /// Seconds an upload link (the `upload_link` tool) works.
-    pub link_ttl_secs: u64,
+    /// How long an upload link (the `upload_link` tool) works.
+    #[serde(deserialize_with = "mirobody_mcp::human_duration::deserialize")]
+    pub link_ttl: Duration,
     /// Files one upload link stores before it stops working.
     pub link_uses: u32,
     /// Upload links that still work one person may have at once.
@@ -50,7 +53,7 @@ impl Default for UploadSettings {
             max_inflight_bytes: 256 << 20,
             max_concurrent_per_caller: 2,
             min_body_bytes_per_sec: 16 * 1024,
-            link_ttl_secs: 900,
+            link_ttl: Duration::from_secs(15 * 60),
             link_uses: 1,
             max_links_per_user: 20,
         }
@@ -70,7 +73,7 @@ impl UploadSettings {
     /// How [`mirobody_tools::upload_links::UploadLinks`] makes links.
     pub fn link_settings(&self) -> mirobody_tools::upload_links::LinkSettings {
         let mut settings = mirobody_tools::upload_links::LinkSettings::default();
-        settings.lifetime = std::time::Duration::from_secs(self.link_ttl_secs);
+        settings.lifetime = self.link_ttl;
         settings.uses = self.link_uses;
         settings.max_live_per_user = self.max_links_per_user;
         settings

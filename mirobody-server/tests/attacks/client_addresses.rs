@@ -7,9 +7,9 @@ use std::time::{Duration, Instant};
 use crate::harness::Server;
 
 const LIMITS: [(&str, &str); 3] = [
-    ("MIROBODY_REQUESTS_PER_SECOND", "2"),
-    ("MIROBODY_REQUESTS_BURST", "5"),
-    ("MIROBODY_MAX_CONNECTIONS_PER_ADDRESS", "2"),
+    ("MIROBODY_HTTP__CALLER_LIMITS__REQUESTS_PER_SECOND", "2"),
+    ("MIROBODY_HTTP__CALLER_LIMITS__BURST", "5"),
+    ("MIROBODY_SERVE__MAX_CONNECTIONS_PER_ADDRESS", "2"),
 ];
 
 // The status of an anonymous `GET /circle` on a third connection while two others from this
@@ -90,7 +90,7 @@ fn forwarding_headers_from_an_untrusted_peer_do_not_pick_the_bucket() {
 #[test]
 fn a_trusted_proxys_headers_name_the_client_and_one_48_shares_a_budget() {
     let mut env = LIMITS.to_vec();
-    env.push(("MIROBODY_TRUSTED_PROXIES", r#"["127.0.0.1/32"]"#));
+    env.push(("MIROBODY_SERVE__TRUSTED_PROXIES", r#"["127.0.0.1/32"]"#));
     let mut server = Server::start("attack-addresses-trusted", &env);
     let port = server.port;
     // Forty clients behind the proxy: each has its own budget.
@@ -119,7 +119,10 @@ fn a_trusted_proxys_headers_name_the_client_and_one_48_shares_a_budget() {
 #[test]
 fn a_proxy_that_writes_forwarded_is_read_by_that_header_alone() {
     let mut env = LIMITS.to_vec();
-    env.extend([("MIROBODY_TRUSTED_PROXIES", r#"["127.0.0.1/32"]"#), ("MIROBODY_FORWARDED_HEADER", "forwarded")]);
+    env.extend([
+        ("MIROBODY_SERVE__TRUSTED_PROXIES", r#"["127.0.0.1/32"]"#),
+        ("MIROBODY_SERVE__FORWARDED_HEADER", "forwarded"),
+    ]);
     let mut server = Server::start("attack-addresses-forwarded", &env);
     let port = server.port;
     // Forty clients named by the proxy's `Forwarded`, its right-most element: one budget each,

@@ -16,8 +16,8 @@ const PEAK_KIB: u64 = 256 * 1024;
 
 // Tight reader limits, so that each attack ends within seconds.
 const LIMITS: [(&str, &str); 3] = [
-    ("MIROBODY_EXTRACTION__CPU_SECS", "3"),
-    ("MIROBODY_EXTRACTION__DEADLINE_SECS", "10"),
+    ("MIROBODY_EXTRACTION__CPU_TIME", "3"),
+    ("MIROBODY_EXTRACTION__DEADLINE", "10s"),
     ("MIROBODY_EXTRACTION__MEMORY_MIB", "512"),
 ];
 

@@ -71,7 +71,7 @@ fn slow_bodies_of_one_account_hold_two_turns_and_are_cut_for_their_pace() {
 fn a_burst_of_invitations_is_refused_and_the_honest_user_is_served() {
     let mut server = Server::start(
         "attack-fair-shares-invitations",
-        &[("MIROBODY_REQUESTS_PER_SECOND", "5"), ("MIROBODY_REQUESTS_BURST", "20")],
+        &[("MIROBODY_HTTP__CALLER_LIMITS__REQUESTS_PER_SECOND", "5"), ("MIROBODY_HTTP__CALLER_LIMITS__BURST", "20")],
     );
     let bearer = format!("Bearer {}", server.token_for("greedy"));
     let headers = [("Authorization", bearer.as_str()), ("Content-Type", "application/json")];

@@ -133,7 +133,7 @@ fn guessed_links_store_nothing() {
 
 #[test]
 fn an_upload_cut_off_midway_gives_the_link_its_use_back() {
-    let mut server = Server::start("attack-link-dropped", &[("MIROBODY_REQUEST_BODY_TIMEOUT_SECS", "2")]);
+    let mut server = Server::start("attack-link-dropped", &[("MIROBODY_HTTP__REQUEST_BODY_TIMEOUT", "2")]);
     let sid = session(server.port, &server.token);
     let path = new_link(&server, &sid);
     // A phone that loses its connection: the body stops halfway and the socket closes.
@@ -195,9 +195,9 @@ fn one_persons_links_from_many_addresses_hold_that_persons_turns_only() {
     let mut server = Server::start(
         "attack-link-turns",
         &[
-            ("MIROBODY_TRUSTED_PROXIES", r#"["127.0.0.1/32"]"#),
+            ("MIROBODY_SERVE__TRUSTED_PROXIES", r#"["127.0.0.1/32"]"#),
             ("MIROBODY_UPLOADS__LINK_USES", "2"),
-            ("MIROBODY_REQUEST_BODY_TIMEOUT_SECS", "4"),
+            ("MIROBODY_HTTP__REQUEST_BODY_TIMEOUT", "4"),
         ],
     );
     // Links of another person than the honest user, who must be served throughout.

@@ -67,10 +67,10 @@ fn anonymous_renders_in_a_loop_leave_the_honest_user_served() {
     let mut server = Server::start(
         "attack-render",
         &[
-            ("MIROBODY_REQUESTS_PER_SECOND", "0"),
-            ("MIROBODY_MAX_CALLS_PER_CALLER", "0"),
-            ("MIROBODY_MAX_SESSIONS_PER_CALLER", "0"),
-            ("MIROBODY_MAX_CONNECTIONS_PER_ADDRESS", "0"),
+            ("MIROBODY_HTTP__CALLER_LIMITS__REQUESTS_PER_SECOND", "0"),
+            ("MIROBODY_HTTP__CALLER_LIMITS__MAX_CALLS", "0"),
+            ("MIROBODY_HTTP__CALLER_LIMITS__MAX_SESSIONS", "0"),
+            ("MIROBODY_SERVE__MAX_CONNECTIONS_PER_ADDRESS", "0"),
         ],
     );
     let port = server.port;

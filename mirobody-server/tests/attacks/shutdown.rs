@@ -10,7 +10,7 @@ use crate::harness::Server;
 
 #[test]
 fn sigterm_ends_the_process_within_the_grace_while_a_slow_upload_is_in_flight() {
-    let mut server = Server::start("attack-shutdown-slow-upload", &[("MIROBODY_SHUTDOWN_GRACE_SECS", "2")]);
+    let mut server = Server::start("attack-shutdown-slow-upload", &[("MIROBODY_SERVE__SHUTDOWN_GRACE", "2s")]);
     let mut slow = TcpStream::connect(("127.0.0.1", server.port)).unwrap();
     write!(
         slow,
