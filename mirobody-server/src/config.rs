@@ -277,29 +277,36 @@ impl Config {
             mirobody_mcp::StateKey::new(key.expose_secret().as_bytes())
                 .map_err(|e| format!("request_state_key: {e}"))?;
         }
-        // What a zero would break: no page, no session, a deadline already past.
+        // What a zero would break: no page, no session, nothing stored.
         for (key, zero) in [
             ("mcp.page_size", self.mcp.page_size == 0),
             ("worker_threads", self.worker_threads == Some(0)),
             ("http.max_sessions", http.max_sessions == 0),
-            ("http.request_body_timeout", http.request_body_timeout.is_zero()),
-            ("serve.header_read_timeout", serve.header_read_timeout.is_zero()),
-            ("serve.write_timeout", serve.write_timeout.is_zero()),
             ("serve.max_connections", serve.max_connections == 0),
             ("uploads.max_file_bytes", uploads.max_file_bytes == 0),
             ("uploads.max_import_bytes", uploads.max_import_bytes == 0),
             ("uploads.max_concurrent", uploads.max_concurrent == 0),
             ("uploads.max_inflight_bytes", uploads.max_inflight_bytes == 0),
-            ("uploads.link_ttl", uploads.link_ttl.is_zero()),
             ("uploads.link_uses", uploads.link_uses == 0),
             ("uploads.max_links_per_user", uploads.max_links_per_user == 0),
-            ("tasks.ttl", tasks.ttl.is_zero()),
             ("tasks.max_live_per_caller", tasks.max_live_per_caller == 0),
             ("tasks.max_kept_per_caller", tasks.max_kept_per_caller == 0),
-            ("tasks.lease", tasks.lease.is_zero()),
         ] {
             if zero {
-                return Err(format!("{key} must not be zero"));
+                return Err(format!("{key} must be at least 1"));
+            }
+        }
+        // And a deadline or lifetime of zero is over before it starts.
+        for (key, duration) in [
+            ("http.request_body_timeout", http.request_body_timeout),
+            ("serve.header_read_timeout", serve.header_read_timeout),
+            ("serve.write_timeout", serve.write_timeout),
+            ("uploads.link_ttl", uploads.link_ttl),
+            ("tasks.ttl", tasks.ttl),
+            ("tasks.lease", tasks.lease),
+        ] {
+            if duration.is_zero() {
+                return Err(format!("{key} must be longer than 0s"));
             }
         }
         // A day at most: a longer deadline is no bound, and one past what a clock can add panics.
@@ -651,7 +658,7 @@ mod tests {
             Config::load(None, env(&[("MIROBODY_HTTP__MAX_ANONYMOUS_SESSIONS", "20000")])).unwrap_err().to_string();
         assert!(err.contains("http.max_anonymous_sessions"), "{err}");
         let err = Config::load(None, env(&[("MIROBODY_SERVE__WRITE_TIMEOUT", "0s")])).unwrap_err().to_string();
-        assert!(err.contains("serve.write_timeout must not be zero"), "{err}");
+        assert!(err.contains("serve.write_timeout must be longer than 0s"), "{err}");
     }
 
     #[test]
@@ -679,11 +686,11 @@ mod tests {
         let err = Config::load(None, env(&[("MIROBODY_BIND", "nowhere")])).unwrap_err().to_string();
         assert!(err.contains("bind") || err.contains("socket address"), "{err}");
         let err = Config::load(None, env(&[("MIROBODY_MCP__PAGE_SIZE", "0")])).unwrap_err().to_string();
-        assert!(err.contains("mcp.page_size must not be zero"), "{err}");
+        assert!(err.contains("mcp.page_size must be at least 1"), "{err}");
         let err = Config::load(None, env(&[("MIROBODY_SERVE__HEADER_READ_TIMEOUT", "0")])).unwrap_err().to_string();
-        assert!(err.contains("serve.header_read_timeout must not be zero"), "{err}");
+        assert!(err.contains("serve.header_read_timeout must be longer than 0s"), "{err}");
         let err = Config::load(None, env(&[("MIROBODY_WORKER_THREADS", "0")])).unwrap_err().to_string();
-        assert!(err.contains("worker_threads must not be zero"), "{err}");
+        assert!(err.contains("worker_threads must be at least 1"), "{err}");
         let err = Config::load(None, env(&[("MIROBODY_WORKER_THREADS", "many")])).unwrap_err().to_string();
         assert!(err.contains("MIROBODY_WORKER_THREADS") && err.contains("many"), "{err}");
         let err = Config::load(None, env(&[("MIROBODY_PUBLIC_BASE_URL", "example.com")])).unwrap_err().to_string();
@@ -723,6 +730,6 @@ mod tests {
         let options = Config::load(None, env(&vars)).unwrap().tasks;
         assert_eq!((options.ttl, options.max_live_per_caller), (Duration::from_secs(60), 3));
         let err = Config::load(None, env(&[("MIROBODY_TASKS__LEASE", "0s")])).unwrap_err().to_string();
-        assert!(err.contains("tasks.lease must not be zero"), "{err}");
+        assert!(err.contains("tasks.lease must be longer than 0s"), "{err}");
     }
 }
