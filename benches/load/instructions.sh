@@ -70,7 +70,7 @@ read -r json json_task_n < <(measure json 18283 / benches/load/post.lua "$bare_t
   -- "$bin/bare-hyper" 127.0.0.1:18283 --json)
 read -r mcp mcp_task_n < <(measure mcp 18280 /mcp benches/load/post.lua "$mcp_task" MCP-Protocol-Version=2025-11-25 \
   -- "$bin/mirobody-server" --bind 127.0.0.1:18280 serve)
-read -r modern modern_task_n < <(measure modern 18282 /mcp benches/load/post_modern.lua "$mcp_task" \
+read -r modern modern_task_n < <(measure modern 18282 /mcp benches/load/post_2026_07_28.lua "$mcp_task" \
   MCP-Protocol-Version=2026-07-28 Mcp-Method=tools/call Mcp-Name=echo -- "$bin/mirobody-server" --bind 127.0.0.1:18282 serve)
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN{printf "%.2f", a/b}'; }
 echo "instructions per tools/call echo ($n requests, one keep-alive connection), in all and in the connection task:"

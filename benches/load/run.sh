@@ -4,7 +4,7 @@
 # doing only the JSON-RPC work (`bare-hyper --json`: parse to a Value, write the reply). Servers
 # on core 0, wrk on core 1, 16 connections. Prints requests/s, p50/p99 latency and peak resident
 # memory for each, and ratios: the 2025-11-25 session path against both baselines, and the
-# stateless 2026-07-28 path (per-request _meta and mirrored headers, post_modern.lua) against the
+# stateless 2026-07-28 path (per-request _meta and mirrored headers, post_2026_07_28.lua) against the
 # 2025-11-25 path.
 # Also the server's CPU time per request, split into user and system time (from /proc), and its
 # resident memory split into anonymous (heap, stacks) and file-backed (the program's code), and
@@ -71,7 +71,7 @@ start_mcp=$(rss $mcp); start_bare=$(rss $bare)
 
 # Warm up all four, then measure them in turn, round after round.
 MCP_SESSION=$session taskset -c 1 wrk -t1 -c16 -d2s -s benches/load/post.lua http://127.0.0.1:$port_mcp/mcp >/dev/null
-taskset -c 1 wrk -t1 -c16 -d2s -s benches/load/post_modern.lua http://127.0.0.1:$port_mcp/mcp >/dev/null
+taskset -c 1 wrk -t1 -c16 -d2s -s benches/load/post_2026_07_28.lua http://127.0.0.1:$port_mcp/mcp >/dev/null
 taskset -c 1 wrk -t1 -c16 -d2s -s benches/load/post.lua http://127.0.0.1:$port_bare/ >/dev/null
 taskset -c 1 wrk -t1 -c16 -d2s -s benches/load/post.lua http://127.0.0.1:$port_json/ >/dev/null
 results=()
@@ -79,7 +79,7 @@ for round in $(seq "$rounds"); do
   results+=("$round $(run bare http://127.0.0.1:$port_bare/ '' benches/load/post.lua $bare)")
   results+=("$round $(run json http://127.0.0.1:$port_json/ '' benches/load/post.lua $json)")
   results+=("$round $(run mcp http://127.0.0.1:$port_mcp/mcp "$session" benches/load/post.lua $mcp)")
-  results+=("$round $(run modern http://127.0.0.1:$port_mcp/mcp '' benches/load/post_modern.lua $mcp)")
+  results+=("$round $(run modern http://127.0.0.1:$port_mcp/mcp '' benches/load/post_2026_07_28.lua $mcp)")
 done
 printf '%s\n' "${results[@]}" | awk -v rss_mcp="$(rss $mcp)" -v rss_bare="$(rss $bare)" \
   -v start_mcp="$start_mcp" -v start_bare="$start_bare" -v startup_mcp="$startup_mcp" -v startup_bare="$startup_bare" \
@@ -119,5 +119,5 @@ for pid in $bare $mcp; do python3 benches/load/resident.py "$pid" | sed 's/^/  /
 grep -q '"isError":false' <<<"$(call_echo "$port_mcp" "$session")" && echo "mirobody-server answered tools/call echo correctly"
 modern=$(curl -s -H 'content-type: application/json' -H 'accept: application/json, text/event-stream' \
   -H 'mcp-protocol-version: 2026-07-28' -H 'mcp-method: tools/call' -H 'mcp-name: echo' \
-  http://127.0.0.1:$port_mcp/mcp -d "$(sed -n "s/^wrk.body = '\(.*\)'$/\1/p" benches/load/post_modern.lua)" || true)
+  http://127.0.0.1:$port_mcp/mcp -d "$(sed -n "s/^wrk.body = '\(.*\)'$/\1/p" benches/load/post_2026_07_28.lua)" || true)
 grep -q '"resultType":"complete"' <<<"$modern" && echo "mirobody-server answered the 2026-07-28 tools/call echo correctly"

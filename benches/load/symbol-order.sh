@@ -45,11 +45,11 @@ profile() { # RUN [command prefix...]
   post '{"jsonrpc":"2.0","id":1,"method":"tools/list"}' 20 '"tools"' "${in_session[@]}"
   post '{"jsonrpc":"2.0","id":2,"method":"ping"}' 20 '"result"' "${in_session[@]}"
   post "$(body benches/load/post.lua)" 200 '"isError":false' "${in_session[@]}"
-  post "$(body benches/load/post_modern.lua)" 200 '"isError":false' \
+  post "$(body benches/load/post_2026_07_28.lua)" 200 '"isError":false' \
     MCP-Protocol-Version=2026-07-28 Mcp-Method=tools/call Mcp-Name=echo
   # Clients that reset their connection, with a call in flight or idle after one, as a load
   # generator does when it stops: the server's I/O error paths.
-  python3 - $port "$(body benches/load/post_modern.lua)" <<'RESET'
+  python3 - $port "$(body benches/load/post_2026_07_28.lua)" <<'RESET'
 import socket, struct, sys
 body = sys.argv[2].encode()
 head = ("POST /mcp HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"

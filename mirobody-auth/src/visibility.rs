@@ -8,7 +8,7 @@ use mirobody_core::{Tool, UserInfo};
 use crate::config::{AuthConfig, normalize_agent};
 
 /// A tool visibility predicate, of the shape `mirobody_mcp::ToolVisibility` takes: pass
-/// `move |user, tool| predicate(user, tool)` to `McpServiceBuilder::visibility`, which hides a
+/// `move |user, tool| predicate(user, tool)` to `McpEngineBuilder::visibility`, which hides a
 /// tool from `tools/list` and answers `tools/call` for it as an unknown tool.
 pub type ToolVisibilityFn = Arc<dyn Fn(&UserInfo, &Tool) -> bool + Send + Sync>;
 

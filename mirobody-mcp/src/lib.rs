@@ -1,6 +1,6 @@
 //! The mirobody MCP server, for embedding.
 //!
-//! [`McpService`] answers MCP requests for a tool registry, independent of transport; the
+//! [`McpEngine`] answers MCP requests for a tool registry, independent of transport; the
 //! [`http`] module serves it as Streamable HTTP (a tower service an application can mount in
 //! its own axum router), [`stdio`] over stdin/stdout for desktop clients, and [`serve`] runs
 //! an HTTP/1 server for either.
@@ -29,7 +29,7 @@ pub use axum;
 pub use protocol::rev_2026_07_28::mrtr::StateKey;
 pub use protocol::tasks::{MemoryTaskStore, TaskError, TaskOptions};
 pub use protocol::{
-    Backends, McpOptions, McpService, McpServiceBuilder, ResourceLister, ServerInfo, ToolVisibility, changes,
+    Backends, McpEngine, McpEngineBuilder, McpOptions, ResourceLister, ServerInfo, ToolVisibility, changes,
 };
 pub use session::limits;
 pub use transport::proxies::{BadForwardedHeader, BadProxy, ForwardedHeader, TrustedProxies};

@@ -18,8 +18,8 @@ mod http_rules;
 mod lifecycle;
 #[path = "server/methods.rs"]
 mod methods;
-#[path = "server/modern.rs"]
-mod modern;
+#[path = "server/rev_2026_07_28.rs"]
+mod rev_2026_07_28;
 #[path = "server/serving.rs"]
 mod serving;
 #[path = "server/shared_sessions.rs"]

@@ -1,4 +1,4 @@
-//! Wiring: backends, auth, the registry, the MCP service and every HTTP route, from a
+//! Wiring: backends, auth, the registry, the MCP engine and every HTTP route, from a
 //! [`Config`].
 
 use std::path::Path;
@@ -17,7 +17,7 @@ use mirobody_tools::backends::{self, OpenedBackends};
 
 use crate::config::Config;
 use mirobody_mcp::http::McpHttp;
-use mirobody_mcp::{Backends, McpService};
+use mirobody_mcp::{Backends, McpEngine};
 
 /// Why the server could not be assembled.
 #[derive(Debug, thiserror::Error)]
@@ -57,7 +57,7 @@ pub struct Server {
     /// Every route, behind the auth layer: serve it with [`mirobody_mcp::serve`].
     pub app: AppService,
     /// The MCP engine.
-    pub service: McpService,
+    pub engine: McpEngine,
     /// The opened backends.
     pub backends: Arc<OpenedBackends>,
     /// The authenticator.
@@ -176,7 +176,7 @@ pub async fn build(config: &Config) -> Result<Server, AppError> {
         .with_reader(text_reader.clone());
     tool_backends.extensions.insert(uploader.clone());
     tool_backends.memory = opened.memory();
-    let mut builder = McpService::builder(Arc::clone(&registry))
+    let mut builder = McpEngine::builder(Arc::clone(&registry))
         .resources(ResourceRegistry::from_registered(mirobody_tools::views::resources(), Vec::new())?)
         .prompts(PromptRegistry::from_registered(Vec::new())?)
         .backends(tool_backends.clone())
@@ -207,16 +207,16 @@ pub async fn build(config: &Config) -> Result<Server, AppError> {
         builder = builder.request_state_key(key.clone());
     }
     builder = builder.request_state_ttl(config.request_state_ttl).list_ttl(config.list_ttl);
-    let service = builder.build();
+    let engine = builder.build();
 
     let mut http_options = config.http_options();
     http_options.resource_metadata_url = Some(auth.resource_metadata_url().to_owned());
     let shared = opened.session_backplane().filter(|_| config.shares_sessions()).zip(state_key.as_ref());
     let mcp = match shared {
-        Some((backplane, key)) => McpHttp::with_shared_sessions(service.clone(), http_options, backplane, key)
+        Some((backplane, key)) => McpHttp::with_shared_sessions(engine.clone(), http_options, backplane, key)
             .await
             .map_err(|e| AppError::SharedSessions(e.to_string()))?,
-        None => McpHttp::new(service.clone(), http_options),
+        None => McpHttp::new(engine.clone(), http_options),
     };
     mcp.spawn_session_sweeper();
     let files_path = format!("{}/files/{{*key}}", config.uri_prefix);
@@ -248,7 +248,7 @@ pub async fn build(config: &Config) -> Result<Server, AppError> {
     // caller as anonymous, so anonymous requests reach it unmarked.
     let mcp_path = config.mcp_path();
     let app = auth.wrap(mcp.mount(&mcp_path, rest)).unmarked_anonymous_at(&mcp_path);
-    Ok(Server { app, service, backends: opened, auth, endpoint, tool_backends, upload_links, text_reader })
+    Ok(Server { app, engine, backends: opened, auth, endpoint, tool_backends, upload_links, text_reader })
 }
 
 // Readiness for a load balancer: 200 when the database and the cache answer within two
@@ -295,7 +295,7 @@ async fn serve_signed_file(
     }
 }
 
-// The caller's uploads as `file://` resources, in the shape `McpServiceBuilder::resource_lister`
+// The caller's uploads as `file://` resources, in the shape `McpEngineBuilder::resource_lister`
 // takes.
 fn list_uploads<'a>(
     user: &'a UserInfo,

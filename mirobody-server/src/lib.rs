@@ -1,7 +1,7 @@
 //! The mirobody server, the application: configuration ([`config`]), the command line
 //! ([`cli`]), the wiring of the built-in tools, backends and auth ([`app`]), the routes for
 //! uploads, FHIR imports and the care circle (`routes/`), the start-up memory handling of the
-//! binary ([`memory`]) and its bounded end ([`shutdown`]), over the embeddable MCP server in
+//! binary ([`startup_pages`]) and its bounded end ([`shutdown`]), over the embeddable MCP server in
 //! [`mirobody_mcp`].
 //!
 //! An application that wants only the MCP endpoint depends on `mirobody-mcp`, not on this
@@ -10,6 +10,6 @@
 pub mod app;
 pub mod cli;
 pub mod config;
-pub mod memory;
 mod routes;
 pub mod shutdown;
+pub mod startup_pages;

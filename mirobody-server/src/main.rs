@@ -88,7 +88,7 @@ async fn run(command: Command, config: Config, shutdown: &Shutdown) -> Result<u8
                 server.backends.settle().await;
                 release_startup_pages();
             }
-            mirobody_mcp::serve_until(listener, server.app, server.service.clone(), options, shutdown.signal()).await?;
+            mirobody_mcp::serve_until(listener, server.app, server.engine.clone(), options, shutdown.signal()).await?;
             if shutdown.within(server.backends.close()).await.is_none() {
                 tracing::warn!("the backends did not close within the shutdown grace; stopping without them");
             }
@@ -102,7 +102,7 @@ async fn run(command: Command, config: Config, shutdown: &Shutdown) -> Result<u8
             if config.release_startup_memory {
                 release_startup_pages();
             }
-            stdio::serve(server.service, user, tokio::io::stdin(), tokio::io::stdout(), config.http.max_body_bytes)
+            stdio::serve(server.engine, user, tokio::io::stdin(), tokio::io::stdout(), config.http.max_body_bytes)
                 .await?;
             server.backends.close().await;
             Ok(0)
@@ -110,7 +110,7 @@ async fn run(command: Command, config: Config, shutdown: &Shutdown) -> Result<u8
         Command::Tools { action } => {
             let server = app::build(&config).await?;
             let ctx = server.tool_backends.context(None);
-            let code = cli::run_tools_with(server.service.registry(), &ctx, action, &mut std::io::stdout()).await?;
+            let code = cli::run_tools_with(server.engine.registry(), &ctx, action, &mut std::io::stdout()).await?;
             server.backends.close().await;
             Ok(u8::try_from(code).unwrap_or(1))
         }
@@ -183,11 +183,11 @@ async fn run(command: Command, config: Config, shutdown: &Shutdown) -> Result<u8
     }
 }
 
-/// Gives back the pages of the program that only start-up used (`memory`), once start-up is
+/// Gives back the pages of the program that only start-up used (`startup_pages`), once start-up is
 /// over. Says so at the debug level only: formatting an info line would bring back the
 /// formatting code that was just given back.
 fn release_startup_pages() {
-    match mirobody_server::memory::release_startup_pages() {
+    match mirobody_server::startup_pages::release_startup_pages() {
         Ok(bytes) => tracing::debug!(advised_kib = bytes / 1024, "start-up pages given back"),
         Err(e) => tracing::debug!(error = %e, "start-up pages kept"),
     }

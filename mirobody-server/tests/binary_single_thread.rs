@@ -53,7 +53,7 @@ fn one_thread_serves_concurrent_callers_and_the_database() {
     assert!(text.contains("onethreadmarker3x9"), "a stored fact was recalled: {text}");
     let log = std::fs::read_to_string(&log_path).unwrap();
     assert!(log.contains("workers=1"), "the start-up line names one worker: {log}");
-    // Start-up gave back its pages (`memory::release_startup_pages`), and every call above was
+    // Start-up gave back its pages (`startup_pages::release_startup_pages`), and every call above was
     // served after that.
     let advised: usize = log
         .split("advised_kib=")

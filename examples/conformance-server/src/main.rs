@@ -19,7 +19,7 @@ use mirobody_core::{
     Args, Content, ContextPromptFn, EmbeddedResource, Param, Prompt, PromptMessage, PromptRegistry, Registry, Resource,
     ResourceContents, ResourceRegistry, ResourceTemplate, Tool, ToolContext, ToolResult, Type, UserInfo,
 };
-use mirobody_mcp::McpService;
+use mirobody_mcp::McpEngine;
 use mirobody_mcp::changes::ChangeNotifier;
 use mirobody_mcp::http::{HttpOptions, McpHttp};
 use serde_json::{Value, json};
@@ -525,7 +525,7 @@ async fn main() -> std::io::Result<()> {
         builder = builder.tool(tool);
     }
     let registry = builder.build().expect("the fixture tools are valid");
-    let mut service = McpService::builder(Arc::new(registry)).resources(resources()).prompts(prompts());
+    let mut engine = McpEngine::builder(Arc::new(registry)).resources(resources()).prompts(prompts());
     // Several fixtures behind one load balancer sign each other's requestStates.
     // They share their sessions under the same key: one generated per process would make each
     // refuse the others' messages.
@@ -534,7 +534,7 @@ async fn main() -> std::io::Result<()> {
         Err(_) => None,
     };
     if let Some(key) = &state_key {
-        service = service.request_state_key(key.clone());
+        engine = engine.request_state_key(key.clone());
     }
     // With a database, fixtures share their task records: a task one runs, any reads.
     if let Ok(url) = std::env::var("MIROBODY_FIXTURE_DATABASE_URL") {
@@ -542,12 +542,12 @@ async fn main() -> std::io::Result<()> {
         let store = mirobody_tools::backends::SqlStore::connect(&url, schema.as_deref(), 8)
             .await
             .map_err(std::io::Error::other)?;
-        service = service.task_store(Arc::new(store));
+        engine = engine.task_store(Arc::new(store));
     }
-    let service = service.change_notifier(changes).build();
+    let engine = engine.change_notifier(changes).build();
     if arg.as_deref() == Some("--stdio") {
         let user = UserInfo::anonymous();
-        return mirobody_mcp::stdio::serve(service, user, tokio::io::stdin(), tokio::io::stdout(), 4 << 20).await;
+        return mirobody_mcp::stdio::serve(engine, user, tokio::io::stdin(), tokio::io::stdout(), 4 << 20).await;
     }
     let port: u16 = arg.and_then(|p| p.parse().ok()).unwrap_or(3001);
     // The conformance suite is one client running hundreds of scenarios back to back: no
@@ -568,16 +568,16 @@ async fn main() -> std::io::Result<()> {
                     "MIROBODY_FIXTURE_REDIS_URL needs MIROBODY_FIXTURE_STATE_KEY, shared by every fixture",
                 )
             })?;
-            McpHttp::with_shared_sessions(service.clone(), options, Arc::new(redis), &key)
+            McpHttp::with_shared_sessions(engine.clone(), options, Arc::new(redis), &key)
                 .await
                 .map_err(std::io::Error::other)?
         }
-        Err(_) => McpHttp::new(service.clone(), options),
+        Err(_) => McpHttp::new(engine.clone(), options),
     };
     let app = mcp.router_at("/mcp");
     let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await?;
     // With port 0 the system picks one; this line says which (the tests read it).
     let port = listener.local_addr()?.port();
     eprintln!("conformance fixture on http://127.0.0.1:{port}/mcp");
-    mirobody_mcp::serve(listener, app, service).await
+    mirobody_mcp::serve(listener, app, engine).await
 }

@@ -3,13 +3,13 @@
 //! The application keeps notes. People read them at `GET /notes`, the application's own route;
 //! a model adds and lists them through two MCP tools at `/mcp`. The tools reach the same notes
 //! as the route through the context's extensions (`ToolContext::extension`), where the
-//! application put them with `McpServiceBuilder::extension`. It depends on mirobody-core and
+//! application put them with `McpEngineBuilder::extension`. It depends on mirobody-core and
 //! mirobody-mcp only, not on the mirobody-server application.
 
 use std::sync::{Arc, Mutex, PoisonError};
 
 use mirobody_core::{Args, Param, Registry, Tool, ToolContext, ToolResult, Type, UserInfo};
-use mirobody_mcp::McpService;
+use mirobody_mcp::McpEngine;
 use mirobody_mcp::axum::extract::State;
 use mirobody_mcp::axum::routing::get;
 use mirobody_mcp::axum::{Json, Router};
@@ -67,9 +67,9 @@ async fn read_notes(State(notes): State<Arc<Notes>>) -> Json<Value> {
 }
 
 /// The whole application: its routes, with MCP mounted at `/mcp` in front of them, and the
-/// service (for [`mirobody_mcp::serve_with`], which ends its streams on shutdown).
-pub fn app(notes: Arc<Notes>, options: HttpOptions) -> (Mounted, McpService) {
-    let service = McpService::builder(Arc::new(registry())).extension(Arc::clone(&notes)).build();
+/// engine (for [`mirobody_mcp::serve_with`], which ends its streams on shutdown).
+pub fn app(notes: Arc<Notes>, options: HttpOptions) -> (Mounted, McpEngine) {
+    let engine = McpEngine::builder(Arc::new(registry())).extension(Arc::clone(&notes)).build();
     let routes = Router::new().route("/notes", get(read_notes)).with_state(notes);
-    (McpHttp::new(service.clone(), options).mount("/mcp", routes), service)
+    (McpHttp::new(engine.clone(), options).mount("/mcp", routes), engine)
 }

@@ -10,8 +10,8 @@ use mirobody_mcp::http::HttpOptions;
 #[tokio::main]
 async fn main() -> std::io::Result<()> {
     let address = std::env::args().nth(1).unwrap_or_else(|| "127.0.0.1:3002".into());
-    let (app, service) = app(Arc::new(Notes::default()), HttpOptions::default());
+    let (app, engine) = app(Arc::new(Notes::default()), HttpOptions::default());
     let listener = tokio::net::TcpListener::bind(&address).await?;
     println!("MCP at http://{}/mcp, notes at http://{}/notes", listener.local_addr()?, listener.local_addr()?);
-    mirobody_mcp::serve_with(listener, app, service, ServeOptions::default()).await
+    mirobody_mcp::serve_with(listener, app, engine, ServeOptions::default()).await
 }

@@ -62,10 +62,10 @@ async fn tools_and_the_applications_route_share_its_state() {
 
 #[tokio::test]
 async fn a_service_built_without_the_state_says_so() {
-    let service = mirobody_mcp::McpService::builder(Arc::new(example_embed_axum::registry())).build();
+    let engine = mirobody_mcp::McpEngine::builder(Arc::new(example_embed_axum::registry())).build();
     let session = Arc::new(mirobody_mcp::session::Session::new(None));
     let message = call(1, "list_notes", json!({})).to_string();
-    let reply = service.handle_bytes(message.as_bytes(), &Default::default(), &session).await.unwrap();
+    let reply = engine.handle_bytes(message.as_bytes(), &Default::default(), &session).await.unwrap();
     let reply: Value = serde_json::from_slice(&reply).unwrap();
     assert_eq!(reply["result"]["isError"], true, "{reply}");
     assert_eq!(reply["result"]["content"][0]["text"], "The notes are not available on this server.");

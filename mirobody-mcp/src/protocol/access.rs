@@ -70,7 +70,7 @@ impl AccessWriter {
 
     fn start(&self) -> mpsc::Sender<Record> {
         let (tx, mut rx) = mpsc::channel::<Record>(self.inner.capacity);
-        // Weak: the task ends when the service and its queue are gone.
+        // Weak: the task ends when the engine and its queue are gone.
         let inner = Arc::downgrade(&self.inner);
         tokio::spawn(async move {
             while let Some(record) = rx.recv().await {

@@ -2,8 +2,8 @@
 //!
 //! Per request, the caller: a tower layer in front of the endpoint puts a
 //! [`UserInfo`] in the request's extensions (mirobody-auth's `AuthLayer` does, from a bearer
-//! token or a personal secret); a request without one is anonymous. Per service, the
-//! application's policies and state, on [`McpServiceBuilder`](super::McpServiceBuilder): each
+//! token or a personal secret); a request without one is anonymous. Per engine, the
+//! application's policies and state, on [`McpEngineBuilder`](super::McpEngineBuilder): each
 //! policy is a small trait with one method, which a closure of the same shape implements, as
 //! tower's `Service` is implemented by `service_fn`:
 //!
@@ -11,7 +11,7 @@
 //! - [`ResourceLister`]: the caller's own resources in `resources/list`;
 //! - [`AccessLog`](mirobody_core::AccessLog): a record of every call and read;
 //! - and the application's state for its tools, with
-//!   [`extension`](super::McpServiceBuilder::extension).
+//!   [`extension`](super::McpEngineBuilder::extension).
 
 use futures::future::BoxFuture;
 use mirobody_core::{ResourceError, ResourceInfo, Tool, ToolContext, UserInfo};
@@ -60,15 +60,15 @@ where
 ///     Box::pin(async { Ok(Vec::new()) })
 /// }
 ///
-/// let service = mirobody_mcp::McpService::builder(std::sync::Arc::new(
+/// let engine = mirobody_mcp::McpEngine::builder(std::sync::Arc::new(
 ///     mirobody_core::Registry::builder().build().unwrap(),
 /// ))
 /// .resource_lister(nothing_yet)
 /// .build();
-/// # let _ = service;
+/// # let _ = engine;
 /// ```
 pub trait ResourceLister: Send + Sync + 'static {
-    /// The caller's own resources, with the service's backends in `ctx`.
+    /// The caller's own resources, with the engine's backends in `ctx`.
     fn list<'a>(
         &'a self,
         user: &'a UserInfo,

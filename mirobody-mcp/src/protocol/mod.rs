@@ -2,9 +2,9 @@
 //! module per protocol revision, the client peer, and the one-pass readers.
 //!
 //! A request goes to one revision: `rev_2025_11_25` answers the `initialize` handshake and a
-//! session's requests, `rev_2026_07_28` the stateless revision's. `service` holds what both
+//! session's requests, `rev_2026_07_28` the stateless revision's. `engine` holds what both
 //! share (the tool, resource and prompt listings, access checks, the access log), and
-//! [`McpService::handle_bytes`] below chooses between them for one message, as the transports
+//! [`McpEngine::handle_bytes`] below chooses between them for one message, as the transports
 //! do for theirs.
 
 use std::sync::Arc;
@@ -16,24 +16,24 @@ use crate::session::Session;
 
 mod access;
 pub mod changes;
-pub(crate) mod fast;
+mod engine;
 mod hooks;
 pub(crate) mod methods;
+pub(crate) mod one_pass;
 mod outcome;
 pub(crate) mod peer;
 pub(crate) mod rev_2025_11_25;
 pub(crate) mod rev_2026_07_28;
-mod service;
 pub(crate) mod tasks;
 mod time_limit;
 pub(crate) mod versions;
 
-pub(crate) use fast::tool_call::{ToolCall, read_tool_call};
+pub use engine::*;
 pub use hooks::{ResourceLister, ToolVisibility};
+pub(crate) use one_pass::tool_call::{ToolCall, read_tool_call};
 pub(crate) use rev_2025_11_25::progress_token;
-pub use service::*;
 
-impl McpService {
+impl McpEngine {
     /// Reads one message and answers it, with no client channel (requests to the client get
     /// [`PeerError::Unsupported`](mirobody_core::PeerError)). `None` for messages that get no
     /// response. A request whose `_meta` names a protocol version, or `server/discover`, is
@@ -42,8 +42,8 @@ impl McpService {
     /// streaming.
     pub async fn handle_bytes(&self, bytes: &[u8], user: &UserInfo, session: &Arc<Session>) -> Option<Vec<u8>> {
         match jsonrpc::Message::parse(bytes) {
-            Ok(jsonrpc::Message::Request(request)) if crate::protocol::rev_2026_07_28::is_modern_request(&request) => {
-                Some(self.serve_modern(&request, user, None).await.body)
+            Ok(jsonrpc::Message::Request(request)) if crate::protocol::rev_2026_07_28::is_request(&request) => {
+                Some(self.serve_rev_2026_07_28(&request, user, None).await.body)
             }
             Ok(jsonrpc::Message::Request(request)) => {
                 let exchange = Exchange { user, session, client: None };

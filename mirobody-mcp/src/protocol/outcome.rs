@@ -1,4 +1,4 @@
-//! How a call's refusal and a reply travel, shared by both revisions, the service and the
+//! How a call's refusal and a reply travel, shared by both revisions, the engine and the
 //! tasks: argument problems are results, the rest JSON-RPC errors with their HTTP treatment.
 
 use mirobody_core::{CallError, ToolResult};

@@ -11,9 +11,9 @@ use serde_json::{Value, json};
 
 use super::methods::{Method, method_not_found};
 
-use super::fast::tool_call::{ToolCall, token_in};
+use super::one_pass::tool_call::{ToolCall, token_in};
 
-use super::service::*;
+use super::engine::*;
 
 use crate::jsonrpc::{self, ClientResponse, Id, Notification, Request, RpcError, code};
 
@@ -88,7 +88,7 @@ pub(crate) fn progress_token(request: &Request) -> Option<Value> {
     token_in(serde_json::from_str::<WithMeta>(raw).ok()?.meta.as_ref())
 }
 
-impl McpService {
+impl McpEngine {
     /// Answers one request.
     pub(crate) async fn handle_request(&self, request: &Request, exchange: &Exchange<'_>) -> Reply {
         let id = &request.id;

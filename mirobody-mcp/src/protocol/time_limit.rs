@@ -1,4 +1,4 @@
-//! Time limits on tool calls: how long a handler may work before the service stops waiting
+//! Time limits on tool calls: how long a handler may work before the engine stops waiting
 //! for it, drops it and answers an error result. A tool declares its own
 //! ([`Tool::time_limit`](mirobody_core::Tool::time_limit)); [`McpOptions`](crate::McpOptions)
 //! sets one for the tools that declare none and overrides any by name.
@@ -22,8 +22,8 @@ use crate::protocol::Inner;
 use crate::session::lock;
 
 impl Inner {
-    /// The time limit of a call of `name`: the service's override for it, else what the tool
-    /// declares, else the service's default.
+    /// The time limit of a call of `name`: the engine's override for it, else what the tool
+    /// declares, else the engine's default.
     fn time_limit_of(&self, name: &str) -> Option<Duration> {
         let options = &self.options;
         // Most services override no tool: no hashing of the name on every call then.

@@ -8,10 +8,10 @@ pub(crate) const SUPPORTED_VERSIONS: [&str; 4] = ["2025-11-25", "2025-06-18", "2
 pub(crate) const LATEST_VERSION: &str = SUPPORTED_VERSIONS[0];
 
 /// The revisions served statelessly, with per-request `_meta`, newest first.
-pub(crate) const MODERN_VERSIONS: [&str; 1] = ["2026-07-28"];
+pub(crate) const VERSIONS_WITHOUT_INITIALIZE: [&str; 1] = ["2026-07-28"];
 
 /// Every revision this server speaks, for `server/discover` and -32022 errors: the stateless
 /// ones first, then those served with the `initialize` handshake.
 pub(crate) fn supported_versions() -> Vec<&'static str> {
-    MODERN_VERSIONS.iter().chain(SUPPORTED_VERSIONS.iter()).copied().collect()
+    VERSIONS_WITHOUT_INITIALIZE.iter().chain(SUPPORTED_VERSIONS.iter()).copied().collect()
 }

@@ -20,19 +20,19 @@ use super::lock;
 /// use mirobody_core::{Registry, SessionBackplane};
 /// use mirobody_mcp::http::{HttpOptions, McpHttp};
 /// use mirobody_mcp::session::MemoryBackplane;
-/// use mirobody_mcp::{McpService, StateKey};
+/// use mirobody_mcp::{McpEngine, StateKey};
 ///
 /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
 /// let backplane: Arc<dyn SessionBackplane> = Arc::new(MemoryBackplane::new());
 /// // The secret every instance shares (from its configuration, never generated per process).
 /// let key = StateKey::new(*b"an example secret of 32 bytes!!!").unwrap();
-/// let service = || {
+/// let engine = || {
 ///     let registry = Arc::new(Registry::builder().build().unwrap());
-///     McpService::builder(registry).request_state_key(key.clone()).build()
+///     McpEngine::builder(registry).request_state_key(key.clone()).build()
 /// };
 /// let (options, shared) = (HttpOptions::default(), Arc::clone(&backplane));
-/// let a = McpHttp::with_shared_sessions(service(), options.clone(), shared, &key).await.unwrap();
-/// let b = McpHttp::with_shared_sessions(service(), options, backplane, &key).await.unwrap();
+/// let a = McpHttp::with_shared_sessions(engine(), options.clone(), shared, &key).await.unwrap();
+/// let b = McpHttp::with_shared_sessions(engine(), options, backplane, &key).await.unwrap();
 /// assert!(a.shares_sessions() && b.shares_sessions());
 /// assert_eq!(a.refused_events().unwrap().total(), 0);
 /// # });

@@ -4,7 +4,7 @@
 
 use super::connection;
 use super::proxies::{ForwardedHeader, TrustedProxies};
-use crate::McpService;
+use crate::McpEngine;
 use crate::session::{self, limits};
 
 pub use super::connection::HttpApp;
@@ -105,24 +105,24 @@ impl Drop for AddressSlot {
 
 /// Serves `app` (an axum `Router`, or one wrapped in layers such as the auth layer) on
 /// `listener` until SIGINT or SIGTERM, then stops accepting connections and lets the requests
-/// already in flight finish, for at most [`ServeOptions::shutdown_grace`]. `service`'s open
+/// already in flight finish, for at most [`ServeOptions::shutdown_grace`]. `engine`'s open
 /// streams (`subscriptions/listen`, and the GET streams of [`McpHttp`](crate::http::McpHttp) built on it) are
 /// ended so they do not hold the shutdown up.
 ///
 /// HTTP/1.1 with keep-alive and `TCP_NODELAY` on every connection, and the default
 /// [`ServeOptions`].
-pub async fn serve(listener: tokio::net::TcpListener, app: impl HttpApp, service: McpService) -> std::io::Result<()> {
-    serve_with(listener, app, service, ServeOptions::default()).await
+pub async fn serve(listener: tokio::net::TcpListener, app: impl HttpApp, engine: McpEngine) -> std::io::Result<()> {
+    serve_with(listener, app, engine, ServeOptions::default()).await
 }
 
 /// [`serve`] with options.
 pub async fn serve_with(
     listener: tokio::net::TcpListener,
     app: impl HttpApp,
-    service: McpService,
+    engine: McpEngine,
     options: ServeOptions,
 ) -> std::io::Result<()> {
-    serve_until(listener, app, service, options, shutdown_signal()).await
+    serve_until(listener, app, engine, options, shutdown_signal()).await
 }
 
 /// [`serve_with`], shutting down when `signal` resolves instead of on SIGINT or SIGTERM: for an
@@ -134,7 +134,7 @@ pub async fn serve_with(
 ///
 /// use mirobody_core::{Args, Registry, Tool, ToolContext, ToolResult, UserInfo};
 /// use mirobody_mcp::http::{HttpOptions, McpHttp};
-/// use mirobody_mcp::{McpService, ServeOptions, serve_until};
+/// use mirobody_mcp::{McpEngine, ServeOptions, serve_until};
 ///
 /// async fn hello(_args: Args, _user: &UserInfo, _ctx: &ToolContext<'_>) -> ToolResult {
 ///     ToolResult::text("hello")
@@ -142,21 +142,21 @@ pub async fn serve_with(
 ///
 /// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
 /// let registry = Registry::builder().tool(Tool::new("hello", "Says hello.").handler(hello)).build()?;
-/// let service = McpService::builder(Arc::new(registry)).build();
+/// let engine = McpEngine::builder(Arc::new(registry)).build();
 /// // MCP at /mcp, beside whatever routes the application has.
-/// let app = McpHttp::new(service.clone(), HttpOptions::default()).router_at("/mcp");
+/// let app = McpHttp::new(engine.clone(), HttpOptions::default()).router_at("/mcp");
 /// let listener = tokio::net::TcpListener::bind("127.0.0.1:8080").await?;
 /// let stop = async {
 ///     let _ = tokio::signal::ctrl_c().await;
 /// };
-/// serve_until(listener, app, service, ServeOptions::default(), stop).await?;
+/// serve_until(listener, app, engine, ServeOptions::default(), stop).await?;
 /// # Ok(())
 /// # }
 /// ```
 pub async fn serve_until(
     listener: tokio::net::TcpListener,
     app: impl HttpApp,
-    service: McpService,
+    engine: McpEngine,
     options: ServeOptions,
     signal: impl std::future::Future<Output = ()>,
 ) -> std::io::Result<()> {
@@ -225,7 +225,7 @@ pub async fn serve_until(
     }
     tracing::info!("shutting down: finishing in-flight requests");
     drop(listener);
-    service.changes().end_streams();
+    engine.changes().end_streams();
     // Each connection finishes the request it is answering, then closes; what outlives the
     // grace period is aborted when the sets drop.
     let finished = async {

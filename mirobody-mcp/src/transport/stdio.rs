@@ -17,7 +17,7 @@ use tokio::task::JoinSet;
 use crate::jsonrpc::{self, Message, RpcError, code};
 use crate::protocol::peer::ChannelPeer;
 use crate::protocol::rev_2026_07_28;
-use crate::protocol::{self, Exchange, McpService};
+use crate::protocol::{self, Exchange, McpEngine};
 use crate::session::{Session, random_token};
 
 /// How long requests already read may run on once the input has closed: enough for ordinary
@@ -28,7 +28,7 @@ pub const DRAIN_ON_EOF: std::time::Duration = std::time::Duration::from_secs(1);
 /// Serves one client over a reader and a writer (stdin and stdout in the binary) until the
 /// reader ends. `user` is the identity the launching process vouches for.
 pub async fn serve<R, W>(
-    service: McpService,
+    engine: McpEngine,
     user: UserInfo,
     reader: R,
     writer: W,
@@ -83,24 +83,24 @@ where
                 let _ = out_tx.send(jsonrpc::error_bytes(failure.id.as_ref(), &failure.error)).await;
             }
             Ok(Message::Notification(n)) => {
-                let _ = service.handle_notification(&n, &session);
+                let _ = engine.handle_notification(&n, &session);
             }
             Ok(Message::Response(r)) => {
-                let _ = service.handle_response(r, &session, &user);
+                let _ = engine.handle_response(r, &session, &user);
             }
             Ok(Message::Request(request)) => {
                 // Each request runs on its own task, so a tool waiting for the client's answer
                 // does not stop this loop from reading it.
-                let service = service.clone();
+                let engine = engine.clone();
                 let session = Arc::clone(&session);
                 let user = Arc::clone(&user);
                 let out = out_tx.clone();
                 let (abort, registration) = AbortHandle::new_pair();
                 let guard = session.start_request(request.id.clone(), abort);
-                if rev_2026_07_28::is_modern_request(&request) {
+                if rev_2026_07_28::is_request(&request) {
                     running.spawn(async move {
                         let _running = guard;
-                        let call = service.serve_modern(&request, &user, Some(out.clone()));
+                        let call = engine.serve_rev_2026_07_28(&request, &user, Some(out.clone()));
                         if let Ok(reply) = Abortable::new(call, registration).await {
                             let _ = out.send(reply.body).await;
                         }
@@ -112,13 +112,13 @@ where
                     let peer = ChannelPeer::new(
                         out.clone(),
                         Arc::clone(&session),
-                        Arc::clone(service.pending()),
+                        Arc::clone(engine.pending()),
                         user.user_id().map(str::to_owned),
                         protocol::progress_token(&request),
-                        service.options().answer_timeout,
+                        engine.options().answer_timeout,
                     );
                     let exchange = Exchange { user: &user, session: &session, client: Some(&peer) };
-                    let reply = Abortable::new(service.handle_request(&request, &exchange), registration).await;
+                    let reply = Abortable::new(engine.handle_request(&request, &exchange), registration).await;
                     if let Ok(reply) = reply {
                         let _ = out.send(reply.body).await;
                     }
@@ -129,7 +129,7 @@ where
     // The input is closed: nobody can answer a question any more, but every request already
     // read still gets its reply.
     session.set_closing();
-    service.pending().abandon(session.id());
+    engine.pending().abandon(session.id());
     let drained = tokio::time::timeout(DRAIN_ON_EOF, async { while running.join_next().await.is_some() {} }).await;
     if drained.is_err() {
         // The client is gone and will not read these; stop them rather than keep the process.

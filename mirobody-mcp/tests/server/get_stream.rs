@@ -81,7 +81,7 @@ async fn shutting_down_ends_the_get_stream() {
     let server = TestServer::new();
     let client = server.initialized(json!({})).await;
     let mut sse = Sse::new(client.send(client.request(Method::GET, "")).await);
-    server.http.service().changes().end_streams();
+    server.http.engine().changes().end_streams();
     assert!(sse.next_event().await.is_none(), "an idle stream must not hold the shutdown up");
     drop(sse);
     // A stream opened during the shutdown ends at once too.

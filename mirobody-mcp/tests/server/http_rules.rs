@@ -337,7 +337,7 @@ async fn mounted_in_front_of_a_router_the_endpoint_and_the_other_routes_both_ans
 
 #[tokio::test]
 async fn a_2026_discovery_probe_without_meta_is_refused_without_a_session() {
-    // server/discover is a 2026-07-28 request, served statelessly (tests/server/modern.rs); one
+    // server/discover is a 2026-07-28 request, served statelessly (tests/server/rev_2026_07_28.rs); one
     // without the per-request `_meta` is invalid params, and opens no session.
     let server = TestServer::new();
     let client = server.client();

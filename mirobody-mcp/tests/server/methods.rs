@@ -354,14 +354,14 @@ async fn guarded_resources_are_reached_only_by_callers_who_may_call_their_tools(
     use std::sync::Arc;
 
     use mirobody_core::UserInfo;
-    use mirobody_mcp::McpService;
+    use mirobody_mcp::McpEngine;
     use mirobody_mcp::session::Session;
 
     use crate::support::{prompts, registry, resources};
 
     // `test://` is the data of `scoped` (listing, needs health:read) and `whoami` (reading,
     // needs a signed-in caller); agent "narrow" may not see `whoami` at all.
-    let service = McpService::builder(Arc::new(registry()))
+    let engine = McpEngine::builder(Arc::new(registry()))
         .resources(resources())
         .prompts(prompts())
         .visibility(|user: &UserInfo, tool: &mirobody_core::Tool| {
@@ -372,7 +372,7 @@ async fn guarded_resources_are_reached_only_by_callers_who_may_call_their_tools(
     let session = Arc::new(Session::new(None));
     let ask = async |user: &UserInfo, method: &str, params: Value| -> Value {
         let message = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}).to_string();
-        let reply = service.handle_bytes(message.as_bytes(), user, &session).await.unwrap();
+        let reply = engine.handle_bytes(message.as_bytes(), user, &session).await.unwrap();
         serde_json::from_slice(&reply).unwrap()
     };
     let listed = async |user: &UserInfo| -> Vec<String> {

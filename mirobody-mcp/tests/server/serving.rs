@@ -16,7 +16,7 @@ use mirobody_mcp::{McpOptions, ServeOptions, serve_until, serve_with};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
-use crate::support::service;
+use crate::support::engine;
 
 const INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
 
@@ -24,9 +24,9 @@ const INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","param
 async fn start(options: ServeOptions) -> u16 {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let port = listener.local_addr().unwrap().port();
-    let service = service(McpOptions::default());
-    let app = McpHttp::new(service.clone(), HttpOptions::default()).router_at("/mcp");
-    tokio::spawn(serve_with(listener, app, service, options));
+    let engine = engine(McpOptions::default());
+    let app = McpHttp::new(engine.clone(), HttpOptions::default()).router_at("/mcp");
+    tokio::spawn(serve_with(listener, app, engine, options));
     port
 }
 
@@ -106,14 +106,14 @@ impl<S: tower::Service<Request<Incoming>>> tower::Service<Request<Incoming>> for
 async fn an_app_that_is_not_ready_is_called_once_it_is() {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let port = listener.local_addr().unwrap().port();
-    let service = service(McpOptions::default());
+    let engine = engine(McpOptions::default());
     let (open, waiting) = (Arc::new(AtomicBool::new(false)), Arc::new(Mutex::new(None::<Waker>)));
     let app = Gated {
-        app: McpHttp::new(service.clone(), HttpOptions::default()).router_at("/mcp"),
+        app: McpHttp::new(engine.clone(), HttpOptions::default()).router_at("/mcp"),
         open: Arc::clone(&open),
         waiting: Arc::clone(&waiting),
     };
-    tokio::spawn(serve_with(listener, app, service, ServeOptions::default()));
+    tokio::spawn(serve_with(listener, app, engine, ServeOptions::default()));
     let mut stream = TcpStream::connect(("127.0.0.1", port)).await.unwrap();
     stream.write_all(post(INITIALIZE).as_bytes()).await.unwrap();
     let mut early = [0u8; 1];
@@ -193,15 +193,15 @@ async fn a_call_running_longer_than_the_header_timeout_is_answered() {
 async fn start_until(options: ServeOptions) -> (u16, tokio::sync::oneshot::Sender<()>, tokio::task::JoinHandle<()>) {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let port = listener.local_addr().unwrap().port();
-    let service = service(McpOptions::default());
+    let engine = engine(McpOptions::default());
     let http = crate::support::with(|o: &mut HttpOptions| o.stateless = true);
-    let app = McpHttp::new(service.clone(), http).router_at("/mcp");
+    let app = McpHttp::new(engine.clone(), http).router_at("/mcp");
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let server = tokio::spawn(async move {
         let signal = async move {
             let _ = stopped.await;
         };
-        serve_until(listener, app, service, options, signal).await.unwrap();
+        serve_until(listener, app, engine, options, signal).await.unwrap();
     });
     (port, stop, server)
 }

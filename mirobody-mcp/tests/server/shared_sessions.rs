@@ -17,7 +17,7 @@ use mirobody_core::backend::BackendResult;
 use mirobody_core::{BackendError, Registry, SessionBackplane, TaskSupport, Tool, ToolResult, UserInfo};
 use mirobody_mcp::http::{HttpOptions, McpHttp};
 use mirobody_mcp::session::MemoryBackplane;
-use mirobody_mcp::{McpService, MemoryTaskStore, StateKey, TaskOptions};
+use mirobody_mcp::{McpEngine, MemoryTaskStore, StateKey, TaskOptions};
 use serde_json::{Value, json};
 use tower::ServiceExt;
 
@@ -302,13 +302,13 @@ async fn task_instance(store: &Arc<MemoryTaskStore>, backplane: &Arc<MemoryBackp
         .build()
         .unwrap();
     let options = TaskOptions::default().with_sync_budget(Duration::from_millis(50));
-    let service = McpService::builder(Arc::new(registry)).task_store(Arc::clone(store) as _).task_options(options);
-    let service = service.request_state_key(key.clone()).build();
-    McpHttp::with_shared_sessions(service, HttpOptions::default(), Arc::clone(backplane) as _, key).await.unwrap()
+    let engine = McpEngine::builder(Arc::new(registry)).task_store(Arc::clone(store) as _).task_options(options);
+    let engine = engine.request_state_key(key.clone()).build();
+    McpHttp::with_shared_sessions(engine, HttpOptions::default(), Arc::clone(backplane) as _, key).await.unwrap()
 }
 
 // A 2026-07-28 request of `user` with the tasks extension.
-fn modern(user: &str, id: i64, method: &str, mut params: Value) -> Request<Body> {
+fn request_2026_07_28(user: &str, id: i64, method: &str, mut params: Value) -> Request<Body> {
     params["_meta"] = json!({
         "io.modelcontextprotocol/protocolVersion": "2026-07-28",
         "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}, "extensions": {TASKS: {}}},
@@ -338,7 +338,7 @@ async fn send(http: &McpHttp, request: Request<Body>) -> http::Response<Body> {
 // Alice's listen stream on `http`, for her tasks and the prompt list, acknowledged.
 async fn listening(http: &McpHttp) -> Sse {
     let listen = json!({"notifications": {"promptsListChanged": true}});
-    let mut stream = Sse::new(send(http, modern("alice", 1, "subscriptions/listen", listen)).await);
+    let mut stream = Sse::new(send(http, request_2026_07_28("alice", 1, "subscriptions/listen", listen)).await);
     assert_eq!(stream.next_message().await["method"], "notifications/subscriptions/acknowledged");
     stream
 }
@@ -352,7 +352,7 @@ async fn a_task_status_reaches_another_instance_and_its_result_never_travels() {
     let mut on_b = listening(&b).await;
 
     let call = json!({"name": "secret_task", "arguments": {}});
-    let created = json_reply(send(&a, modern("alice", 2, "tools/call", call)).await).await;
+    let created = json_reply(send(&a, request_2026_07_28("alice", 2, "tools/call", call)).await).await;
     let task = created.result()["taskId"].as_str().expect("a task").to_owned();
     let ended = within("the task's end on b's stream", async {
         loop {
@@ -395,10 +395,10 @@ async fn a_forged_message_never_reaches_a_listen_stream_and_is_counted() {
     backplane.publish(forged.to_string().into_bytes()).await.unwrap();
     backplane.publish(format!("mbp1:{}:{forged}", "0".repeat(64)).into_bytes()).await.unwrap();
     // An instance configured with another secret: what it says is not believed either.
-    intruder.service().changes().prompts_changed();
+    intruder.engine().changes().prompts_changed();
     // A genuine change from b: the first and only thing alice's stream carries.
     tokio::time::sleep(Duration::from_millis(100)).await;
-    b.service().changes().prompts_changed();
+    b.engine().changes().prompts_changed();
     assert_eq!(on_a.next_message().await["method"], "notifications/prompts/list_changed");
     let nothing_more = tokio::time::timeout(Duration::from_millis(300), on_a.next_event()).await;
     assert!(nothing_more.is_err(), "{:?}", nothing_more.map(|e| e.map(|e| e.data)));
@@ -424,7 +424,8 @@ async fn instances_with_different_secrets_share_nothing() {
 
 // The status of alice's task `task`, as `http` reads it from the task store.
 async fn status(http: &McpHttp, task: &str) -> Value {
-    let reply = json_reply(send(http, modern("alice", 9, "tasks/get", json!({"taskId": task}))).await).await;
+    let reply =
+        json_reply(send(http, request_2026_07_28("alice", 9, "tasks/get", json!({"taskId": task}))).await).await;
     reply.result().clone()
 }
 
@@ -434,12 +435,13 @@ async fn only_answers_to_a_tasks_questions_are_kept_for_the_instance_running_it(
     let key = shared_key();
     let (a, b) = (task_instance(&store, &backplane, &key).await, task_instance(&store, &backplane, &key).await);
     let call = json!({"name": "asking_task", "arguments": {}});
-    let created = json_reply(send(&a, modern("alice", 2, "tools/call", call)).await).await;
+    let created = json_reply(send(&a, request_2026_07_28("alice", 2, "tools/call", call)).await).await;
     let task = created.result()["taskId"].as_str().expect("a task").to_owned();
     eventually("the task to ask", async || status(&b, &task).await["status"] == "input_required").await;
 
-    let update =
-        |responses: Value| modern("alice", 3, "tasks/update", json!({"taskId": task, "inputResponses": responses}));
+    let update = |responses: Value| {
+        request_2026_07_28("alice", 3, "tasks/update", json!({"taskId": task, "inputResponses": responses}))
+    };
     let big = "x".repeat(300_000);
     // Answers to nothing the task asks: taken, and nothing kept or told.
     let kept = backplane.len();

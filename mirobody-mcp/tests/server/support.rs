@@ -16,7 +16,7 @@ use mirobody_core::{
     ResourceRegistry, ResourceTemplate, TemplateReadFn, Tool, ToolContext, ToolResult, Type, UserInfo,
 };
 use mirobody_mcp::http::{HttpOptions, McpHttp};
-use mirobody_mcp::{McpOptions, McpService};
+use mirobody_mcp::{McpEngine, McpOptions};
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream, Lines};
 use tokio::sync::Notify;
@@ -191,7 +191,7 @@ pub(crate) const AUTH_TOOLS: [&str; 2] = ["scoped", "whoami"];
 /// The registry of test tools.
 pub(crate) fn registry() -> Registry {
     Registry::builder()
-        .tool(mirobody_tools::tools::echo::tool())
+        .tool(mirobody_tools::builtin_tool("echo").expect("echo is built in"))
         .tool(Tool::new("progress", "Reports progress three times.").handler(progress))
         .tool(Tool::new("progress_burst", "Reports progress, the last two with the result.").handler(progress_burst))
         .tool(Tool::new("progress_sync", "Reports progress without yielding.").handler(progress_sync))
@@ -257,9 +257,9 @@ pub(crate) fn prompts() -> PromptRegistry {
     .expect("the test prompts are valid")
 }
 
-/// The MCP service over the test tools, resources and prompts.
-pub(crate) fn service(options: McpOptions) -> McpService {
-    McpService::builder(Arc::new(registry())).resources(resources()).prompts(prompts()).options(options).build()
+/// The MCP engine over the test tools, resources and prompts.
+pub(crate) fn engine(options: McpOptions) -> McpEngine {
+    McpEngine::builder(Arc::new(registry())).resources(resources()).prompts(prompts()).options(options).build()
 }
 
 // =============================================================================================
@@ -290,12 +290,12 @@ impl TestServer {
 
     /// These options.
     pub(crate) fn with(mcp: McpOptions, http: HttpOptions) -> Self {
-        TestServer::of(service(mcp), http)
+        TestServer::of(engine(mcp), http)
     }
 
-    /// This service.
-    pub(crate) fn of(service: McpService, http: HttpOptions) -> Self {
-        let http = McpHttp::new(service, http);
+    /// This engine.
+    pub(crate) fn of(engine: McpEngine, http: HttpOptions) -> Self {
+        let http = McpHttp::new(engine, http);
         let router = http.router();
         TestServer { http, router }
     }
@@ -312,7 +312,7 @@ impl TestServer {
         http: HttpOptions,
         key: &mirobody_mcp::StateKey,
     ) -> Self {
-        let http = McpHttp::with_shared_sessions(service(McpOptions::default()), http, backplane, key)
+        let http = McpHttp::with_shared_sessions(engine(McpOptions::default()), http, backplane, key)
             .await
             .expect("the backplane is subscribed to");
         let router = http.router();
@@ -613,11 +613,11 @@ pub(crate) struct Stdio {
 }
 
 impl Stdio {
-    /// Serves the test service to `user`, refusing lines over `max` bytes.
+    /// Serves the test engine to `user`, refusing lines over `max` bytes.
     pub(crate) fn start(options: McpOptions, user: UserInfo, max: usize) -> Self {
         let (to_server, server_in) = tokio::io::duplex(64 * 1024);
         let (server_out, from_server) = tokio::io::duplex(64 * 1024);
-        let task = tokio::spawn(mirobody_mcp::stdio::serve(service(options), user, server_in, server_out, max));
+        let task = tokio::spawn(mirobody_mcp::stdio::serve(engine(options), user, server_in, server_out, max));
         Stdio { to_server, from_server: BufReader::new(from_server).lines(), task }
     }
 

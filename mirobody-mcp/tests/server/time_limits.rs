@@ -1,14 +1,14 @@
 //! Time limits on tool calls: a call past its tool's limit answers an error result and its
-//! handler is dropped; the service's default applies to tools that declare none and its
+//! handler is dropped; the engine's default applies to tools that declare none and its
 //! per-tool overrides to any; a fast call is untouched. (Time spent waiting for the client's
-//! answers does not count: see `modern/tasks.rs`.)
+//! answers does not count: see `rev_2026_07_28/tasks.rs`.)
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use mirobody_core::{Args, Registry, Tool, ToolContext, ToolResult, UserInfo};
+use mirobody_mcp::McpEngine;
 use mirobody_mcp::McpOptions;
-use mirobody_mcp::McpService;
 use mirobody_mcp::http::HttpOptions;
 use serde_json::json;
 
@@ -43,14 +43,14 @@ fn server(options: McpOptions) -> TestServer {
         )
         .tool(Tool::new("undeclared", "Sleeps.").params(params.clone()).handler(sleep_for))
         .tool(
-            Tool::new("lifted", "Sleeps, with a limit the service lifts.")
+            Tool::new("lifted", "Sleeps, with a limit the engine lifts.")
                 .params(params)
                 .time_limit(Duration::from_millis(100))
                 .handler(sleep_for),
         )
         .build()
         .unwrap();
-    TestServer::of(McpService::builder(Arc::new(registry)).options(options).build(), HttpOptions::default())
+    TestServer::of(McpEngine::builder(Arc::new(registry)).options(options).build(), HttpOptions::default())
 }
 
 #[tokio::test]

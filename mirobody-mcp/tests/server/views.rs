@@ -1,11 +1,11 @@
 //! MCP Apps views: a `ui://` resource of type `text/html;profile=mcp-app` with its `_meta.ui`
 //! on the listing entry and on the contents read, a tool linked to it by `_meta.ui.resourceUri`,
-//! and the extension advertised on both revisions, only by a service that serves a view.
+//! and the extension advertised on both revisions, only by an engine that serves a view.
 
 use std::sync::Arc;
 
 use mirobody_core::{Registry, ResourceRegistry, Tool, ToolResult, VIEW_MIME_TYPE, View};
-use mirobody_mcp::McpService;
+use mirobody_mcp::McpEngine;
 use mirobody_mcp::http::HttpOptions;
 use serde_json::{Value, json};
 
@@ -25,7 +25,7 @@ fn with_view(views: bool) -> TestServer {
     } else {
         ResourceRegistry::default()
     };
-    TestServer::of(McpService::builder(Arc::new(registry)).resources(resources).build(), HttpOptions::default())
+    TestServer::of(McpEngine::builder(Arc::new(registry)).resources(resources).build(), HttpOptions::default())
 }
 
 async fn capabilities(server: &TestServer) -> Value {
@@ -70,7 +70,7 @@ async fn discovered(server: &TestServer) -> Value {
     }}});
     let session = Arc::new(mirobody_mcp::session::Session::new(None));
     let user = mirobody_core::UserInfo::anonymous();
-    let reply = server.http.service().handle_bytes(message.to_string().as_bytes(), &user, &session).await.unwrap();
+    let reply = server.http.engine().handle_bytes(message.to_string().as_bytes(), &user, &session).await.unwrap();
     serde_json::from_slice::<Value>(&reply).unwrap()["result"]["capabilities"]["extensions"].clone()
 }
 

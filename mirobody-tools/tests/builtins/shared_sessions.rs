@@ -13,7 +13,7 @@ use http::{Request, header};
 use mirobody_core::backend::MAX_SESSION_VALUE_BYTES;
 use mirobody_core::{Cache, ResourceRegistry, SessionBackplane, UserInfo};
 use mirobody_mcp::http::{HttpOptions, McpHttp};
-use mirobody_mcp::{McpService, StateKey};
+use mirobody_mcp::{McpEngine, StateKey};
 use mirobody_tools::backends::{OpenedBackends, RedisCache};
 use serde_json::json;
 use tower::ServiceExt;
@@ -68,7 +68,7 @@ async fn instance(backends: &OpenedBackends) -> McpHttp {
     let registry = Arc::new(mirobody_tools::builtin_registry().unwrap());
     let resources = ResourceRegistry::from_registered(mirobody_tools::views::resources(), Vec::new()).unwrap();
     let key = shared_key();
-    let service = McpService::builder(registry)
+    let engine = McpEngine::builder(registry)
         .resources(resources)
         .backends(handles(backends))
         .request_state_key(key.clone())
@@ -76,7 +76,7 @@ async fn instance(backends: &OpenedBackends) -> McpHttp {
     let mut options = HttpOptions::default();
     options.caller_limits = mirobody_mcp::limits::CallerLimits::default().with_rate(0, 0);
     let backplane = backends.session_backplane().expect("Redis is configured");
-    McpHttp::with_shared_sessions(service, options, backplane, &key).await.unwrap()
+    McpHttp::with_shared_sessions(engine, options, backplane, &key).await.unwrap()
 }
 
 // The secret the instances share, as `request_state_key` in their configuration.
@@ -213,7 +213,7 @@ async fn a_completed_task_forged_with_a_publish_is_dropped_and_counted() {
     })
     .await;
     // Alice's stream carries only what an instance said: b's change, and nothing before it.
-    b.service().changes().prompts_changed();
+    b.engine().changes().prompts_changed();
     assert_eq!(stream.next_message().await["method"], "notifications/prompts/list_changed");
     within("b to count it too", async {
         while b.refused_events().unwrap().unsigned < 1 {

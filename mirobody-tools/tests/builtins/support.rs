@@ -1,5 +1,5 @@
 //! Shared fixtures: backends in a temp dir (or on the PostgreSQL and Redis of this machine),
-//! the real MCP service and HTTP router over them, and a client that drives the router with
+//! the real MCP engine and HTTP router over them, and a client that drives the router with
 //! `tower::ServiceExt::oneshot`, reading JSON and SSE replies.
 
 use std::future::Future;
@@ -13,7 +13,7 @@ use http::{Request, Response, StatusCode, header};
 use http_body_util::BodyExt;
 use mirobody_core::{ResourceRegistry, UserInfo};
 use mirobody_mcp::http::{HttpOptions, McpHttp};
-use mirobody_mcp::{Backends, McpService};
+use mirobody_mcp::{Backends, McpEngine};
 use mirobody_tools::backends::{BackendConfig, OpenedBackends, open};
 use serde_json::{Value, json};
 use tempfile::TempDir;
@@ -76,7 +76,7 @@ impl Drop for PgSchema {
     }
 }
 
-/// Backends under a temp dir, and the service over them.
+/// Backends under a temp dir, and the engine over them.
 pub(crate) struct Env {
     pub(crate) backends: Arc<OpenedBackends>,
     pub(crate) router: Router,
@@ -152,7 +152,7 @@ pub(crate) fn router(backends: &OpenedBackends, edit: impl FnOnce(Backends) -> B
     let registry = Arc::new(mirobody_tools::builtin_registry().expect("the built-ins register"));
     let resources = ResourceRegistry::from_registered(mirobody_tools::views::resources(), Vec::new())
         .expect("the resources register");
-    let service = McpService::builder(registry)
+    let engine = McpEngine::builder(registry)
         .resources(resources)
         .backends(edit(handles(backends)))
         .access_log(backends.access_log())
@@ -163,7 +163,7 @@ pub(crate) fn router(backends: &OpenedBackends, edit: impl FnOnce(Backends) -> B
         o.caller_limits = mirobody_mcp::limits::CallerLimits::default().with_rate(0, 0);
         o
     };
-    McpHttp::new(service, options).router()
+    McpHttp::new(engine, options).router()
 }
 
 /// A JSON-RPC request.

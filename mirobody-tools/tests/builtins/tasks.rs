@@ -18,7 +18,7 @@ use http::Request;
 use http_body_util::BodyExt;
 use mirobody_core::{Args, Registry, TaskSupport, Tool, ToolContext, ToolResult, UserInfo};
 use mirobody_mcp::http::{HttpOptions, McpHttp};
-use mirobody_mcp::{McpService, TaskOptions};
+use mirobody_mcp::{McpEngine, TaskOptions};
 use mirobody_tools::backends::SqlStore;
 use serde_json::{Value, json};
 use tower::ServiceExt;
@@ -41,8 +41,8 @@ async fn router(url: &str) -> Router {
         .unwrap();
     let options =
         TaskOptions::default().with_sync_budget(Duration::from_millis(20)).with_lease(Duration::from_millis(600));
-    let service = McpService::builder(Arc::new(registry)).task_store(Arc::new(store)).task_options(options).build();
-    McpHttp::new(service, HttpOptions::default()).router()
+    let engine = McpEngine::builder(Arc::new(registry)).task_store(Arc::new(store)).task_options(options).build();
+    McpHttp::new(engine, HttpOptions::default()).router()
 }
 
 // One 2026-07-28 request by alice, with the tasks extension; its result.
@@ -234,8 +234,8 @@ async fn a_drawing_that_is_not_done_at_once_becomes_a_task() {
     // it waits for its blocking thread (drawn on the async thread, it was answered directly).
     let registry = Arc::new(mirobody_tools::builtin_registry().unwrap());
     let options = TaskOptions::default().with_sync_budget(Duration::ZERO);
-    let service = McpService::builder(registry).task_options(options).build();
-    let router = McpHttp::new(service, HttpOptions::default()).router();
+    let engine = McpEngine::builder(registry).task_options(options).build();
+    let router = McpHttp::new(engine, HttpOptions::default()).router();
     let created =
         call(&router, "tools/call", json!({"name": "render_chart", "arguments": {"option": chart(2_000)}})).await;
     assert_eq!(created["resultType"], "task", "{}", crate::short(&created));

@@ -8,7 +8,7 @@ use crate::protocol::Status;
 use crate::protocol::peer::Outbox;
 
 /// The surroundings of one 2026-07-28 request, supplied by the transport.
-pub(crate) struct ModernExchange<'a> {
+pub(crate) struct Exchange<'a> {
     /// The verified caller.
     pub user: &'a UserInfo,
     /// The request's `_meta`, already [checked](RequestMeta::check).
@@ -20,7 +20,7 @@ pub(crate) struct ModernExchange<'a> {
 
 /// The response to one 2026-07-28 request.
 #[derive(Debug)]
-pub(crate) struct ModernReply {
+pub(crate) struct Reply {
     /// The JSON-RPC response.
     pub body: Vec<u8>,
     /// How it should travel (authentication challenges).
@@ -29,17 +29,17 @@ pub(crate) struct ModernReply {
     pub error_code: Option<i64>,
 }
 
-impl ModernReply {
+impl Reply {
     pub(crate) fn ok(body: Vec<u8>) -> Self {
-        ModernReply { body, status: Status::Ok, error_code: None }
+        Reply { body, status: Status::Ok, error_code: None }
     }
 
     /// An error response to `id`.
     pub(crate) fn error(id: &Id, error: &RpcError) -> Self {
-        ModernReply { body: jsonrpc::error_bytes(Some(id), error), status: Status::Ok, error_code: Some(error.code) }
+        Reply { body: jsonrpc::error_bytes(Some(id), error), status: Status::Ok, error_code: Some(error.code) }
     }
 
     pub(crate) fn error_with(id: &Id, error: &RpcError, status: Status) -> Self {
-        ModernReply { status, ..ModernReply::error(id, error) }
+        Reply { status, ..Reply::error(id, error) }
     }
 }

@@ -1,5 +1,5 @@
 //! What every 2026-07-28 request carries and how it is read: the `_meta` members, checked
-//! ([`RequestMeta`]), and the params read in one pass where they are plain ([`ModernParams`]).
+//! ([`RequestMeta`]), and the params read in one pass where they are plain ([`Params`]).
 
 use std::borrow::Cow;
 
@@ -13,12 +13,12 @@ use crate::jsonrpc::parse;
 
 use crate::jsonrpc::{Id, Request, RpcError};
 
-pub(crate) use crate::protocol::fast::meta::{
+pub(crate) use crate::protocol::one_pass::meta::{
     META_CLIENT_CAPABILITIES, META_CLIENT_INFO, META_LOG_LEVEL, META_PROTOCOL_VERSION, META_SERVER_INFO, Members,
     MetaEnvelope, MetaFields, ReadParams, is_implementation, raw_unless_null,
 };
 
-use crate::protocol::versions::{MODERN_VERSIONS, supported_versions};
+use crate::protocol::versions::{VERSIONS_WITHOUT_INITIALIZE, supported_versions};
 
 use crate::session::{LOGS_OFF, log_rank};
 
@@ -43,37 +43,37 @@ pub(crate) struct RequestMeta {
 
 /// A 2026-07-28 `tools/call` read in one pass, envelope, params and `_meta` together, rather
 /// than the envelope first and the params again, which reads the params twice: its
-/// id, and its params as [`ModernParams::parse`] gives them. `None` where
+/// id, and its params as [`Params::parse`] gives them. `None` where
 /// [`protocol::read_tool_call`] gives up, and where the params are not a well-formed object:
-/// `Message::parse` and `ModernParams::parse` then read the request and say what is wrong.
-pub(crate) fn read_tool_call(bytes: &[u8]) -> Option<(Id, Result<ModernParams<'_>, RpcError>)> {
-    crate::protocol::fast::scan::read_call(bytes, ReadParams::read)
-        .map(|(id, params)| (id, ModernParams::checked(params)))
+/// `Message::parse` and `Params::parse` then read the request and say what is wrong.
+pub(crate) fn read_tool_call(bytes: &[u8]) -> Option<(Id, Result<Params<'_>, RpcError>)> {
+    crate::protocol::one_pass::scan::read_call(bytes, ReadParams::read)
+        .map(|(id, params)| (id, Params::checked(params)))
 }
 
 /// The params of a 2026-07-28 request as one read of them gives: its `_meta`, and the members
 /// HTTP mirrors into headers (the name or URI, the tool arguments).
-pub(crate) struct ModernParams<'a> {
+pub(crate) struct Params<'a> {
     /// The checked-for-presence `_meta`; boxed, as it is large and the params move about.
     pub(crate) meta: Box<RequestMeta>,
     pub(crate) members: Members<'a>,
 }
 
-impl<'a> ModernParams<'a> {
+impl<'a> Params<'a> {
     /// The params read, once `_meta` has what every request carries.
-    pub(crate) fn checked(read: ReadParams<'a>) -> Result<ModernParams<'a>, RpcError> {
+    pub(crate) fn checked(read: ReadParams<'a>) -> Result<Params<'a>, RpcError> {
         let fields = read.meta.ok_or_else(|| bad_meta("params._meta is missing"))?;
-        Ok(ModernParams { meta: Box::new(RequestMeta::from_fields(*fields)?), members: read.members })
+        Ok(Params { meta: Box::new(RequestMeta::from_fields(*fields)?), members: read.members })
     }
     /// Reads the params once: -32602 as [`RequestMeta::read`] says.
-    pub(crate) fn parse(params: Option<&'a RawValue>) -> Result<ModernParams<'a>, RpcError> {
+    pub(crate) fn parse(params: Option<&'a RawValue>) -> Result<Params<'a>, RpcError> {
         let raw = params.map(RawValue::get).unwrap_or("{}");
         // One pass over well-formed params; anything malformed is read again, `_meta` as text,
         // to say what is wrong with it.
         let read = ReadParams::walk(raw)
             .map_or_else(|| serde_json::from_str::<MetaEnvelope<'a, Box<MetaFields>>>(raw).map(ReadParams::from), Ok);
         match read {
-            Ok(read) => ModernParams::checked(read),
+            Ok(read) => Params::checked(read),
             Err(_) => {
                 let envelope: MetaEnvelope<'a, &'a RawValue> =
                     serde_json::from_str(raw).map_err(|_| bad_meta("params must be an object"))?;
@@ -81,13 +81,13 @@ impl<'a> ModernParams<'a> {
                 let meta = meta.ok_or_else(|| bad_meta("params._meta is missing"))?;
                 let fields: MetaFields =
                     serde_json::from_str(meta.get()).map_err(|_| bad_meta("params._meta must be an object"))?;
-                Ok(ModernParams { meta: Box::new(RequestMeta::from_fields(fields)?), members })
+                Ok(Params { meta: Box::new(RequestMeta::from_fields(fields)?), members })
             }
         }
     }
 
     // The `tools/call` params, without reading the params again.
-    pub(crate) fn call(&self) -> Result<ModernCallParams<'a>, RpcError> {
+    pub(crate) fn call(&self) -> Result<CallParams<'a>, RpcError> {
         let name = self.text("name").ok_or_else(|| {
             RpcError::invalid_params("Invalid params for tools/call: \"name\" must be the name of a tool")
         })?;
@@ -96,7 +96,7 @@ impl<'a> ModernParams<'a> {
                 .transpose()
                 .map_err(|e| RpcError::invalid_params(format!("Invalid params for tools/call: {e}")))
         };
-        Ok(ModernCallParams {
+        Ok(CallParams {
             name,
             arguments: self.members.arguments,
             input_responses: value(self.members.input_responses)?,
@@ -106,7 +106,7 @@ impl<'a> ModernParams<'a> {
 
     /// The `tools/call` params, owned: for a call that outlives the request's bytes.
     pub(crate) fn owned_call(&self) -> Result<OwnedCall, RpcError> {
-        let ModernCallParams { name, arguments, input_responses, request_state } = self.call()?;
+        let CallParams { name, arguments, input_responses, request_state } = self.call()?;
         Ok(OwnedCall { name: name.into_owned(), arguments: arguments.map(Box::from), input_responses, request_state })
     }
 
@@ -149,7 +149,7 @@ impl RequestMeta {
     /// Reads `params._meta`: -32602 when it is missing, not an object, or lacks the protocol
     /// version or the client capabilities.
     pub(crate) fn read(params: Option<&RawValue>) -> Result<RequestMeta, RpcError> {
-        ModernParams::parse(params).map(|p| *p.meta)
+        Params::parse(params).map(|p| *p.meta)
     }
 
     pub(crate) fn from_fields(fields: MetaFields) -> Result<RequestMeta, RpcError> {
@@ -206,7 +206,7 @@ impl RequestMeta {
         let Some(version) = self.protocol_version.as_str() else {
             return Err(bad_meta(&format!("\"{META_PROTOCOL_VERSION}\" must be a string")));
         };
-        if !MODERN_VERSIONS.contains(&version) {
+        if !VERSIONS_WITHOUT_INITIALIZE.contains(&version) {
             return Err(RpcError::new(codes::UNSUPPORTED_PROTOCOL_VERSION, "Unsupported protocol version")
                 .with_data(json!({"supported": supported_versions(), "requested": version})));
         }
@@ -228,7 +228,7 @@ impl RequestMeta {
 }
 
 #[derive(Deserialize)]
-pub(crate) struct ModernCallParams<'a> {
+pub(crate) struct CallParams<'a> {
     #[serde(borrow)]
     pub(crate) name: Cow<'a, str>,
     #[serde(borrow, default, deserialize_with = "raw_unless_null")]
@@ -239,7 +239,7 @@ pub(crate) struct ModernCallParams<'a> {
     pub(crate) request_state: Option<Value>,
 }
 
-/// The params of a `tools/call`, read and owned ([`ModernParams::owned_call`]).
+/// The params of a `tools/call`, read and owned ([`Params::owned_call`]).
 pub(crate) struct OwnedCall {
     pub(crate) name: String,
     pub(crate) arguments: Option<Box<str>>,
@@ -262,6 +262,6 @@ pub(crate) fn listen_filter(
 
 /// Whether a request is a 2026-07-28 one, on a transport without headers (stdio): it carries a
 /// `_meta` protocol version, or is `server/discover`.
-pub(crate) fn is_modern_request(request: &Request) -> bool {
+pub(crate) fn is_request(request: &Request) -> bool {
     request.method == "server/discover" || RequestMeta::present(request.params.as_deref())
 }

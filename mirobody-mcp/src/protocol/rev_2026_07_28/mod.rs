@@ -11,9 +11,9 @@ pub(crate) mod mrtr;
 pub(crate) mod state;
 mod tasks;
 
-pub(crate) use exchange::{ModernExchange, ModernReply};
+pub(crate) use exchange::{Exchange, Reply};
 pub(crate) use headers::HeaderParam;
-use state::ModernState;
+use state::State;
 
 use crate::protocol::methods::{Method, method_not_found};
 
@@ -30,11 +30,11 @@ use serde_json::{Map, Value, json};
 use tokio::sync::mpsc;
 
 use crate::jsonrpc::{self, Id, Request, RpcError, code};
-use crate::protocol::fast::scan::read_value;
+use crate::protocol::one_pass::scan::read_value;
 use crate::protocol::peer::{Notifications, Outbox};
 use crate::protocol::rev_2026_07_28::mrtr::{Arguments, Binding, MrtrPeer, RetryParams, Round, run_round};
 use crate::protocol::{
-    CallFailure, McpService, PromptParams, ServerInfo, Status, UriParams, call_failure, parse, single_page,
+    CallFailure, McpEngine, PromptParams, ServerInfo, Status, UriParams, call_failure, parse, single_page,
 };
 use crate::session::LOGS_OFF;
 
@@ -45,42 +45,42 @@ struct Cache {
     private: bool,
 }
 
-impl McpService {
+impl McpEngine {
     /// Answers a 2026-07-28 request on a transport with no headers to check (stdio): reads and
     /// [checks](RequestMeta::check) its `_meta`, then answers it, with `subscriptions/listen`
     /// writing its acknowledgement and changes to `notifications` until the streams
     /// [end](crate::protocol::changes::ChangeNotifier::end_streams) (or the caller drops the future).
-    pub(crate) async fn serve_modern(
+    pub(crate) async fn serve_rev_2026_07_28(
         &self,
         request: &Request,
         user: &UserInfo,
         notifications: Option<mpsc::Sender<Vec<u8>>>,
-    ) -> ModernReply {
+    ) -> Reply {
         let meta = match RequestMeta::read(request.params.as_deref()).and_then(|meta| meta.check().map(|()| meta)) {
             Ok(meta) => meta,
-            Err(error) => return ModernReply::error(&request.id, &error),
+            Err(error) => return Reply::error(&request.id, &error),
         };
         if request.method == "subscriptions/listen" {
             let tasks_of = crate::protocol::tasks::listens_for_tasks(&meta.client_capabilities, user);
             return match &notifications {
                 Some(out) => self.listen(request, out, tasks_of).await,
-                None => ModernReply::error(
+                None => Reply::error(
                     &request.id,
                     &RpcError::new(code::METHOD_NOT_FOUND, "subscriptions/listen needs a streaming transport"),
                 ),
             };
         }
-        let exchange = ModernExchange { user, meta: &meta, notifications: notifications.map(Outbox::from) };
-        self.handle_modern(request, &exchange).await
+        let exchange = Exchange { user, meta: &meta, notifications: notifications.map(Outbox::from) };
+        self.handle_rev_2026_07_28(request, &exchange).await
     }
 
     // A listen stream on a message transport: the acknowledgement, then the changes asked for,
     // then the final result once the streams end.
-    async fn listen(&self, request: &Request, out: &mpsc::Sender<Vec<u8>>, tasks_of: Option<String>) -> ModernReply {
+    async fn listen(&self, request: &Request, out: &mpsc::Sender<Vec<u8>>, tasks_of: Option<String>) -> Reply {
         let id = &request.id;
         let filter = match listen_filter(request.params.as_deref()) {
             Ok(filter) => tasks_of.into_iter().fold(filter, |filter, owner| filter.with_tasks_of(owner)),
-            Err(error) => return ModernReply::error(id, &error),
+            Err(error) => return Reply::error(id, &error),
         };
         let changes = self.changes();
         let mut rx = changes.subscribe();
@@ -104,40 +104,40 @@ impl McpService {
             }
         }
         let result = json!({"resultType": "complete", "_meta": {crate::protocol::changes::SUBSCRIPTION_ID_KEY: id}});
-        ModernReply::ok(jsonrpc::result_bytes(id, &result))
+        Reply::ok(jsonrpc::result_bytes(id, &result))
     }
 
     /// Answers one 2026-07-28 request whose `_meta` is [checked](RequestMeta::check). Methods
     /// the revision removed (`initialize`, `ping`, `logging/setLevel`, `resources/subscribe`,
     /// `resources/unsubscribe`) and unknown ones get -32601; `subscriptions/listen` is the
     /// transport's (it answers with a stream), and gets -32601 here.
-    pub(crate) async fn handle_modern(&self, request: &Request, exchange: &ModernExchange<'_>) -> ModernReply {
-        self.handle_modern_read(request, exchange, None).await
+    pub(crate) async fn handle_rev_2026_07_28(&self, request: &Request, exchange: &Exchange<'_>) -> Reply {
+        self.handle_parsed_rev_2026_07_28(request, exchange, None).await
     }
 
-    // Like `handle_modern`, reusing the params the transport read already.
-    pub(crate) async fn handle_modern_read(
+    // Like `handle_rev_2026_07_28`, reusing the params the transport read already.
+    pub(crate) async fn handle_parsed_rev_2026_07_28(
         &self,
         request: &Request,
-        exchange: &ModernExchange<'_>,
-        read: Option<&ModernParams<'_>>,
-    ) -> ModernReply {
+        exchange: &Exchange<'_>,
+        read: Option<&Params<'_>>,
+    ) -> Reply {
         let id = &request.id;
         let params = request.params.as_deref();
-        let list_ttl = self.modern().list_ttl_ms;
+        let list_ttl = self.state_rev_2026_07_28().list_ttl_ms;
         let public = Cache { ttl_ms: list_ttl, private: false };
         let Some(method) = Method::of(&request.method).filter(|m| m.stateless()) else {
-            return ModernReply::error(id, &method_not_found(&request.method));
+            return Reply::error(id, &method_not_found(&request.method));
         };
         let outcome = match method {
             Method::ToolsCall => {
                 let call = match read {
                     Some(read) => read.call(),
-                    None => parse::<ModernCallParams<'_>>(params, "tools/call"),
+                    None => parse::<CallParams<'_>>(params, "tools/call"),
                 };
                 return match call {
-                    Ok(call) => self.modern_call_tool(id, call, exchange).await,
-                    Err(e) => ModernReply::error(id, &e),
+                    Ok(call) => self.call_tool_rev_2026_07_28(id, call, exchange).await,
+                    Err(e) => Reply::error(id, &e),
                 };
             }
             Method::ToolsList => self.tools_page(params, exchange.user).map(|raw| {
@@ -151,9 +151,9 @@ impl McpService {
             }
             Method::ResourcesTemplatesList => single_page(params, "resources/templates/list")
                 .map(|()| self.finish_value(id, &self.list_templates(), Some(public))),
-            Method::ResourcesRead => return self.modern_read_resource(id, params, exchange).await,
+            Method::ResourcesRead => return self.read_resource_rev_2026_07_28(id, params, exchange).await,
             Method::PromptsList => self.list_prompts(params).map(|v| self.finish_value(id, &v, Some(public))),
-            Method::PromptsGet => return self.modern_get_prompt(id, params, exchange).await,
+            Method::PromptsGet => return self.get_prompt_rev_2026_07_28(id, params, exchange).await,
             Method::CompletionComplete => self.complete(params).map(|v| self.finish_value(id, &v, None)),
             Method::TasksGet => return self.task_method(id, tasks::TaskMethod::Get, params, exchange).await,
             Method::TasksUpdate => return self.task_method(id, tasks::TaskMethod::Update, params, exchange).await,
@@ -168,18 +168,18 @@ impl McpService {
             | Method::SubscriptionsListen => Err(method_not_found(method.name())),
         };
         match outcome {
-            Ok(body) => ModernReply::ok(body),
-            Err(error) => ModernReply::error(id, &error),
+            Ok(body) => Reply::ok(body),
+            Err(error) => Reply::error(id, &error),
         }
     }
 
-    fn modern(&self) -> &ModernState {
-        &self.inner().modern
+    fn state_rev_2026_07_28(&self) -> &State {
+        &self.inner().rev_2026_07_28
     }
 
     /// The `Mcp-Param-*` headers a call of `tool` must carry (`x-mcp-header` arguments).
     pub(crate) fn header_params(&self, tool: &str) -> Option<&[HeaderParam]> {
-        self.modern().header_params(tool)
+        self.state_rev_2026_07_28().header_params(tool)
     }
 
     fn discover_json(&self) -> String {
@@ -239,7 +239,7 @@ impl McpService {
                 br#","cacheScope":"public","#
             });
         }
-        out.extend_from_slice(self.modern().server_info.as_bytes());
+        out.extend_from_slice(self.state_rev_2026_07_28().server_info.as_bytes());
         out.extend_from_slice(b"}}");
         out
     }
@@ -251,7 +251,7 @@ impl McpService {
     fn tool_result(&self, id: &Id, result: &ToolResult) -> Vec<u8> {
         if result.meta().is_none() {
             // Room for the closing fields too: growing the buffer copies it.
-            let mut out = Vec::with_capacity(256 + self.modern().server_info.len());
+            let mut out = Vec::with_capacity(256 + self.state_rev_2026_07_28().server_info.len());
             out.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
             // Serializing to a Vec cannot fail.
             let _ = serde_json::to_writer(&mut out, id);
@@ -272,16 +272,16 @@ impl McpService {
     fn input_required(&self, id: &Id, requests: Vec<(String, Value)>, state: String) -> Vec<u8> {
         let requests: Map<String, Value> = requests.into_iter().collect();
         let raw = json!({"resultType": "input_required", "inputRequests": requests, "requestState": state}).to_string();
-        let meta = &self.modern().server_info;
+        let meta = &self.state_rev_2026_07_28().server_info;
         jsonrpc::raw_result_bytes(id, &splice(&raw, meta))
     }
 
-    fn mrtr_peer<'a>(&self, exchange: &'a ModernExchange<'_>, answers: Map<String, Value>) -> MrtrPeer<'a> {
+    fn mrtr_peer<'a>(&self, exchange: &'a Exchange<'_>, answers: Map<String, Value>) -> MrtrPeer<'a> {
         MrtrPeer::new(answers, &exchange.meta.client_capabilities, self.notifications(exchange))
     }
 
     // Where a call's progress and logs go, if the transport carries them.
-    fn notifications(&self, exchange: &ModernExchange<'_>) -> Option<Notifications> {
+    fn notifications(&self, exchange: &Exchange<'_>) -> Option<Notifications> {
         exchange.notifications.clone().map(|out| Notifications {
             out,
             progress_token: exchange.meta.progress_token.clone(),
@@ -290,23 +290,14 @@ impl McpService {
     }
 
     /// Runs a `tools/call` whose params are read, checked and owned.
-    pub(crate) async fn modern_call_owned(
-        &self,
-        id: &Id,
-        call: OwnedCall,
-        exchange: &ModernExchange<'_>,
-    ) -> ModernReply {
+    pub(crate) async fn call_owned_rev_2026_07_28(&self, id: &Id, call: OwnedCall, exchange: &Exchange<'_>) -> Reply {
         let OwnedCall { name, arguments, input_responses, request_state } = call;
-        let params = ModernCallParams {
-            name: Cow::Borrowed(&name),
-            arguments: arguments.as_deref(),
-            input_responses,
-            request_state,
-        };
-        self.modern_call_tool(id, params, exchange).await
+        let params =
+            CallParams { name: Cow::Borrowed(&name), arguments: arguments.as_deref(), input_responses, request_state };
+        self.call_tool_rev_2026_07_28(id, params, exchange).await
     }
 
-    async fn modern_call_tool(&self, id: &Id, p: ModernCallParams<'_>, exchange: &ModernExchange<'_>) -> ModernReply {
+    async fn call_tool_rev_2026_07_28(&self, id: &Id, p: CallParams<'_>, exchange: &Exchange<'_>) -> Reply {
         // The arguments are read here, once; the state's binding digests their text only
         // when a state is opened or sealed.
         let arguments: Value = match p.arguments {
@@ -320,7 +311,7 @@ impl McpService {
                 let started = self.access_started(exchange.user);
                 self.record_access(exchange.user, AccessKind::Tool, &p.name, AccessOutcome::Hidden, started);
                 let unknown = CallError::UnknownTool { name: p.name.into_owned() };
-                return ModernReply::error(id, &RpcError::invalid_params(unknown.to_string()));
+                return Reply::error(id, &RpcError::invalid_params(unknown.to_string()));
             }
             let missing: Vec<&str> = tool
                 .required_client_capabilities()
@@ -335,7 +326,7 @@ impl McpService {
                     format!("Tool '{}' needs the client capability {}", p.name, missing.join(", ")),
                 )
                 .with_data(json!({"requiredCapabilities": required}));
-                return ModernReply::error(id, &error);
+                return Reply::error(id, &error);
             }
             support = tool.spec().task_support_level();
         }
@@ -349,10 +340,10 @@ impl McpService {
         if support != TaskSupport::Forbidden {
             if tasks::negotiated(exchange) {
                 let call = tasks::TaskCall { name: &p.name, arguments, binding: &binding, retry, support };
-                return self.modern_task_call(id, call, exchange).await;
+                return self.task_call_rev_2026_07_28(id, call, exchange).await;
             }
             if support == TaskSupport::Required {
-                return ModernReply::error(id, &tasks::missing_extension(&format!("Tool '{}'", p.name)));
+                return Reply::error(id, &tasks::missing_extension(&format!("Tool '{}'", p.name)));
             }
         }
         let started = self.access_started(exchange.user);
@@ -363,8 +354,8 @@ impl McpService {
         };
         self.record_call(exchange.user, &p.name, &outcome, started);
         match outcome.map_err(call_failure) {
-            Ok(result) | Err(CallFailure::Result(result)) => ModernReply::ok(self.tool_result(id, &result)),
-            Err(CallFailure::Error(error, status)) => ModernReply::error_with(id, &error, status),
+            Ok(result) | Err(CallFailure::Result(result)) => Reply::ok(self.tool_result(id, &result)),
+            Err(CallFailure::Error(error, status)) => Reply::error_with(id, &error, status),
         }
     }
 
@@ -374,35 +365,30 @@ impl McpService {
     async fn round<T>(
         &self,
         id: &Id,
-        exchange: &ModernExchange<'_>,
+        exchange: &Exchange<'_>,
         binding: &Binding<'_>,
         retry: RetryParams,
         work: impl AsyncFnOnce(&ToolContext<'_>) -> T,
-    ) -> Result<T, ModernReply> {
-        let answers = retry.answers(&self.modern().sealer, binding).map_err(|e| ModernReply::error(id, &e))?;
+    ) -> Result<T, Reply> {
+        let answers = retry.answers(&self.state_rev_2026_07_28().sealer, binding).map_err(|e| Reply::error(id, &e))?;
         let peer = self.mrtr_peer(exchange, answers);
         let ctx = self.inner().backends.context(Some(&peer));
         match run_round(&peer, work(&ctx)).await {
             Round::Done(output) => Ok(output),
             Round::InputRequired { requests, answers } => {
-                let state = self.modern().sealer.seal(binding, answers);
-                Err(ModernReply::ok(self.input_required(id, requests, state)))
+                let state = self.state_rev_2026_07_28().sealer.seal(binding, answers);
+                Err(Reply::ok(self.input_required(id, requests, state)))
             }
-            Round::Invalid(error) => Err(ModernReply::error(id, &error)),
+            Round::Invalid(error) => Err(Reply::error(id, &error)),
         }
     }
 
-    async fn modern_get_prompt(
-        &self,
-        id: &Id,
-        params: Option<&RawValue>,
-        exchange: &ModernExchange<'_>,
-    ) -> ModernReply {
+    async fn get_prompt_rev_2026_07_28(&self, id: &Id, params: Option<&RawValue>, exchange: &Exchange<'_>) -> Reply {
         let parsed = parse::<PromptParams>(params, "prompts/get")
             .and_then(|p| parse::<RetryParams>(params, "prompts/get").map(|r| (p, r)));
         let (p, retry) = match parsed {
             Ok(parsed) => parsed,
-            Err(e) => return ModernReply::error(id, &e),
+            Err(e) => return Reply::error(id, &e),
         };
         let arguments = json!(p.arguments);
         let binding = Binding {
@@ -413,23 +399,18 @@ impl McpService {
         };
         let render = async |ctx: &ToolContext<'_>| self.render_prompt(&p.name, p.arguments, ctx).await;
         match self.round(id, exchange, &binding, retry, render).await {
-            Ok(Ok(messages)) => ModernReply::ok(self.finish_value(id, &self.prompt_result(&p.name, messages), None)),
-            Ok(Err(error)) => ModernReply::error(id, &error),
+            Ok(Ok(messages)) => Reply::ok(self.finish_value(id, &self.prompt_result(&p.name, messages), None)),
+            Ok(Err(error)) => Reply::error(id, &error),
             Err(reply) => reply,
         }
     }
 
-    async fn modern_read_resource(
-        &self,
-        id: &Id,
-        params: Option<&RawValue>,
-        exchange: &ModernExchange<'_>,
-    ) -> ModernReply {
+    async fn read_resource_rev_2026_07_28(&self, id: &Id, params: Option<&RawValue>, exchange: &Exchange<'_>) -> Reply {
         let parsed = parse::<UriParams>(params, "resources/read")
             .and_then(|p| parse::<RetryParams>(params, "resources/read").map(|r| (p, r)));
         let (p, retry) = match parsed {
             Ok(parsed) => parsed,
-            Err(e) => return ModernReply::error(id, &e),
+            Err(e) => return Reply::error(id, &e),
         };
         let binding = Binding {
             method: "resources/read",
@@ -456,17 +437,17 @@ impl McpService {
                 // may be shared.
                 let auth = self.inner().resources.get(&p.uri).is_some_and(|r| r.is_auth());
                 let cache = Cache { ttl_ms: 0, private: exchange.user.authed() || auth };
-                ModernReply::ok(self.finish_value(id, &json!({"contents": contents}), Some(cache)))
+                Reply::ok(self.finish_value(id, &json!({"contents": contents}), Some(cache)))
             }
             // 2026-07-28 reports an unknown resource as invalid params, naming the URI.
-            Err(ResourceError::NotFound(uri)) => ModernReply::error(
+            Err(ResourceError::NotFound(uri)) => Reply::error(
                 id,
                 &RpcError::invalid_params(format!("Resource not found: {uri}")).with_data(json!({"uri": uri})),
             ),
             Err(e @ ResourceError::Unauthenticated(_)) => {
-                ModernReply::error_with(id, &RpcError::new(code::UNAUTHORIZED, e.to_string()), Status::Unauthenticated)
+                Reply::error_with(id, &RpcError::new(code::UNAUTHORIZED, e.to_string()), Status::Unauthenticated)
             }
-            Err(e) => ModernReply::error(id, &RpcError::new(code::INTERNAL_ERROR, e.to_string())),
+            Err(e) => Reply::error(id, &RpcError::new(code::INTERNAL_ERROR, e.to_string())),
         }
     }
 }

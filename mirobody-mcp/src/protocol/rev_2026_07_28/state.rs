@@ -1,6 +1,6 @@
-//! What the 2026-07-28 side derives once per service: the server-info `_meta` text, the sealer
+//! What the 2026-07-28 side derives once per engine: the server-info `_meta` text, the sealer
 //! of request states, each tool's `Mcp-Param-*` headers and the listings' time to live. Built by
-//! the service's builder from plain inputs, so the service need not know this revision's
+//! the engine's builder from plain inputs, so the engine need not know this revision's
 //! methods.
 
 use std::collections::HashMap;
@@ -14,17 +14,17 @@ use super::headers::{HeaderParam, header_params_of};
 use super::meta::META_SERVER_INFO;
 use super::mrtr::{Sealer, StateKey};
 
-/// What the 2026-07-28 side derives once per service.
-pub(crate) struct ModernState {
+/// What the 2026-07-28 side derives once per engine.
+pub(crate) struct State {
     pub(super) server_info: Arc<str>,
     pub(super) sealer: Sealer,
     header_params: HashMap<String, Vec<HeaderParam>>,
     pub(super) list_ttl_ms: u64,
 }
 
-impl ModernState {
+impl State {
     pub(crate) fn placeholder() -> Self {
-        ModernState {
+        State {
             server_info: Arc::from(""),
             sealer: Sealer::new(StateKey::random(), Duration::ZERO),
             header_params: HashMap::new(),
@@ -58,7 +58,7 @@ impl ModernState {
                 ),
             }
         }
-        ModernState {
+        State {
             server_info: Arc::from(server_info),
             sealer: Sealer::new(key, state_ttl),
             header_params,

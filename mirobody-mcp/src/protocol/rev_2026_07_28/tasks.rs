@@ -11,13 +11,13 @@ use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
 
 use super::mrtr::{Binding, RetryParams, Round};
-use super::{ModernExchange, ModernReply, codes, splice};
+use super::{Exchange, Reply, codes, splice};
 use crate::jsonrpc::{self, Id, RpcError};
 use crate::protocol::tasks::{self as engine, EXTENSION, Escalation, TaskPeer, drive, owner_of, task_json};
-use crate::protocol::{CallFailure, McpService, call_failure, parse};
+use crate::protocol::{CallFailure, McpEngine, call_failure, parse};
 
 /// Whether the request's client negotiated the tasks extension.
-pub(crate) fn negotiated(exchange: &ModernExchange<'_>) -> bool {
+pub(crate) fn negotiated(exchange: &Exchange<'_>) -> bool {
     engine::negotiated(&exchange.meta.client_capabilities)
 }
 
@@ -66,21 +66,21 @@ impl TaskMethod {
     }
 }
 
-impl McpService {
+impl McpEngine {
     /// `tasks/get`, `tasks/update` or `tasks/cancel`.
     pub(crate) async fn task_method(
         &self,
         id: &Id,
         method: TaskMethod,
         params: Option<&RawValue>,
-        exchange: &ModernExchange<'_>,
-    ) -> ModernReply {
+        exchange: &Exchange<'_>,
+    ) -> Reply {
         if !negotiated(exchange) {
-            return ModernReply::error(id, &missing_extension(method.name()));
+            return Reply::error(id, &missing_extension(method.name()));
         }
         let p = match parse::<TaskParams>(params, method.name()) {
             Ok(p) => p,
-            Err(e) => return ModernReply::error(id, &e),
+            Err(e) => return Reply::error(id, &e),
         };
         let tasks = &self.inner().tasks;
         let owner = owner_of(exchange.user, &p.task_id);
@@ -88,7 +88,7 @@ impl McpService {
             TaskMethod::Get => match tasks.get(&p.task_id, &owner).await {
                 Ok(record) => {
                     let task = Value::Object(task_json(&record, &tasks.options, true));
-                    return ModernReply::ok(self.finish_value(id, &task, None));
+                    return Reply::ok(self.finish_value(id, &task, None));
                 }
                 Err(refusal) => Err(refusal),
             },
@@ -98,7 +98,7 @@ impl McpService {
                     None => Map::new(),
                     Some(_) => {
                         let error = RpcError::invalid_params("Invalid params: \"inputResponses\" must be an object");
-                        return ModernReply::error(id, &error);
+                        return Reply::error(id, &error);
                     }
                 };
                 tasks.update(&p.task_id, &owner, responses).await
@@ -106,28 +106,23 @@ impl McpService {
             TaskMethod::Cancel => tasks.cancel(&p.task_id, &owner).await,
         };
         match done {
-            Ok(()) => ModernReply::ok(self.finish(id, "{}", None)),
-            Err(refusal) => ModernReply::error(id, &refusal.into_rpc(&p.task_id)),
+            Ok(()) => Reply::ok(self.finish(id, "{}", None)),
+            Err(refusal) => Reply::error(id, &refusal.into_rpc(&p.task_id)),
         }
     }
 
     /// A `tools/call` of a tool with task support from a client that negotiated tasks: run in
     /// the request until it finishes, asks, or becomes a task (see [`crate::protocol::tasks`]).
-    pub(crate) async fn modern_task_call(
-        &self,
-        id: &Id,
-        call: TaskCall<'_>,
-        exchange: &ModernExchange<'_>,
-    ) -> ModernReply {
+    pub(crate) async fn task_call_rev_2026_07_28(&self, id: &Id, call: TaskCall<'_>, exchange: &Exchange<'_>) -> Reply {
         let TaskCall { name, arguments, binding, retry, support } = call;
         let tasks = &self.inner().tasks;
-        let sealer = &self.modern().sealer;
+        let sealer = &self.state_rev_2026_07_28().sealer;
         let answers = match retry.answers(sealer, binding) {
             Ok(answers) => answers,
-            Err(e) => return ModernReply::error(id, &e),
+            Err(e) => return Reply::error(id, &e),
         };
         if let Err(refusal) = tasks.admit(exchange.user).await {
-            return ModernReply::error(id, &refusal.into_rpc(""));
+            return Reply::error(id, &refusal.into_rpc(""));
         }
         let live = tasks.prepare(exchange.user, name);
         let capabilities = exchange.meta.client_capabilities.clone();
@@ -142,15 +137,15 @@ impl McpService {
             Escalation::Round(Round::Done(outcome)) => {
                 self.record_call(exchange.user, name, &outcome, started);
                 match outcome.map_err(call_failure) {
-                    Ok(result) | Err(CallFailure::Result(result)) => ModernReply::ok(self.tool_result(id, &result)),
-                    Err(CallFailure::Error(error, status)) => ModernReply::error_with(id, &error, status),
+                    Ok(result) | Err(CallFailure::Result(result)) => Reply::ok(self.tool_result(id, &result)),
+                    Err(CallFailure::Error(error, status)) => Reply::error_with(id, &error, status),
                 }
             }
             Escalation::Round(Round::InputRequired { requests, answers }) => {
                 let state = sealer.seal(binding, answers);
-                ModernReply::ok(self.input_required(id, requests, state))
+                Reply::ok(self.input_required(id, requests, state))
             }
-            Escalation::Round(Round::Invalid(error)) => ModernReply::error(id, &error),
+            Escalation::Round(Round::Invalid(error)) => Reply::error(id, &error),
             Escalation::Task => self.task_created(id, tasks.launch(live, job).await),
         }
     }
@@ -171,14 +166,14 @@ impl McpService {
     }
 
     // `CreateTaskResult`: the task, flat, with `resultType: "task"`.
-    fn task_created(&self, id: &Id, created: Result<TaskRecord, RpcError>) -> ModernReply {
+    fn task_created(&self, id: &Id, created: Result<TaskRecord, RpcError>) -> Reply {
         let record = match created {
             Ok(record) => record,
-            Err(error) => return ModernReply::error(id, &error),
+            Err(error) => return Reply::error(id, &error),
         };
         let mut task = task_json(&record, &self.inner().tasks.options, false);
         task.insert("resultType".into(), json!("task"));
         let raw = Value::Object(task).to_string();
-        ModernReply::ok(jsonrpc::raw_result_bytes(id, &splice(&raw, &self.modern().server_info)))
+        Reply::ok(jsonrpc::raw_result_bytes(id, &splice(&raw, &self.state_rev_2026_07_28().server_info)))
     }
 }

@@ -1,4 +1,4 @@
-//! Tasks in-process: an application that embeds the service starts a call as a task, follows
+//! Tasks in-process: an application that embeds the engine starts a call as a task, follows
 //! it, answers its questions and cancels it, as a client does over MCP, with the same
 //! ownership, bounds and store.
 
@@ -8,7 +8,7 @@ use mirobody_core::{CallError, TaskRecord, TaskSupport, UserInfo};
 use serde_json::{Map, Value};
 
 use super::{Escalation, TaskPeer, TaskRefusal, drive, owner_of};
-use crate::protocol::McpService;
+use crate::protocol::McpEngine;
 use crate::protocol::rev_2026_07_28::mrtr::Round;
 
 /// Why a task operation was refused.
@@ -47,17 +47,17 @@ impl TaskError {
     }
 }
 
-impl McpService {
+impl McpEngine {
     /// Starts a call of `name` as a task of `user`, returning at once with its record (already
     /// in the store); the handler goes on in the background on the current tokio runtime.
     /// A question it asks waits in the task's `input_requests` until
-    /// [`McpService::answer_task`] brings its answer.
+    /// [`McpEngine::answer_task`] brings its answer.
     ///
     /// ```
     /// use std::sync::Arc;
     /// use std::time::Duration;
     /// use mirobody_core::{Args, Registry, TaskState, TaskSupport, Tool, ToolContext, ToolResult, UserInfo};
-    /// use mirobody_mcp::McpService;
+    /// use mirobody_mcp::McpEngine;
     ///
     /// async fn import(_: Args, _: &UserInfo, _: &ToolContext<'_>) -> ToolResult {
     ///     tokio::time::sleep(Duration::from_millis(50)).await;
@@ -67,12 +67,12 @@ impl McpService {
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() {
     /// let tool = Tool::new("import", "Imports a large file.").task_support(TaskSupport::Optional).handler(import);
-    /// let service = McpService::builder(Arc::new(Registry::builder().tool(tool).build().unwrap())).build();
+    /// let engine = McpEngine::builder(Arc::new(Registry::builder().tool(tool).build().unwrap())).build();
     /// let ada = UserInfo::authenticated("ada");
-    /// let task = service.start_task("import", serde_json::json!({}), &ada).await.unwrap();
+    /// let task = engine.start_task("import", serde_json::json!({}), &ada).await.unwrap();
     /// assert_eq!(task.state, TaskState::Working);
     /// tokio::time::sleep(Duration::from_millis(200)).await;
-    /// let done = service.task(&task.id, &ada).await.unwrap();
+    /// let done = engine.task(&task.id, &ada).await.unwrap();
     /// assert_eq!(done.state, TaskState::Completed);
     /// assert_eq!(done.outcome.unwrap()["result"]["content"][0]["text"], "imported");
     /// # }

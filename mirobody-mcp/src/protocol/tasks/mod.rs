@@ -377,7 +377,7 @@ pub(crate) struct Tasks {
     store: Arc<dyn TaskStore>,
     changes: ChangeNotifier,
     pub(crate) options: TaskOptions,
-    // Forgets expired records on a timer, on the runtime the service runs on.
+    // Forgets expired records on a timer, on the runtime the engine runs on.
     purger: Mutex<Option<JoinHandle<()>>>,
     // How answers and cancellations reach a task another instance runs, when there are several.
     elsewhere: OnceLock<Arc<SharedSessions>>,

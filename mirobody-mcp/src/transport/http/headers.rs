@@ -160,8 +160,8 @@ pub(super) fn check_version(version: Option<&str>) -> Result<(), Response> {
 }
 
 /// Whether the `MCP-Protocol-Version` header (trimmed) names a stateless revision.
-pub(super) fn names_modern_version(version: Option<&str>) -> bool {
-    version.is_some_and(|v| crate::protocol::versions::MODERN_VERSIONS.contains(&v))
+pub(super) fn names_version_without_initialize(version: Option<&str>) -> bool {
+    version.is_some_and(|v| crate::protocol::versions::VERSIONS_WITHOUT_INITIALIZE.contains(&v))
 }
 
 #[cfg(test)]

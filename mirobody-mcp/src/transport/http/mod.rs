@@ -8,7 +8,7 @@
 //! application can mount at any path.
 
 use crate::jsonrpc::{self, Message, code};
-use crate::protocol::{self, McpService, Status};
+use crate::protocol::{self, McpEngine, Status};
 use crate::session::limits::{BodyBudget, CallerKey, CallerLimits, Callers};
 use crate::session::{Session, SessionStore, SharedSessions};
 use axum::Router;
@@ -126,14 +126,14 @@ impl Default for HttpOptions {
     }
 }
 
-/// The MCP HTTP endpoint: an [`McpService`] with sessions and HTTP rules.
+/// The MCP HTTP endpoint: an [`McpEngine`] with sessions and HTTP rules.
 #[derive(Clone)]
 pub struct McpHttp {
     inner: Arc<HttpInner>,
 }
 
 struct HttpInner {
-    service: McpService,
+    engine: McpEngine,
     sessions: SessionStore,
     options: HttpOptions,
     callers: Arc<Callers>,
@@ -143,16 +143,16 @@ struct HttpInner {
 }
 
 impl McpHttp {
-    /// The endpoint for `service`.
-    pub fn new(service: McpService, options: HttpOptions) -> Self {
+    /// The endpoint for `engine`.
+    pub fn new(engine: McpEngine, options: HttpOptions) -> Self {
         let sessions = SessionStore::new(options.max_sessions, options.session_idle_timeout)
             .with_anonymous_share(options.max_anonymous_sessions);
         let callers = Callers::new(options.caller_limits.clone());
         let body_budget = BodyBudget::new(options.max_inflight_body_bytes);
-        McpHttp { inner: Arc::new(HttpInner { service, sessions, options, callers, body_budget, shared: None }) }
+        McpHttp { inner: Arc::new(HttpInner { engine, sessions, options, callers, body_budget, shared: None }) }
     }
 
-    /// The endpoint for `service`, its 2025-11-25 sessions kept in `backplane` for every
+    /// The endpoint for `engine`, its 2025-11-25 sessions kept in `backplane` for every
     /// instance that shares it (Redis, in mirobody-server), so that any instance serves any
     /// request of a session and a session outlives the instance that made it.
     ///
@@ -166,7 +166,7 @@ impl McpHttp {
     /// backplane's connection drops) and keeps the records of the sessions used here alive,
     /// until the endpoint is dropped.
     ///
-    /// `key` is the secret every instance shares (the one the service seals request states
+    /// `key` is the secret every instance shares (the one the engine seals request states
     /// with): from it each instance derives the keys, of this use only, that sign and seal
     /// every message and record, and it believes nothing on the backplane signed otherwise
     /// (counted by [`refused_events`](Self::refused_events)). Nothing a client or a tool said
@@ -177,16 +177,16 @@ impl McpHttp {
     ///
     /// The backplane cannot be subscribed to.
     pub async fn with_shared_sessions(
-        service: McpService,
+        engine: McpEngine,
         options: HttpOptions,
         backplane: Arc<dyn mirobody_core::SessionBackplane>,
         key: &crate::StateKey,
     ) -> Result<Self, mirobody_core::BackendError> {
-        let mut http = McpHttp::new(service, options);
+        let mut http = McpHttp::new(engine, options);
         let ttl = http.inner.options.session_idle_timeout;
         let secret = key.derive("mirobody-backplane-v1");
         let shared = Arc::new(SharedSessions::new(backplane, ttl, &secret));
-        http.inner.service.tasks().reach_other_instances(Arc::clone(&shared));
+        http.inner.engine.tasks().reach_other_instances(Arc::clone(&shared));
         if let Some(inner) = Arc::get_mut(&mut http.inner) {
             inner.shared = Some(shared);
         }
@@ -217,8 +217,8 @@ impl McpHttp {
     }
 
     /// The protocol engine.
-    pub fn service(&self) -> &McpService {
-        &self.inner.service
+    pub fn engine(&self) -> &McpEngine {
+        &self.inner.engine
     }
 
     /// The transport options.
@@ -252,13 +252,13 @@ impl McpHttp {
     /// use std::sync::Arc;
     ///
     /// use mirobody_core::Registry;
-    /// use mirobody_mcp::McpService;
+    /// use mirobody_mcp::McpEngine;
     /// use mirobody_mcp::axum::{Router, routing::get};
     /// use mirobody_mcp::http::{HttpOptions, McpHttp};
     ///
-    /// let service = McpService::builder(Arc::new(Registry::builder().build().unwrap())).build();
+    /// let engine = McpEngine::builder(Arc::new(Registry::builder().build().unwrap())).build();
     /// let health = Router::new().route("/healthz", get(|| async { "ok" }));
-    /// let app = McpHttp::new(service, HttpOptions::default()).mount("/mcp", health);
+    /// let app = McpHttp::new(engine, HttpOptions::default()).mount("/mcp", health);
     /// # let _ = app;
     /// ```
     pub fn mount(&self, path: &str, rest: Router) -> Mounted {
@@ -509,7 +509,7 @@ async fn handle_post<B: RequestBody>(http: McpHttp, mut parts: Parts, body: B) -
         };
     }
     // The same for a 2026-07-28 tools/call, boxed as the other 2026-07-28 requests are below.
-    if names_modern_version(version)
+    if names_version_without_initialize(version)
         && let Some((id, params)) = crate::protocol::rev_2026_07_28::read_tool_call(&bytes)
     {
         let span = tracing::debug_span!("mcp", method = %"tools/call", id = %id);
@@ -543,13 +543,13 @@ async fn handle_post<B: RequestBody>(http: McpHttp, mut parts: Parts, body: B) -
         // Both boxed: a branch's future is part of every request's future, which is moved into
         // a box once per request (and twice more on the way), so only the one-pass tools/call
         // above is kept inline. Inline, these made it 2.6 KB rather than 1.8 KB.
-        Message::Request(request) if rev_2026_07_28::is_modern(version, &request) => {
+        Message::Request(request) if rev_2026_07_28::is_request(version, &request) => {
             let caller = inner.callers.caller(CallerKey::of(&user, &parts.extensions));
             Box::pin(rev_2026_07_28::handle(http, request, user, parts.headers, streamable, caller))
                 .instrument(span)
                 .await
         }
-        other if names_modern_version(version) => rev_2026_07_28::not_a_request(&other),
+        other if names_version_without_initialize(version) => rev_2026_07_28::not_a_request(&other),
         message => {
             if let Err(refusal) = check_version(version) {
                 return refusal;

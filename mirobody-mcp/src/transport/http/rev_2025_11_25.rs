@@ -48,7 +48,7 @@ pub(super) async fn dispatch(
         },
         Message::Notification(notification) => match inner.session_for(session_id, &user, extensions).await {
             Ok(session) => {
-                let elsewhere = inner.service.handle_notification(&notification, &session);
+                let elsewhere = inner.engine.handle_notification(&notification, &session);
                 // A call not running here may run in another instance.
                 if let (Some(request), Some(shared), Some(id)) = (elsewhere, &inner.shared, session.id()) {
                     shared::send_cancel(shared, id, request).await;
@@ -60,7 +60,7 @@ pub(super) async fn dispatch(
         Message::Response(response) => match inner.session_for(session_id, &user, extensions).await {
             Ok(session) => {
                 let id = response.id.clone();
-                let Err(outcome) = inner.service.handle_response(response, &session, &user) else {
+                let Err(outcome) = inner.engine.handle_response(response, &session, &user) else {
                     return accepted();
                 };
                 // The question may have been asked by a call in another instance: it is
@@ -105,7 +105,7 @@ pub(super) async fn initialize(
         && let Some(existing) = session_id.and_then(|id| inner.sessions.get(id, user.user_id()))
     {
         let exchange = Exchange { user, session: &existing, client: None };
-        let reply = inner.service.handle_request(request, &exchange).await;
+        let reply = inner.engine.handle_request(request, &exchange).await;
         return json_response(StatusCode::BAD_REQUEST, reply.body);
     }
     let session = if inner.options.stateless {
@@ -117,7 +117,7 @@ pub(super) async fn initialize(
         }
     };
     let exchange = Exchange { user, session: &session, client: None };
-    let reply = inner.service.handle_request(request, &exchange).await;
+    let reply = inner.engine.handle_request(request, &exchange).await;
     let succeeded = session.is_initialized();
     // Kept for every instance before its id goes out.
     if succeeded
@@ -154,7 +154,7 @@ pub(super) async fn request_response(
     if request.method != "tools/call" {
         let changes = session.changes();
         let exchange = Exchange { user: &user, session: &session, client: None };
-        let reply = Box::pin(inner.service.handle_request(&request, &exchange)).await;
+        let reply = Box::pin(inner.engine.handle_request(&request, &exchange)).await;
         // A change other instances must see is kept before it is answered.
         if session.changes() != changes
             && let Some(shared) = &inner.shared
@@ -191,14 +191,14 @@ pub(super) fn start_tool_call(
     slot: crate::session::limits::Slot,
 ) -> (CallFuture<Reply>, Inbox) {
     let (outbox, inbox) = Outbox::lazy();
-    let service = http.inner.service.clone();
+    let engine = http.inner.engine.clone();
     let peer = ChannelPeer::new(
         outbox,
         Arc::clone(session),
-        Arc::clone(service.pending()),
+        Arc::clone(engine.pending()),
         user.user_id().map(str::to_owned),
         call.progress_token(),
-        service.options().answer_timeout,
+        engine.options().answer_timeout,
     );
     let (id, session) = (id.clone(), Arc::clone(session));
     let call: CallFuture<Reply> = Box::pin(async move {
@@ -206,7 +206,7 @@ pub(super) fn start_tool_call(
         let _slot = slot;
         let client: Option<&dyn mirobody_core::ClientPeer> = if streamable { Some(&peer) } else { None };
         let exchange = Exchange { user: &user, session: &session, client };
-        Some(service.run_tool_call(&id, call, &exchange).await)
+        Some(engine.run_tool_call(&id, call, &exchange).await)
     });
     (call, inbox)
 }
@@ -275,8 +275,8 @@ pub(super) fn refuse_session_method(headers: &EndpointHeaders<'_>, options: &Htt
     if let Err(refusal) = check_host_and_origin(headers, options) {
         return Some(refusal);
     }
-    let modern = names_modern_version(headers.version());
-    (options.stateless || modern).then(method_not_allowed)
+    let without_initialize = names_version_without_initialize(headers.version());
+    (options.stateless || without_initialize).then(method_not_allowed)
 }
 
 pub(super) async fn handle_get(http: &McpHttp, request: &Parts) -> Response {
@@ -311,7 +311,7 @@ pub(super) async fn handle_get(http: &McpHttp, request: &Parts) -> Response {
     };
     // The stream ends when the session does, or when the server begins to shut down: an idle
     // stream would otherwise hold the graceful shutdown up for as long as the client keeps it.
-    let changes = inner.service.changes().clone();
+    let changes = inner.engine.changes().clone();
     // The caller's count of streams holds while the stream is open.
     let events =
         stream::unfold((rx, slot), |(mut rx, slot)| async move { rx.recv().await.map(|m| (event(m), (rx, slot))) })

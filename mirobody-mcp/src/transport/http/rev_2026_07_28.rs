@@ -37,10 +37,8 @@ use tokio::sync::broadcast;
 use crate::jsonrpc::{self, Id, Message, Request, RpcError, code};
 use crate::protocol::changes::{self, SUBSCRIPTION_ID_KEY};
 use crate::protocol::peer::{Inbox, Outbox};
-use crate::protocol::rev_2026_07_28::{
-    self, HeaderParam, ModernExchange, ModernParams, ModernReply, OwnedCall, RequestMeta, codes,
-};
-use crate::protocol::{self, McpService};
+use crate::protocol::rev_2026_07_28::{self, HeaderParam, OwnedCall, RequestMeta, codes};
+use crate::protocol::{self, McpEngine};
 use crate::transport::http::{
     CallFuture, CallState, McpHttp, ReplyBody, VERSION, accepts, event, json_response, rpc_error, sse, sse_response,
 };
@@ -54,18 +52,18 @@ pub(super) const NAME_HEADER: &str = "mcp-name";
 const METHOD: HeaderName = HeaderName::from_static(METHOD_HEADER);
 const NAME: HeaderName = HeaderName::from_static(NAME_HEADER);
 
-impl ReplyBody for ModernReply {
+impl ReplyBody for rev_2026_07_28::Reply {
     fn into_body(self) -> Vec<u8> {
         self.body
     }
 }
 
 /// Whether a request is served statelessly, as 2026-07-28.
-pub(crate) fn is_modern(version: Option<&str>, request: &Request) -> bool {
+pub(crate) fn is_request(version: Option<&str>, request: &Request) -> bool {
     match version {
         Some(v) if protocol::SUPPORTED_VERSIONS.contains(&v) => false,
-        Some(v) if crate::protocol::versions::MODERN_VERSIONS.contains(&v) => true,
-        _ => crate::protocol::rev_2026_07_28::is_modern_request(request),
+        Some(v) if crate::protocol::versions::VERSIONS_WITHOUT_INITIALIZE.contains(&v) => true,
+        _ => crate::protocol::rev_2026_07_28::is_request(request),
     }
 }
 
@@ -176,18 +174,23 @@ pub(super) fn decode_header_value(value: &str) -> Option<Cow<'_, str>> {
 
 // The rest of the ladder once the params are read: the headers, then the version and the log
 // level.
-fn ladder(service: &McpService, headers: &HeaderMap, method: &str, params: &ModernParams<'_>) -> Result<(), RpcError> {
-    check_headers(service, headers, method, params)?;
+fn ladder(
+    engine: &McpEngine,
+    headers: &HeaderMap,
+    method: &str,
+    params: &rev_2026_07_28::Params<'_>,
+) -> Result<(), RpcError> {
+    check_headers(engine, headers, method, params)?;
     params.meta.check()
 }
 
 // The standard headers against the body: the version, the method, and the name of the tool or
 // prompt or the resource URI.
 fn check_headers(
-    service: &McpService,
+    engine: &McpEngine,
     headers: &HeaderMap,
     method: &str,
-    params: &ModernParams<'_>,
+    params: &rev_2026_07_28::Params<'_>,
 ) -> Result<(), RpcError> {
     let standard = StandardHeaders::read(headers);
     match (standard.version.value(&VERSION)?, params.meta.protocol_version()) {
@@ -221,7 +224,7 @@ fn check_headers(
         None => return Err(mismatch("the Mcp-Name header has a malformed base64 value")),
     }
     if method == "tools/call"
-        && let Some(mirrored) = service.header_params(&body)
+        && let Some(mirrored) = engine.header_params(&body)
     {
         let arguments: Value = params.arguments().and_then(|raw| serde_json::from_str(raw).ok()).unwrap_or_default();
         for param in mirrored {
@@ -304,8 +307,8 @@ pub(crate) async fn handle(
     caller: Caller,
 ) -> Response {
     if request.method == "subscriptions/listen" {
-        return match ModernParams::parse(request.params.as_deref()).and_then(|params| {
-            ladder(http.service(), &headers, &request.method, &params)?;
+        return match rev_2026_07_28::Params::parse(request.params.as_deref()).and_then(|params| {
+            ladder(http.engine(), &headers, &request.method, &params)?;
             Ok(crate::protocol::tasks::listens_for_tasks(&params.meta.client_capabilities, &user))
         }) {
             Ok(tasks_of) => listen(http, &request, &headers, &caller, tasks_of),
@@ -324,20 +327,20 @@ pub(crate) async fn handle(
     // The call may send progress and logs before its reply, when the client reads SSE
     // (`streamable`).
     let (outbox, inbox) = Outbox::lazy();
-    let call: CallFuture<ModernReply> = {
-        let service = http.service().clone();
+    let call: CallFuture<rev_2026_07_28::Reply> = {
+        let engine = http.engine().clone();
         let notifications = streamable.then_some(outbox);
         Box::pin(async move {
             let _slot = slot;
             // The params are read once, here: the ladder and the method both use the reading.
-            let read = ModernParams::parse(request.params.as_deref())
-                .and_then(|params| ladder(&service, &headers, &request.method, &params).map(|()| params));
+            let read = rev_2026_07_28::Params::parse(request.params.as_deref())
+                .and_then(|params| ladder(&engine, &headers, &request.method, &params).map(|()| params));
             let params = match read {
                 Ok(params) => params,
-                Err(error) => return Some(ModernReply::error(&request.id, &error)),
+                Err(error) => return Some(rev_2026_07_28::Reply::error(&request.id, &error)),
             };
-            let exchange = ModernExchange { user: &user, meta: &params.meta, notifications };
-            Some(service.handle_modern_read(&request, &exchange, Some(&params)).await)
+            let exchange = rev_2026_07_28::Exchange { user: &user, meta: &params.meta, notifications };
+            Some(engine.handle_parsed_rev_2026_07_28(&request, &exchange, Some(&params)).await)
         })
     };
     answer(http, call, inbox, streamable).await
@@ -350,11 +353,11 @@ pub(crate) async fn handle(
 pub(crate) fn check_tool_call(
     http: &McpHttp,
     id: &Id,
-    params: Result<ModernParams<'_>, RpcError>,
+    params: Result<rev_2026_07_28::Params<'_>, RpcError>,
     headers: &HeaderMap,
 ) -> Result<(Box<RequestMeta>, OwnedCall), Response> {
     let params = params.map_err(|error| refusal(id, &error))?;
-    let call = ladder(http.service(), headers, "tools/call", &params)
+    let call = ladder(http.engine(), headers, "tools/call", &params)
         .and_then(|()| params.owned_call())
         .map_err(|error| refusal(id, &error))?;
     Ok((params.meta, call))
@@ -371,19 +374,24 @@ pub(crate) fn tool_call(
     slot: Slot,
 ) -> impl Future<Output = Response> + Send + '_ {
     let (outbox, inbox) = Outbox::lazy();
-    let service = http.service().clone();
+    let engine = http.engine().clone();
     let notifications = streamable.then_some(outbox);
-    let call: CallFuture<ModernReply> = Box::pin(async move {
+    let call: CallFuture<rev_2026_07_28::Reply> = Box::pin(async move {
         let _slot = slot;
-        let exchange = ModernExchange { user: &user, meta: &meta, notifications };
-        Some(service.modern_call_owned(&id, call, &exchange).await)
+        let exchange = rev_2026_07_28::Exchange { user: &user, meta: &meta, notifications };
+        Some(engine.call_owned_rev_2026_07_28(&id, call, &exchange).await)
     });
     answer(http, call, inbox, streamable)
 }
 
 // The response to a call: JSON when it finishes without sending anything first, else an SSE
 // stream of what it sends, then its reply.
-async fn answer(http: &McpHttp, mut call: CallFuture<ModernReply>, inbox: Inbox, streamable: bool) -> Response {
+async fn answer(
+    http: &McpHttp,
+    mut call: CallFuture<rev_2026_07_28::Reply>,
+    inbox: Inbox,
+    streamable: bool,
+) -> Response {
     let keep_alive = http.options().keep_alive;
     // Most calls finish in their first poll: they are answered without arming a timer.
     let reply = match futures::poll!(&mut call) {
@@ -406,7 +414,7 @@ async fn answer(http: &McpHttp, mut call: CallFuture<ModernReply>, inbox: Inbox,
         }
         // A call that finished may still have sent messages first.
         (reply, Some(rx)) => sse_response(rx, CallState::Done(reply), keep_alive),
-        (None, None) => sse_response(inbox.open(), CallState::<ModernReply>::Done(None), keep_alive),
+        (None, None) => sse_response(inbox.open(), CallState::<rev_2026_07_28::Reply>::Done(None), keep_alive),
     }
 }
 
@@ -431,7 +439,7 @@ fn listen(
         Ok(filter) => tasks_of.into_iter().fold(filter, |filter, owner| filter.with_tasks_of(owner)),
         Err(error) => return refusal(&id, &error),
     };
-    let changes = http.service().changes();
+    let changes = http.engine().changes();
     if changes.listeners() >= http.options().max_subscriptions {
         return rpc_error(
             StatusCode::SERVICE_UNAVAILABLE,

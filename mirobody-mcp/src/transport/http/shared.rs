@@ -113,7 +113,7 @@ pub(super) async fn listen(inner: &Arc<HttpInner>) -> Result<(), mirobody_core::
     let first = shared.events().await?;
     tokio::spawn(keep_listening(Arc::downgrade(inner), first));
     tokio::spawn(keep_records_alive(Arc::downgrade(inner), shared.ttl()));
-    if let Some(changes) = inner.service.changes().relay() {
+    if let Some(changes) = inner.engine.changes().relay() {
         tokio::spawn(pass_changes_on(Arc::downgrade(inner), changes));
     }
     Ok(())
@@ -170,7 +170,7 @@ fn on_event(inner: &HttpInner, event: Heard, statuses: &tokio::sync::mpsc::Sende
         }
         Heard::Ended { session } => {
             inner.sessions.forget(&session);
-            inner.service.pending().abandon(Some(&session));
+            inner.engine.pending().abandon(Some(&session));
         }
         Heard::Cancel { session, request } => {
             if let Some(copy) = inner.sessions.peek(&session) {
@@ -179,10 +179,10 @@ fn on_event(inner: &HttpInner, event: Heard, statuses: &tokio::sync::mpsc::Sende
         }
         Heard::Answer { session, user, request, payload } => {
             // Read from the store only by the instance whose call asked (and still waits).
-            if !inner.service.pending().awaits(&request, Some(&session), user.as_deref()) {
+            if !inner.engine.pending().awaits(&request, Some(&session), user.as_deref()) {
                 return;
             }
-            let (Some(shared), pending) = (inner.shared.clone(), Arc::clone(inner.service.pending())) else { return };
+            let (Some(shared), pending) = (inner.shared.clone(), Arc::clone(inner.engine.pending())) else { return };
             tokio::spawn(async move {
                 match shared.answer(&payload).await {
                     Ok(Some(answer)) => {
@@ -195,18 +195,18 @@ fn on_event(inner: &HttpInner, event: Heard, statuses: &tokio::sync::mpsc::Sende
         }
         Heard::Change { change } => {
             if let Some(change) = crate::protocol::changes::Change::from_wire(&change) {
-                inner.service.changes().notify_here(change);
+                inner.engine.changes().notify_here(change);
             }
         }
         Heard::TaskStatus { task, owner, status } => {
             // Nobody listens here: nothing to read.
-            if inner.service.changes().listeners() > 0 && statuses.try_send((task, owner, status)).is_err() {
+            if inner.engine.changes().listeners() > 0 && statuses.try_send((task, owner, status)).is_err() {
                 tracing::warn!("a task's status change from another instance was dropped: too many waiting");
             }
         }
         // Each for the instance running the task; the others have nothing to do.
         Heard::TaskAnswers { task, owner, payload } => {
-            let (Some(shared), tasks) = (inner.shared.clone(), Arc::clone(inner.service.tasks())) else { return };
+            let (Some(shared), tasks) = (inner.shared.clone(), Arc::clone(inner.engine.tasks())) else { return };
             tokio::spawn(async move {
                 match shared.task_answers(&payload).await {
                     Ok(Some(responses)) => tasks.update_here(&task, &owner, responses).await,
@@ -216,7 +216,7 @@ fn on_event(inner: &HttpInner, event: Heard, statuses: &tokio::sync::mpsc::Sende
             });
         }
         Heard::TaskCancel { task, owner } => {
-            let tasks = Arc::clone(inner.service.tasks());
+            let tasks = Arc::clone(inner.engine.tasks());
             tokio::spawn(async move {
                 if let Err(crate::protocol::tasks::TaskRefusal::Rpc(e)) = tasks.cancel_here(&task, &owner).await {
                     tracing::warn!(error = %e.message, "a cancellation from another instance failed");
@@ -237,11 +237,11 @@ async fn relay_task_statuses(
     use crate::protocol::tasks::task_json;
     while let Some((task, owner, status)) = statuses.recv().await {
         let Some(inner) = weak.upgrade() else { return };
-        let tasks = inner.service.tasks();
+        let tasks = inner.engine.tasks();
         match tasks.get(&task, &owner).await {
             Ok(record) if record.state.as_str() == status => {
                 let task = task_json(&record, &tasks.options, true);
-                inner.service.changes().notify_here(Change::TaskStatus { owner, task });
+                inner.engine.changes().notify_here(Change::TaskStatus { owner, task });
             }
             Ok(_) => {}
             Err(_) => tracing::debug!("a task whose status changed on another instance could not be read"),

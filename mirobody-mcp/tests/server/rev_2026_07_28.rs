@@ -14,37 +14,37 @@ use http::{HeaderValue, Method, Request, Response, StatusCode, header};
 use http_body_util::BodyExt;
 use mirobody_core::{Args, Registry, Tool, ToolContext, ToolResult, UserInfo};
 use mirobody_mcp::http::{HttpOptions, McpHttp};
-use mirobody_mcp::{McpOptions, McpService};
+use mirobody_mcp::{McpEngine, McpOptions};
 use serde_json::{Value, json};
 use tower::ServiceExt;
 
 use crate::support::{self, Reply, Sse, TestServer, body_bytes, header_str, json_reply, started, stopped, within};
 
-const MODERN: &str = "2026-07-28";
+const REVISION: &str = "2026-07-28";
 
 fn meta(capabilities: Value) -> Value {
     json!({
-        "io.modelcontextprotocol/protocolVersion": MODERN,
+        "io.modelcontextprotocol/protocolVersion": REVISION,
         "io.modelcontextprotocol/clientCapabilities": capabilities,
         "io.modelcontextprotocol/clientInfo": {"name": "tests", "version": "1"},
     })
 }
 
 /// A 2026-07-28 client: no session, `_meta` and the mirrored headers on every request.
-struct Modern {
+struct MetaClient {
     router: Router,
     next_id: AtomicI64,
     capabilities: Value,
     user: Option<UserInfo>,
 }
 
-impl Modern {
+impl MetaClient {
     fn new(router: Router) -> Self {
-        Modern { router, next_id: AtomicI64::new(1), capabilities: json!({}), user: None }
+        MetaClient { router, next_id: AtomicI64::new(1), capabilities: json!({}), user: None }
     }
 
     fn of(server: &TestServer) -> Self {
-        Modern::new(server.http.router())
+        MetaClient::new(server.http.router())
     }
 
     fn with_capabilities(mut self, capabilities: Value) -> Self {
@@ -61,7 +61,7 @@ impl Modern {
         self.next_id.fetch_add(1, Ordering::Relaxed)
     }
 
-    /// A POST of `body` with the standard modern headers for its method and name, without
+    /// A POST of `body` with the standard 2026-07-28 headers for its method and name, without
     /// touching its params.
     fn raw(&self, body: &Value) -> Request<Body> {
         let method = body["method"].as_str().unwrap_or_default().to_owned();
@@ -71,7 +71,7 @@ impl Modern {
             .header(header::HOST, "localhost")
             .header(header::ACCEPT, support::ACCEPT_BOTH)
             .header(header::CONTENT_TYPE, "application/json")
-            .header("mcp-protocol-version", MODERN)
+            .header("mcp-protocol-version", REVISION)
             .header("mcp-method", &method);
         let name = match method.as_str() {
             "tools/call" | "prompts/get" => body["params"]["name"].as_str(),
@@ -94,7 +94,7 @@ impl Modern {
         self.request_as(self.id(), method, params)
     }
 
-    /// Like [`Modern::request`], with this id.
+    /// Like [`MetaClient::request`], with this id.
     fn request_as(&self, id: i64, method: &str, mut params: Value) -> Request<Body> {
         let mut full = meta(self.capabilities.clone());
         if let Some(extra) = params.get("_meta").and_then(Value::as_object) {
@@ -195,10 +195,10 @@ fn extra_http() -> McpHttp {
                 .requires_client_capability("sampling")
                 .handler(summarize),
         )
-        .tool(mirobody_tools::tools::ask_user::tool())
+        .tool(mirobody_tools::builtin_tool("ask_user").expect("ask_user is built in"))
         .build()
         .unwrap();
-    McpHttp::new(McpService::builder(Arc::new(registry)).build(), HttpOptions::default())
+    McpHttp::new(McpEngine::builder(Arc::new(registry)).build(), HttpOptions::default())
 }
 
 fn extra_router() -> Router {
@@ -212,14 +212,14 @@ fn extra_router() -> Router {
 #[tokio::test]
 async fn discover_names_both_eras_and_mints_no_session() {
     let server = TestServer::new();
-    let client = Modern::of(&server);
+    let client = MetaClient::of(&server);
     let reply = client.send(set(client.request("server/discover", json!({})), "mcp-session-id", "bogus")).await;
     assert!(reply.headers().get("mcp-session-id").is_none(), "no session id is minted or echoed");
     let reply = json_reply(reply).await;
     let result = assert_complete(&reply);
     let versions: Vec<&str> =
         result["supportedVersions"].as_array().unwrap().iter().filter_map(Value::as_str).collect();
-    assert_eq!(versions[0], MODERN);
+    assert_eq!(versions[0], REVISION);
     assert!(versions.contains(&"2025-11-25"), "{versions:?}");
     let caps = &result["capabilities"];
     assert_eq!(caps["tools"]["listChanged"], true);
@@ -230,33 +230,36 @@ async fn discover_names_both_eras_and_mints_no_session() {
 }
 
 #[tokio::test]
-async fn the_era_is_chosen_per_request_on_one_endpoint() {
+async fn the_revision_is_chosen_per_request_on_one_endpoint() {
     let server = TestServer::new();
-    let legacy = server.initialized(json!({})).await;
-    let modern = Modern::of(&server);
-    assert_eq!(legacy.call_tool("echo", json!({"text": "old"})).await.result()["structuredContent"]["echo"], "old");
-    let reply = modern.call_tool("echo", json!({"text": "new"})).await;
+    let with_session = server.initialized(json!({})).await;
+    let without_session = MetaClient::of(&server);
+    assert_eq!(
+        with_session.call_tool("echo", json!({"text": "old"})).await.result()["structuredContent"]["echo"],
+        "old"
+    );
+    let reply = without_session.call_tool("echo", json!({"text": "new"})).await;
     assert_eq!(assert_complete(&reply)["structuredContent"]["echo"], "new");
-    // The legacy reply has no resultType: that path is unchanged.
-    assert!(legacy.call_tool("echo", json!({"text": "x"})).await.result().get("resultType").is_none());
+    // The with_session reply has no resultType: that path is unchanged.
+    assert!(with_session.call_tool("echo", json!({"text": "x"})).await.result().get("resultType").is_none());
     assert_eq!(server.http.sessions().len(), 1);
     // A GET at the stateless revision has no stream to open.
-    let get = set(legacy.request(Method::GET, ""), "mcp-protocol-version", MODERN);
-    assert_eq!(legacy.send(get).await.status(), StatusCode::METHOD_NOT_ALLOWED);
+    let get = set(with_session.request(Method::GET, ""), "mcp-protocol-version", REVISION);
+    assert_eq!(with_session.send(get).await.status(), StatusCode::METHOD_NOT_ALLOWED);
     // A notification at the stateless revision is accepted and dropped.
     let note = json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1}});
-    assert_eq!(modern.send(modern.raw(&note)).await.status(), StatusCode::ACCEPTED);
+    assert_eq!(without_session.send(without_session.raw(&note)).await.status(), StatusCode::ACCEPTED);
 }
 
 #[tokio::test]
-async fn the_in_process_entry_point_chooses_the_era_per_message_too() {
+async fn the_in_process_entry_point_chooses_the_revision_per_message_too() {
     // `handle_bytes` is what the criterion bench and in-process embedders call: it must answer
     // a 2026-07-28 request as the HTTP and stdio transports do, not as a session message.
-    let service = support::service(McpOptions::default());
+    let engine = support::engine(McpOptions::default());
     let session = Arc::new(mirobody_mcp::session::Session::new(None));
     let user = UserInfo::anonymous();
     let ask = async |message: Value| -> Value {
-        let reply = service.handle_bytes(message.to_string().as_bytes(), &user, &session).await.unwrap();
+        let reply = engine.handle_bytes(message.to_string().as_bytes(), &user, &session).await.unwrap();
         serde_json::from_slice(&reply).unwrap()
     };
     let call = |meta: Value| {
@@ -264,14 +267,14 @@ async fn the_in_process_entry_point_chooses_the_era_per_message_too() {
                "params": {"name": "echo", "arguments": {"text": "hi"}, "_meta": meta}})
     };
 
-    let modern = ask(call(meta(json!({})))).await;
-    assert_eq!(modern["result"]["resultType"], "complete", "{modern}");
-    assert_eq!(modern["result"]["structuredContent"]["echo"], "hi");
+    let stateless = ask(call(meta(json!({})))).await;
+    assert_eq!(stateless["result"]["resultType"], "complete", "{stateless}");
+    assert_eq!(stateless["result"]["structuredContent"]["echo"], "hi");
 
     let discover =
         ask(json!({"jsonrpc": "2.0", "id": 8, "method": "server/discover", "params": {"_meta": meta(json!({}))}}))
             .await;
-    assert_eq!(discover["result"]["supportedVersions"][0], MODERN, "{discover}");
+    assert_eq!(discover["result"]["supportedVersions"][0], REVISION, "{discover}");
 
     // Its `_meta` is checked as on the other transports: an unsupported version is refused.
     let mut bad = meta(json!({}));
@@ -280,11 +283,11 @@ async fn the_in_process_entry_point_chooses_the_era_per_message_too() {
     assert_eq!(refused["error"]["code"], -32022, "{refused}");
 
     // A message without `_meta` stays a session message, its reply without `resultType`.
-    let legacy = ask(json!({"jsonrpc": "2.0", "id": 9, "method": "tools/call",
+    let in_session = ask(json!({"jsonrpc": "2.0", "id": 9, "method": "tools/call",
                              "params": {"name": "echo", "arguments": {"text": "old"}}}))
     .await;
-    assert_eq!(legacy["result"]["structuredContent"]["echo"], "old", "{legacy}");
-    assert!(legacy["result"].get("resultType").is_none(), "{legacy}");
+    assert_eq!(in_session["result"]["structuredContent"]["echo"], "old", "{in_session}");
+    assert!(in_session["result"].get("resultType").is_none(), "{in_session}");
 }
 
 // =============================================================================================
@@ -294,12 +297,12 @@ async fn the_in_process_entry_point_chooses_the_era_per_message_too() {
 #[tokio::test]
 async fn bad_meta_gets_400_invalid_params() {
     let server = TestServer::new();
-    let client = Modern::of(&server);
+    let client = MetaClient::of(&server);
     let cases = [
         json!({}),
         json!({"_meta": {"io.modelcontextprotocol/clientCapabilities": {}}}),
-        json!({"_meta": {"io.modelcontextprotocol/protocolVersion": MODERN}}),
-        json!({"_meta": {"io.modelcontextprotocol/protocolVersion": MODERN, "io.modelcontextprotocol/clientCapabilities": []}}),
+        json!({"_meta": {"io.modelcontextprotocol/protocolVersion": REVISION}}),
+        json!({"_meta": {"io.modelcontextprotocol/protocolVersion": REVISION, "io.modelcontextprotocol/clientCapabilities": []}}),
     ];
     for (i, params) in cases.into_iter().enumerate() {
         let id = 100 + i as i64;
@@ -309,34 +312,34 @@ async fn bad_meta_gets_400_invalid_params() {
     }
     // clientInfo is optional.
     let body = json!({"jsonrpc": "2.0", "id": 9, "method": "server/discover", "params": {"_meta": {
-        "io.modelcontextprotocol/protocolVersion": MODERN, "io.modelcontextprotocol/clientCapabilities": {}}}});
+        "io.modelcontextprotocol/protocolVersion": REVISION, "io.modelcontextprotocol/clientCapabilities": {}}}});
     assert_complete(&json_reply(client.send(client.raw(&body)).await).await);
 }
 
 #[tokio::test]
 async fn an_unsupported_version_gets_400_naming_the_versions_served() {
     let server = TestServer::new();
-    let client = Modern::of(&server);
+    let client = MetaClient::of(&server);
     let request =
         client.request("server/discover", json!({"_meta": {"io.modelcontextprotocol/protocolVersion": "v999"}}));
     let reply = json_reply(client.send(set(request, "mcp-protocol-version", "v999")).await).await;
     assert_error(&reply, StatusCode::BAD_REQUEST, -32022, &reply.body["id"].clone());
     let data = &reply.body["error"]["data"];
     assert_eq!(data["requested"], "v999");
-    assert!(data["supported"].as_array().unwrap().contains(&json!(MODERN)), "{data}");
+    assert!(data["supported"].as_array().unwrap().contains(&json!(REVISION)), "{data}");
 }
 
 #[tokio::test]
 async fn headers_that_disagree_with_the_body_get_400_header_mismatch() {
     let server = TestServer::new();
-    let client = Modern::of(&server);
+    let client = MetaClient::of(&server);
     let echo = || client.request("tools/call", json!({"name": "echo", "arguments": {"text": "hi"}}));
     let mismatches = [
         // The version header names another version than _meta.
         set(
             client.request("server/discover", json!({"_meta": {"io.modelcontextprotocol/protocolVersion": "v999"}})),
             "mcp-protocol-version",
-            MODERN,
+            REVISION,
         ),
         unset(echo(), "mcp-protocol-version"),
         unset(echo(), "mcp-method"),
@@ -375,16 +378,16 @@ async fn through_the_envelope(request: Request<Body>) -> Request<Body> {
 #[tokio::test]
 async fn tool_calls_are_answered_alike_read_in_one_pass_or_through_the_envelope() {
     let server = TestServer::new();
-    let client = Modern::of(&server);
-    let extra = Modern::new(extra_router());
-    let call = |client: &Modern, params: Value| client.request_as(7, "tools/call", params);
+    let client = MetaClient::of(&server);
+    let extra = MetaClient::new(extra_router());
+    let call = |client: &MetaClient, params: Value| client.request_as(7, "tools/call", params);
     let echo = || call(&client, json!({"name": "echo", "arguments": {"text": "hi \"there\""}}));
     let route = |region: &str| {
         let request = call(&extra, json!({"name": "route", "arguments": {"region": "eu", "count": 3}}));
         set(set(request, "mcp-param-region", region), "mcp-param-count", "3")
     };
     // Each case makes its request afresh, once for each reading.
-    type Case<'a> = (&'a Modern, Box<dyn Fn() -> Request<Body> + 'a>);
+    type Case<'a> = (&'a MetaClient, Box<dyn Fn() -> Request<Body> + 'a>);
     let cases: Vec<Case<'_>> = vec![
         (&client, Box::new(echo)),
         (&client, Box::new(|| call(&client, json!({"name": "echo", "arguments": {"text": 5}})))),
@@ -429,7 +432,7 @@ async fn tool_calls_are_answered_alike_read_in_one_pass_or_through_the_envelope(
             &client,
             Box::new(|| {
                 let mut twice = echo();
-                twice.headers_mut().append("mcp-protocol-version", HeaderValue::from_static(MODERN));
+                twice.headers_mut().append("mcp-protocol-version", HeaderValue::from_static(REVISION));
                 twice
             }),
         ),
@@ -450,7 +453,7 @@ async fn tool_calls_are_answered_alike_read_in_one_pass_or_through_the_envelope(
 
 #[tokio::test]
 async fn mcp_param_headers_must_mirror_their_arguments() {
-    let client = Modern::new(extra_router());
+    let client = MetaClient::new(extra_router());
     let call = |arguments: Value| client.request("tools/call", json!({"name": "route", "arguments": arguments}));
     let ok = |request| async { assert_complete(&json_reply(client.send(request).await).await).clone() };
     let mismatch = |request| async {
@@ -480,7 +483,7 @@ async fn mcp_param_headers_must_mirror_their_arguments() {
 #[tokio::test]
 async fn removed_and_unknown_methods_get_404_method_not_found() {
     let server = TestServer::new();
-    let client = Modern::of(&server);
+    let client = MetaClient::of(&server);
     for method in ["initialize", "ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe", "nope"] {
         let request = client.request(method, json!({"uri": "test://static", "level": "info"}));
         let reply = json_reply(client.send(request).await).await;
@@ -494,19 +497,19 @@ async fn removed_and_unknown_methods_get_404_method_not_found() {
 #[tokio::test]
 async fn an_unknown_resource_is_invalid_params_naming_its_uri() {
     let server = TestServer::new();
-    let client = Modern::of(&server);
+    let client = MetaClient::of(&server);
     let reply = client.call("resources/read", json!({"uri": "test://missing"})).await;
     assert_eq!((reply.status, reply.error_code()), (StatusCode::BAD_REQUEST, -32602), "{}", reply.body);
     assert_eq!(reply.body["error"]["data"]["uri"], "test://missing");
     // The session path still answers with its own code.
-    let legacy = server.initialized(json!({})).await;
-    assert_eq!(legacy.call("resources/read", json!({"uri": "test://missing"})).await.error_code(), -32002);
+    let with_session = server.initialized(json!({})).await;
+    assert_eq!(with_session.call("resources/read", json!({"uri": "test://missing"})).await.error_code(), -32002);
 }
 
 #[tokio::test]
 async fn listings_and_reads_carry_caching_hints() {
     let server = TestServer::new();
-    let client = Modern::of(&server);
+    let client = MetaClient::of(&server);
     for method in ["tools/list", "prompts/list", "resources/list", "resources/templates/list"] {
         let reply = client.call(method, json!({})).await;
         let result = assert_complete(&reply);
@@ -522,7 +525,7 @@ async fn listings_and_reads_carry_caching_hints() {
     assert_eq!((result["ttlMs"].clone(), result["cacheScope"].clone()), (json!(0), json!("public")));
     assert_eq!(result["contents"][0]["text"], "static text");
     // What an authenticated caller reads may be theirs alone.
-    let alice = Modern::of(&server).acting_as(UserInfo::authenticated("alice"));
+    let alice = MetaClient::of(&server).acting_as(UserInfo::authenticated("alice"));
     let read = alice.call("resources/read", json!({"uri": "test://private"})).await;
     assert_eq!(assert_complete(&read)["cacheScope"], "private");
     // A listing that depends on who asks is private.
@@ -530,14 +533,14 @@ async fn listings_and_reads_carry_caching_hints() {
         crate::support::with(|o: &mut McpOptions| o.hide_auth_tools_from_anonymous = true),
         HttpOptions::default(),
     );
-    let reply = Modern::of(&hiding).call("tools/list", json!({})).await;
+    let reply = MetaClient::of(&hiding).call("tools/list", json!({})).await;
     assert_eq!(assert_complete(&reply)["cacheScope"], "private");
 }
 
 #[tokio::test]
 async fn every_result_has_a_result_type() {
     let server = TestServer::new();
-    let client = Modern::of(&server);
+    let client = MetaClient::of(&server);
     assert_complete(&client.call("prompts/get", json!({"name": "greet", "arguments": {"name": "Ada"}})).await);
     let completion = client
         .call(
@@ -555,21 +558,21 @@ async fn every_result_has_a_result_type() {
 // Multi-round-trip calls through the one ctx.request API
 // =============================================================================================
 
-#[path = "modern/rounds.rs"]
+#[path = "rev_2026_07_28/rounds.rs"]
 mod rounds;
 
 // =============================================================================================
 // Streaming, and subscriptions/listen
 // =============================================================================================
 
-#[path = "modern/streams.rs"]
+#[path = "rev_2026_07_28/streams.rs"]
 mod streams;
 
 // =============================================================================================
 // Tasks
 // =============================================================================================
 
-#[path = "modern/tasks.rs"]
+#[path = "rev_2026_07_28/tasks.rs"]
 mod tasks;
 
 // =============================================================================================
@@ -615,10 +618,10 @@ async fn stdio_serves_both_revisions_in_one_process() {
 async fn stdio_listen_streams_changes_until_cancelled() {
     use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
     let changes = mirobody_mcp::changes::ChangeNotifier::new();
-    let service = McpService::builder(Arc::new(support::registry())).change_notifier(changes.clone()).build();
+    let engine = McpEngine::builder(Arc::new(support::registry())).change_notifier(changes.clone()).build();
     let (mut to_server, server_in) = tokio::io::duplex(1 << 16);
     let (server_out, from_server) = tokio::io::duplex(1 << 16);
-    let task = tokio::spawn(mirobody_mcp::stdio::serve(service, UserInfo::anonymous(), server_in, server_out, 1 << 20));
+    let task = tokio::spawn(mirobody_mcp::stdio::serve(engine, UserInfo::anonymous(), server_in, server_out, 1 << 20));
     let mut lines = BufReader::new(from_server).lines();
     let mut recv = async || -> Value {
         let line = within("a line", lines.next_line()).await.unwrap().expect("more output");

@@ -34,7 +34,7 @@
 ///
 /// ```
 /// // After start-up (configuration read, databases opened), before serving:
-/// match mirobody_server::memory::release_startup_pages() {
+/// match mirobody_server::startup_pages::release_startup_pages() {
 ///     Ok(bytes) => tracing::debug!(bytes, "start-up pages released"),
 ///     Err(e) => tracing::debug!(error = %e, "start-up pages kept"),
 /// }

@@ -1,5 +1,5 @@
 //! The MCP methods, independent of any transport: a request and the caller in, response bytes
-//! out. The HTTP and stdio transports both call [`McpService`].
+//! out. The HTTP and stdio transports both call [`McpEngine`].
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -15,7 +15,7 @@ use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
 
 use super::hooks::{ResourceLister, ToolVisibility};
-use super::rev_2026_07_28::state::ModernState;
+use super::rev_2026_07_28::state;
 pub(crate) use super::versions::{LATEST_VERSION, SUPPORTED_VERSIONS};
 pub(crate) use crate::jsonrpc::parse;
 use crate::jsonrpc::{self, Id, RpcError, code};
@@ -151,7 +151,7 @@ pub(crate) struct Exchange<'a> {
 
 /// The MCP protocol engine: cheap to clone, shared by every transport.
 #[derive(Clone)]
-pub struct McpService {
+pub struct McpEngine {
     pub(crate) inner: Arc<Inner>,
 }
 
@@ -187,12 +187,12 @@ pub(crate) struct Inner {
     pub(crate) options: McpOptions,
     pub(crate) pending: Arc<PendingRequests>,
     pub(crate) changes: ChangeNotifier,
-    pub(crate) modern: ModernState,
+    pub(crate) rev_2026_07_28: state::State,
     pub(crate) tasks: Arc<Tasks>,
 }
 
-/// Builds an [`McpService`].
-pub struct McpServiceBuilder {
+/// Builds an [`McpEngine`].
+pub struct McpEngineBuilder {
     pub(crate) inner: Inner,
     pub(crate) state_key: Option<StateKey>,
     pub(crate) state_ttl: Duration,
@@ -201,7 +201,7 @@ pub struct McpServiceBuilder {
     pub(crate) list_ttl: Duration,
 }
 
-impl McpServiceBuilder {
+impl McpEngineBuilder {
     /// Serves these resources.
     pub fn resources(mut self, resources: ResourceRegistry) -> Self {
         self.inner.resources = resources;
@@ -324,12 +324,12 @@ impl McpServiceBuilder {
         self
     }
 
-    /// The service.
-    pub fn build(self) -> McpService {
-        let McpServiceBuilder { mut inner, state_key, state_ttl, list_ttl, task_store, task_options } = self;
+    /// The engine.
+    pub fn build(self) -> McpEngine {
+        let McpEngineBuilder { mut inner, state_key, state_ttl, list_ttl, task_store, task_options } = self;
         let task_store = task_store.unwrap_or_else(|| Arc::new(MemoryTaskStore::default()));
         inner.tasks = Arc::new(Tasks::new(task_store, task_options, inner.changes.clone()));
-        inner.modern = ModernState::new(
+        inner.rev_2026_07_28 = state::State::new(
             &inner.info.name,
             &inner.info.version,
             &inner.registry,
@@ -337,7 +337,7 @@ impl McpServiceBuilder {
             state_ttl,
             list_ttl,
         );
-        McpService { inner: Arc::new(inner) }
+        McpEngine { inner: Arc::new(inner) }
     }
 }
 
@@ -358,10 +358,10 @@ pub(crate) struct PromptParams {
     pub(crate) arguments: HashMap<String, String>,
 }
 
-impl McpService {
-    /// A service over a tool registry, with no resources, prompts or backends yet.
-    pub fn builder(registry: Arc<Registry>) -> McpServiceBuilder {
-        McpServiceBuilder {
+impl McpEngine {
+    /// An engine over a tool registry, with no resources, prompts or backends yet.
+    pub fn builder(registry: Arc<Registry>) -> McpEngineBuilder {
+        McpEngineBuilder {
             inner: Inner {
                 resource_lister: None,
                 resource_guards: Vec::new(),
@@ -375,7 +375,7 @@ impl McpService {
                 options: McpOptions::default(),
                 pending: Arc::default(),
                 changes: ChangeNotifier::new(),
-                modern: ModernState::placeholder(),
+                rev_2026_07_28: state::State::placeholder(),
                 tasks: Arc::new(Tasks::new(
                     Arc::new(MemoryTaskStore::default()),
                     TaskOptions::default(),
@@ -394,7 +394,7 @@ impl McpService {
         &self.inner
     }
 
-    /// The extensions this service advertises under `capabilities.extensions`, on both
+    /// The extensions this engine advertises under `capabilities.extensions`, on both
     /// revisions: MCP Apps when it serves a view. (Tasks, a 2026-07-28 extension, is added by
     /// that revision's discovery.)
     pub(crate) fn extensions(&self) -> Map<String, Value> {
@@ -681,17 +681,17 @@ mod tests {
     #[test]
     fn extensions_given_before_the_backends_stay_unless_the_backends_carry_their_own() {
         let registry = || Arc::new(Registry::builder().build().unwrap());
-        let read = |service: &McpService| service.inner().backends.context(None).extension::<u32>().copied();
+        let read = |engine: &McpEngine| engine.inner().backends.context(None).extension::<u32>().copied();
 
-        let kept = McpService::builder(registry()).extension(7_u32).backends(Backends::default()).build();
+        let kept = McpEngine::builder(registry()).extension(7_u32).backends(Backends::default()).build();
         assert_eq!(read(&kept), Some(7), "a later backends() does not drop the application's state");
 
         let mut backends = Backends::default();
         backends.extensions.insert(9_u32);
-        let replaced = McpService::builder(registry()).extension(7_u32).backends(backends).build();
+        let replaced = McpEngine::builder(registry()).extension(7_u32).backends(backends).build();
         assert_eq!(read(&replaced), Some(9), "the later value of a type wins");
 
-        let after = McpService::builder(registry()).backends(Backends::default()).extension(5_u32).build();
+        let after = McpEngine::builder(registry()).backends(Backends::default()).extension(5_u32).build();
         assert_eq!(read(&after), Some(5));
     }
 }

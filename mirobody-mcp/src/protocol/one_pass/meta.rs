@@ -216,8 +216,8 @@ pub(crate) struct Implementation<'a> {
 mod tests {
     use super::*;
     use crate::jsonrpc::Id;
-    use crate::protocol::fast::scan::testing::walked_as_serde_reads;
-    use crate::protocol::rev_2026_07_28::*;
+    use crate::protocol::one_pass::scan::testing::walked_as_serde_reads;
+    use crate::protocol::rev_2026_07_28::{self, *};
 
     // The `_meta` every 2026-07-28 request carries, and nothing else.
     const META: &str =
@@ -232,7 +232,7 @@ mod tests {
                 None => serde_json::to_string(&name).unwrap(),
             };
             let raw = RawValue::from_string(format!(r#"{{"name":{name_json},"_meta":{META}}}"#)).unwrap();
-            let params = ModernParams::parse(Some(&raw)).unwrap();
+            let params = rev_2026_07_28::Params::parse(Some(&raw)).unwrap();
             let expected = other.is_none().then(|| name.clone());
             proptest::prop_assert_eq!(params.text("name").map(Cow::into_owned), expected);
             proptest::prop_assert_eq!(params.text("uri"), None);
@@ -260,7 +260,7 @@ mod tests {
         r#""io.modelcontextprotocol\/logLevel":"debug""#,
         r#""x.example/y":{"a":[1,{"b":null}]}"#,
     ];
-    const MODERN_PARAMS_MEMBERS: &[&str] = &[
+    const REV_2026_07_28_PARAMS_MEMBERS: &[&str] = &[
         r#""name":"echo""#,
         r#""name":"ec\u0068o""#,
         r#""name":5"#,
@@ -297,7 +297,7 @@ mod tests {
     // carries, others, some left out, all shuffled, among other params members, with any
     // whitespace; now and then mangled.
     fn params_strategy() -> impl proptest::strategy::Strategy<Value = Vec<u8>> {
-        use crate::protocol::fast::scan::testing::{gaps, mangled_objects, object};
+        use crate::protocol::one_pass::scan::testing::{gaps, mangled_objects, object};
         use proptest::collection::vec;
         use proptest::prelude::*;
         use proptest::sample::select;
@@ -310,7 +310,7 @@ mod tests {
             members.extend(owned(extra));
             object(&members, &gaps)
         });
-        mangled_objects((meta, vec(select(MODERN_PARAMS_MEMBERS), 0..4)).prop_map(move |(meta, extra)| {
+        mangled_objects((meta, vec(select(REV_2026_07_28_PARAMS_MEMBERS), 0..4)).prop_map(move |(meta, extra)| {
             let mut members = vec![format!(r#""_meta":{meta}"#)];
             members.extend(owned(extra));
             members
@@ -336,11 +336,11 @@ mod tests {
                 r#""name":"c""#, r#""version":"1""#, r#""name":"\u0063""#, r#""version":1"#,
                 r#""name":null"#, r#""n\u0061me":"c""#, r#""x":{"name":5}"#,
             ]), 0..4),
-            gaps in crate::protocol::fast::scan::testing::gaps(),
+            gaps in crate::protocol::one_pass::scan::testing::gaps(),
             change in proptest::prelude::any::<(usize, u8)>(),
         ) {
             let members: Vec<String> = members.into_iter().map(str::to_owned).collect();
-            let text = crate::protocol::fast::scan::testing::mangled(crate::protocol::fast::scan::testing::object(&members, &gaps).into_bytes(), change);
+            let text = crate::protocol::one_pass::scan::testing::mangled(crate::protocol::one_pass::scan::testing::object(&members, &gaps).into_bytes(), change);
             let Ok(text) = std::str::from_utf8(&text) else { return Ok(()) };
             let serde = serde_json::from_str::<Implementation<'_>>(text).is_ok();
             proptest::prop_assert_eq!(is_implementation(text), serde, "{}", text);
@@ -358,7 +358,7 @@ mod tests {
             match (ReadParams::walk(&text), read_with_serde(&text)) {
                 (Some(walked), Some(_)) => {
                     both += 1;
-                    checked += usize::from(ModernParams::checked(walked).is_ok());
+                    checked += usize::from(rev_2026_07_28::Params::checked(walked).is_ok());
                 }
                 (None, None) => neither += 1,
                 _ => {}
@@ -370,7 +370,7 @@ mod tests {
     #[test]
     fn names_with_escapes_are_unescaped() {
         let raw = RawValue::from_string(format!(r#"{{"name":"a\"b\\c\u00e9","uri":"x","_meta":{META}}}"#)).unwrap();
-        let params = ModernParams::parse(Some(&raw)).unwrap();
+        let params = rev_2026_07_28::Params::parse(Some(&raw)).unwrap();
         assert_eq!(params.text("name").as_deref(), Some("a\"b\\c\u{e9}"));
         assert!(matches!(params.text("uri"), Some(Cow::Borrowed("x"))), "a plain string is borrowed");
     }
@@ -387,14 +387,14 @@ mod tests {
         assert_eq!(params.text("name").as_deref(), Some("echo"));
         assert_eq!(params.arguments(), Some(r#"{"text":"hi"}"#));
         // Well-formed params whose `_meta` lacks what every request carries: the same error as
-        // `ModernParams::parse` gives.
+        // `rev_2026_07_28::Params::parse` gives.
         for params in [
             r#"{"name":"echo"}"#.to_owned(),
             r#"{"_meta":{"io.modelcontextprotocol/clientCapabilities":{}}}"#.to_owned(),
         ] {
             let (body, raw) = (call(&params), RawValue::from_string(params.clone()).unwrap());
             let (_, read) = read_tool_call(body.as_bytes()).unwrap();
-            let parsed = ModernParams::parse(Some(&raw));
+            let parsed = rev_2026_07_28::Params::parse(Some(&raw));
             assert_eq!(read.err().map(|e| e.message), parsed.err().map(|e| e.message), "{params}");
         }
         // Everything else is the envelope's to read and judge.
@@ -446,7 +446,7 @@ mod tests {
     }
 
     #[test]
-    fn only_meta_with_a_version_marks_a_modern_request() {
+    fn only_meta_with_a_version_marks_a_2026_07_28_request() {
         let present = |s: &str| RequestMeta::present(Some(&RawValue::from_string(s.to_owned()).unwrap()));
         assert!(present(r#"{"_meta":{"io.modelcontextprotocol/protocolVersion":"x"}}"#));
         assert!(!present(r#"{"arguments":{"text":"io.modelcontextprotocol/protocolVersion"}}"#));

@@ -9,7 +9,7 @@ use super::*;
 #[tokio::test]
 async fn a_question_becomes_input_required_and_the_retry_resumes() {
     let server = TestServer::new();
-    let client = Modern::of(&server).with_capabilities(json!({"elicitation": {}}));
+    let client = MetaClient::of(&server).with_capabilities(json!({"elicitation": {}}));
     let first = client.call_tool("elicit", json!({})).await;
     assert_eq!(first.status, StatusCode::OK);
     let result = first.result();
@@ -33,19 +33,20 @@ async fn a_question_becomes_input_required_and_the_retry_resumes() {
 #[tokio::test]
 async fn a_client_without_the_capability_is_never_asked() {
     let server = TestServer::new();
-    let reply = Modern::of(&server).call_tool("elicit", json!({})).await;
+    let reply = MetaClient::of(&server).call_tool("elicit", json!({})).await;
     assert_eq!(assert_complete(&reply)["structuredContent"]["unsupported"], "elicitation/create");
 }
 
 #[tokio::test]
 async fn a_tampered_or_foreign_state_is_refused() {
     let server = TestServer::new();
-    let alice =
-        Modern::of(&server).with_capabilities(json!({"elicitation": {}})).acting_as(UserInfo::authenticated("alice"));
+    let alice = MetaClient::of(&server)
+        .with_capabilities(json!({"elicitation": {}}))
+        .acting_as(UserInfo::authenticated("alice"));
     let first = alice.call_tool("elicit", json!({})).await;
     let state = first.result()["requestState"].as_str().unwrap().to_owned();
     let answers = json!({"elicitation-1": {"action": "accept", "content": {"name": "Ada"}}});
-    let retry = |client: &Modern, state: String, name: &'static str| {
+    let retry = |client: &MetaClient, state: String, name: &'static str| {
         let params = json!({"name": name, "arguments": {}, "requestState": state, "inputResponses": answers.clone()});
         client.request("tools/call", params)
     };
@@ -53,7 +54,7 @@ async fn a_tampered_or_foreign_state_is_refused() {
     assert_eq!((tampered.status, tampered.error_code()), (StatusCode::BAD_REQUEST, -32602), "{}", tampered.body);
     // The same state from another caller, or on another tool, is refused too.
     let bob =
-        Modern::of(&server).with_capabilities(json!({"elicitation": {}})).acting_as(UserInfo::authenticated("bob"));
+        MetaClient::of(&server).with_capabilities(json!({"elicitation": {}})).acting_as(UserInfo::authenticated("bob"));
     assert_eq!(json_reply(bob.send(retry(&bob, state.clone(), "elicit")).await).await.error_code(), -32602);
     assert_eq!(json_reply(alice.send(retry(&alice, state.clone(), "echo")).await).await.error_code(), -32602);
     // The genuine retry still works.
@@ -63,7 +64,7 @@ async fn a_tampered_or_foreign_state_is_refused() {
 
 #[tokio::test]
 async fn questions_in_turn_take_a_round_each_and_earlier_answers_ride_in_the_state() {
-    let client = Modern::new(extra_router()).with_capabilities(json!({"elicitation": {}}));
+    let client = MetaClient::new(extra_router()).with_capabilities(json!({"elicitation": {}}));
     let call = |extra: Value| {
         let mut params = json!({"name": "two_steps", "arguments": {}});
         for (k, v) in extra.as_object().unwrap() {
@@ -103,11 +104,11 @@ async fn questions_in_turn_take_a_round_each_and_earlier_answers_ride_in_the_sta
 
 #[tokio::test]
 async fn a_tool_that_needs_an_undeclared_capability_gets_32021() {
-    let client = Modern::new(extra_router());
+    let client = MetaClient::new(extra_router());
     let reply = client.call_tool("summarize", json!({})).await;
     assert_eq!((reply.status, reply.error_code()), (StatusCode::BAD_REQUEST, -32021), "{}", reply.body);
     assert_eq!(reply.body["error"]["data"]["requiredCapabilities"], json!({"sampling": {}}));
-    let able = Modern::new(extra_router()).with_capabilities(json!({"sampling": {}}));
+    let able = MetaClient::new(extra_router()).with_capabilities(json!({"sampling": {}}));
     let reply = able.call_tool("summarize", json!({})).await;
     assert_eq!(reply.result()["inputRequests"]["sampling-1"]["method"], "sampling/createMessage");
 }
@@ -118,14 +119,14 @@ async fn ask_user_works_on_both_revisions() {
     let reply = json!({"action": "accept", "content": {"choice": "Evening"}});
 
     // 2026-07-28: the question comes back as input_required, the retry carries the answer.
-    let modern = Modern::new(extra_router()).with_capabilities(json!({"elicitation": {}}));
-    let first = modern.call_tool("ask_user", question.clone()).await;
+    let client = MetaClient::new(extra_router()).with_capabilities(json!({"elicitation": {}}));
+    let first = client.call_tool("ask_user", question.clone()).await;
     let result = first.result();
     assert_eq!(result["inputRequests"]["elicitation-1"]["params"]["message"], "When do you exercise?", "{result}");
     let state = result["requestState"].clone();
     let params = json!({"name": "ask_user", "arguments": question, "requestState": state,
                         "inputResponses": {"elicitation-1": reply}});
-    let answered = modern.call("tools/call", params).await;
+    let answered = client.call("tools/call", params).await;
     assert_eq!(assert_complete(&answered)["structuredContent"]["answer"], json!({"selected": ["Evening"]}));
 
     // 2025-11-25: the same tool asks on the call's SSE stream, answered by a second POST.

@@ -71,7 +71,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::protocol::fast::scan::testing::{gaps, mangled_objects, object, walked_as_serde_reads};
+    use crate::protocol::one_pass::scan::testing::{gaps, mangled_objects, object, walked_as_serde_reads};
 
     fn read(message: &str) -> Option<(Id, String, Value, Option<Value>)> {
         read_tool_call(message.as_bytes()).map(|(id, call)| {

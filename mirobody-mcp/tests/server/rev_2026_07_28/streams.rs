@@ -12,7 +12,7 @@ use super::*;
 #[tokio::test]
 async fn logs_flow_only_when_the_request_names_a_level() {
     let server = TestServer::new();
-    let client = Modern::of(&server);
+    let client = MetaClient::of(&server);
     let quiet = client.call_tool("log", json!({})).await;
     assert_eq!(quiet.content_type(), "application/json");
     assert_complete(&quiet);
@@ -40,7 +40,7 @@ async fn logs_flow_only_when_the_request_names_a_level() {
 #[tokio::test]
 async fn progress_streams_before_the_result() {
     let server = TestServer::new();
-    let client = Modern::of(&server);
+    let client = MetaClient::of(&server);
     let request =
         client.request("tools/call", json!({"name": "progress", "arguments": {}, "_meta": {"progressToken": "p1"}}));
     let mut sse = Sse::new(client.send(request).await);
@@ -56,8 +56,8 @@ async fn progress_streams_before_the_result() {
 #[tokio::test]
 async fn closing_the_stream_cancels_the_handler() {
     let server = TestServer::new();
-    let client = Modern::of(&server);
-    let tag = "modern-close-sse";
+    let client = MetaClient::of(&server);
+    let tag = "rev-2026-07-28-close-sse";
     let request =
         client.request("tools/call", json!({"name": "slow", "arguments": {"tag": tag}, "_meta": {"progressToken": 1}}));
     let mut sse = Sse::new(client.send(request).await);
@@ -67,7 +67,7 @@ async fn closing_the_stream_cancels_the_handler() {
     within("the handler to stop after the stream closed", stopped_signal.notified()).await;
 
     // Before any reply (JSON pending), dropping the connection cancels too.
-    let tag = "modern-close-json";
+    let tag = "rev-2026-07-28-close-json";
     let started_signal = started(tag);
     let stopped_signal = stopped(tag);
     let request = client.request("tools/call", json!({"name": "slow", "arguments": {"tag": tag}}));
@@ -82,7 +82,7 @@ async fn closing_the_stream_cancels_the_handler() {
 async fn a_silent_call_switches_to_sse_with_keep_alives() {
     let server =
         TestServer::with_http(crate::support::with(|o: &mut HttpOptions| o.keep_alive = Duration::from_millis(40)));
-    let client = Modern::of(&server);
+    let client = MetaClient::of(&server);
     let response =
         client.send(client.request("tools/call", json!({"name": "slow", "arguments": {"tag": "ka", "ms": 300}}))).await;
     assert!(support::header_str(response.headers(), "content-type").starts_with("text/event-stream"));
@@ -100,8 +100,8 @@ async fn a_silent_call_switches_to_sse_with_keep_alives() {
 #[tokio::test]
 async fn listen_acknowledges_first_then_carries_the_changes_asked_for() {
     let server = TestServer::new();
-    let client = Modern::of(&server);
-    let changes = server.http.service().changes().clone();
+    let client = MetaClient::of(&server);
+    let changes = server.http.engine().changes().clone();
     let tools = client.request_as(777, "subscriptions/listen", json!({"notifications": {"toolsListChanged": true}}));
     let tools_id = json!(777);
     let mut tools_stream = Sse::new(client.send(tools).await);
@@ -132,11 +132,11 @@ async fn listen_acknowledges_first_then_carries_the_changes_asked_for() {
 #[tokio::test]
 async fn ending_the_streams_closes_each_with_its_result() {
     let server = TestServer::new();
-    let client = Modern::of(&server);
+    let client = MetaClient::of(&server);
     let request = client.request_as(9, "subscriptions/listen", json!({"notifications": {"toolsListChanged": true}}));
     let mut stream = Sse::new(client.send(request).await);
     assert_eq!(stream.next_message().await["method"], "notifications/subscriptions/acknowledged");
-    server.http.service().changes().end_streams();
+    server.http.engine().changes().end_streams();
     let last = stream.next_message().await;
     assert_eq!(last["id"], 9);
     assert_eq!(last["result"]["resultType"], "complete");

@@ -46,11 +46,11 @@ async fn ask_in_task(_: Args, _: &UserInfo, ctx: &ToolContext<'_>) -> ToolResult
     }
 }
 
-fn task_service(store: Arc<MemoryTaskStore>, options: TaskOptions) -> McpService {
+fn task_service(store: Arc<MemoryTaskStore>, options: TaskOptions) -> McpEngine {
     task_service_on(store, options)
 }
 
-fn task_service_on(store: Arc<dyn mirobody_core::TaskStore>, options: TaskOptions) -> McpService {
+fn task_service_on(store: Arc<dyn mirobody_core::TaskStore>, options: TaskOptions) -> McpEngine {
     let registry = Registry::builder()
         .tool(
             Tool::new("sleepy", "Sleeps.")
@@ -85,23 +85,23 @@ fn task_service_on(store: Arc<dyn mirobody_core::TaskStore>, options: TaskOption
         )
         .build()
         .unwrap();
-    McpService::builder(Arc::new(registry)).task_store(store).task_options(options).build()
+    McpEngine::builder(Arc::new(registry)).task_store(store).task_options(options).build()
 }
 
 fn options() -> TaskOptions {
     TaskOptions::default().with_sync_budget(Duration::from_millis(50)).with_max_live_per_caller(2)
 }
 
-fn client_of(service: McpService) -> Modern {
-    let http = McpHttp::new(service, HttpOptions::default());
-    Modern::new(http.router()).with_capabilities(json!({"elicitation": {}, "extensions": {TASKS: {}}}))
+fn client_of(engine: McpEngine) -> MetaClient {
+    let http = McpHttp::new(engine, HttpOptions::default());
+    MetaClient::new(http.router()).with_capabilities(json!({"elicitation": {}, "extensions": {TASKS: {}}}))
 }
 
-fn as_user(client: Modern, user: &str) -> Modern {
+fn as_user(client: MetaClient, user: &str) -> MetaClient {
     client.acting_as(UserInfo::authenticated(user))
 }
 
-async fn created(client: &Modern, tool: &str, arguments: Value) -> String {
+async fn created(client: &MetaClient, tool: &str, arguments: Value) -> String {
     let reply = client.call_tool(tool, arguments).await;
     let result = reply.result();
     assert_eq!(result["resultType"], "task", "{result}");
@@ -109,12 +109,12 @@ async fn created(client: &Modern, tool: &str, arguments: Value) -> String {
     result["taskId"].as_str().expect("a task id").to_owned()
 }
 
-async fn get(client: &Modern, task: &str) -> Reply {
+async fn get(client: &MetaClient, task: &str) -> Reply {
     client.call("tasks/get", json!({"taskId": task})).await
 }
 
 // Polls until the task is in `status` (or has ended).
-async fn until(client: &Modern, task: &str, status: &str) -> Value {
+async fn until(client: &MetaClient, task: &str, status: &str) -> Value {
     within("the task's status", async {
         loop {
             let reply = get(client, task).await;
@@ -152,10 +152,10 @@ async fn a_slow_call_becomes_a_task_its_owner_polls_to_the_result() {
 
 #[tokio::test]
 async fn nobody_else_reads_answers_or_cancels_a_task() {
-    let service = task_service(Arc::default(), options());
-    let alice = as_user(client_of(service.clone()), "alice");
-    let bob = as_user(client_of(service.clone()), "bob");
-    let anonymous = client_of(service);
+    let engine = task_service(Arc::default(), options());
+    let alice = as_user(client_of(engine.clone()), "alice");
+    let bob = as_user(client_of(engine.clone()), "bob");
+    let anonymous = client_of(engine);
     let task = created(&alice, "ask_in_task", json!({})).await;
     until(&alice, &task, "input_required").await;
     for other in [&bob, &anonymous] {
@@ -209,15 +209,15 @@ async fn cancelling_drops_the_handler_and_is_idempotent() {
 
 #[tokio::test]
 async fn running_tasks_per_caller_are_bounded() {
-    let service = task_service(Arc::default(), options());
-    let alice = as_user(client_of(service.clone()), "alice");
+    let engine = task_service(Arc::default(), options());
+    let alice = as_user(client_of(engine.clone()), "alice");
     let first = created(&alice, "forever", json!({})).await;
     created(&alice, "forever", json!({})).await;
     let refused = alice.call_tool("forever", json!({})).await;
     assert_eq!(refused.error_code(), -32600, "{}", refused.body);
     assert!(refused.error_message().contains("at most 2"), "{}", refused.body);
     // Another caller is not held back by alice's tasks.
-    created(&as_user(client_of(service), "bob"), "forever", json!({})).await;
+    created(&as_user(client_of(engine), "bob"), "forever", json!({})).await;
     // One ends: alice may start another.
     alice.call("tasks/cancel", json!({"taskId": first})).await.result();
     created(&alice, "forever", json!({})).await;
@@ -226,8 +226,8 @@ async fn running_tasks_per_caller_are_bounded() {
 #[tokio::test]
 async fn the_records_one_caller_keeps_are_bounded_until_they_expire() {
     let options = options().with_max_kept_per_caller(3).with_ttl(Duration::from_millis(600));
-    let service = task_service(Arc::default(), options);
-    let alice = as_user(client_of(service.clone()), "alice");
+    let engine = task_service(Arc::default(), options);
+    let alice = as_user(client_of(engine.clone()), "alice");
     // Tasks that end at once still leave their records, kept until they expire.
     for _ in 0..3 {
         let task = created(&alice, "only_task", json!({})).await;
@@ -237,7 +237,7 @@ async fn the_records_one_caller_keeps_are_bounded_until_they_expire() {
     assert_eq!(refused.error_code(), -32600, "{}", refused.body);
     assert!(refused.error_message().contains("at most 3"), "{}", refused.body);
     // Bob keeps his own.
-    created(&as_user(client_of(service), "bob"), "only_task", json!({})).await;
+    created(&as_user(client_of(engine), "bob"), "only_task", json!({})).await;
     // Once Alice's have expired, she may start tasks again.
     tokio::time::sleep(Duration::from_millis(650)).await;
     created(&alice, "only_task", json!({})).await;
@@ -246,22 +246,22 @@ async fn the_records_one_caller_keeps_are_bounded_until_they_expire() {
 #[tokio::test]
 async fn the_records_anonymous_callers_keep_are_bounded_together_until_they_expire() {
     let options = options().with_max_kept_per_caller(3).with_ttl(Duration::from_millis(600));
-    let service = task_service(Arc::default(), options);
+    let engine = task_service(Arc::default(), options);
     // Each call as a caller of its own: anonymous callers cannot be told apart, so a loop of
     // them is one caller filling the store with ended records.
     for _ in 0..3 {
-        let anonymous = client_of(service.clone());
+        let anonymous = client_of(engine.clone());
         let task = created(&anonymous, "only_task", json!({})).await;
         assert_eq!(until(&anonymous, &task, "completed").await["status"], "completed");
     }
-    let refused = client_of(service.clone()).call_tool("only_task", json!({})).await;
+    let refused = client_of(engine.clone()).call_tool("only_task", json!({})).await;
     assert_eq!(refused.error_code(), -32600, "{}", refused.body);
     assert!(refused.error_message().contains("at most 3"), "{}", refused.body);
     // A signed-in caller keeps their own.
-    created(&as_user(client_of(service.clone()), "bob"), "only_task", json!({})).await;
+    created(&as_user(client_of(engine.clone()), "bob"), "only_task", json!({})).await;
     // Once the anonymous records have expired, anonymous callers may start tasks again.
     tokio::time::sleep(Duration::from_millis(650)).await;
-    created(&client_of(service), "only_task", json!({})).await;
+    created(&client_of(engine), "only_task", json!({})).await;
 }
 
 #[tokio::test]
@@ -314,12 +314,12 @@ async fn the_in_process_api_runs_a_call_as_a_task_for_its_owner_only() {
     use mirobody_core::TaskState;
     use mirobody_mcp::TaskError;
 
-    let service = task_service(Arc::default(), options());
+    let engine = task_service(Arc::default(), options());
     let (alice, bob) = (UserInfo::authenticated("alice"), UserInfo::authenticated("bob"));
-    let task = service.start_task("ask_in_task", json!({}), &alice).await.unwrap();
+    let task = engine.start_task("ask_in_task", json!({}), &alice).await.unwrap();
     let asking = within("the question", async {
         loop {
-            let now = service.task(&task.id, &alice).await.unwrap();
+            let now = engine.task(&task.id, &alice).await.unwrap();
             if now.state == TaskState::InputRequired {
                 return now;
             }
@@ -328,13 +328,13 @@ async fn the_in_process_api_runs_a_call_as_a_task_for_its_owner_only() {
     })
     .await;
     assert_eq!(asking.input_requests.unwrap()["go"]["method"], "elicitation/create");
-    assert!(matches!(service.task(&task.id, &bob).await, Err(TaskError::Unknown(_))));
-    assert!(matches!(service.cancel_task(&task.id, &bob).await, Err(TaskError::Unknown(_))));
+    assert!(matches!(engine.task(&task.id, &bob).await, Err(TaskError::Unknown(_))));
+    assert!(matches!(engine.cancel_task(&task.id, &bob).await, Err(TaskError::Unknown(_))));
     let answer: serde_json::Map<String, Value> = serde_json::from_value(json!({"go": {"action": "decline"}})).unwrap();
-    service.answer_task(&task.id, &alice, answer).await.unwrap();
+    engine.answer_task(&task.id, &alice, answer).await.unwrap();
     let done = within("the end", async {
         loop {
-            let now = service.task(&task.id, &alice).await.unwrap();
+            let now = engine.task(&task.id, &alice).await.unwrap();
             if now.state.is_terminal() {
                 return now;
             }
@@ -344,15 +344,15 @@ async fn the_in_process_api_runs_a_call_as_a_task_for_its_owner_only() {
     .await;
     assert_eq!(done.outcome.unwrap()["result"]["content"][0]["text"], "answer: \"decline\"");
     // A call refused before it runs is an error, not a task.
-    assert!(matches!(service.start_task("no_such_tool", json!({}), &alice).await, Err(TaskError::Call(_))));
+    assert!(matches!(engine.start_task("no_such_tool", json!({}), &alice).await, Err(TaskError::Call(_))));
 }
 
 #[tokio::test]
 async fn status_changes_reach_only_the_owners_listen_streams() {
-    let service = task_service(Arc::default(), options());
-    let changes = service.changes().clone();
-    let alice = as_user(client_of(service.clone()), "alice");
-    let bob = as_user(client_of(service.clone()), "bob");
+    let engine = task_service(Arc::default(), options());
+    let changes = engine.changes().clone();
+    let alice = as_user(client_of(engine.clone()), "alice");
+    let bob = as_user(client_of(engine.clone()), "bob");
     let listen = json!({"notifications": {"promptsListChanged": true}});
     let mut alices = Sse::new(alice.send(alice.request("subscriptions/listen", listen.clone())).await);
     let mut bobs = Sse::new(bob.send(bob.request("subscriptions/listen", listen)).await);
@@ -380,17 +380,20 @@ async fn status_changes_reach_only_the_owners_listen_streams() {
     assert_eq!(bobs.next_message().await["method"], "notifications/prompts/list_changed");
 }
 
-// An instance of `service` sharing `backplane` with the others, as instances behind a load
+// An instance of `engine` sharing `backplane` with the others, as instances behind a load
 // balancer share a Redis (and, through `task_store`, their task records).
-async fn instance_of(service: McpService, backplane: &Arc<mirobody_mcp::session::MemoryBackplane>) -> McpHttp {
+async fn instance_of(engine: McpEngine, backplane: &Arc<mirobody_mcp::session::MemoryBackplane>) -> McpHttp {
     let key = crate::support::shared_key();
-    McpHttp::with_shared_sessions(service, HttpOptions::default(), Arc::clone(backplane) as _, &key)
+    McpHttp::with_shared_sessions(engine, HttpOptions::default(), Arc::clone(backplane) as _, &key)
         .await
         .expect("the backplane listens")
 }
 
-fn on(http: &McpHttp, user: &str) -> Modern {
-    as_user(Modern::new(http.router()).with_capabilities(json!({"elicitation": {}, "extensions": {TASKS: {}}})), user)
+fn on(http: &McpHttp, user: &str) -> MetaClient {
+    as_user(
+        MetaClient::new(http.router()).with_capabilities(json!({"elicitation": {}, "extensions": {TASKS: {}}})),
+        user,
+    )
 }
 
 #[tokio::test]
@@ -488,10 +491,10 @@ async fn a_task_that_asks_as_it_starts_is_answered_on_a_store_that_takes_time() 
 #[tokio::test]
 async fn an_anonymous_task_is_its_holders_alone_and_never_announced() {
     let store = Arc::new(MemoryTaskStore::default());
-    let service = task_service(store.clone(), options());
-    let changes = service.changes().clone();
-    let anonymous = client_of(service.clone());
-    let alice = as_user(client_of(service.clone()), "alice");
+    let engine = task_service(store.clone(), options());
+    let changes = engine.changes().clone();
+    let anonymous = client_of(engine.clone());
+    let alice = as_user(client_of(engine.clone()), "alice");
     let listen = json!({"notifications": {"promptsListChanged": true}});
     let mut anonymous_stream =
         Sse::new(anonymous.send(anonymous.request("subscriptions/listen", listen.clone())).await);
@@ -523,14 +526,14 @@ async fn an_anonymous_task_is_its_holders_alone_and_never_announced() {
 
 #[tokio::test]
 async fn anonymous_callers_share_one_bound_on_running_tasks() {
-    let service = task_service(Arc::default(), options());
-    let (one, two) = (client_of(service.clone()), client_of(service.clone()));
+    let engine = task_service(Arc::default(), options());
+    let (one, two) = (client_of(engine.clone()), client_of(engine.clone()));
     created(&one, "forever", json!({})).await;
     created(&two, "forever", json!({})).await;
-    let refused = client_of(service.clone()).call_tool("forever", json!({})).await;
+    let refused = client_of(engine.clone()).call_tool("forever", json!({})).await;
     assert_eq!(refused.error_code(), -32600, "anonymous callers cannot be told apart: {}", refused.body);
     // A signed-in caller has a bound of its own.
-    created(&as_user(client_of(service), "alice"), "forever", json!({})).await;
+    created(&as_user(client_of(engine), "alice"), "forever", json!({})).await;
 }
 
 // A store that counts its purges and keeps its records past their expiry until purged.

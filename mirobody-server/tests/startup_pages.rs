@@ -1,8 +1,8 @@
-//! `memory::release_startup_pages` on this test program itself, alone in its own test binary so
-//! that no other test's threads bring pages back while it measures.
+//! `startup_pages::release_startup_pages` on this test program itself, alone in its own test
+//! binary so that no other test's threads bring pages back while it measures.
 #![cfg(target_os = "linux")]
 
-use mirobody_server::memory::release_startup_pages;
+use mirobody_server::startup_pages::release_startup_pages;
 
 /// Read-only data of this program, 256 KiB, whose contents the test checks after the release.
 static TABLE: [u64; 32 * 1024] = {
