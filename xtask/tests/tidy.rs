@@ -1,11 +1,14 @@
-//! Tidy rules over every Rust file of the workspace's member crates:
+//! Tidy rules over the workspace:
 //!
-//! - a file under a crate's `src/` opens with a `//!` module doc comment on its first line;
-//! - no file is over 800 lines;
-//! - every module file under `src/` of a library crate is named in ARCHITECTURE.md, inside
-//!   backticks (`name.rs`, `name/`, `name` or a path with it as a component).
+//! - a Rust file under a member crate's `src/` opens with a `//!` module doc comment on its
+//!   first line;
+//! - no Rust file of a member crate is over 800 lines;
+//! - ARCHITECTURE.md, a map and not an inventory, names inside backticks every crate of the
+//!   workspace (by package name or folder) and every folder of the repository's top level
+//!   (`benches/`, `.ci/`, ...) and of a folder of crates (`examples/embed-axum`), not every file.
 //!
-//! Skipped: `target/`, the trybuild fixtures under `tests/macros_ui/`, and `fixtures/` folders.
+//! Skipped: `target/`, the trybuild fixtures under `tests/macros_ui/`, and `fixtures/` folders;
+//! for the map, `.git` and the folders the root `.gitignore` names.
 //! All failures are gathered and reported together, each naming its file.
 //!
 //! And no two modules (files) of mirobody-mcp or mirobody-server import from each other, as
@@ -20,7 +23,7 @@ use std::path::{Component, Path, PathBuf};
 /// The longest a Rust file may be.
 const MAX_LINES: usize = 800;
 
-/// The library crates: ARCHITECTURE.md must name their modules, and their imports are read.
+/// The library crates, whose imports are read.
 const LIBRARY_CRATES: &[&str] = &[
     "mirobody-core",
     "mirobody-schema",
@@ -102,56 +105,12 @@ fn rust_files(crate_dir: &Path, dir: &Path, out: &mut Vec<PathBuf>) {
     }
 }
 
-/// The words ARCHITECTURE.md puts in backticks, split into path components: every run of
-/// letters, digits, `_`, `-` and `.` inside an inline code span (so `a/b.rs`, `a::b` and
-/// `f(a)` give `a`, `b.rs`, `b`, `f`). Fenced code blocks are not spans and are left out.
-fn architecture_words(text: &str) -> BTreeSet<String> {
-    let mut words = BTreeSet::new();
-    let mut in_fence = false;
-    for line in text.lines() {
-        if line.trim_start().starts_with("```") {
-            in_fence = !in_fence;
-            continue;
-        }
-        if in_fence {
-            continue;
-        }
-        for (index, span) in line.split('`').enumerate() {
-            if index % 2 == 0 {
-                continue;
-            }
-            for word in span.split(|c: char| !(c.is_alphanumeric() || matches!(c, '_' | '-' | '.'))) {
-                let word = word.trim_end_matches('.');
-                if !word.is_empty() {
-                    words.insert(word.to_owned());
-                }
-            }
-        }
-    }
-    words
-}
-
-/// The name ARCHITECTURE.md must use for a module file: its stem, or its folder's name for
-/// `mod.rs`; `None` for crate roots.
-fn module_name(file: &Path) -> Option<String> {
-    let stem = file.file_stem()?.to_str()?;
-    match stem {
-        "lib" | "main" => None,
-        "mod" => Some(file.parent()?.file_name()?.to_str()?.to_owned()),
-        _ => Some(stem.to_owned()),
-    }
-}
-
 #[test]
 fn tidy() {
     let root = xtask::workspace_root();
-    let architecture = std::fs::read_to_string(root.join("ARCHITECTURE.md")).expect("read ARCHITECTURE.md");
-    let named = architecture_words(&architecture);
     let mut failures = Vec::new();
     let mut seen = BTreeSet::new();
     for crate_dir in members(&root) {
-        let crate_name = crate_dir.file_name().and_then(|n| n.to_str()).unwrap_or_default().to_owned();
-        let is_library = LIBRARY_CRATES.contains(&crate_name.as_str());
         let mut files = Vec::new();
         rust_files(&crate_dir, &crate_dir, &mut files);
         for file in files {
@@ -175,19 +134,136 @@ fn tidy() {
             if lines > MAX_LINES {
                 failures.push(format!("{shown}: {lines} lines, over the limit of {MAX_LINES}"));
             }
-            if is_library
-                && under_src
-                && let Some(name) = module_name(relative)
-                && !named.contains(&name)
-                && !named.contains(&format!("{name}.rs"))
-            {
-                failures.push(format!(
-                    "{shown}: module `{name}` is not named in ARCHITECTURE.md (as `{name}.rs`, `{name}/` or `{name}`)"
-                ));
-            }
         }
     }
     assert!(failures.is_empty(), "tidy found {} problem(s):\n  {}\n", failures.len(), failures.join("\n  "));
+}
+
+/// What ARCHITECTURE.md puts in backticks: each inline code span, trimmed, without a trailing
+/// `/` (so `testkit/` and `testkit` are one name). Fenced code blocks are not spans.
+fn code_spans(text: &str) -> BTreeSet<String> {
+    let mut spans = BTreeSet::new();
+    let mut in_fence = false;
+    for line in text.lines() {
+        if line.trim_start().starts_with("```") {
+            in_fence = !in_fence;
+            continue;
+        }
+        if in_fence {
+            continue;
+        }
+        for span in line.split('`').skip(1).step_by(2) {
+            let span = span.trim().trim_end_matches('/');
+            if !span.is_empty() {
+                spans.insert(span.to_owned());
+            }
+        }
+    }
+    spans
+}
+
+/// The `[package] name` of the crate in `dir`, if it has a Cargo.toml with one.
+fn package_name(dir: &Path) -> Option<String> {
+    let manifest: toml::Table = std::fs::read_to_string(dir.join("Cargo.toml")).ok()?.parse().ok()?;
+    Some(manifest.get("package")?.get("name")?.as_str()?.to_owned())
+}
+
+/// The plain folder names the root `.gitignore` lists (`target/`, `/results/`): folders that
+/// are not part of the repository, so not of its map.
+fn ignored_folders(root: &Path) -> BTreeSet<String> {
+    let text = std::fs::read_to_string(root.join(".gitignore")).unwrap_or_default();
+    text.lines()
+        .map(|line| line.trim().trim_start_matches('/').trim_end_matches('/'))
+        .filter(|name| !name.is_empty() && !name.starts_with(['#', '!']) && !name.contains(['/', '*', '?', '[']))
+        .map(str::to_owned)
+        .collect()
+}
+
+/// The folders directly in `dir`, sorted.
+fn subfolders(dir: &Path) -> Vec<PathBuf> {
+    let mut found: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("read {}: {e}", dir.display()))
+        .filter_map(|entry| Some(entry.ok()?.path()))
+        .filter(|path| path.is_dir())
+        .collect();
+    found.sort();
+    found
+}
+
+/// A path relative to `root`, with `/` between its parts whatever the platform.
+fn relative_name(root: &Path, path: &Path) -> String {
+    let relative = path.strip_prefix(root).unwrap_or(path);
+    relative.components().filter_map(|c| c.as_os_str().to_str()).collect::<Vec<_>>().join("/")
+}
+
+/// What the map of the workspace at `root` leaves out, one line each: a member crate named
+/// neither by its package name nor by its folder, and a folder not named by its path. The
+/// folders are those of the top level (but `.git` and the ignored ones) and, in a top-level
+/// folder that is not itself a crate, each folder that is one (`examples/embed-axum`).
+fn map_omissions(root: &Path, architecture: &str) -> Vec<String> {
+    let named = code_spans(architecture);
+    let mut omissions = Vec::new();
+    for crate_dir in members(root) {
+        let folder = relative_name(root, &crate_dir);
+        let package = package_name(&crate_dir).unwrap_or_else(|| folder.clone());
+        if !named.contains(&package) && !named.contains(&folder) {
+            omissions.push(format!(
+                "crate `{package}` (in `{folder}/`) is named neither by its package name nor its folder"
+            ));
+        }
+    }
+    let ignored = ignored_folders(root);
+    let mut folders = Vec::new();
+    for top in subfolders(root) {
+        let name = relative_name(root, &top);
+        if name == ".git" || ignored.contains(&name) {
+            continue;
+        }
+        if !top.join("Cargo.toml").is_file() {
+            folders.extend(subfolders(&top).into_iter().filter(|dir| dir.join("Cargo.toml").is_file()));
+        }
+        folders.push(top);
+    }
+    folders.sort();
+    for folder in folders {
+        let name = relative_name(root, &folder);
+        if !named.contains(&name) {
+            omissions.push(format!("folder `{name}/` is not named"));
+        }
+    }
+    omissions
+}
+
+#[test]
+fn architecture_names_every_crate_and_folder() {
+    let root = xtask::workspace_root();
+    let architecture = std::fs::read_to_string(root.join("ARCHITECTURE.md")).expect("read ARCHITECTURE.md");
+    let omissions = map_omissions(&root, &architecture);
+    assert!(
+        omissions.is_empty(),
+        "ARCHITECTURE.md leaves out {} crate(s) or folder(s) (name each in backticks: a crate by \
+         its package name or folder, a folder by its path):\n  {}\n",
+        omissions.len(),
+        omissions.join("\n  ")
+    );
+}
+
+/// The map rule on a small workspace made for it (`tests/fixtures/map`): its ARCHITECTURE.md
+/// leaves out one crate and one folder of crates, and names no module file, which is no fault.
+#[test]
+fn a_map_missing_a_crate_fails_and_one_naming_all_passes() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests").join("fixtures").join("map");
+    let architecture = std::fs::read_to_string(root.join("ARCHITECTURE.md")).expect("read the fixture's map");
+    assert_eq!(
+        map_omissions(&root, &architecture),
+        [
+            "crate `fixture-tools` (in `tools/`) is named neither by its package name nor its folder",
+            "folder `examples/demo/` is not named",
+            "folder `tools/` is not named",
+        ]
+    );
+    let completed = format!("{architecture}\nAlso `fixture-tools` in `tools/`, and `examples/demo/`.\n");
+    assert_eq!(map_omissions(&root, &completed), Vec::<String>::new());
 }
 
 /// A pair of files importing from each other, with what each imports from the other.
