@@ -2,6 +2,7 @@
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
+use std::time::Duration;
 
 /// A configured secret ([`secrecy`]'s): `Debug` prints `[REDACTED]`, nothing but
 /// [`ExposeSecret::expose_secret`] shows it, and its memory is zeroed when it is dropped.
@@ -20,7 +21,7 @@ use serde::{Deserialize, Deserializer};
 ///     "issuer": "https://auth.example.com",
 ///     "disallowed_tools": {"baseline": ["remember"]},
 /// })).unwrap();
-/// assert_eq!(config.leeway_secs, 30);
+/// assert_eq!(config.leeway, std::time::Duration::from_secs(30));
 /// assert!(!format!("{config:?}").contains("0123456789abcdef"));
 /// ```
 #[derive(Clone, Debug, Deserialize)]
@@ -36,27 +37,31 @@ pub struct AuthConfig {
     /// Keys that no longer sign but still verify, for rotation. Default: none.
     pub previous_keys: Vec<PreviousKey>,
     /// A JWKS document with the keys of tokens issued elsewhere: a file path, or an `https://`
-    /// URL fetched at start and again (at most once per [`jwks_refresh_secs`]) when a token
-    /// names an unknown `kid` or the cached keys are older than [`jwks_max_age_secs`].
+    /// URL fetched at start and again (at most once per [`jwks_refresh`]) when a token
+    /// names an unknown `kid` or the cached keys are older than [`jwks_max_age`].
     /// Only its RS256 and ES256 keys are used. Default: none.
     ///
     /// A plain `http://` URL is refused unless its host is a loopback one (`localhost`,
     /// `127.0.0.0/8`, `[::1]`): anyone on the path could swap in their own keys. A fetch follows
     /// at most three redirects, never to plain http (but from a loopback http URL to another),
-    /// reads at most 1 MiB, and gives up after [`jwks_timeout_secs`].
+    /// reads at most 1 MiB, and gives up after [`jwks_timeout`].
     ///
-    /// [`jwks_refresh_secs`]: AuthConfig::jwks_refresh_secs
-    /// [`jwks_max_age_secs`]: AuthConfig::jwks_max_age_secs
-    /// [`jwks_timeout_secs`]: AuthConfig::jwks_timeout_secs
+    /// [`jwks_refresh`]: AuthConfig::jwks_refresh
+    /// [`jwks_max_age`]: AuthConfig::jwks_max_age
+    /// [`jwks_timeout`]: AuthConfig::jwks_timeout
     pub jwks: Option<String>,
-    /// The least number of seconds between two JWKS refreshes. Default: 60.
-    pub jwks_refresh_secs: u64,
+    /// The least time between two JWKS refreshes (`60s`, `5m`; a bare number is seconds, as
+    /// for every duration here). Default: 60 s.
+    #[serde(deserialize_with = "mirobody_core::human_duration::deserialize")]
+    pub jwks_refresh: Duration,
     /// How old the cached JWKS may get before the next token verification refreshes it.
-    /// Default: 3600.
-    pub jwks_max_age_secs: u64,
-    /// How long one JWKS fetch may take, connecting, waiting and reading included, in seconds
-    /// (at least 1). Default: 10.
-    pub jwks_timeout_secs: u64,
+    /// Default: 1 h.
+    #[serde(deserialize_with = "mirobody_core::human_duration::deserialize")]
+    pub jwks_max_age: Duration,
+    /// How long one JWKS fetch may take, connecting, waiting and reading included (at least
+    /// 1 s). Default: 10 s.
+    #[serde(deserialize_with = "mirobody_core::human_duration::deserialize")]
+    pub jwks_timeout: Duration,
     /// The `iss` tokens must carry; when set, a token without `iss` is refused. Default: none
     /// (not checked).
     pub issuer: Option<String>,
@@ -65,8 +70,9 @@ pub struct AuthConfig {
     /// the check off, for issuers that set no audience; do that only when the keys sign tokens
     /// for this server alone.
     pub audience: Option<Vec<String>>,
-    /// Clock-skew allowance for `exp` and `nbf`, in seconds. Default: 30.
-    pub leeway_secs: u64,
+    /// Clock-skew allowance for `exp` and `nbf`, in whole seconds. Default: 30 s.
+    #[serde(deserialize_with = "mirobody_core::human_duration::deserialize")]
+    pub leeway: Duration,
     /// Per-agent allow lists: agent name to the only tools it may see and call. An agent with
     /// no list (or an empty one) may use every tool. Names are matched case-insensitively.
     pub allowed_tools: BTreeMap<String, ToolList>,
@@ -108,12 +114,12 @@ impl Default for AuthConfig {
             es256: None,
             previous_keys: Vec::new(),
             jwks: None,
-            jwks_refresh_secs: 60,
-            jwks_max_age_secs: 3600,
-            jwks_timeout_secs: 10,
+            jwks_refresh: Duration::from_secs(60),
+            jwks_max_age: Duration::from_secs(3600),
+            jwks_timeout: Duration::from_secs(10),
             issuer: None,
             audience: None,
-            leeway_secs: 30,
+            leeway: Duration::from_secs(30),
             allowed_tools: BTreeMap::new(),
             disallowed_tools: BTreeMap::new(),
             permission_scopes: BTreeMap::new(),

@@ -221,7 +221,7 @@ impl JwtVerifier {
         }
         let validation = |alg: Algorithm| {
             let mut v = Validation::new(alg);
-            v.leeway = config.leeway_secs;
+            v.leeway = config.leeway.as_secs();
             v.validate_exp = true;
             v.validate_nbf = true;
             let mut required = vec!["exp", "sub"];
@@ -549,10 +549,10 @@ impl JwksCache {
     fn new(source: &str, config: &AuthConfig) -> Result<Self, AuthConfigError> {
         let lower = source.get(..8).unwrap_or(source).to_ascii_lowercase();
         let is_url = lower.starts_with("https://") || lower.starts_with("http://");
-        if config.jwks_timeout_secs == 0 {
-            return Err(AuthConfigError::key("jwks_timeout_secs", "must be at least 1"));
+        if config.jwks_timeout < Duration::from_secs(1) {
+            return Err(AuthConfigError::key("jwks_timeout", "must be at least 1s"));
         }
-        let timeout = Duration::from_secs(config.jwks_timeout_secs);
+        let timeout = config.jwks_timeout;
         let client = if is_url {
             let url = reqwest::Url::parse(source)
                 .map_err(|e| AuthConfigError::key("jwks", format!("not a valid URL ({e})")))?;
@@ -580,8 +580,8 @@ impl JwksCache {
             keys: RwLock::new(Arc::new(Vec::new())),
             loaded_at: RwLock::new(None),
             refresh: tokio::sync::Mutex::new(None),
-            min_interval: Duration::from_secs(config.jwks_refresh_secs),
-            max_age: Duration::from_secs(config.jwks_max_age_secs.max(config.jwks_refresh_secs)),
+            min_interval: config.jwks_refresh,
+            max_age: config.jwks_max_age.max(config.jwks_refresh),
         };
         if !is_url {
             // A file is read now, and a bad one stops the server.

@@ -170,7 +170,7 @@ async fn a_jwks_url_is_fetched_at_start_and_refreshed_at_most_once_a_minute() {
 async fn a_key_withdrawn_from_the_jwks_stops_working_once_the_cache_is_stale() {
     let server = jwks_server(&JwkSet { keys: vec![jwk("test-only-rs256-a-private.pem", Algorithm::RS256, "a")] }).await;
     // No minimum interval and no maximum age: every verification refetches.
-    let v = verifier(&from(json!({"jwks": server.url, "jwks_refresh_secs": 0, "jwks_max_age_secs": 0}))).await;
+    let v = verifier(&from(json!({"jwks": server.url, "jwks_refresh": 0, "jwks_max_age": "0s"}))).await;
     let token_a = rs256(&claims("u"), "test-only-rs256-a-private.pem", Some("a"));
     assert!(v.verify(&token_a).await.is_ok());
     *server.document.lock().unwrap() =
@@ -210,10 +210,10 @@ async fn a_plain_http_jwks_url_is_refused_unless_its_host_is_loopback() {
     ] {
         assert!(JwtVerifier::new(&from(json!({"jwks": url})), MCP_URL).is_ok(), "{url}");
     }
-    let err = JwtVerifier::new(&from(json!({"jwks": "https://keys.example.com/", "jwks_timeout_secs": 0})), MCP_URL)
+    let err = JwtVerifier::new(&from(json!({"jwks": "https://keys.example.com/", "jwks_timeout": "500ms"})), MCP_URL)
         .unwrap_err()
         .to_string();
-    assert!(err.contains("jwks_timeout_secs"), "{err}");
+    assert!(err.contains("jwks_timeout"), "{err}");
 }
 
 /// A log writer for one test: what the verifier logs about a failed fetch.
@@ -275,7 +275,7 @@ async fn an_endless_jwks_body_is_cut_off_at_the_cap() {
     );
     let address = serve(router).await;
     // A long timeout: only the cap can end this fetch quickly.
-    let config = from(json!({"jwks": format!("http://{address}/jwks.json"), "jwks_timeout_secs": 60}));
+    let config = from(json!({"jwks": format!("http://{address}/jwks.json"), "jwks_timeout": "1m"}));
     let (v, log, elapsed) = load_logged(&config).await;
     assert!(elapsed < Duration::from_secs(5), "the fetch took {elapsed:?}");
     assert!(log.contains("larger than 1048576 bytes"), "{log}");
@@ -309,7 +309,7 @@ async fn a_jwks_server_that_never_answers_or_trickles_times_out() {
     );
     let trickle_address = serve(router).await;
     for address in [silent_address, trickle_address] {
-        let config = from(json!({"jwks": format!("http://{address}/jwks.json"), "jwks_timeout_secs": 1}));
+        let config = from(json!({"jwks": format!("http://{address}/jwks.json"), "jwks_timeout": "1s"}));
         let (v, log, elapsed) = load_logged(&config).await;
         assert!(elapsed >= Duration::from_millis(900) && elapsed < Duration::from_secs(5), "{address}: {elapsed:?}");
         assert!(log.contains("JWKS not loaded") && log.contains("timed out"), "{address}: {log}");

@@ -44,6 +44,7 @@ pub mod backend;
 mod catalog;
 pub mod clock;
 mod context;
+pub mod human_duration;
 pub mod json;
 mod prompt;
 mod registry;

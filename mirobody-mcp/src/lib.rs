@@ -18,7 +18,6 @@
 // request at most; boxing them would buy nothing.
 #![allow(clippy::result_large_err)]
 
-pub mod human_duration;
 mod jsonrpc;
 mod protocol;
 pub mod session;
@@ -26,6 +25,8 @@ mod transport;
 
 /// The axum version the router is built on, for serving and mounting it.
 pub use axum;
+/// How the option structs read durations (`30s`, `15m`): core's, re-exported for embedders.
+pub use mirobody_core::human_duration;
 pub use protocol::rev_2026_07_28::mrtr::StateKey;
 pub use protocol::tasks::{MemoryTaskStore, TaskError, TaskOptions};
 pub use protocol::{

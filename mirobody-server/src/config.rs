@@ -481,6 +481,7 @@ mod tests {
                 ("MIROBODY_BACKENDS__REDIS_URL", "redis://127.0.0.1:6379"),
                 ("MIROBODY_SHARED_SESSIONS", "false"),
                 ("MIROBODY_AUTH__ISSUER", "https://auth.example.com"),
+                ("MIROBODY_AUTH__LEEWAY", "1m"),
                 ("MIROBODY_ALLOWED_TOOLS_BASELINE", "echo, whoami"),
                 ("MIROBODY_DISALLOWED_TOOLS_BASELINE", "[whoami]"),
             ]),
@@ -488,6 +489,7 @@ mod tests {
         .unwrap();
         assert_eq!(config.backends.redis_url.as_deref(), Some("redis://127.0.0.1:6379"));
         assert_eq!(config.auth.issuer.as_deref(), Some("https://auth.example.com"));
+        assert_eq!(config.auth.leeway, Duration::from_secs(60));
         assert_eq!(config.auth.allowed_tools["BASELINE"].0, ["echo", "whoami"]);
         assert_eq!(config.auth.disallowed_tools["BASELINE"].0, ["whoami"]);
         let err = Config::load(None, env(&[("MIROBODY_BACKENDS__REDIS_ULR", "x")])).unwrap_err().to_string();

@@ -1,13 +1,21 @@
 //! Durations as people write them in configuration: `30s`, `15m`, `1h 30m`, `200ms`, or a bare
-//! number of seconds (`30`), which is what the option structs' `Deserialize` reads.
+//! number of seconds (`30`), which is what the option structs of mirobody-mcp and mirobody-auth
+//! read. Here because it is the one crate all of them depend on.
 //!
 //! ```
 //! use std::time::Duration;
-//! use mirobody_mcp::ServeOptions;
 //!
-//! let options: ServeOptions = serde_json::from_str(r#"{"shutdown_grace": "1m", "write_timeout": 5}"#).unwrap();
-//! assert_eq!(options.shutdown_grace, Duration::from_secs(60));
-//! assert_eq!(options.write_timeout, Duration::from_secs(5));
+//! #[derive(serde::Deserialize)]
+//! struct Options {
+//!     #[serde(deserialize_with = "mirobody_core::human_duration::deserialize")]
+//!     grace: Duration,
+//!     #[serde(deserialize_with = "mirobody_core::human_duration::deserialize")]
+//!     timeout: Duration,
+//! }
+//!
+//! let options: Options = serde_json::from_str(r#"{"grace": "1m 30s", "timeout": 5}"#).unwrap();
+//! assert_eq!(options.grace, Duration::from_secs(90));
+//! assert_eq!(options.timeout, Duration::from_secs(5));
 //! ```
 
 use std::fmt;
@@ -87,7 +95,7 @@ pub fn parse(text: &str) -> Option<Duration> {
     Some(total)
 }
 
-/// Reads a [`Duration`] field: `#[serde(deserialize_with = "mirobody_mcp::human_duration::deserialize")]`.
+/// Reads a [`Duration`] field: `#[serde(deserialize_with = "mirobody_core::human_duration::deserialize")]`.
 ///
 /// # Errors
 ///
