@@ -67,13 +67,15 @@ fn main() -> ExitCode {
     }
 }
 
-async fn run(command: Command, config: Config, shutdown: &Shutdown) -> Result<u8, Box<dyn std::error::Error>> {
+async fn run(command: Command, mut config: Config, shutdown: &Shutdown) -> Result<u8, Box<dyn std::error::Error>> {
+    // Listening first, so that the default public URL names the port really bound.
+    let listener = if matches!(command, Command::Serve) { Some(listen(&mut config).await?) } else { None };
     let config = app::resolved(&config)?;
     match command {
         Command::Serve => {
+            let listener = listener.expect("bound above for serve");
             let server = app::build(&config).await?;
             server.text_reader.start();
-            let listener = tokio::net::TcpListener::bind(config.bind).await?;
             tracing::info!(
                 address = %listener.local_addr()?,
                 path = %config.mcp_path(),
@@ -191,4 +193,23 @@ fn release_startup_pages() {
         Ok(bytes) => tracing::debug!(advised_kib = bytes / 1024, "start-up pages given back"),
         Err(e) => tracing::debug!(error = %e, "start-up pages kept"),
     }
+}
+
+/// The socket to serve on: the one a service manager handed over (systemd socket activation:
+/// `LISTEN_FDS`, fd 3), else `config.bind`, bound here (port 0 picks a free one). Either way
+/// `config.bind` ends as the address really bound, which the log line reports.
+async fn listen(config: &mut Config) -> std::io::Result<tokio::net::TcpListener> {
+    let listener = match listenfd::ListenFd::from_env().take_tcp_listener(0)? {
+        Some(inherited) => {
+            // Handed over without close-on-exec; the sandboxed document reader must not
+            // inherit the server's socket.
+            #[cfg(unix)]
+            nix::fcntl::fcntl(&inherited, nix::fcntl::FcntlArg::F_SETFD(nix::fcntl::FdFlag::FD_CLOEXEC))?;
+            inherited.set_nonblocking(true)?;
+            tokio::net::TcpListener::from_std(inherited)?
+        }
+        None => tokio::net::TcpListener::bind(config.bind).await?,
+    };
+    config.bind = listener.local_addr()?;
+    Ok(listener)
 }

@@ -13,7 +13,7 @@ use std::net::{Ipv4Addr, SocketAddr, TcpStream};
 use std::process::Child;
 use std::time::{Duration, Instant};
 
-use common::{call, clean_command, free_port, fresh_data_dir, raw_post, session, start_with, token};
+use common::{call, clean_command, fresh_data_dir, raw_post, server_port, session, start_with, token};
 use serde_json::{Value, json};
 
 const INIT: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
@@ -35,7 +35,7 @@ impl Drop for Server {
 impl Server {
     fn start(name: &str, env: &[(&str, &str)]) -> Server {
         let data_dir = fresh_data_dir(name);
-        let port = free_port();
+        let port = server_port();
         let token = token(&data_dir, port, "honest");
         let child = start_with(&data_dir, port, std::process::Stdio::null(), env);
         Server { child, port, token }
@@ -436,7 +436,7 @@ fn many_large_arguments_at_once_are_bounded_by_the_body_budget() {
 #[test]
 fn an_agent_denied_the_files_tools_cannot_reach_files_as_resources() {
     let data_dir = fresh_data_dir("adversarial-agent-files");
-    let port = free_port();
+    let port = server_port();
     let cli = |args: &[&str]| {
         let output = clean_command()
             .args(args)

@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{free_port, fresh_data_dir, raw_post, scoped_token, start, start_logged, token};
+use common::{fresh_data_dir, raw_post, scoped_token, server_port, start, start_logged, token};
 use serde_json::{Value, json};
 
 const INIT: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
@@ -34,7 +34,7 @@ fn whoami(port: u16, path: &str, headers: &[(&str, &str)]) -> (String, String) {
 #[test]
 fn identity_end_to_end() {
     let data_dir = fresh_data_dir("binary-auth");
-    let port = free_port();
+    let port = server_port();
     let token = token(&data_dir, port, "alice");
     let (mut server, log_path) = start_logged(&data_dir, port, &[]);
     let bearer = format!("Bearer {token}");
@@ -125,7 +125,7 @@ fn identity_end_to_end() {
 #[test]
 fn the_secret_cli_takes_an_expiry_within_bounds() {
     let data_dir = fresh_data_dir("binary-secret-expiry");
-    let port = free_port();
+    let port = server_port();
     let secret = |args: &[&str]| {
         common::clean_command()
             .arg("secret")
@@ -154,7 +154,7 @@ fn the_secret_cli_takes_an_expiry_within_bounds() {
 #[test]
 fn resources_list_shows_the_callers_own_uploads_only() {
     let data_dir = fresh_data_dir("binary-resources");
-    let port = free_port();
+    let port = server_port();
     let demo = common::clean_command()
         .arg("demo")
         .env("MIROBODY_BACKENDS__DATA_DIR", &data_dir)

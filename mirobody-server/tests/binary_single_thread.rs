@@ -5,13 +5,13 @@
 
 mod common;
 
-use common::{call, free_port, fresh_data_dir, session, start_logged, token};
+use common::{call, fresh_data_dir, server_port, session, start_logged, token};
 use serde_json::json;
 
 #[test]
 fn one_thread_serves_concurrent_callers_and_the_database() {
     let data_dir = fresh_data_dir("single-thread");
-    let port = free_port();
+    let port = server_port();
     let token = token(&data_dir, port, "one-thread-user");
     let (mut server, log_path) = start_logged(
         &data_dir,
@@ -66,7 +66,7 @@ fn one_thread_serves_concurrent_callers_and_the_database() {
 #[test]
 fn start_up_pages_are_kept_unless_asked() {
     let data_dir = fresh_data_dir("single-thread-default");
-    let port = free_port();
+    let port = server_port();
     let token = token(&data_dir, port, "default-user");
     let (mut server, log_path) = start_logged(&data_dir, port, &[("RUST_LOG", "info,mirobody_server=debug")]);
     let sid = session(port, &token);

@@ -21,7 +21,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use common::{
-    KillOnDrop, assert_none_lost, call, clean_command, free_port, fresh_data_dir, post, request, start_with, unrecalled,
+    KillOnDrop, assert_none_lost, call, clean_command, free_port, fresh_data_dir, post, request, server_port,
+    start_with, unrecalled,
 };
 use mirobody_testkit::{Moto, Nginx, Peers, PostgresSchema, assert_client_passes, skip};
 use serde_json::json;
@@ -89,7 +90,7 @@ impl Cluster {
         .map(|(k, v)| (k.to_owned(), v))
         .collect();
         let data_dir = fresh_data_dir("cluster");
-        let ports: Vec<u16> = (0..3).map(|_| free_port()).collect();
+        let ports: Vec<u16> = (0..3).map(|_| server_port()).collect();
         let mut cluster = Cluster {
             instances: Vec::new(),
             nginx: Nginx::start_on(&nginx_binary, &data_dir.join("nginx"), nginx_port, &ports)

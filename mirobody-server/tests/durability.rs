@@ -7,13 +7,13 @@ mod common;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use common::{assert_none_lost, call, free_port, fresh_data_dir, session, start, token, unrecalled};
+use common::{assert_none_lost, call, fresh_data_dir, server_port, session, start, token, unrecalled};
 use serde_json::json;
 
 #[test]
 fn every_acknowledged_memory_survives_sigkill() {
     let data_dir = fresh_data_dir("durability");
-    let port = free_port();
+    let port = server_port();
     let token = token(&data_dir, port, "durable-user");
     let mut server = start(&data_dir, port);
     let sid = session(port, &token);

@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{free_port, fresh_data_dir, request, session, start_with, token, tool};
+use common::{fresh_data_dir, request, server_port, session, start_with, token, tool};
 use serde_json::{Value, json};
 
 /// A one-page lab report, made as `mirobody-tools/assets/README.md` says.
@@ -22,7 +22,7 @@ fn files(port: u16, token: &str, sid: &str) -> Vec<Value> {
 #[test]
 fn uploads_are_checked_stored_and_read_back() {
     let data_dir = fresh_data_dir("uploads");
-    let port = free_port();
+    let port = server_port();
     let (alice, bob) = (token(&data_dir, port, "alice"), token(&data_dir, port, "bob"));
     let key = "ab".repeat(32);
     let env = [
@@ -148,7 +148,7 @@ fn bundle(kind: &str, resources: Vec<Value>) -> Vec<u8> {
 #[test]
 fn fhir_imports_feed_the_health_queries() {
     let data_dir = fresh_data_dir("fhir");
-    let port = free_port();
+    let port = server_port();
     let (alice, bob) = (token(&data_dir, port, "alice"), token(&data_dir, port, "bob"));
     let _server = common::KillOnDrop(start_with(&data_dir, port, std::process::Stdio::null(), &[]));
     let bearer = format!("Bearer {alice}");
@@ -256,7 +256,7 @@ fn fhir_imports_feed_the_health_queries() {
 #[test]
 fn the_care_circle_is_managed_and_revocation_holds_at_once() {
     let data_dir = fresh_data_dir("circle");
-    let port = free_port();
+    let port = server_port();
     let (alice, bob, carol) =
         (token(&data_dir, port, "alice"), token(&data_dir, port, "bob"), token(&data_dir, port, "carol"));
     let _server = common::KillOnDrop(start_with(&data_dir, port, std::process::Stdio::null(), &[]));
@@ -327,7 +327,7 @@ fn new_link(port: u16, token: &str, sid: &str) -> String {
 #[test]
 fn an_upload_link_stores_one_file_as_its_user() {
     let data_dir = fresh_data_dir("upload-link");
-    let port = free_port();
+    let port = server_port();
     let alice = token(&data_dir, port, "alice");
     let _server = common::KillOnDrop(start_with(&data_dir, port, std::process::Stdio::null(), &[]));
     let sid = session(port, &alice);
@@ -385,7 +385,7 @@ fn an_upload_link_stores_one_file_as_its_user() {
 #[test]
 fn upload_links_expire_and_are_revoked() {
     let data_dir = fresh_data_dir("upload-link-end");
-    let port = free_port();
+    let port = server_port();
     let alice = token(&data_dir, port, "alice");
     let env = [("MIROBODY_UPLOADS__LINK_TTL", "2"), ("MIROBODY_UPLOADS__LINK_USES", "2")];
     let _server = common::KillOnDrop(start_with(&data_dir, port, std::process::Stdio::null(), &env));
@@ -452,7 +452,7 @@ fn upload_link_settings_of_zero_are_refused() {
 fn a_body_that_never_finishes_is_cut_off_at_the_deadline() {
     use std::io::{Read, Write};
     let data_dir = fresh_data_dir("upload-slow");
-    let port = free_port();
+    let port = server_port();
     let alice = token(&data_dir, port, "alice");
     let env = [("MIROBODY_HTTP__REQUEST_BODY_TIMEOUT", "1")];
     let _server = common::KillOnDrop(start_with(&data_dir, port, std::process::Stdio::null(), &env));
@@ -477,7 +477,7 @@ fn a_body_that_never_finishes_is_cut_off_at_the_deadline() {
 fn uploads_beyond_the_concurrent_bound_are_told_to_come_back() {
     use std::io::Write;
     let data_dir = fresh_data_dir("upload-busy");
-    let port = free_port();
+    let port = server_port();
     let alice = token(&data_dir, port, "alice");
     // No minimum pace: it would cut the stalled body below (after 10 s) while the next waits.
     let env = [

@@ -11,7 +11,7 @@ mod common;
 use std::path::Path;
 use std::process::Command;
 
-use common::{free_port, fresh_data_dir, session, start, token, tool};
+use common::{fresh_data_dir, server_port, session, start, token, tool};
 use serde_json::{Value, json};
 
 fn browser_dir() -> &'static Path {
@@ -34,7 +34,7 @@ fn a_person_uploads_a_lab_report_through_the_link_in_a_real_browser() {
         return;
     }
     let data_dir = fresh_data_dir("upload-page");
-    let port = free_port();
+    let port = server_port();
     let alice = token(&data_dir, port, "alice");
     let _server = common::KillOnDrop(start(&data_dir, port));
     let sid = session(port, &alice);
@@ -81,7 +81,7 @@ fn a_link_that_stores_one_file_says_so_when_two_are_picked() {
         return;
     }
     let data_dir = fresh_data_dir("upload-page-spent");
-    let port = free_port();
+    let port = server_port();
     let alice = token(&data_dir, port, "alice");
     let _server = common::KillOnDrop(start(&data_dir, port));
     let sid = session(port, &alice);

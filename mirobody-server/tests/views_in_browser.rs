@@ -11,7 +11,7 @@ mod common;
 use std::path::Path;
 use std::process::Command;
 
-use common::{clean_command, free_port, fresh_data_dir, start, token};
+use common::{clean_command, fresh_data_dir, server_port, start, token};
 use serde_json::{Value, json};
 
 fn browser_dir() -> &'static Path {
@@ -77,7 +77,7 @@ fn views_render_and_upload_in_a_host_built_on_the_official_sdk() {
         .unwrap();
     assert!(import.status.success(), "{}", String::from_utf8_lossy(&import.stdout));
 
-    let port = free_port();
+    let port = server_port();
     let alice = token(&data_dir, port, "alice");
     let _server = common::KillOnDrop(start(&data_dir, port));
     let option = json!({

@@ -5,7 +5,9 @@
 //!
 //! When a peer cannot be set up here (no npm, no python3, no registry), a test calls [`skip`]:
 //! it prints `SKIPPED: <why>` and returns; with `MIROBODY_REQUIRE_EXTERNAL=1` (as `.ci/run`
-//! sets) [`skip`] fails the test instead, so CI never passes silently.
+//! sets) [`skip`] fails the test instead, so CI never passes silently. With
+//! `MIROBODY_EXTERNAL=off` ([`peers_off`]) no peer is set up at all: `.ci/run`'s hermetic lane
+//! runs that way, then runs every test target that skipped something again with the peers.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -25,6 +27,17 @@ pub fn skip(reason: &str) {
         panic!("required external peer unavailable: {reason}");
     }
     eprintln!("SKIPPED: {reason}");
+}
+
+/// Whether outside peers are switched off (`MIROBODY_EXTERNAL=off`, as `.ci/run`'s hermetic
+/// lane sets): then every [`Peers`] set-up fails at once with the reason, so the tests that
+/// need one skip without reaching for a registry.
+pub fn peers_off() -> Result<(), String> {
+    if std::env::var("MIROBODY_EXTERNAL").as_deref() == Ok("off") {
+        Err("outside peers are off (MIROBODY_EXTERNAL=off)".to_owned())
+    } else {
+        Ok(())
+    }
 }
 
 /// Runs `command` to its end; its output, or why it failed.
@@ -85,9 +98,54 @@ pub fn spawn_listening(command: &mut Command, port: u16, limit: Duration) -> Res
     Ok(process)
 }
 
-/// A port free right now.
+/// A port free right now, for a program that can only be told a port number (nginx, Redis).
+/// Another test may take it before that program binds it; a server that can take over a
+/// socket gets a [`Listener`] instead.
 pub fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+/// A loopback socket bound to a port the kernel chose, listening and held here until a server
+/// takes it over ([`Listener::hand_to`]): no other process can bind the port in between, as it
+/// can between [`free_port`] and a later bind.
+#[derive(Debug)]
+pub struct Listener {
+    socket: std::net::TcpListener,
+    port: u16,
+}
+
+impl Listener {
+    /// Binds `127.0.0.1:0` and listens.
+    pub fn new() -> Listener {
+        let socket = std::net::TcpListener::bind("127.0.0.1:0").expect("bind a loopback port");
+        let port = socket.local_addr().expect("a bound address").port();
+        Listener { socket, port }
+    }
+
+    /// The port it holds.
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// Hands the socket to the program `command` will start, as its file descriptor 3 with
+    /// `LISTEN_FDS=1`: systemd's socket-activation protocol, without `LISTEN_PID` (which the
+    /// `listenfd` crate allows). Connections made before the program accepts wait in the
+    /// socket's backlog. The parent's copy closes when `command` drops.
+    pub fn hand_to(self, command: &mut Command) -> &mut Command {
+        use command_fds::{CommandFdExt, FdMapping};
+        command
+            .fd_mappings(vec![FdMapping { parent_fd: self.socket.into(), child_fd: 3 }])
+            .expect("one mapping cannot collide")
+            .env("LISTEN_FDS", "1")
+            .env_remove("LISTEN_PID")
+            .env_remove("LISTEN_FDNAMES")
+    }
+}
+
+impl Default for Listener {
+    fn default() -> Listener {
+        Listener::new()
+    }
 }
 
 /// Waits until something listens on `port`; false after `limit`.
@@ -152,6 +210,7 @@ impl Peers {
 
     /// Installs an npm package (`name@version`) into its own folder; the folder.
     pub fn npm_package(&self, spec: &str) -> Result<PathBuf, String> {
+        peers_off()?;
         let _guard = INSTALL.lock().unwrap_or_else(|p| p.into_inner());
         let dir = self.root.join(format!("npm-{}", spec.replace(['/', '@'], "_")));
         let marker = dir.join(".installed");
@@ -168,6 +227,7 @@ impl Peers {
 
     /// A Node.js 22 binary: the machine's if it is 22 or newer, else one installed from npm.
     pub fn node22(&self) -> Result<PathBuf, String> {
+        peers_off()?;
         if let Ok(output) = Command::new("node").arg("--version").output() {
             let version = String::from_utf8_lossy(&output.stdout);
             let major: u32 =
@@ -183,6 +243,7 @@ impl Peers {
 
     /// A Python virtualenv with these pip requirements; its `bin` folder.
     pub fn python_venv(&self, name: &str, requirements: &[&str]) -> Result<PathBuf, String> {
+        peers_off()?;
         let _guard = INSTALL.lock().unwrap_or_else(|p| p.into_inner());
         let dir = self.root.join(format!("venv-{name}"));
         let bin = dir.join("bin");
@@ -237,6 +298,7 @@ impl Peers {
     /// Debian's nginx: the machine's if installed, else Debian's package unpacked here
     /// (`apt-get download` needs no root, and the binary runs from any folder).
     pub fn nginx(&self) -> Result<PathBuf, String> {
+        peers_off()?;
         for installed in ["/usr/sbin/nginx", "/usr/bin/nginx"] {
             if Path::new(installed).exists() {
                 return Ok(PathBuf::from(installed));

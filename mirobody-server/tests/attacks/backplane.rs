@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use mirobody_testkit::{PostgresSchema, skip};
 use serde_json::json;
 
-use crate::common::{clean_command, free_port, fresh_data_dir, start_logged};
+use crate::common::{clean_command, free_port, fresh_data_dir, server_port, start_logged};
 use crate::harness::Server;
 
 fn external(var: &str) -> Option<String> {
@@ -91,7 +91,7 @@ fn a_publish_to_the_shared_sessions_redis_reaches_no_listen_stream() {
         ("RUST_LOG", "info"),
     ];
     let data_dir = fresh_data_dir("attack-backplane");
-    let port = free_port();
+    let port = server_port();
     let (child, log) = start_logged(&data_dir, port, &env);
     // The token from the server's own CLI, under the same settings (the same key).
     let output = clean_command()

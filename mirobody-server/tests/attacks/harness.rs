@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use crate::common::{call, free_port, fresh_data_dir, request, session, start_logged, token};
+use crate::common::{call, fresh_data_dir, request, server_port, session, start_logged, token};
 
 /// A running server, its data folder, and a token for the honest user `honest`.
 pub(crate) struct Server {
@@ -32,7 +32,7 @@ impl Server {
     /// A server on a fresh data folder named after the test, with `env` as its settings.
     pub(crate) fn start(name: &str, env: &[(&str, &str)]) -> Server {
         let data_dir = fresh_data_dir(name);
-        let port = free_port();
+        let port = server_port();
         let token = token(&data_dir, port, "honest");
         let (child, log) = start_logged(&data_dir, port, &with_info_log(env));
         Server { child, port, data_dir, log, token }

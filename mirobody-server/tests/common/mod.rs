@@ -34,6 +34,26 @@ pub(crate) fn fresh_data_dir(name: &str) -> PathBuf {
 
 pub(crate) use mirobody_testkit::{KillOnDrop, free_port};
 
+// Sockets reserved by `server_port`, each until a server started on its port takes it over.
+static RESERVED: std::sync::Mutex<Vec<mirobody_testkit::Listener>> = std::sync::Mutex::new(Vec::new());
+
+/// A port for a server this test will start: bound and held here until [`start_with`] hands
+/// the socket to the server, so no parallel test can take it in between. (`free_port` is for
+/// outside programs that can only be told a number.)
+pub(crate) fn server_port() -> u16 {
+    let listener = mirobody_testkit::Listener::new();
+    let port = listener.port();
+    RESERVED.lock().unwrap().push(listener);
+    port
+}
+
+// The reserved socket for `port`, once: a server restarted on the same port binds it itself.
+fn take_reserved(port: u16) -> Option<mirobody_testkit::Listener> {
+    let mut reserved = RESERVED.lock().unwrap();
+    let index = reserved.iter().position(|listener| listener.port() == port)?;
+    Some(reserved.swap_remove(index))
+}
+
 /// Starts the server on `port` with its data under `data_dir`, and waits until it listens.
 pub(crate) fn start(data_dir: &Path, port: u16) -> Child {
     start_with(data_dir, port, Stdio::null(), &[])
@@ -48,24 +68,45 @@ pub(crate) fn start_logged(data_dir: &Path, port: u16, env: &[(&str, &str)]) -> 
 }
 
 /// Like [`start`], with the log (stderr, at TRACE level unless `env` sets `RUST_LOG`) going to
-/// `log`, and more environment variables (settings).
+/// `log`, and more environment variables (settings). On a port from [`server_port`] the server
+/// takes over the reserved socket; otherwise it binds `port` itself. Returns once the server
+/// answers `/healthz`; fails the test if it exits first.
 pub(crate) fn start_with(data_dir: &Path, port: u16, log: impl Into<Stdio>, env: &[(&str, &str)]) -> Child {
-    let child = clean_command()
+    let mut command = clean_command();
+    command
         .args(["--bind", &format!("127.0.0.1:{port}"), "serve"])
         .env("MIROBODY_BACKENDS__DATA_DIR", data_dir)
         .env("MIROBODY_PUBLIC_BASE_URL", format!("http://127.0.0.1:{port}"))
         .env("RUST_LOG", "trace")
         .envs(env.iter().copied())
         .stdout(Stdio::null())
-        .stderr(log)
-        .spawn()
-        .expect("start the server");
+        .stderr(log);
+    if let Some(listener) = take_reserved(port) {
+        listener.hand_to(&mut command);
+    }
+    let mut child = command.spawn().expect("start the server");
+    drop(command);
     let deadline = Instant::now() + Duration::from_secs(30);
-    while TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(Instant::now() < deadline, "the server did not start listening");
+    while !answers_health(port) {
+        if let Some(status) = child.try_wait().expect("the server's status") {
+            panic!("the server exited before it answered /healthz: {status}");
+        }
+        assert!(Instant::now() < deadline, "the server did not answer /healthz within 30 s");
         std::thread::sleep(Duration::from_millis(50));
     }
     child
+}
+
+// Whether an HTTP server answers `GET /healthz` on `port` (any status: a server that answers
+// is up; what it answers is the test's business).
+fn answers_health(port: u16) -> bool {
+    let Ok(mut stream) = TcpStream::connect(("127.0.0.1", port)) else { return false };
+    let _ = stream.set_read_timeout(Some(Duration::from_secs(5)));
+    if stream.write_all(b"GET /healthz HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n").is_err() {
+        return false;
+    }
+    let mut head = [0u8; 12];
+    stream.read_exact(&mut head).is_ok() && head.starts_with(b"HTTP/1.1 ")
 }
 
 /// A token for `user` minted by the server's own `token` command (same key, same audience).
