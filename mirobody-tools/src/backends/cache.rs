@@ -107,36 +107,62 @@ pub(super) fn redis_error(e: redis::RedisError) -> BackendError {
     BackendError::new("The cache could not be reached; try again later.")
 }
 
+/// Why [`RedisCache::connect`] or [`RedisCache::connect_with_ca_file`] failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum RedisConnectError {
+    /// The URL is not a Redis URL this client can use (or its TLS set-up failed).
+    #[error("invalid redis_url: {0}")]
+    InvalidUrl(#[source] redis::RedisError),
+    /// The CA file could not be read.
+    #[error("redis_ca_file: cannot read {}: {source}", path.display())]
+    CaFile {
+        /// The file.
+        path: std::path::PathBuf,
+        /// What the file system said.
+        source: std::io::Error,
+    },
+    /// A CA file was given with a `redis://` URL: the file says TLS was meant.
+    #[error("redis_ca_file is set, so redis_url must be rediss:// (TLS)")]
+    CaFileWithoutTls,
+    /// Redis did not answer, or refused the connection (TLS verification included).
+    #[error("cannot connect to Redis: {0}")]
+    Unreachable(#[source] redis::RedisError),
+}
+
 impl RedisCache {
     /// Connects to `url` (`redis://host:port/db`, or `rediss://` for TLS verified against the
     /// system's CA certificates), prefixing every key with `prefix`.
-    pub async fn connect(url: &str, prefix: &str) -> Result<Self, String> {
+    pub async fn connect(url: &str, prefix: &str) -> Result<Self, RedisConnectError> {
         Self::connect_with_ca_file(url, prefix, None).await
     }
 
     /// [`connect`](Self::connect), trusting the CA certificates of the PEM file `ca_file`
     /// instead of the system's for a `rediss://` URL (a `redis://` URL with a CA file is
     /// refused: the file says TLS was meant).
-    pub async fn connect_with_ca_file(url: &str, prefix: &str, ca_file: Option<&Path>) -> Result<Self, String> {
+    pub async fn connect_with_ca_file(
+        url: &str,
+        prefix: &str,
+        ca_file: Option<&Path>,
+    ) -> Result<Self, RedisConnectError> {
         let client = match ca_file {
-            None => redis::Client::open(url).map_err(|e| format!("invalid redis_url: {e}"))?,
+            None => redis::Client::open(url).map_err(RedisConnectError::InvalidUrl)?,
             Some(ca_file) => {
                 let root_cert = std::fs::read(ca_file)
-                    .map_err(|e| format!("redis_ca_file: cannot read {}: {e}", ca_file.display()))?;
+                    .map_err(|source| RedisConnectError::CaFile { path: ca_file.to_owned(), source })?;
                 if !url.starts_with("rediss://") {
-                    return Err("redis_ca_file is set, so redis_url must be rediss:// (TLS)".into());
+                    return Err(RedisConnectError::CaFileWithoutTls);
                 }
                 let certificates = redis::TlsCertificates { client_tls: None, root_cert: Some(root_cert) };
-                redis::Client::build_with_tls(url, certificates).map_err(|e| format!("invalid redis_url: {e}"))?
+                redis::Client::build_with_tls(url, certificates).map_err(RedisConnectError::InvalidUrl)?
             }
         };
         let config = ConnectionManagerConfig::new()
             .set_connection_timeout(Some(Duration::from_secs(5)))
             .set_response_timeout(Some(Duration::from_secs(5)))
             .set_number_of_retries(3);
-        let conn = ConnectionManager::new_with_config(client.clone(), config)
-            .await
-            .map_err(|e| format!("cannot connect to Redis: {e}"))?;
+        let conn =
+            ConnectionManager::new_with_config(client.clone(), config).await.map_err(RedisConnectError::Unreachable)?;
         Ok(RedisCache { conn, client, prefix: prefix.to_owned() })
     }
 
@@ -182,5 +208,26 @@ impl Cache for RedisCache {
         let removed: i64 =
             redis::cmd("DEL").arg(self.cache_key(key)).query_async(&mut conn).await.map_err(redis_error)?;
         Ok(removed > 0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn set_up_mistakes_are_told_apart_before_any_connection() {
+        assert!(matches!(RedisCache::connect("not a url", "p:").await, Err(RedisConnectError::InvalidUrl(_))));
+        let dir = tempfile::tempdir().unwrap();
+        let missing = dir.path().join("ca.pem");
+        let Err(RedisConnectError::CaFile { path, .. }) =
+            RedisCache::connect_with_ca_file("rediss://127.0.0.1:1", "p:", Some(&missing)).await
+        else {
+            panic!("a missing CA file was accepted");
+        };
+        assert_eq!(path, missing);
+        std::fs::write(&missing, b"not checked before the URL").unwrap();
+        let plain = RedisCache::connect_with_ca_file("redis://127.0.0.1:1", "p:", Some(&missing)).await;
+        assert!(matches!(plain, Err(RedisConnectError::CaFileWithoutTls)));
     }
 }

@@ -14,6 +14,22 @@ use rand::RngCore;
 const MAGIC: &[u8; 4] = b"MBE1";
 const NONCE_LEN: usize = 12;
 
+/// Why a [`FileCipher`] could not be made or could not open stored bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum CipherError {
+    /// The configured key is not 32 bytes given as base64 or 64 hex digits.
+    #[error("file_encryption_key must be 32 bytes, as base64 or 64 hex digits")]
+    InvalidKey,
+    /// The bytes carry no encryption marker: stored before encryption was turned on, or not
+    /// made by [`FileCipher::encrypt`].
+    #[error("the object is not encrypted")]
+    NotEncrypted,
+    /// The bytes carry the marker but do not open: another key, another object key, or damage.
+    #[error("the object could not be decrypted (wrong file_encryption_key, or damaged)")]
+    Undecryptable,
+}
+
 /// Encrypts and decrypts stored files with one key.
 #[derive(Clone)]
 pub struct FileCipher {
@@ -29,15 +45,15 @@ impl fmt::Debug for FileCipher {
 impl FileCipher {
     /// A cipher from a 32-byte key given as base64 (standard or URL-safe, padded or not) or as
     /// 64 hex digits.
-    pub fn from_config(key: &str) -> Result<Self, String> {
+    pub fn from_config(key: &str) -> Result<Self, CipherError> {
         let key = key.trim();
         let bytes = crate::text::unhex(key)
             .filter(|b| b.len() == 32)
             .or_else(|| base64::engine::general_purpose::STANDARD.decode(key).ok())
             .or_else(|| base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(key.trim_end_matches('=')).ok())
             .filter(|b| b.len() == 32)
-            .ok_or("file_encryption_key must be 32 bytes, as base64 or 64 hex digits")?;
-        Ok(FileCipher { cipher: Aes256Gcm::new_from_slice(&bytes).map_err(|e| e.to_string())? })
+            .ok_or(CipherError::InvalidKey)?;
+        Ok(FileCipher { cipher: Aes256Gcm::new_from_slice(&bytes).map_err(|_| CipherError::InvalidKey)? })
     }
 
     /// Whether stored bytes carry the encryption marker.
@@ -61,14 +77,14 @@ impl FileCipher {
     }
 
     /// Decrypts what [`FileCipher::encrypt`] made for the same `key`.
-    pub fn decrypt(&self, key: &str, stored: &[u8]) -> Result<Vec<u8>, String> {
+    pub fn decrypt(&self, key: &str, stored: &[u8]) -> Result<Vec<u8>, CipherError> {
         if !FileCipher::is_encrypted(stored) {
-            return Err("the object is not encrypted".into());
+            return Err(CipherError::NotEncrypted);
         }
         let (nonce, sealed) = stored[MAGIC.len()..].split_at(NONCE_LEN);
         self.cipher
             .decrypt(Nonce::from_slice(nonce), Payload { msg: sealed, aad: key.as_bytes() })
-            .map_err(|_| "the object could not be decrypted (wrong file_encryption_key, or damaged)".into())
+            .map_err(|_| CipherError::Undecryptable)
     }
 }
 
@@ -85,16 +101,17 @@ mod tests {
         assert!(FileCipher::is_encrypted(&sealed));
         assert!(!sealed.windows(5).any(|w| w == b"hello"));
         assert_eq!(c.decrypt("a", &sealed).unwrap(), b"hello");
-        assert!(c.decrypt("b", &sealed).is_err(), "moved to another key");
+        assert_eq!(c.decrypt("b", &sealed), Err(CipherError::Undecryptable), "moved to another key");
         let other = FileCipher::from_config(&"11".repeat(32)).unwrap();
-        assert!(other.decrypt("a", &sealed).is_err(), "another key");
+        assert_eq!(other.decrypt("a", &sealed), Err(CipherError::Undecryptable), "another key");
+        assert_eq!(c.decrypt("a", b"hello, in plain bytes"), Err(CipherError::NotEncrypted));
     }
 
     #[test]
     fn keys_in_base64_or_hex_of_32_bytes() {
         let b64 = base64::engine::general_purpose::STANDARD.encode([9u8; 32]);
         assert!(FileCipher::from_config(&b64).is_ok());
-        assert!(FileCipher::from_config("short").is_err());
-        assert!(FileCipher::from_config(&"ab".repeat(31)).is_err());
+        assert!(matches!(FileCipher::from_config("short"), Err(CipherError::InvalidKey)));
+        assert!(matches!(FileCipher::from_config(&"ab".repeat(31)), Err(CipherError::InvalidKey)));
     }
 }

@@ -37,13 +37,13 @@ use mirobody_core::{AccessLog, Cache, Memory, SecretStore, SessionBackplane, Sto
 use crate::health::HealthStore;
 use serde::Deserialize;
 
-pub use cache::{MemoryCache, RedisCache};
-pub use cipher::FileCipher;
+pub use cache::{MemoryCache, RedisCache, RedisConnectError};
+pub use cipher::{CipherError, FileCipher};
 pub use private::write_private_atomically;
 pub use signing::{SignedUrlError, UrlSigner};
 pub use sql::{ClaimedText, Dialect, FileQuota, MAX_INVITEE_CHARS, QuotaExceeded, SqlStore, SqlTaskStore, StoreQuotas};
 pub(crate) use sql::{LinkInsert, UploadLinkRow};
-pub use storage::{ObjectStorage, valid_key};
+pub use storage::{LocalStorageError, ObjectStorage, valid_key};
 
 /// Where uploaded files live.
 #[derive(Clone, Deserialize, PartialEq, Eq)]
@@ -246,13 +246,13 @@ pub enum OpenError {
     Storage(String),
     /// The encryption key is not usable.
     #[error("file_encryption_key: {0}")]
-    EncryptionKey(String),
+    EncryptionKey(#[source] CipherError),
     /// The signing key is not usable or could not be kept.
     #[error("signing_key: {0}")]
     SigningKey(String),
-    /// Redis could not be reached.
+    /// Redis could not be set up or reached.
     #[error("redis_url: {0}")]
-    Redis(String),
+    Redis(#[source] RedisConnectError),
 }
 
 /// What [`OpenedBackends::readiness`] found: each check's failure, if any (messages safe to
@@ -461,11 +461,13 @@ pub async fn open(config: &BackendConfig) -> Result<OpenedBackends, OpenError> {
         .transpose()
         .map_err(OpenError::EncryptionKey)?;
     let task_cipher = cipher.clone();
-    let signer = UrlSigner::new(signing_key(config)?, config.signed_url_base.clone()).map_err(OpenError::SigningKey)?;
+    let signer = UrlSigner::new(signing_key(config)?, config.signed_url_base.clone())
+        .map_err(|e| OpenError::SigningKey(e.to_string()))?;
     let storage = match &config.storage {
         StorageConfig::None => None,
         StorageConfig::Local { dir: Some(dir) } => {
-            let storage = ObjectStorage::local(dir, signer.clone(), cipher).map_err(OpenError::Storage)?;
+            let storage =
+                ObjectStorage::local(dir, signer.clone(), cipher).map_err(|e| OpenError::Storage(e.to_string()))?;
             private::warn_if_shared(dir, "uploaded files");
             Some(storage)
         }
@@ -473,7 +475,8 @@ pub async fn open(config: &BackendConfig) -> Result<OpenedBackends, OpenError> {
             // The folder mirobody names is mirobody's own: made owner-only even when an earlier
             // version created it with the umask's bits, since it holds that version's uploads.
             let dir = config.data_dir.join("files");
-            let storage = ObjectStorage::local(&dir, signer.clone(), cipher).map_err(OpenError::Storage)?;
+            let storage =
+                ObjectStorage::local(&dir, signer.clone(), cipher).map_err(|e| OpenError::Storage(e.to_string()))?;
             private::tighten_dir(&dir)
                 .map_err(|e| OpenError::Storage(format!("cannot restrict {}: {e}", dir.display())))?;
             Some(storage)

@@ -9,7 +9,7 @@
 use std::fmt;
 use std::time::Duration;
 
-use mirobody_core::signed::{Purpose, Signer, TokenError};
+use mirobody_core::signed::{Purpose, ShortKey, Signer, TokenError};
 
 use crate::text::{hex, unhex};
 
@@ -47,9 +47,9 @@ impl fmt::Debug for UrlSigner {
 
 impl UrlSigner {
     /// A signer with this key (at least 32 bytes) whose URLs start with `base` (for example
-    /// `https://mirobody.example/files`).
-    pub fn new(key: impl Into<Vec<u8>>, base: impl Into<String>) -> Result<Self, String> {
-        let signer = Signer::new(key).map_err(|e| format!("signing_key: {e}"))?;
+    /// `https://mirobody.example/files`); a shorter key is refused with its length.
+    pub fn new(key: impl Into<Vec<u8>>, base: impl Into<String>) -> Result<Self, ShortKey> {
+        let signer = Signer::new(key)?;
         Ok(UrlSigner { signer, base: base.into().trim_end_matches('/').to_owned() })
     }
 
@@ -142,7 +142,7 @@ mod tests {
 
     #[test]
     fn short_keys_are_refused_and_debug_hides_the_key() {
-        assert!(UrlSigner::new(vec![1u8; 31], "x").is_err());
+        assert!(matches!(UrlSigner::new(vec![1u8; 31], "x"), Err(ShortKey { len: 31 })));
         assert!(!format!("{:?}", signer()).contains("7, 7"));
     }
 }

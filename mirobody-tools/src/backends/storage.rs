@@ -45,6 +45,28 @@ enum Urls {
     Server(UrlSigner),
 }
 
+/// Why [`ObjectStorage::local`] could not set up its folder.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum LocalStorageError {
+    /// The folder could not be created (or made owner-only).
+    #[error("cannot create {}: {source}", dir.display())]
+    CreateDir {
+        /// The folder.
+        dir: std::path::PathBuf,
+        /// What the file system said.
+        source: std::io::Error,
+    },
+    /// The folder exists but the store could not be opened over it.
+    #[error("{source}")]
+    Open {
+        /// The folder.
+        dir: std::path::PathBuf,
+        /// What the object store said.
+        source: object_store::Error,
+    },
+}
+
 /// Object storage for uploaded files, implementing [`Storage`].
 pub struct ObjectStorage {
     store: Arc<dyn ObjectStore>,
@@ -83,9 +105,17 @@ fn path(key: &str) -> BackendResult<Path> {
 impl ObjectStorage {
     /// Files under the folder `dir` (created owner-only if missing: `0700` on Unix, and each
     /// stored file `0600`); signed URLs from `signer`.
-    pub fn local(dir: &std::path::Path, signer: UrlSigner, cipher: Option<FileCipher>) -> Result<Self, String> {
-        super::private::create_private_dir(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-        let store = Arc::new(LocalFileSystem::new_with_prefix(dir).map_err(|e| e.to_string())?);
+    pub fn local(
+        dir: &std::path::Path,
+        signer: UrlSigner,
+        cipher: Option<FileCipher>,
+    ) -> Result<Self, LocalStorageError> {
+        super::private::create_private_dir(dir)
+            .map_err(|source| LocalStorageError::CreateDir { dir: dir.to_owned(), source })?;
+        let store = Arc::new(
+            LocalFileSystem::new_with_prefix(dir)
+                .map_err(|source| LocalStorageError::Open { dir: dir.to_owned(), source })?,
+        );
         let local = Some(Arc::clone(&store));
         Ok(ObjectStorage { store, local, s3: false, urls: Urls::Server(signer), cipher })
     }
@@ -213,6 +243,18 @@ mod tests {
         let err = storage.get("a/b.txt").await.unwrap_err();
         assert_eq!(err.to_string(), "File not found in storage.");
         assert_eq!(storage.get("../x").await.unwrap_err().to_string(), "Invalid storage key.");
+    }
+
+    #[test]
+    fn a_folder_that_cannot_be_created_is_named_in_the_error() {
+        let root = tempfile::tempdir().unwrap();
+        let file = root.path().join("not-a-folder");
+        std::fs::write(&file, b"x").unwrap();
+        let Err(LocalStorageError::CreateDir { dir, .. }) = ObjectStorage::local(&file.join("files"), signer(), None)
+        else {
+            panic!("a folder under a file was created");
+        };
+        assert_eq!(dir, file.join("files"));
     }
 
     #[cfg(unix)]

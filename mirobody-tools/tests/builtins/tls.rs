@@ -15,7 +15,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use mirobody_core::{AccessKind, AccessLog, AccessOutcome, Cache};
-use mirobody_tools::backends::{BackendConfig, RedisCache, SqlStore, open};
+use mirobody_tools::backends::{BackendConfig, RedisCache, RedisConnectError, SqlStore, open};
 
 use crate::support::config_in;
 
@@ -295,7 +295,7 @@ async fn start_redis(setup: &mut Setup, port: u16) -> Result<String, String> {
     let ca = setup.ca.clone();
     wait_until(index, setup, || {
         let (url, ca) = (url.clone(), ca.clone());
-        async move { RedisCache::connect_with_ca_file(&url, "probe:", Some(&ca)).await.map(drop) }
+        async move { RedisCache::connect_with_ca_file(&url, "probe:", Some(&ca)).await.map(drop).map_err(|e| e.to_string()) }
     })
     .await?;
     Ok(url)
@@ -359,9 +359,11 @@ async fn redis_over_tls_through_backends_open() {
     assert_eq!(direct.get("k").await.unwrap().as_deref(), Some(&b"over tls"[..]), "stored in that Redis");
     // Verification is real: the system's CAs do not trust this server.
     let unverified = RedisCache::connect(&url, "tls:").await.unwrap_err();
-    assert!(unverified.contains("cannot connect to Redis"), "{unverified}");
+    assert!(matches!(unverified, RedisConnectError::Unreachable(_)), "{unverified}");
+    assert!(unverified.to_string().contains("cannot connect to Redis"), "{unverified}");
     // A CA file with a plain URL is a mistake, said at start.
     let plain = format!("redis://{}", url.trim_start_matches("rediss://"));
     let refused = RedisCache::connect_with_ca_file(&plain, "tls:", Some(&setup.ca)).await.unwrap_err();
-    assert!(refused.contains("rediss://"), "{refused}");
+    assert!(matches!(refused, RedisConnectError::CaFileWithoutTls), "{refused}");
+    assert!(refused.to_string().contains("rediss://"), "{refused}");
 }
