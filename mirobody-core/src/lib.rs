@@ -66,7 +66,7 @@ pub use catalog::{DuplicateEntry, PromptRegistry, ResourceRegistry};
 pub use context::{ClientPeer, PeerError, ToolContext};
 pub use mirobody_schema as schema;
 pub use mirobody_schema::{Annotations, Format, Param, TaskSupport, ToolSpec, Type};
-pub use prompt::{ContextPromptFn, Prompt, PromptArgument, PromptFn, PromptMessage};
+pub use prompt::{ContextPromptFn, Prompt, PromptArgument, PromptError, PromptFn, PromptMessage};
 pub use registry::{CallError, Registry, RegistryBuilder, RegistryError};
 pub use resource::{ReadFn, Resource, ResourceContents, ResourceError, ResourceInfo, ResourceTemplate, TemplateReadFn};
 pub use result::{Content, EmbeddedResource, IntoToolResult, Json, ToolError, ToolResult};

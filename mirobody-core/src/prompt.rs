@@ -43,6 +43,28 @@ impl PromptMessage {
     }
 }
 
+/// Why a prompt could not be rendered.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum PromptError {
+    /// A required argument was not given.
+    #[error("Missing required argument '{argument}' for prompt '{prompt}'")]
+    MissingArgument {
+        /// The prompt's name.
+        prompt: String,
+        /// The argument's name.
+        argument: String,
+    },
+    /// The prompt's own function refused; its message is for the client.
+    #[error("{message}")]
+    Render {
+        /// The prompt's name.
+        prompt: String,
+        /// What the function said.
+        message: String,
+    },
+}
+
 /// Renders a prompt from its arguments.
 pub type PromptFn =
     Arc<dyn Fn(HashMap<String, String>) -> BoxFuture<'static, Result<Vec<PromptMessage>, String>> + Send + Sync>;
@@ -182,7 +204,7 @@ impl Prompt {
 
     /// Renders the prompt; a missing required argument is an error naming it. A prompt made
     /// with [`Prompt::with_context`] gets a context with no backends and no client.
-    pub async fn get(&self, args: HashMap<String, String>) -> Result<Vec<PromptMessage>, String> {
+    pub async fn get(&self, args: HashMap<String, String>) -> Result<Vec<PromptMessage>, PromptError> {
         self.get_with(args, &ToolContext::new()).await
     }
 
@@ -193,11 +215,14 @@ impl Prompt {
         &self,
         args: HashMap<String, String>,
         ctx: &ToolContext<'_>,
-    ) -> Result<Vec<PromptMessage>, String> {
+    ) -> Result<Vec<PromptMessage>, PromptError> {
         if let Some(missing) = self.arguments.iter().find(|a| a.required && !args.contains_key(a.name.as_ref())) {
-            return Err(format!("Missing required argument '{}' for prompt '{}'", missing.name, self.name));
+            return Err(PromptError::MissingArgument {
+                prompt: self.name.to_string(),
+                argument: missing.name.to_string(),
+            });
         }
-        match &self.render {
+        let rendered = match &self.render {
             Render::Plain(render) => render(args).await,
             Render::WithContext(render) => {
                 // The context's lifetime parameter is shortened to the borrow's, which the
@@ -205,6 +230,38 @@ impl Prompt {
                 let ctx: &ToolContext<'_> = ctx;
                 render(args, ctx).await
             }
-        }
+        };
+        rendered.map_err(|message| PromptError::Render { prompt: self.name.to_string(), message })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn greet() -> Prompt {
+        Prompt::new("greet", "Greets someone.", |args| match args.get("name") {
+            Some(name) if name.is_empty() => Err("The name is empty.".to_owned()),
+            name => Ok(vec![PromptMessage::user(Content::text(format!("Hello, {}.", name.unwrap())))]),
+        })
+        .argument("name", "Who to greet.", true)
+    }
+
+    #[tokio::test]
+    async fn a_missing_argument_is_named_and_says_what_it_said_before() {
+        let err = greet().get(HashMap::new()).await.unwrap_err();
+        let PromptError::MissingArgument { prompt, argument } = &err else { panic!("{err:?}") };
+        assert_eq!((prompt.as_str(), argument.as_str()), ("greet", "name"));
+        assert_eq!(err.to_string(), "Missing required argument 'name' for prompt 'greet'");
+    }
+
+    #[tokio::test]
+    async fn the_functions_own_refusal_keeps_its_message() {
+        let args = HashMap::from([("name".to_owned(), String::new())]);
+        let err = greet().get(args).await.unwrap_err();
+        assert_eq!(err, PromptError::Render { prompt: "greet".into(), message: "The name is empty.".into() });
+        assert_eq!(err.to_string(), "The name is empty.");
+        let args = HashMap::from([("name".to_owned(), "Ada".to_owned())]);
+        assert_eq!(greet().get(args).await.unwrap()[0].content, Content::text("Hello, Ada."));
     }
 }

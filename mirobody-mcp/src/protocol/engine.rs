@@ -614,7 +614,7 @@ impl McpEngine {
             .prompts
             .get(name)
             .ok_or_else(|| RpcError::invalid_params(format!("Unknown prompt: '{name}'")))?;
-        prompt.get_with(arguments, ctx).await.map_err(RpcError::invalid_params)
+        prompt.get_with(arguments, ctx).await.map_err(|e| RpcError::invalid_params(e.to_string()))
     }
 
     /// The `prompts/get` result for rendered messages.
