@@ -384,6 +384,18 @@ pub async fn run_tools_with(
     }
 }
 
+/// Why [`mint_token`] could not mint a token.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum MintError {
+    /// No `auth.hs256_secret` is configured, so there is no key to sign with.
+    #[error("no auth.hs256_secret is configured, so this server cannot mint tokens")]
+    NoSecret,
+    /// The claims could not be signed with the key.
+    #[error("{0}")]
+    Sign(#[source] jsonwebtoken::errors::Error),
+}
+
 /// Mints an HS256 access token for `user_id`, for the endpoint's audience, carrying `scopes`
 /// (as a space-separated `scope` claim, left out when there are none).
 pub fn mint_token(
@@ -392,9 +404,8 @@ pub fn mint_token(
     user_id: &str,
     ttl_secs: u64,
     scopes: &[String],
-) -> Result<String, String> {
-    let key =
-        auth.hs256_secret.as_ref().ok_or("no auth.hs256_secret is configured, so this server cannot mint tokens")?;
+) -> Result<String, MintError> {
+    let key = auth.hs256_secret.as_ref().ok_or(MintError::NoSecret)?;
     let now = jsonwebtoken::get_current_timestamp();
     let mut claims = serde_json::json!({
         "sub": user_id,
@@ -411,8 +422,8 @@ pub fn mint_token(
         claims["scope"] = serde_json::json!(scopes.join(" "));
     }
     let key = jsonwebtoken::EncodingKey::from_secret(mirobody_auth::ExposeSecret::expose_secret(key).as_bytes())
-        .map_err(|e| e.to_string())?;
-    jsonwebtoken::encode(&jsonwebtoken::Header::default(), &claims, &key).map_err(|e| e.to_string())
+        .map_err(MintError::Sign)?;
+    jsonwebtoken::encode(&jsonwebtoken::Header::default(), &claims, &key).map_err(MintError::Sign)
 }
 
 fn pretty(value: &serde_json::Value) -> String {
@@ -482,4 +493,22 @@ pub fn demo_instructions(info: &mirobody_tools::demo::DemoInfo, token: &str, url
     }
     out.push_str("Or point an MCP client (Claude, Cursor, the MCP Inspector) at the personal URL above.\n");
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn minting_without_a_secret_says_so() {
+        let endpoint = mirobody_auth::McpEndpoint::new("http://localhost:8080", "");
+        let refused = mint_token(&mirobody_auth::AuthConfig::default(), &endpoint, "ada", 60, &[]);
+        assert!(matches!(refused, Err(MintError::NoSecret)), "{refused:?}");
+        let auth = mirobody_auth::AuthConfig {
+            hs256_secret: Some("0123456789abcdef0123456789abcdef".to_owned().into()),
+            ..Default::default()
+        };
+        let token = mint_token(&auth, &endpoint, "ada", 60, &["read".to_owned()]).unwrap();
+        assert_eq!(token.split('.').count(), 3, "{token}");
+    }
 }
