@@ -83,6 +83,16 @@ pub enum CallError {
         /// The tool.
         tool: String,
     },
+    /// The tool works only inside a session ([`Tool::session_required`]) and the request
+    /// has none.
+    #[error(
+        "Tool '{tool}' works only inside a session (a conversation this server keeps), and this request has \
+         none: MCP 2026-07-28, stateless HTTP and stdio have no sessions."
+    )]
+    NoSession {
+        /// The tool.
+        tool: String,
+    },
     /// The caller's token lacks scopes the tool requires.
     #[error("Insufficient scope for tool '{tool}': the token lacks {}.", missing.join(", "))]
     InsufficientScope {
@@ -387,6 +397,9 @@ impl Registry {
         let tool = &entry.tool;
         if tool.is_auth() && !user.authed() {
             return Err(CallError::Unauthenticated { tool: name.to_owned() });
+        }
+        if tool.is_session_required() && user.session_id().is_none() {
+            return Err(CallError::NoSession { tool: name.to_owned() });
         }
         if !tool.scopes().is_empty() {
             let missing: Vec<String> =

@@ -101,6 +101,7 @@ pub struct Tool {
     handler: Option<Arc<dyn Handler>>,
     enabled: Option<fn() -> bool>,
     time_limit: Option<Duration>,
+    session_required: bool,
 }
 
 impl std::fmt::Debug for Tool {
@@ -112,6 +113,7 @@ impl std::fmt::Debug for Tool {
             .field("client_capabilities", &self.client_capabilities)
             .field("handler", &self.handler.is_some())
             .field("time_limit", &self.time_limit)
+            .field("session_required", &self.session_required)
             .finish()
     }
 }
@@ -132,6 +134,7 @@ impl Tool {
             handler: None,
             enabled: None,
             time_limit: None,
+            session_required: false,
         }
     }
 
@@ -194,6 +197,24 @@ impl Tool {
     /// handler runs.
     pub fn auth(mut self, required: bool) -> Self {
         self.auth = required;
+        self
+    }
+
+    /// Declares that the tool works only inside a session the server keeps (it writes to
+    /// "this conversation", say): where a request carries no session (MCP 2026-07-28, which
+    /// has none; stateless HTTP; stdio) the tool is not listed, and a call is refused before
+    /// the handler runs.
+    ///
+    /// ```
+    /// use mirobody_core::{Args, Tool, ToolContext, ToolResult, UserInfo};
+    ///
+    /// let tool = Tool::new("title_chat", "Titles this conversation.")
+    ///     .session_required(true)
+    ///     .sync_handler(|_: Args, _: &UserInfo, _: &ToolContext<'_>| ToolResult::text("titled"));
+    /// assert!(tool.is_session_required());
+    /// ```
+    pub fn session_required(mut self, required: bool) -> Self {
+        self.session_required = required;
         self
     }
 
@@ -341,6 +362,11 @@ impl Tool {
     /// Whether an authenticated caller is required.
     pub fn is_auth(&self) -> bool {
         self.auth
+    }
+
+    /// Whether the tool works only inside a session ([`Tool::session_required`]).
+    pub fn is_session_required(&self) -> bool {
+        self.session_required
     }
 
     /// The scopes required.

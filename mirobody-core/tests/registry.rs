@@ -157,6 +157,21 @@ mod dispatch {
     }
 
     #[tokio::test]
+    async fn a_session_tool_is_refused_without_a_session_before_the_handler_runs() {
+        let runs = Arc::new(AtomicUsize::new(0));
+        let reg = registry([counting_tool("title", &runs).session_required(true)]);
+        assert!(reg.get("title").unwrap().is_session_required());
+        for user in [UserInfo::anonymous(), UserInfo::authenticated("alice-42")] {
+            let err = reg.call("title", json!({}), &user, &ToolContext::new()).await.unwrap_err();
+            assert!(matches!(&err, CallError::NoSession { tool } if tool == "title"), "{err:?}");
+            assert!(err.to_string().contains("works only inside a session"), "{err}");
+        }
+        assert_eq!(runs.load(Ordering::SeqCst), 0, "the handler ran without a session");
+        reg.call("title", json!({}), &alice(), &ToolContext::new()).await.unwrap();
+        assert_eq!(runs.load(Ordering::SeqCst), 1);
+    }
+
+    #[tokio::test]
     async fn null_arguments_mean_no_arguments() {
         let runs = Arc::new(AtomicUsize::new(0));
         let reg = registry([counting_tool("count", &runs)]);

@@ -32,6 +32,8 @@ pub(crate) struct ToolOptions {
     pub(crate) name: Option<LitStr>,
     pub(crate) title: Option<LitStr>,
     pub(crate) auth: Option<Span>,
+    /// `session_required`: the tool works only inside a session.
+    pub(crate) session_required: Option<Span>,
     pub(crate) scopes: Vec<LitStr>,
     pub(crate) annotations: Option<AnnotationOptions>,
     pub(crate) meta: Option<JsonArg>,
@@ -68,7 +70,7 @@ pub(crate) struct ServiceOptions {
     pub(crate) krate: Option<syn::Path>,
 }
 
-const TOOL_OPTIONS: &str = "name, title, auth, scopes, annotations(...), meta, input_schema, enabled, register, task_support, view, time_limit, crate";
+const TOOL_OPTIONS: &str = "name, title, auth, session_required, scopes, annotations(...), meta, input_schema, enabled, register, task_support, view, time_limit, crate";
 const SERVICE_OPTIONS: &str = "enabled, register, crate";
 const ANNOTATION_OPTIONS: &str = "read_only, additive, destructive, idempotent, open_world, title";
 const ARG_OPTIONS: &str = "default, name, one_of";
@@ -145,6 +147,12 @@ fn parse_tool_option(
                 );
             }
             once(cx, &mut opts.auth, meta.path.span_of(), meta, WHERE);
+        }
+        "session_required" => {
+            if !flag(meta)? {
+                cx.error_spanned_by(&meta.path, "`session_required = false` is the default: leave it out");
+            }
+            once(cx, &mut opts.session_required, meta.path.span_of(), meta, WHERE);
         }
         "scopes" => {
             let array: syn::ExprArray = meta.value()?.parse()?;

@@ -96,6 +96,9 @@ pub(crate) fn builder(tool: &Tool, vis: &Visibility, target: Target<'_>, inherit
     if takes_user || tool.opts.auth.is_some() {
         setters.push(quote!(.auth(true)));
     }
+    if tool.opts.session_required.is_some() {
+        setters.push(quote!(.session_required(true)));
+    }
     if !tool.opts.scopes.is_empty() {
         let scopes = &tool.opts.scopes;
         setters.push(quote!(.require_scopes([#(#scopes),*])));

@@ -440,8 +440,10 @@ impl McpEngine {
         let registry = &self.inner.registry;
         let include_auth = user.authed() || !self.inner.options.hide_auth_tools_from_anonymous;
         let page_size = self.inner.options.page_size.max(1);
+        // A request with no session (conversation) does not see the tools that need one.
+        let hides_session_tools = user.session_id().is_none() && registry.tools().any(|t| t.is_session_required());
         // The common case, one page of every tool, is served from the pre-rendered listing.
-        if cursor.is_none() && registry.len() <= page_size && self.inner.visibility.is_none() {
+        if cursor.is_none() && registry.len() <= page_size && self.inner.visibility.is_none() && !hides_session_tools {
             let tools = registry.mcp_tools_json(include_auth);
             let mut result = String::with_capacity(tools.len() + 10);
             result.push_str(r#"{"tools":"#);
@@ -460,7 +462,9 @@ impl McpEngine {
         let visible: Vec<(&mirobody_core::Tool, &str)> = registry
             .mcp_entries()
             .skip(start)
-            .filter(|(t, _)| (include_auth || !t.is_auth()) && self.visible(user, t))
+            .filter(|(t, _)| {
+                (include_auth || !t.is_auth()) && !(hides_session_tools && t.is_session_required()) && self.visible(user, t)
+            })
             .take(page_size + 1)
             .collect();
         let mut result = String::from(r#"{"tools":["#);
@@ -496,6 +500,7 @@ impl McpEngine {
         self.inner.registry.get(name).is_some_and(|tool| {
             self.visible(user, tool)
                 && (!tool.is_auth() || user.authed())
+                && (!tool.is_session_required() || user.session_id().is_some())
                 && tool.scopes().iter().all(|scope| user.has_scope(scope))
         })
     }
@@ -540,7 +545,7 @@ impl McpEngine {
         let outcome = match outcome {
             Ok(result) if result.is_error() => AccessOutcome::Failed,
             Ok(_) => AccessOutcome::Ok,
-            Err(CallError::UnknownTool { .. }) => AccessOutcome::UnknownTool,
+            Err(CallError::UnknownTool { .. } | CallError::NoSession { .. }) => AccessOutcome::UnknownTool,
             Err(CallError::InvalidArguments { .. }) => AccessOutcome::InvalidArguments,
             Err(_) => AccessOutcome::Forbidden,
         };

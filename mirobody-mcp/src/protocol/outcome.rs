@@ -28,7 +28,10 @@ pub(crate) enum CallFailure {
 pub(crate) fn call_failure(error: CallError) -> CallFailure {
     match error {
         e @ CallError::InvalidArguments { .. } => CallFailure::Result(e.into_tool_result()),
-        e @ CallError::UnknownTool { .. } => CallFailure::Error(RpcError::invalid_params(e.to_string()), Status::Ok),
+        // A tool that needs a session is not listed where there is none: unknown there.
+        e @ (CallError::UnknownTool { .. } | CallError::NoSession { .. }) => {
+            CallFailure::Error(RpcError::invalid_params(e.to_string()), Status::Ok)
+        }
         e @ CallError::Unauthenticated { .. } => {
             CallFailure::Error(RpcError::new(code::UNAUTHORIZED, e.to_string()), Status::Unauthenticated)
         }

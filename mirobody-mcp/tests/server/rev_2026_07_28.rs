@@ -252,6 +252,44 @@ async fn the_revision_is_chosen_per_request_on_one_endpoint() {
 }
 
 #[tokio::test]
+async fn a_tool_that_needs_a_session_is_listed_and_called_only_in_one() {
+    let registry = Registry::builder()
+        .tool(
+            Tool::new("title", "Titles this conversation.")
+                .session_required(true)
+                .sync_handler(|_, user, _| ToolResult::ok(json!({"conversation": user.session_id()}))),
+        )
+        .tool(Tool::new("plain", "Needs nothing.").sync_handler(|_, _, _| ToolResult::text("plain")))
+        .build()
+        .unwrap();
+    let server = TestServer::of(McpEngine::builder(Arc::new(registry)).build(), HttpOptions::default());
+    let names = |reply: &Reply, result: &Value| -> Vec<String> {
+        let tools = result["tools"].as_array().unwrap_or_else(|| panic!("{}", reply.body));
+        tools.iter().filter_map(|t| t["name"].as_str().map(str::to_owned)).collect()
+    };
+
+    // 2025-11-25 with a session: listed, and the call runs in the session's conversation.
+    let with_session = server.initialized(json!({})).await;
+    let reply = with_session.call("tools/list", json!({})).await;
+    assert_eq!(names(&reply, reply.result()), ["plain", "title"]);
+    let reply = with_session.call_tool("title", json!({})).await;
+    assert!(reply.result()["structuredContent"]["conversation"].is_string(), "{}", reply.body);
+
+    // 2026-07-28 has no sessions: not listed, and a call is refused as for an unknown tool.
+    let without = MetaClient::of(&server);
+    let reply = without.call("tools/list", json!({})).await;
+    assert_eq!(names(&reply, assert_complete(&reply)), ["plain"]);
+    let reply = without.call_tool("title", json!({})).await;
+    assert_eq!(reply.body["error"]["code"], -32602, "{}", reply.body);
+    let message = reply.body["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("works only inside a session"), "{message}");
+    // A caller whose credentials name a conversation has one at any revision.
+    let named = MetaClient::of(&server).acting_as(UserInfo::authenticated("u1").with_session("chat-9"));
+    let reply = named.call("tools/list", json!({})).await;
+    assert_eq!(names(&reply, assert_complete(&reply)), ["plain", "title"]);
+}
+
+#[tokio::test]
 async fn the_in_process_entry_point_chooses_the_revision_per_message_too() {
     // `handle_bytes` is what the criterion bench and in-process embedders call: it must answer
     // a 2026-07-28 request as the HTTP and stdio transports do, not as a session message.

@@ -23,7 +23,7 @@ pub(crate) const MAX_INPUT_CHARS: usize = 10_000;
 ///
 /// Args:
 ///     summary: The title, a few words (at most 200 characters).
-#[tool(annotations(destructive, idempotent))]
+#[tool(session_required, annotations(destructive, idempotent))]
 async fn summarize_conversation(
     user: &UserInfo,
     ctx: &ToolContext<'_>,

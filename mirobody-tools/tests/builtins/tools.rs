@@ -476,8 +476,10 @@ async fn summarize_conversation_writes_this_sessions_conversation() {
 
 #[tokio::test]
 async fn summarize_conversation_needs_a_conversation() {
-    // In-process, with no session of any kind, there is nothing to summarize.
+    // In-process, with no session of any kind, there is nothing to summarize: the tool is
+    // declared to need one, so the registry refuses the call before the handler runs.
     let registry = mirobody_tools::builtin_registry().unwrap();
+    assert!(registry.get("summarize_conversation").unwrap().is_session_required());
     let env = Env::sqlite().await;
     let mut state = http::Extensions::new();
     state.insert(env.backends.db());
@@ -485,7 +487,7 @@ async fn summarize_conversation_needs_a_conversation() {
     let result =
         registry.run("summarize_conversation", json!({"summary": "x"}), &UserInfo::authenticated("u1"), &ctx).await;
     assert!(result.is_error());
-    assert!(result.first_text().unwrap().contains("No active conversation"), "{result:?}");
+    assert!(result.first_text().unwrap().contains("works only inside a session"), "{result:?}");
 }
 
 #[tokio::test]
