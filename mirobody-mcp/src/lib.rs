@@ -21,6 +21,8 @@
 mod jsonrpc;
 mod protocol;
 pub mod session;
+#[cfg(feature = "testing")]
+pub mod testing;
 mod transport;
 
 /// The axum version the router is built on, for serving and mounting it.

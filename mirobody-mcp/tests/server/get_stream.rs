@@ -52,7 +52,7 @@ async fn get_needs_a_known_session() {
 async fn unrelated_messages_arrive_on_the_get_stream() {
     let server = TestServer::new();
     let client = server.initialized(json!({})).await;
-    let session = server.http.sessions().get(client.session.as_deref().unwrap(), None).unwrap();
+    let session = server.http.sessions().get(&client.session().unwrap(), None).unwrap();
     let update = json!({"uri": "test://static"});
     let message = || {
         serde_json::to_vec(&json!({"jsonrpc": "2.0", "method": "notifications/resources/updated", "params": update}))

@@ -33,8 +33,8 @@ async fn initialize_returns_a_visible_ascii_session_id_and_the_capabilities() {
 #[tokio::test]
 async fn each_initialize_gets_a_different_session_id() {
     let server = TestServer::new();
-    let a = server.initialized(json!({})).await.session.expect("a session");
-    let b = server.initialized(json!({})).await.session.expect("a session");
+    let a = server.initialized(json!({})).await.session().expect("a session");
+    let b = server.initialized(json!({})).await.session().expect("a session");
     assert_ne!(a, b);
 }
 
@@ -142,8 +142,8 @@ async fn the_session_store_grows_with_initialize_and_shrinks_with_delete() {
 
     assert_eq!(a.send(a.request(Method::DELETE, "")).await.status(), StatusCode::NO_CONTENT);
     assert_eq!(server.http.sessions().len(), 1);
-    assert!(server.http.sessions().get(a.session.as_deref().unwrap(), None).is_none());
-    assert!(server.http.sessions().get(b.session.as_deref().unwrap(), None).is_some());
+    assert!(server.http.sessions().get(&a.session().unwrap(), None).is_none());
+    assert!(server.http.sessions().get(&b.session().unwrap(), None).is_some());
     assert_eq!(b.send(b.request(Method::DELETE, "")).await.status(), StatusCode::NO_CONTENT);
     assert!(server.http.sessions().is_empty());
 }

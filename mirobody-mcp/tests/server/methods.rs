@@ -223,7 +223,7 @@ async fn reading_an_unknown_resource_is_resource_not_found_with_the_uri() {
 async fn resource_subscriptions_are_acknowledged_and_recorded() {
     let server = TestServer::new();
     let client = server.initialized(json!({})).await;
-    let session = server.http.sessions().get(client.session.as_deref().unwrap(), None).unwrap();
+    let session = server.http.sessions().get(&client.session().unwrap(), None).unwrap();
 
     let subscribe = client.call("resources/subscribe", json!({"uri": "test://static"})).await;
     assert_eq!(subscribe.result(), &json!({}));

@@ -5,7 +5,7 @@
 //! request, closing the stream cancelling the handler, keep-alives, `subscriptions/listen`.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use axum::Router;
@@ -14,6 +14,7 @@ use http::{HeaderValue, Method, Request, Response, StatusCode, header};
 use http_body_util::BodyExt;
 use mirobody_core::{Args, Registry, Tool, ToolContext, ToolResult, UserInfo};
 use mirobody_mcp::http::{HttpOptions, McpHttp};
+use mirobody_mcp::testing::{Revision, TestClient};
 use mirobody_mcp::{McpEngine, McpOptions};
 use serde_json::{Value, json};
 use tower::ServiceExt;
@@ -30,63 +31,35 @@ fn meta(capabilities: Value) -> Value {
     })
 }
 
-/// A 2026-07-28 client: no session, `_meta` and the mirrored headers on every request.
-struct MetaClient {
-    router: Router,
-    next_id: AtomicI64,
-    capabilities: Value,
-    user: Option<UserInfo>,
-}
+/// A 2026-07-28 client (the `testing` one): no session, `_meta` and the mirrored headers on
+/// every request.
+struct MetaClient(TestClient);
 
 impl MetaClient {
     fn new(router: Router) -> Self {
-        MetaClient { router, next_id: AtomicI64::new(1), capabilities: json!({}), user: None }
+        MetaClient(TestClient::new(router).revision(Revision::Stateless2026_07_28))
     }
 
     fn of(server: &TestServer) -> Self {
-        MetaClient::new(server.http.router())
+        MetaClient(server.stateless_client())
     }
 
-    fn with_capabilities(mut self, capabilities: Value) -> Self {
-        self.capabilities = capabilities;
-        self
+    fn with_capabilities(self, capabilities: Value) -> Self {
+        MetaClient(self.0.client_capabilities(capabilities))
     }
 
-    fn acting_as(mut self, user: UserInfo) -> Self {
-        self.user = Some(user);
-        self
+    fn acting_as(self, user: UserInfo) -> Self {
+        MetaClient(self.0.acting_as(user))
     }
 
     fn id(&self) -> i64 {
-        self.next_id.fetch_add(1, Ordering::Relaxed)
+        self.0.next_id()
     }
 
     /// A POST of `body` with the standard 2026-07-28 headers for its method and name, without
     /// touching its params.
     fn raw(&self, body: &Value) -> Request<Body> {
-        let method = body["method"].as_str().unwrap_or_default().to_owned();
-        let mut builder = Request::builder()
-            .method(Method::POST)
-            .uri("/")
-            .header(header::HOST, "localhost")
-            .header(header::ACCEPT, support::ACCEPT_BOTH)
-            .header(header::CONTENT_TYPE, "application/json")
-            .header("mcp-protocol-version", REVISION)
-            .header("mcp-method", &method);
-        let name = match method.as_str() {
-            "tools/call" | "prompts/get" => body["params"]["name"].as_str(),
-            "resources/read" => body["params"]["uri"].as_str(),
-            "tasks/get" | "tasks/update" | "tasks/cancel" => body["params"]["taskId"].as_str(),
-            _ => None,
-        };
-        if let Some(name) = name {
-            builder = builder.header("mcp-name", name);
-        }
-        let mut request = builder.body(Body::from(body.to_string())).expect("a valid request");
-        if let Some(user) = &self.user {
-            request.extensions_mut().insert(user.clone());
-        }
-        request
+        self.0.post_request(body)
     }
 
     /// A request of `method` whose params get this client's `_meta` (merged with any given).
@@ -95,19 +68,12 @@ impl MetaClient {
     }
 
     /// Like [`MetaClient::request`], with this id.
-    fn request_as(&self, id: i64, method: &str, mut params: Value) -> Request<Body> {
-        let mut full = meta(self.capabilities.clone());
-        if let Some(extra) = params.get("_meta").and_then(Value::as_object) {
-            for (k, v) in extra {
-                full[k] = v.clone();
-            }
-        }
-        params["_meta"] = full;
-        self.raw(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))
+    fn request_as(&self, id: i64, method: &str, params: Value) -> Request<Body> {
+        self.0.rpc_request(id, method, params)
     }
 
     async fn send(&self, request: Request<Body>) -> Response<Body> {
-        within("a response", self.router.clone().oneshot(request)).await.expect("the router is infallible")
+        self.0.send(request).await.unwrap_or_else(|e| panic!("{e}"))
     }
 
     async fn call(&self, method: &str, params: Value) -> Reply {

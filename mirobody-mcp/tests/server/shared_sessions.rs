@@ -63,7 +63,7 @@ async fn a_session_made_on_one_instance_is_served_by_another_and_only_for_its_ow
 
     let mallory = on_b.as_user(UserInfo::authenticated("mallory"));
     assert_eq!(mallory.call("tools/list", json!({})).await.status, StatusCode::NOT_FOUND);
-    let anonymous = b.client().on_session(alice.session.as_deref());
+    let anonymous = b.client().on_session(alice.session().as_deref());
     assert_eq!(anonymous.call("tools/list", json!({})).await.status, StatusCode::NOT_FOUND);
     for made_up in ["0123456789abcdef0123456789abcdef", "not-an-id", &"f".repeat(4096)] {
         let made_up = on_b.on_session(Some(made_up));

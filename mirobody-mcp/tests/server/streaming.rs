@@ -411,6 +411,6 @@ async fn a_dropped_call_leaves_nothing_running() {
         () = signal.notified() => {}
     }
     // The request future is dropped here, as hyper drops it when the connection closes.
-    let session = server.http.sessions().get(client.session.as_deref().unwrap(), None).unwrap();
+    let session = server.http.sessions().get(&client.session().unwrap(), None).unwrap();
     assert!(!session.has_running_calls(), "the dropped call is still registered as running");
 }

@@ -1,27 +1,25 @@
-//! Shared fixtures: the test tools, resources and prompts, a server built from them, an HTTP
-//! client driving the router with `tower::ServiceExt::oneshot`, an SSE reader, and a stdio client.
+//! Shared fixtures: the test tools, resources and prompts, a server built from them, and the
+//! `mirobody_mcp::testing` clients (HTTP through the router without sockets, SSE, stdio pipes)
+//! wrapped so that what they report as an error fails the test.
 
 use std::collections::HashMap;
 use std::future::Future;
-use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use axum::Router;
 use axum::body::{Body, Bytes};
-use http::{HeaderMap, HeaderValue, Method, Request, Response, StatusCode, header};
+use http::{HeaderMap, HeaderValue, Method, Request, Response, header};
 use http_body_util::BodyExt;
 use mirobody_core::{
     Args, Content, Param, PeerError, Prompt, PromptMessage, PromptRegistry, Registry, Resource, ResourceContents,
     ResourceRegistry, ResourceTemplate, TemplateReadFn, Tool, ToolContext, ToolResult, Type, UserInfo,
 };
 use mirobody_mcp::http::{HttpOptions, McpHttp};
+use mirobody_mcp::testing::{JsonReply, Revision, SseEvent, SseStream, StdioClient, TestClient};
 use mirobody_mcp::{McpEngine, McpOptions};
 use serde_json::{Value, json};
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream, Lines};
 use tokio::sync::Notify;
-use tokio::task::JoinHandle;
-use tower::ServiceExt;
 
 /// How long any single wait in a test may take before the test fails.
 /// Options of type `T`: the defaults, with `set` applied. The option structs are
@@ -321,7 +319,12 @@ impl TestServer {
 
     /// A client with no session and no identity yet.
     pub(crate) fn client(&self) -> Client {
-        Client { router: self.router.clone(), session: None, user: None, next_id: Arc::new(AtomicI64::new(1)) }
+        Client(TestClient::new(self.router.clone()))
+    }
+
+    /// A 2026-07-28 client: no session, `_meta` and the mirrored headers on every request.
+    pub(crate) fn stateless_client(&self) -> TestClient {
+        TestClient::new(self.router.clone()).revision(Revision::Stateless2026_07_28)
     }
 
     /// A client that has initialized (with these client capabilities) and sent
@@ -341,12 +344,17 @@ impl TestServer {
     }
 }
 
-/// A JSON reply.
+/// A JSON reply: the `testing` client's, with accessors that fail the test when the reply is
+/// not what they read.
 #[derive(Debug)]
-pub(crate) struct Reply {
-    pub(crate) status: StatusCode,
-    pub(crate) headers: HeaderMap,
-    pub(crate) body: Value,
+pub(crate) struct Reply(pub(crate) JsonReply);
+
+impl std::ops::Deref for Reply {
+    type Target = JsonReply;
+
+    fn deref(&self) -> &JsonReply {
+        &self.0
+    }
 }
 
 impl Reply {
@@ -358,12 +366,12 @@ impl Reply {
 
     /// The error code, failing the test on a result.
     pub(crate) fn error_code(&self) -> i64 {
-        self.body["error"]["code"].as_i64().unwrap_or_else(|| panic!("expected an error, got {}", self.body))
+        self.0.error_code().unwrap_or_else(|| panic!("expected an error, got {}", self.body))
     }
 
     /// The error message.
     pub(crate) fn error_message(&self) -> &str {
-        self.body["error"]["message"].as_str().unwrap_or_default()
+        self.0.error_message().unwrap_or_default()
     }
 
     /// The Content-Type header.
@@ -373,7 +381,7 @@ impl Reply {
 
     /// A header, or "".
     pub(crate) fn header(&self, name: &str) -> &str {
-        header_str(&self.headers, name)
+        self.0.header(name).unwrap_or_default()
     }
 }
 
@@ -389,12 +397,7 @@ pub(crate) async fn body_bytes(response: Response<Body>) -> Bytes {
 
 /// A JSON response, read whole.
 pub(crate) async fn json_reply(response: Response<Body>) -> Reply {
-    let status = response.status();
-    let headers = response.headers().clone();
-    let bytes = body_bytes(response).await;
-    let body = serde_json::from_slice(&bytes)
-        .unwrap_or_else(|e| panic!("the body is not JSON ({e}): {:?}", String::from_utf8_lossy(&bytes)));
-    Reply { status, headers, body }
+    Reply(JsonReply::read(response).await.unwrap_or_else(|e| panic!("no JSON reply: {e}")))
 }
 
 /// A JSON-RPC request object.
@@ -424,63 +427,49 @@ pub(crate) fn remove_header(mut request: Request<Body>, name: &'static str) -> R
     request
 }
 
-/// Drives one router as a client: its session id and identity go on every request.
+/// The `testing` client of one router, failing the test where the client reports an error.
 #[derive(Clone)]
-pub(crate) struct Client {
-    router: Router,
-    pub(crate) session: Option<String>,
-    pub(crate) user: Option<UserInfo>,
-    next_id: Arc<AtomicI64>,
-}
+pub(crate) struct Client(pub(crate) TestClient);
 
 impl Client {
+    /// The session id, once initialized.
+    pub(crate) fn session(&self) -> Option<String> {
+        self.0.session_id().map(str::to_owned)
+    }
+
     /// The same client acting as `user` (a UserInfo extension, as the auth layer sets it).
     pub(crate) fn as_user(&self, user: UserInfo) -> Client {
-        Client { user: Some(user), ..self.clone() }
+        Client(self.0.acting_as(user))
     }
 
     /// The same router and identity, on another session id.
     pub(crate) fn on_session(&self, session: Option<&str>) -> Client {
-        Client { session: session.map(str::to_owned), ..self.clone() }
+        Client(self.0.on_session(session))
     }
 
     /// The same session and identity, through another instance.
     pub(crate) fn via(&self, server: &TestServer) -> Client {
-        Client { router: server.router.clone(), ..self.clone() }
+        Client(self.0.via(&server.client().0))
     }
 
     /// A fresh request id.
     pub(crate) fn id(&self) -> i64 {
-        self.next_id.fetch_add(1, Ordering::Relaxed)
+        self.0.next_id()
     }
 
     /// A request with the headers a conforming client sends.
     pub(crate) fn request(&self, method: Method, body: impl Into<Body>) -> Request<Body> {
-        let accept = if method == Method::GET { "text/event-stream" } else { ACCEPT_BOTH };
-        let mut builder = Request::builder().method(method.clone()).uri("/").header(header::HOST, "localhost");
-        builder = builder.header(header::ACCEPT, accept);
-        if method == Method::POST {
-            builder = builder.header(header::CONTENT_TYPE, "application/json");
-        }
-        if let Some(session) = &self.session {
-            builder = builder.header("mcp-session-id", session);
-        }
-        let mut request = builder.body(body.into()).expect("a valid request");
-        if let Some(user) = &self.user {
-            request.extensions_mut().insert(user.clone());
-        }
-        request
+        self.0.http_request(method, body)
     }
 
     /// A POST of this JSON.
     pub(crate) fn post_request(&self, message: &Value) -> Request<Body> {
-        self.request(Method::POST, message.to_string())
+        self.0.post_request(message)
     }
 
     /// Sends a request through the router.
     pub(crate) async fn send(&self, request: Request<Body>) -> Response<Body> {
-        let response = self.router.clone().oneshot(request);
-        within("a response", response).await.expect("the router is infallible")
+        self.0.send(request).await.unwrap_or_else(|e| panic!("{e}"))
     }
 
     /// POSTs a message and returns the response unread.
@@ -495,7 +484,7 @@ impl Client {
 
     /// Calls a method with a fresh id and reads a JSON reply.
     pub(crate) async fn call(&self, method: &str, params: Value) -> Reply {
-        self.post_json(&rpc(self.id(), method, params)).await
+        Reply(self.0.request(method, params).await.unwrap_or_else(|e| panic!("no JSON reply: {e}")))
     }
 
     /// Calls a tool and reads a JSON reply.
@@ -506,14 +495,7 @@ impl Client {
     /// Initializes at the latest version, keeps the session id, and sends
     /// `notifications/initialized`.
     pub(crate) async fn initialize(&mut self, capabilities: Value) -> Reply {
-        let reply = self.call("initialize", init_params(LATEST, capabilities)).await;
-        assert_eq!(reply.status, StatusCode::OK, "initialize failed: {}", reply.body);
-        reply.result();
-        let session = reply.header("mcp-session-id");
-        self.session = (!session.is_empty()).then(|| session.to_owned());
-        let ack = self.post(&notification("notifications/initialized", json!({}))).await;
-        assert_eq!(ack.status(), StatusCode::ACCEPTED);
-        reply
+        Reply(self.0.initialize(capabilities).await.unwrap_or_else(|e| panic!("initialize failed: {e}")))
     }
 }
 
@@ -521,63 +503,19 @@ impl Client {
 // SSE
 // =============================================================================================
 
-/// One server-sent event.
-#[derive(Debug)]
-pub(crate) struct SseEvent {
-    pub(crate) event: Option<String>,
-    pub(crate) data: String,
-}
-
-/// Reads an SSE body frame by frame, so a test can act between events.
-pub(crate) struct Sse {
-    body: Body,
-    buffer: String,
-}
+/// The `testing` SSE reader, failing the test where it reports an error.
+pub(crate) struct Sse(SseStream);
 
 impl Sse {
     /// The reader of a response that must be an SSE stream.
     pub(crate) fn new(response: Response<Body>) -> Self {
-        assert_eq!(response.status(), StatusCode::OK);
-        let content_type = header_str(response.headers(), "content-type");
-        assert!(content_type.starts_with("text/event-stream"), "not an SSE response: {content_type:?}");
-        Sse { body: response.into_body(), buffer: String::new() }
+        Sse(SseStream::from_response(response).unwrap_or_else(|e| panic!("{e}")))
     }
 
     /// The next event with data (comments such as keep-alives are skipped); `None` when the
     /// stream ends.
     pub(crate) async fn next_event(&mut self) -> Option<SseEvent> {
-        within("the next SSE event", self.read_event()).await
-    }
-
-    async fn read_event(&mut self) -> Option<SseEvent> {
-        loop {
-            while let Some(end) = self.buffer.find("\n\n") {
-                let block: String = self.buffer.drain(..end + 2).collect();
-                let mut event = None;
-                let mut data: Option<String> = None;
-                for line in block.lines() {
-                    if let Some(value) = line.strip_prefix("data:") {
-                        let value = value.strip_prefix(' ').unwrap_or(value);
-                        match &mut data {
-                            Some(data) => {
-                                data.push('\n');
-                                data.push_str(value);
-                            }
-                            None => data = Some(value.to_owned()),
-                        }
-                    } else if let Some(value) = line.strip_prefix("event:") {
-                        event = Some(value.trim().to_owned());
-                    }
-                }
-                if let Some(data) = data {
-                    return Some(SseEvent { event, data });
-                }
-            }
-            let frame = self.body.frame().await?.expect("the SSE body reads");
-            if let Ok(data) = frame.into_data() {
-                self.buffer.push_str(std::str::from_utf8(&data).expect("SSE is UTF-8"));
-            }
-        }
+        self.0.next_event().await.unwrap_or_else(|e| panic!("reading the next SSE event: {e}"))
     }
 
     /// The next event's data as a JSON-RPC message; fails if the stream ended or the data is
@@ -585,19 +523,12 @@ impl Sse {
     pub(crate) async fn next_message(&mut self) -> Value {
         let event = self.next_event().await.expect("the stream ended early");
         assert_eq!(event.event.as_deref(), Some("message"), "event type of {event:?}");
-        serde_json::from_str(&event.data)
-            .unwrap_or_else(|e| panic!("an SSE event's data is not one JSON message ({e}): {:?}", event.data))
+        event.json().unwrap_or_else(|e| panic!("an SSE event's data is not one JSON message: {e}"))
     }
 
     /// Every remaining message, until the stream ends.
     pub(crate) async fn rest(&mut self) -> Vec<Value> {
-        let mut messages = Vec::new();
-        while let Some(event) = self.next_event().await {
-            let message = serde_json::from_str(&event.data)
-                .unwrap_or_else(|e| panic!("an SSE event's data is not one JSON message ({e}): {:?}", event.data));
-            messages.push(message);
-        }
-        messages
+        self.0.remaining_messages().await.unwrap_or_else(|e| panic!("reading the rest of the stream: {e}"))
     }
 }
 
@@ -605,63 +536,38 @@ impl Sse {
 // stdio
 // =============================================================================================
 
-/// A client of `stdio::serve` over in-memory pipes.
-pub(crate) struct Stdio {
-    to_server: DuplexStream,
-    from_server: Lines<BufReader<DuplexStream>>,
-    task: JoinHandle<std::io::Result<()>>,
-}
+/// The `testing` stdio client over the test engine, failing the test where it reports an error.
+pub(crate) struct Stdio(StdioClient);
 
 impl Stdio {
     /// Serves the test engine to `user`, refusing lines over `max` bytes.
     pub(crate) fn start(options: McpOptions, user: UserInfo, max: usize) -> Self {
-        let (to_server, server_in) = tokio::io::duplex(64 * 1024);
-        let (server_out, from_server) = tokio::io::duplex(64 * 1024);
-        let task = tokio::spawn(mirobody_mcp::stdio::serve(engine(options), user, server_in, server_out, max));
-        Stdio { to_server, from_server: BufReader::new(from_server).lines(), task }
+        Stdio(StdioClient::start(engine(options), user, max))
     }
 
     /// Writes one line (a newline is added).
     pub(crate) async fn send_line(&mut self, line: &str) {
-        let mut bytes = line.as_bytes().to_vec();
-        bytes.push(b'\n');
-        within("writing to the server", self.to_server.write_all(&bytes)).await.expect("the server reads");
+        self.0.send_line(line).await.unwrap_or_else(|e| panic!("{e}"));
     }
 
     /// Writes one JSON message as a line.
     pub(crate) async fn send(&mut self, message: &Value) {
-        self.send_line(&message.to_string()).await;
+        self.0.send(message).await.unwrap_or_else(|e| panic!("{e}"));
     }
 
     /// Reads the next line the server writes, as JSON.
     pub(crate) async fn recv(&mut self) -> Value {
-        let line = within("a line from the server", self.from_server.next_line())
-            .await
-            .expect("the server's output reads")
-            .expect("the server's output ended early");
-        serde_json::from_str(&line)
-            .unwrap_or_else(|e| panic!("the server wrote a line that is not JSON ({e}): {line:?}"))
+        self.0.receive().await.unwrap_or_else(|e| panic!("reading the server's next line: {e}"))
     }
 
     /// Closes the server's input, reads every line the server still writes until its output
     /// ends, and waits for `serve` to return.
     pub(crate) async fn close_and_drain(self) -> (std::io::Result<()>, Vec<Value>) {
-        let Stdio { to_server, mut from_server, task } = self;
-        drop(to_server);
-        let mut lines = Vec::new();
-        while let Some(line) = within("the server's output to end", from_server.next_line()).await.expect("reads") {
-            lines.push(serde_json::from_str(&line).unwrap_or_else(|e| panic!("not JSON ({e}): {line:?}")));
-        }
-        let result = within("serve to return after its input closed", task).await.expect("serve does not panic");
-        (result, lines)
+        self.0.close_and_drain().await.unwrap_or_else(|e| panic!("{e}"))
     }
 
     /// Closes the server's input and waits for `serve` to return.
     pub(crate) async fn close(self) -> std::io::Result<()> {
-        let Stdio { to_server, from_server, task } = self;
-        drop(to_server);
-        let result = within("serve to return after its input closed", task).await.expect("serve does not panic");
-        drop(from_server);
-        result
+        self.0.close().await.unwrap_or_else(|e| panic!("{e}"))
     }
 }

@@ -36,7 +36,7 @@ async fn each_request_gets_a_span_with_its_method_and_no_session_id() {
 
     let server = TestServer::new();
     let client = server.initialized(json!({})).await;
-    let session = client.session.clone().expect("a session id");
+    let session = client.session().expect("a session id");
     let reply = client.call_tool("echo", json!({"text": "hi"})).await;
     assert_eq!(reply.result()["structuredContent"]["echo"], "hi");
     // With the version header, a tools/call is read in one pass: the same span.
