@@ -5,31 +5,25 @@ use std::process::Command;
 use std::sync::Arc;
 
 use example_embed_axum::{Notes, app};
-use http_body_util::BodyExt;
 use mirobody_mcp::axum::body::Body;
+use mirobody_mcp::axum::http::Method;
 use mirobody_mcp::http::HttpOptions;
 use mirobody_mcp::http::Mounted;
+use mirobody_mcp::testing::{JsonReply, TestClient};
 use serde_json::{Value, json};
-use tower::ServiceExt;
 
-async fn send(app: &Mounted, method: &str, path: &str, body: Option<Value>) -> (u16, Value) {
-    let mut request = mirobody_mcp::axum::http::Request::builder()
-        .method(method)
-        .uri(path)
-        .header("host", "localhost")
-        .header("accept", "application/json, text/event-stream");
-    if body.is_some() {
-        request = request.header("content-type", "application/json");
-    }
-    let body = body.map_or_else(Body::empty, |b| Body::from(b.to_string()));
-    let response = app.clone().oneshot(request.body(body).unwrap()).await.unwrap();
-    let status = response.status().as_u16();
-    let bytes = response.into_body().collect().await.unwrap().to_bytes();
-    (status, serde_json::from_slice(&bytes).unwrap_or(Value::Null))
+/// What the application's own route `/notes` answers.
+async fn list_notes_route(app: &Mounted) -> (u16, Value) {
+    let route = TestClient::new(app.clone()).at_path("/notes");
+    let reply =
+        route.read_json(route.send(route.http_request(Method::GET, Body::empty())).await.unwrap()).await.unwrap();
+    (reply.status.as_u16(), reply.body)
 }
 
-fn call(id: u64, name: &str, arguments: Value) -> Value {
-    json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": name, "arguments": arguments}})
+/// Calls a tool through the MCP endpoint at `/mcp`.
+async fn call(mcp: &TestClient, name: &str, arguments: Value) -> (u16, Value) {
+    let JsonReply { status, body, .. } = mcp.call_tool(name, arguments).await.unwrap();
+    (status.as_u16(), body)
 }
 
 #[tokio::test]
@@ -39,23 +33,26 @@ async fn tools_and_the_applications_route_share_its_state() {
     options.stateless = true;
     let (app, _service) = app(Arc::clone(&notes), options);
 
-    let (status, listed) = send(&app, "GET", "/notes", None).await;
+    // The test client of the `testing` feature drives the application without sockets.
+    let mcp = TestClient::new(app.clone()).at_path("/mcp");
+
+    let (status, listed) = list_notes_route(&app).await;
     assert_eq!((status, listed), (200, json!({"notes": []})));
 
-    let (status, added) = send(&app, "POST", "/mcp", Some(call(1, "add_note", json!({"text": "buy milk"})))).await;
+    let (status, added) = call(&mcp, "add_note", json!({"text": "buy milk"})).await;
     assert_eq!(status, 200, "{added}");
     assert_eq!(added["result"]["structuredContent"], json!({"count": 1}), "{added}");
-    send(&app, "POST", "/mcp", Some(call(2, "add_note", json!({"text": "call the clinic"})))).await;
+    call(&mcp, "add_note", json!({"text": "call the clinic"})).await;
 
     // The application's route sees what the tool wrote, and the tool what is there.
-    let (_, listed) = send(&app, "GET", "/notes", None).await;
+    let (_, listed) = list_notes_route(&app).await;
     assert_eq!(listed, json!({"notes": ["buy milk", "call the clinic"]}));
     assert_eq!(notes.all().len(), 2);
-    let (_, tool_listed) = send(&app, "POST", "/mcp", Some(call(3, "list_notes", json!({})))).await;
+    let (_, tool_listed) = call(&mcp, "list_notes", json!({})).await;
     assert_eq!(tool_listed["result"]["structuredContent"]["notes"], listed["notes"]);
 
     // Bad input is the tool's clear error, and changes nothing.
-    let (_, refused) = send(&app, "POST", "/mcp", Some(call(4, "add_note", json!({"text": 7})))).await;
+    let (_, refused) = call(&mcp, "add_note", json!({"text": 7})).await;
     assert_eq!(refused["result"]["isError"], true, "{refused}");
     assert_eq!(notes.all().len(), 2);
 }
@@ -64,7 +61,9 @@ async fn tools_and_the_applications_route_share_its_state() {
 async fn a_service_built_without_the_state_says_so() {
     let engine = mirobody_mcp::McpEngine::builder(Arc::new(example_embed_axum::registry())).build();
     let session = Arc::new(mirobody_mcp::session::Session::new(None));
-    let message = call(1, "list_notes", json!({})).to_string();
+    let message =
+        json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "list_notes", "arguments": {}}});
+    let message = message.to_string();
     let reply = engine.handle_bytes(message.as_bytes(), &Default::default(), &session).await.unwrap();
     let reply: Value = serde_json::from_slice(&reply).unwrap();
     assert_eq!(reply["result"]["isError"], true, "{reply}");
