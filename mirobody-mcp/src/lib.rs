@@ -4,6 +4,7 @@
 //! [`http`] module serves it as Streamable HTTP (a tower service an application can mount in
 //! its own axum router), [`stdio`] over stdin/stdout for desktop clients, and [`serve`] runs
 //! an HTTP/1 server for either.
+//! With the `testing` feature, `testing` holds in-process clients for an embedder's tests.
 //!
 //! The crate is in three layers, each depending only on those below it:
 //!
