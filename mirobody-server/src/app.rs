@@ -12,10 +12,12 @@ use axum::routing::get;
 use futures::future::BoxFuture;
 use http::{HeaderValue, StatusCode, header};
 use mirobody_auth::{Authenticator, ExposeSecret, McpEndpoint, SecretString};
-use mirobody_core::{PromptRegistry, Registry, ResourceError, ResourceInfo, ResourceRegistry, ToolContext, UserInfo};
+use mirobody_core::{
+    PromptRegistry, Registry, ResourceError, ResourceInfo, ResourceRegistry, Tool, ToolContext, UserInfo,
+};
 use mirobody_tools::backends::{self, OpenedBackends};
 
-use crate::config::Config;
+use crate::config::{Config, ToolSettings};
 use mirobody_mcp::http::McpHttp;
 use mirobody_mcp::{Backends, McpEngine};
 
@@ -78,6 +80,25 @@ pub fn registry() -> Result<Registry, AppError> {
     Ok(mirobody_tools::builtin_registry()?)
 }
 
+/// The built-in and self-registered tools, with `tools` replacing any of the same name (the
+/// registry logs each replacement) and without those `settings` switch off. A disabled name
+/// no tool has is logged as a warning, not refused, as the other per-tool settings are.
+pub fn registry_with(tools: &[Tool], settings: &ToolSettings) -> Result<Registry, AppError> {
+    let builder = tools.iter().cloned().fold(Registry::builder().registered(), |b, tool| b.override_tool(tool));
+    let registry = builder.build()?;
+    let unknown = settings.unknown_disabled(registry.names());
+    if !unknown.is_empty() {
+        tracing::warn!(tools = ?unknown, "tools.disabled names tools that do not exist");
+    }
+    if settings.disabled.is_empty() {
+        return Ok(registry);
+    }
+    let kept = registry.tools().filter(|tool| !settings.disabled.iter().any(|name| name == tool.name()));
+    let registry = kept.cloned().fold(Registry::builder(), |b, tool| b.tool(tool)).build()?;
+    tracing::info!(tools = ?settings.disabled, "built-in tools switched off by tools.disabled");
+    Ok(registry)
+}
+
 /// The configuration with what the embedded defaults derive filled in: the signed-URL base
 /// from the public URL, the store's per-person bounds from `quotas`, and a token key
 /// generated once under the data folder when no key of any kind is configured.
@@ -134,14 +155,21 @@ pub fn endpoint(config: &Config) -> McpEndpoint {
     McpEndpoint::new(config.base_url(), config.uri_prefix.clone())
 }
 
-/// Opens the backends and assembles the server. `config` should come from [`resolved`].
+/// Opens the backends and assembles the server with the built-in tools. `config` should come
+/// from [`resolved`].
 pub async fn build(config: &Config) -> Result<Server, AppError> {
+    build_with(config, &[]).await
+}
+
+/// [`build`] with a deployment's own `tools`, which replace built-ins of the same name
+/// ([`registry_with`]).
+pub async fn build_with(config: &Config, tools: &[Tool]) -> Result<Server, AppError> {
     let opened = Arc::new(backends::open(&config.backends).await?);
     let endpoint = endpoint(config);
     // One permission model for the tools and the routes: the registry needs the configured
     // scopes of its tools, and the routes the scopes the tools declare.
     let permissions = mirobody_auth::Permissions::from_config(&config.auth);
-    let registry = Arc::new(permissions.apply_to_registry(registry()?)?);
+    let registry = Arc::new(permissions.apply_to_registry(registry_with(tools, &config.tools)?)?);
     let permissions = permissions.with_tools(registry.tools());
     let auth = Authenticator::new(&config.auth, endpoint.clone(), Some(opened.secrets()))
         .await?
@@ -256,9 +284,9 @@ pub async fn build(config: &Config) -> Result<Server, AppError> {
 async fn readyz(State(backends): State<Arc<OpenedBackends>>) -> Response {
     let readiness = backends.readiness(std::time::Duration::from_secs(2)).await;
     let status = if readiness.is_ready() { StatusCode::OK } else { StatusCode::SERVICE_UNAVAILABLE };
-    let check = |result: &Result<(), String>| match result {
+    let check = |result: &Result<(), mirobody_tools::backends::NotReady>| match result {
         Ok(()) => serde_json::json!("ok"),
-        Err(why) => serde_json::json!({"error": why}),
+        Err(why) => serde_json::json!({"error": why.to_string()}),
     };
     let body = serde_json::json!({
         "ready": readiness.is_ready(),

@@ -1,4 +1,5 @@
-//! The mirobody server, the application: configuration ([`config`]), the command line
+//! The mirobody server, the application: the program itself ([`Application`], which an
+//! operator's own binary runs with its own tools), configuration ([`config`]), the command line
 //! ([`cli`]), the wiring of the built-in tools, backends and auth ([`app`]), the routes for
 //! uploads, FHIR imports and the care circle (`routes/`), the start-up memory handling of the
 //! binary ([`startup_pages`]) and its bounded end ([`shutdown`]), over the embeddable MCP server in
@@ -8,8 +9,11 @@
 //! crate, and compiles none of the databases, object stores and CLI this one brings.
 
 pub mod app;
+mod application;
 pub mod cli;
 pub mod config;
 mod routes;
 pub mod shutdown;
 pub mod startup_pages;
+
+pub use application::Application;

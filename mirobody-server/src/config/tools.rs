@@ -1,4 +1,4 @@
-//! The `tools` settings: how long a tool call may work.
+//! The `tools` settings: which built-ins are switched off, and how long a tool call may work.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -20,12 +20,32 @@ pub struct ToolSettings {
     /// Limits by tool name, over the tool's own limit and `time_limit` (0: no limit for that
     /// tool). As environment variables: `MIROBODY_TOOLS__TIME_LIMITS__<TOOL>=10s`.
     pub time_limits: BTreeMap<String, HumanDuration>,
+    /// Tools switched off: not listed and not callable (the HTTP routes for uploads, imports
+    /// and the circle are not tools and stay). A YAML list, or in the environment a
+    /// comma-separated one: `MIROBODY_TOOLS__DISABLED=render_chart,upload_link`.
+    #[serde(deserialize_with = "names")]
+    pub disabled: Vec<String>,
 }
 
 impl Default for ToolSettings {
     fn default() -> Self {
-        ToolSettings { time_limit: Duration::from_secs(60), time_limits: BTreeMap::new() }
+        ToolSettings { time_limit: Duration::from_secs(60), time_limits: BTreeMap::new(), disabled: Vec::new() }
     }
+}
+
+// Tool names as a list, or as one comma-separated text (an environment variable's form).
+fn names<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Vec<String>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Names {
+        List(Vec<String>),
+        Text(String),
+    }
+    let names = match Names::deserialize(deserializer)? {
+        Names::List(names) => names,
+        Names::Text(text) => text.split(',').map(str::to_owned).collect(),
+    };
+    Ok(names.into_iter().map(|name| name.trim().to_owned()).filter(|name| !name.is_empty()).collect())
 }
 
 impl ToolSettings {
@@ -35,6 +55,12 @@ impl ToolSettings {
         // A tool's 0 lifts its limit (None).
         options.tool_time_limits =
             self.time_limits.iter().map(|(name, HumanDuration(time))| (name.clone(), limit(*time))).collect();
+    }
+
+    /// The tools `disabled` names that are not among `known`.
+    pub fn unknown_disabled<'a>(&'a self, known: impl IntoIterator<Item = &'a str>) -> Vec<&'a str> {
+        let known: Vec<&str> = known.into_iter().collect();
+        self.disabled.iter().map(String::as_str).filter(|name| !known.contains(name)).collect()
     }
 
     /// The tools `time_limits` names that are not among `known`.
@@ -80,5 +106,20 @@ mod tests {
         assert!(old.contains("time_limit_secs"), "{old}");
         let bad = Config::load(None, env(&[("MIROBODY_TOOLS__TIME_LIMITS__SEARCH", "later")])).unwrap_err().to_string();
         assert!(bad.contains("tools.time_limits.search") && bad.contains("'later' is not a duration"), "{bad}");
+    }
+
+    #[test]
+    fn disabled_tools_from_a_list_or_comma_separated_text() {
+        assert!(Config::default().tools.disabled.is_empty());
+        let config = Config::load(None, env(&[("MIROBODY_TOOLS__DISABLED", " render_chart, upload_link ,")])).unwrap();
+        assert_eq!(config.tools.disabled, ["render_chart", "upload_link"]);
+        assert_eq!(config.tools.unknown_disabled(["render_chart", "echo"]), ["upload_link"]);
+        let dir = std::env::temp_dir().join(format!("mirobody-tools-disabled-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("config.yaml");
+        std::fs::write(&file, "tools:\n  disabled: [echo, whoami]\n").unwrap();
+        let config = Config::load(Some(&file), env(&[])).unwrap();
+        assert_eq!(config.tools.disabled, ["echo", "whoami"]);
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }
