@@ -346,11 +346,14 @@ impl Nginx {
         let servers: String =
             upstreams.iter().map(|p| format!("server 127.0.0.1:{p} max_fails=1 fail_timeout=2s;\n")).collect();
         let d = dir.display();
+        // One process (no master and worker), so that the kill on drop ends all of nginx: a
+        // worker left behind by a killed master kept the port, and every file the test had
+        // open, for the life of the machine.
         // Idle connections to the servers are kept, as a production balancer does; a request
         // is never retried on another server once sent (POST is not idempotent), but one that
         // could not connect goes to the next.
         let config = format!(
-            "worker_processes 1;\n\
+            "master_process off;\n\
              daemon off;\n\
              error_log {d}/logs/error.log warn;\n\
              pid {d}/nginx.pid;\n\
