@@ -255,15 +255,27 @@ pub enum OpenError {
     Redis(#[source] RedisConnectError),
 }
 
-/// What [`OpenedBackends::readiness`] found: each check's failure, if any (messages safe to
-/// show: no URL or secret).
+/// What [`OpenedBackends::readiness`] found: each check's failure, if any.
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Readiness {
     /// The database.
-    pub database: Result<(), String>,
+    pub database: Result<(), NotReady>,
     /// The cache.
-    pub cache: Result<(), String>,
+    pub cache: Result<(), NotReady>,
+}
+
+/// Why one backend failed [`OpenedBackends::readiness`] (its text is safe to show: no URL or
+/// secret).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum NotReady {
+    /// It answered with an error: the backend's message for callers.
+    #[error("{0}")]
+    Failed(String),
+    /// It did not answer within the check's timeout, given here.
+    #[error("no answer within {0:?}")]
+    TimedOut(std::time::Duration),
 }
 
 impl Readiness {
@@ -372,13 +384,13 @@ impl OpenedBackends {
     pub async fn readiness(&self, timeout: std::time::Duration) -> Readiness {
         let database = match tokio::time::timeout(timeout, self.sql.schema_version()).await {
             Ok(Ok(_)) => Ok(()),
-            Ok(Err(e)) => Err(e.to_string()),
-            Err(_) => Err(format!("no answer within {timeout:?}")),
+            Ok(Err(e)) => Err(NotReady::Failed(e.to_string())),
+            Err(_) => Err(NotReady::TimedOut(timeout)),
         };
         let cache = match tokio::time::timeout(timeout, self.cache.get("mirobody:readiness")).await {
             Ok(Ok(_)) => Ok(()),
-            Ok(Err(e)) => Err(e.to_string()),
-            Err(_) => Err(format!("no answer within {timeout:?}")),
+            Ok(Err(e)) => Err(NotReady::Failed(e.to_string())),
+            Err(_) => Err(NotReady::TimedOut(timeout)),
         };
         Readiness { database, cache }
     }
@@ -524,6 +536,46 @@ pub async fn open(config: &BackendConfig) -> Result<OpenedBackends, OpenError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use mirobody_core::backend::{BackendError, BackendResult};
+
+    // A cache that refuses every read, or never answers one.
+    struct BrokenCache {
+        answers: bool,
+    }
+
+    #[async_trait::async_trait]
+    impl Cache for BrokenCache {
+        async fn get(&self, _key: &str) -> BackendResult<Option<Vec<u8>>> {
+            if !self.answers {
+                std::future::pending::<()>().await;
+            }
+            Err(BackendError::new("The cache is down."))
+        }
+        async fn set(&self, _key: &str, _value: &[u8], _ttl: Option<std::time::Duration>) -> BackendResult<()> {
+            Err(BackendError::new("The cache is down."))
+        }
+        async fn delete(&self, _key: &str) -> BackendResult<bool> {
+            Err(BackendError::new("The cache is down."))
+        }
+    }
+
+    #[tokio::test]
+    async fn readiness_tells_a_refusal_from_silence() {
+        let dir = tempfile::tempdir().unwrap();
+        let opened = open(&BackendConfig::embedded(dir.path())).await.unwrap();
+        let timeout = std::time::Duration::from_millis(200);
+        assert!(opened.readiness(timeout).await.is_ready());
+        let with = |answers| {
+            let cache = Arc::new(BrokenCache { answers });
+            OpenedBackends::new(Arc::clone(&opened.sql), None, cache, false, opened.signer.clone())
+        };
+        let refused = with(true).readiness(timeout).await;
+        assert_eq!(refused.database, Ok(()));
+        assert_eq!(refused.cache, Err(NotReady::Failed("The cache is down.".into())));
+        let silent = with(false).readiness(timeout).await;
+        assert_eq!(silent.cache, Err(NotReady::TimedOut(timeout)));
+        assert_eq!(silent.cache.unwrap_err().to_string(), "no answer within 200ms");
+    }
 
     #[test]
     fn storage_kinds_and_unknown_keys() {
