@@ -85,10 +85,7 @@ fn shared_key() -> StateKey {
 }
 
 fn via(client: &Client, http: &McpHttp) -> Client {
-    let mut moved = Client::new(http.router());
-    moved.session = client.session.clone();
-    moved.user = client.user.clone();
-    moved
+    client.via(http.router())
 }
 
 #[tokio::test]

@@ -1,23 +1,22 @@
 //! Shared fixtures: backends in a temp dir (or on the PostgreSQL and Redis of this machine),
 //! the real MCP engine and HTTP router over them, and a client that drives the router with
-//! `tower::ServiceExt::oneshot`, reading JSON and SSE replies.
+//! `mirobody_mcp::testing`'s client, reading JSON and SSE replies.
 
 use std::future::Future;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use axum::Router;
 use axum::body::Body;
-use http::{Request, Response, StatusCode, header};
-use http_body_util::BodyExt;
+use http::Response;
 use mirobody_core::{ResourceRegistry, UserInfo};
 use mirobody_mcp::http::{HttpOptions, McpHttp};
+use mirobody_mcp::testing::{JsonReply, SseStream, TestClient};
 use mirobody_mcp::{Backends, McpEngine};
 use mirobody_tools::backends::{BackendConfig, OpenedBackends, open};
 use serde_json::{Value, json};
 use tempfile::TempDir;
-use tower::ServiceExt;
 
 /// How long any single wait may take.
 pub(crate) const TIMEOUT: Duration = Duration::from_secs(20);
@@ -171,20 +170,21 @@ pub(crate) fn rpc(id: i64, method: &str, params: Value) -> Value {
     json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
 }
 
-/// Drives one router as one client: its session and identity go on every request.
+/// The `testing` client of one router, failing the test where the client reports an error.
 #[derive(Clone)]
-pub(crate) struct Client {
-    router: Router,
-    pub(crate) session: Option<String>,
-    pub(crate) user: Option<UserInfo>,
-    next_id: Arc<AtomicI64>,
-}
+pub(crate) struct Client(pub(crate) TestClient);
 
-/// A JSON reply.
+/// A JSON reply: the `testing` client's, with accessors that fail the test when the reply is
+/// not what they read.
 #[derive(Debug)]
-pub(crate) struct Reply {
-    pub(crate) status: StatusCode,
-    pub(crate) body: Value,
+pub(crate) struct Reply(JsonReply);
+
+impl std::ops::Deref for Reply {
+    type Target = JsonReply;
+
+    fn deref(&self) -> &JsonReply {
+        &self.0
+    }
 }
 
 impl Reply {
@@ -218,51 +218,27 @@ impl Reply {
 
 impl Client {
     pub(crate) fn new(router: Router) -> Self {
-        Client { router, session: None, user: None, next_id: Arc::new(AtomicI64::new(1)) }
+        Client(TestClient::new(router).with_timeout(TIMEOUT))
     }
 
     /// The same client (router, session), as `user`.
     pub(crate) fn as_user(&self, user: UserInfo) -> Self {
-        Client { user: Some(user), ..self.clone() }
+        Client(self.0.acting_as(user))
     }
 
-    /// A POST of `message` with a conforming client's headers.
-    pub(crate) fn post_request(&self, message: &Value) -> Request<Body> {
-        let mut builder = Request::builder()
-            .method("POST")
-            .uri("/")
-            .header(header::HOST, "localhost")
-            .header(header::CONTENT_TYPE, "application/json")
-            .header(header::ACCEPT, "application/json, text/event-stream");
-        if let Some(session) = &self.session {
-            builder = builder.header("mcp-session-id", session);
-        }
-        let mut request = builder.body(Body::from(message.to_string())).unwrap();
-        if let Some(user) = &self.user {
-            request.extensions_mut().insert(user.clone());
-        }
-        request
+    /// The same client (session, identity), through another router.
+    pub(crate) fn via(&self, router: Router) -> Self {
+        Client(self.0.via(&TestClient::new(router)))
     }
 
     /// POSTs `message`, returning the response unread.
     pub(crate) async fn post(&self, message: &Value) -> Response<Body> {
-        within("a response", self.router.clone().oneshot(self.post_request(message))).await.unwrap()
-    }
-
-    /// POSTs `message` and reads a JSON reply.
-    pub(crate) async fn post_json(&self, message: &Value) -> Reply {
-        let response = self.post(message).await;
-        let status = response.status();
-        let bytes = within("a body", response.into_body().collect()).await.unwrap().to_bytes();
-        let body = serde_json::from_slice(&bytes)
-            .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&bytes)));
-        Reply { status, body }
+        self.0.post(message).await.unwrap()
     }
 
     /// Calls a method with a fresh id.
     pub(crate) async fn call(&self, method: &str, params: Value) -> Reply {
-        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        self.post_json(&rpc(id, method, params)).await
+        Reply(self.0.request(method, params).await.unwrap_or_else(|e| panic!("{e}")))
     }
 
     /// Calls a tool.
@@ -272,50 +248,23 @@ impl Client {
 
     /// Initializes with these client capabilities and keeps the session id.
     pub(crate) async fn initialize(&mut self, capabilities: Value) {
-        let params = json!({"protocolVersion": "2025-11-25", "capabilities": capabilities, "clientInfo": {"name": "tests", "version": "1"}});
-        let response = self.post(&rpc(0, "initialize", params)).await;
-        assert_eq!(response.status(), StatusCode::OK);
-        let session = response.headers().get("mcp-session-id").and_then(|v| v.to_str().ok()).map(str::to_owned);
-        self.session = session;
-        assert!(self.session.is_some(), "initialize gave a session");
-        let ack = self.post(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"})).await;
-        assert_eq!(ack.status(), StatusCode::ACCEPTED);
+        self.0.initialize(capabilities).await.unwrap_or_else(|e| panic!("{e}"));
+        assert!(self.0.session_id().is_some(), "initialize gave a session");
     }
 }
 
-/// Reads an SSE response event by event.
-pub(crate) struct Sse {
-    body: Body,
-    buffer: String,
-}
+/// The `testing` SSE reader, failing the test where it reports an error.
+pub(crate) struct Sse(SseStream);
 
 impl Sse {
     /// The reader of a response that must be an SSE stream.
     pub(crate) fn new(response: Response<Body>) -> Self {
-        assert_eq!(response.status(), StatusCode::OK);
-        let ct = response.headers().get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or_default();
-        assert!(ct.starts_with("text/event-stream"), "not SSE: {ct}");
-        Sse { body: response.into_body(), buffer: String::new() }
+        Sse(SseStream::from_response(response).unwrap_or_else(|e| panic!("{e}")).with_timeout(TIMEOUT))
     }
 
     /// The next JSON-RPC message on the stream.
     pub(crate) async fn next_message(&mut self) -> Value {
-        within("the next SSE message", async {
-            loop {
-                while let Some(end) = self.buffer.find("\n\n") {
-                    let block: String = self.buffer.drain(..end + 2).collect();
-                    let data: Vec<&str> =
-                        block.lines().filter_map(|l| l.strip_prefix("data:")).map(|d| d.trim_start()).collect();
-                    if !data.is_empty() {
-                        return serde_json::from_str(&data.join("\n")).expect("SSE data is JSON");
-                    }
-                }
-                let frame = self.body.frame().await.expect("the stream ended early").expect("the body reads");
-                if let Ok(data) = frame.into_data() {
-                    self.buffer.push_str(std::str::from_utf8(&data).unwrap());
-                }
-            }
-        })
-        .await
+        let event = self.0.next_event().await.unwrap_or_else(|e| panic!("{e}")).expect("the stream ended early");
+        event.json().expect("SSE data is JSON")
     }
 }
