@@ -3,7 +3,7 @@
 //! challenges, SSE streaming with progress, logs, elicitation and cancellation, the GET stream, and
 //! MCP 2026-07-28 served statelessly beside them),
 //! the connection handling of `serve_with` over real sockets, the stdio transport over in-memory
-//! pipes.
+//! pipes, and what the `testing` clients report.
 
 #[path = "server/support.rs"]
 mod support;
@@ -28,6 +28,8 @@ mod shared_sessions;
 mod stdio;
 #[path = "server/streaming.rs"]
 mod streaming;
+#[path = "server/testing_clients.rs"]
+mod testing_clients;
 #[path = "server/time_limits.rs"]
 mod time_limits;
 #[path = "server/tracing_spans.rs"]
