@@ -13,14 +13,13 @@ use axum::{Extension, Json, Router};
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use http::{Request, Response, Uri};
-use http_body_util::BodyExt;
 use jsonwebtoken::{Algorithm, EncodingKey, Header};
 use mirobody_auth::{AuthConfig, AuthMethod, Authenticator, McpEndpoint, personal_router, protected_resource_metadata};
 use mirobody_core::backend::BackendResult;
 use mirobody_core::{BackendError, SecretOwner, SecretStore, UserInfo};
+use mirobody_mcp::testing::TestClient;
 use serde_json::{Value, json};
 use subtle::ConstantTimeEq;
-use tower::ServiceExt;
 
 pub const BASE: &str = "http://mcp.test";
 pub const MCP_URL: &str = "http://mcp.test/mcp";
@@ -251,12 +250,15 @@ pub struct Reply {
     pub text: String,
 }
 
+/// Sends `request` as built (its Host and headers untouched) through mirobody-mcp's in-process
+/// test client, and reads the whole reply, JSON or not.
 pub async fn send(app: &Router, request: Request<Body>) -> Reply {
-    let response: Response<Body> = app.clone().oneshot(request).await.unwrap();
+    let client = TestClient::new(app.clone());
+    let response: Response<Body> = client.send(request).await.unwrap();
     let status = response.status().as_u16();
     let headers = response.headers().clone();
     let challenge = headers.get("www-authenticate").map(|v| v.to_str().unwrap().to_owned());
-    let bytes = response.into_body().collect().await.unwrap().to_bytes();
+    let bytes = client.read_body(response).await.unwrap();
     let text = String::from_utf8_lossy(&bytes).into_owned();
     let body = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
     Reply { status, challenge, headers, body, text }

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::Duration;
 
-use axum::body::Body;
+use axum::body::{Body, Bytes};
 use http::{HeaderMap, Method, Request, Response, StatusCode, header};
 use http_body_util::BodyExt;
 use mirobody_core::UserInfo;
@@ -59,8 +59,7 @@ impl JsonReply {
 
     async fn read_within(response: Response<Body>, timeout: Duration) -> Result<Self, TestError> {
         let (parts, body) = response.into_parts();
-        let bytes = within(timeout, "a response body", body.collect()).await?;
-        let bytes = bytes.map_err(|e| TestError::Body(e.to_string()))?.to_bytes();
+        let bytes = read_body_within(body, timeout).await?;
         Ok(JsonReply { status: parts.status, headers: parts.headers, body: parse_json(&bytes)? })
     }
 
@@ -267,6 +266,12 @@ impl TestClient {
         JsonReply::read_within(response, self.timeout).await
     }
 
+    /// Reads a response's whole body, whatever it holds (a route of the application beside the
+    /// endpoint may answer text), within this client's timeout.
+    pub async fn read_body(&self, response: Response<Body>) -> Result<Bytes, TestError> {
+        read_body_within(response.into_body(), self.timeout).await
+    }
+
     /// Sends a request of `method` with a fresh id and reads a JSON reply.
     pub async fn request(&self, method: &str, params: Value) -> Result<JsonReply, TestError> {
         self.read_json(self.request_unread(method, params).await?).await
@@ -363,6 +368,12 @@ impl TestClient {
         }
         request
     }
+}
+
+/// A body read whole, waiting at most `timeout`.
+async fn read_body_within(body: Body, timeout: Duration) -> Result<Bytes, TestError> {
+    let collected = within(timeout, "a response body", body.collect()).await?;
+    Ok(collected.map_err(|e| TestError::Body(e.to_string()))?.to_bytes())
 }
 
 /// The param 2026-07-28 mirrors into `Mcp-Name` for this method, if any.
