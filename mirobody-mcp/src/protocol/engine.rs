@@ -463,7 +463,9 @@ impl McpEngine {
             .mcp_entries()
             .skip(start)
             .filter(|(t, _)| {
-                (include_auth || !t.is_auth()) && !(hides_session_tools && t.is_session_required()) && self.visible(user, t)
+                (include_auth || !t.is_auth())
+                    && !(hides_session_tools && t.is_session_required())
+                    && self.visible(user, t)
             })
             .take(page_size + 1)
             .collect();
