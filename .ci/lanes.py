@@ -18,7 +18,7 @@ import sys
 import tomllib
 from pathlib import Path
 
-RUNNING = re.compile(r"^\s*Running (?:\S+ )?\((?P<executable>[^)]+)\)\s*$")
+RUNNING = re.compile(r"^\s*Running .*\((?P<executable>[^()]+)\)\s*$")
 DOC_TESTS = re.compile(r"^\s*Doc-tests ")
 
 
