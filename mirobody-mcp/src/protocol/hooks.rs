@@ -4,12 +4,13 @@
 //! [`UserInfo`] in the request's extensions (mirobody-auth's `AuthLayer` does, from a bearer
 //! token or a personal secret); a request without one is anonymous. Per engine, the
 //! application's policies and state, on [`McpEngineBuilder`](super::McpEngineBuilder): each
-//! policy is a small trait with one method, which a closure of the same shape implements, as
-//! tower's `Service` is implemented by `service_fn`:
+//! policy is a small trait, and the first two are implemented by a closure of the same shape,
+//! as tower's `Service` is implemented by `service_fn`:
 //!
 //! - [`ToolVisibility`]: which tools a caller may see and call;
 //! - [`ResourceLister`]: the caller's own resources in `resources/list`;
-//! - [`AccessLog`](mirobody_core::AccessLog): a record of every call and read;
+//! - [`AccessLog`](mirobody_core::AccessLog): a record of every call and read (implemented
+//!   by a type of the application's: no closure implements it);
 //! - and the application's state for its tools, with
 //!   [`extension`](super::McpEngineBuilder::extension).
 
