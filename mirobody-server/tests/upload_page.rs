@@ -20,6 +20,7 @@ fn browser_dir() -> &'static Path {
 
 // Installs what the browser test needs, or says why it cannot.
 fn set_up() -> Result<(), String> {
+    mirobody_testkit::peers_off()?;
     let output = Command::new("bash").arg("setup.sh").current_dir(browser_dir()).output().map_err(|e| e.to_string())?;
     if output.status.success() { Ok(()) } else { Err(String::from_utf8_lossy(&output.stderr).trim().to_owned()) }
 }
