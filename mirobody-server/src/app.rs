@@ -15,7 +15,7 @@ use mirobody_auth::{Authenticator, ExposeSecret, McpEndpoint, SecretString};
 use mirobody_core::{
     PromptRegistry, Registry, ResourceError, ResourceInfo, ResourceRegistry, Tool, ToolContext, UserInfo,
 };
-use mirobody_tools::backends::{self, OpenedBackends};
+use mirobody_store::OpenedBackends;
 
 use crate::config::{Config, ToolSettings};
 use mirobody_mcp::http::McpHttp;
@@ -32,7 +32,7 @@ pub enum AppError {
     Catalog(#[from] mirobody_core::DuplicateEntry),
     /// A backend could not be opened.
     #[error("backends.{0}")]
-    Backends(#[from] backends::OpenError),
+    Backends(#[from] mirobody_store::OpenError),
     /// The auth configuration is not usable.
     #[error("auth: {0}")]
     Auth(#[from] mirobody_auth::AuthConfigError),
@@ -106,7 +106,7 @@ pub fn resolved(config: &Config) -> Result<Config, AppError> {
     let mut config = config.clone();
     // The store keeps the per-person bounds where it writes.
     config.backends.quotas = config.quotas.store_quotas();
-    if config.backends.signed_url_base == backends::BackendConfig::default().signed_url_base {
+    if config.backends.signed_url_base == mirobody_store::BackendConfig::default().signed_url_base {
         config.backends.signed_url_base = format!("{}{}/files", config.base_url(), config.uri_prefix);
     }
     let auth = &config.auth;
@@ -141,7 +141,7 @@ fn embedded_token_key(data_dir: &Path) -> Result<String, String> {
             Err(_) => {}
         }
         let key = mirobody_auth::generate_secret().map_err(|e| e.to_string())?.expose().to_owned();
-        match backends::write_private_atomically(&path, key.as_bytes()) {
+        match mirobody_store::write_private_atomically(&path, key.as_bytes()) {
             Ok(()) => return Ok(key),
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
             Err(e) => return Err(format!("cannot write {}: {e}", path.display())),
@@ -164,7 +164,7 @@ pub async fn build(config: &Config) -> Result<Server, AppError> {
 /// [`build`] with a deployment's own `tools`, which replace built-ins of the same name
 /// ([`registry_with`]).
 pub async fn build_with(config: &Config, tools: &[Tool]) -> Result<Server, AppError> {
-    let opened = Arc::new(backends::open(&config.backends).await?);
+    let opened = Arc::new(mirobody_store::open(&config.backends).await?);
     let endpoint = endpoint(config);
     // One permission model for the tools and the routes: the registry needs the configured
     // scopes of its tools, and the routes the scopes the tools declare.
@@ -187,7 +187,7 @@ pub async fn build_with(config: &Config, tools: &[Tool]) -> Result<Server, AppEr
     let mut link_settings = config.uploads.link_settings();
     link_settings.upload_time = config.http.request_body_timeout.saturating_add(std::time::Duration::from_secs(300));
     let upload_links = mirobody_tools::upload_links::UploadLinks::new(
-        Arc::clone(opened.sql()),
+        opened.health(),
         format!("{}{}/upload", config.base_url(), config.uri_prefix),
         link_settings,
     );
@@ -284,7 +284,7 @@ pub async fn build_with(config: &Config, tools: &[Tool]) -> Result<Server, AppEr
 async fn readyz(State(backends): State<Arc<OpenedBackends>>) -> Response {
     let readiness = backends.readiness(std::time::Duration::from_secs(2)).await;
     let status = if readiness.is_ready() { StatusCode::OK } else { StatusCode::SERVICE_UNAVAILABLE };
-    let check = |result: &Result<(), mirobody_tools::backends::NotReady>| match result {
+    let check = |result: &Result<(), mirobody_store::NotReady>| match result {
         Ok(()) => serde_json::json!("ok"),
         Err(why) => serde_json::json!({"error": why.to_string()}),
     };

@@ -194,7 +194,7 @@ pub async fn run_upload_link(
 /// Runs `import`, writing what happened to `out`; the process exit code (1 when anything was
 /// refused, 2 when the file cannot be read).
 pub async fn run_import(
-    sql: &mirobody_tools::backends::SqlStore,
+    sql: &dyn mirobody_health::HealthData,
     format: ImportFormat,
     file: &std::path::Path,
     user: &str,
@@ -208,9 +208,9 @@ pub async fn run_import(
         }
     };
     let response = match format {
-        ImportFormat::Csv => mirobody_tools::import::import_csv(sql, user, &text).await,
+        ImportFormat::Csv => mirobody_health::import::import_csv(sql, user, &text).await,
         ImportFormat::Fhir => match serde_json::from_str(&text) {
-            Ok(body) => mirobody_tools::import::import_fhir(sql, user, &body).await,
+            Ok(body) => mirobody_health::import::import_fhir(sql, user, &body).await,
             Err(e) => {
                 writeln!(out, "{} is not JSON: {e}", file.display())?;
                 return Ok(2);
@@ -235,7 +235,7 @@ pub async fn run_import(
 /// Runs a `circle` subcommand, writing the outcome to `out`; the process exit code (1 when
 /// there was nothing to act on, 2 when the store refused).
 pub async fn run_circle(
-    sql: &mirobody_tools::backends::SqlStore,
+    sql: &dyn mirobody_health::HealthData,
     action: CircleCommand,
     out: &mut impl std::io::Write,
 ) -> std::io::Result<i32> {

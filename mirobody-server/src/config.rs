@@ -9,7 +9,7 @@ use serde::Deserialize;
 use serde_yaml_ng::{Mapping, Value};
 
 use mirobody_auth::{AuthConfig, ExposeSecret, SecretString};
-use mirobody_tools::backends::BackendConfig;
+use mirobody_store::BackendConfig;
 
 use mirobody_mcp::http::HttpOptions;
 use mirobody_mcp::{McpOptions, ServeOptions, ServerInfo, TaskOptions};

@@ -9,6 +9,7 @@
 //! its ratio to the baseline, measured interleaved. `MIROBODY_BENCH_DIR=<folder>` keeps the
 //! data set there and reuses it on the next run.
 
+use mirobody_health::prelude::*;
 use std::hint::black_box;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -16,8 +17,8 @@ use std::time::{Duration, Instant};
 use criterion::{Criterion, criterion_group, criterion_main};
 use mirobody_core::backend::NewMemory;
 use mirobody_core::{Registry, ToolContext, UserInfo};
-use mirobody_tools::backends::{BackendConfig, OpenedBackends, StorageConfig, open};
-use mirobody_tools::health::FileRecord;
+use mirobody_store::{BackendConfig, OpenedBackends, StorageConfig, open};
+use mirobody_health::FileRecord;
 use serde_json::{Value, json};
 
 const OTHER_USERS: usize = 900;

@@ -39,7 +39,7 @@ fn escape(text: &str) -> String {
 }
 
 fn short(text: &str, max: usize) -> String {
-    let (cut, truncated) = crate::text::cap_chars(text, max);
+    let (cut, truncated) = mirobody_health::text::cap_chars(text, max);
     if truncated { format!("{cut}…") } else { cut.to_owned() }
 }
 

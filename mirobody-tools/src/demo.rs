@@ -7,8 +7,8 @@ use mirobody_core::backend::NewMemory;
 use serde::Serialize;
 use serde_json::{Value, json};
 
-use crate::backends::OpenedBackends;
-use crate::text::{now_ms, rfc3339};
+use mirobody_store::OpenedBackends;
+use mirobody_health::text::{now_ms, rfc3339};
 
 /// The demo user's id.
 pub const DEMO_USER: &str = "demo";
@@ -86,6 +86,7 @@ fn clinic_records() -> Vec<Value> {
 /// and a few memories. Needs object storage for the files (they are skipped without it).
 pub async fn load_demo(backends: &OpenedBackends) -> Result<DemoInfo, mirobody_core::BackendError> {
     let sql = backends.sql();
+    let health = backends.health();
     let members = vec![
         ("demo-mom".to_owned(), "Mom".to_owned(), true),
         ("demo-dad".to_owned(), "Dad".to_owned(), true),
@@ -103,17 +104,17 @@ pub async fn load_demo(backends: &OpenedBackends) -> Result<DemoInfo, mirobody_c
         });
     }
 
-    sql.upsert_user(DEMO_USER, Some("Alex Demo"), Some("alex@example.com")).await?;
+    health.upsert_user(DEMO_USER, Some("Alex Demo"), Some("alex@example.com")).await?;
     for (id, name, email) in [
         ("demo-mom", "Ann Demo", "ann@example.com"),
         ("demo-dad", "Bob Demo", "bob@example.com"),
         ("demo-sam", "Sam Demo", "sam@example.com"),
     ] {
-        sql.upsert_user(id, Some(name), Some(email)).await?;
+        health.upsert_user(id, Some(name), Some(email)).await?;
     }
     for (id, nickname, shares) in &members {
         if *shares {
-            sql.share_health(id, DEMO_USER, Some(nickname)).await?;
+            health.share_health(id, DEMO_USER, Some(nickname)).await?;
         }
     }
 
@@ -135,7 +136,7 @@ pub async fn load_demo(backends: &OpenedBackends) -> Result<DemoInfo, mirobody_c
     // Through the import a person's application uses (`POST /fhir`).
     let export: Vec<Value> = mine.into_iter().chain(clinic_records()).map(|r| json!({"resource": r})).collect();
     let export = json!({"resourceType": "Bundle", "type": "transaction", "entry": export});
-    let imported = crate::import::import_fhir(sql, DEMO_USER, &export).await;
+    let imported = mirobody_health::import::import_fhir(health.as_ref(), DEMO_USER, &export).await;
     if imported.status >= 400 {
         return Err(mirobody_core::BackendError::new(format!("the demo's FHIR import failed: {}", imported.body)));
     }
@@ -144,13 +145,13 @@ pub async fn load_demo(backends: &OpenedBackends) -> Result<DemoInfo, mirobody_c
         .map(|d| blood_pressure(128.0 + (d % 3) as f64 * 4.0, 82.0 + (d % 2) as f64 * 3.0, now - d * DAY_MS))
         .chain((0..7i64).map(|d| quantity("2339-0", "Glucose", 96.0 + (d * 5 % 13) as f64, "mg/dL", now - d * DAY_MS)))
         .collect();
-    observations += sql.add_observations("demo-mom", &mom).await?.len();
+    observations += health.add_observations("demo-mom", &mom).await?.len();
     let dad: Vec<Value> = (0..7i64)
         .map(|d| quantity("8867-4", "Heart rate", 70.0 + d as f64, "beats/minute", now - d * DAY_MS))
         .collect();
-    observations += sql.add_observations("demo-dad", &dad).await?.len();
+    observations += health.add_observations("demo-dad", &dad).await?.len();
     let sam = vec![quantity("8867-4", "Heart rate", 58.0, "beats/minute", now)];
-    observations += sql.add_observations("demo-sam", &sam).await?.len();
+    observations += health.add_observations("demo-sam", &sam).await?.len();
 
     let mut files = Vec::new();
     if backends.storage().is_some() {

@@ -7,30 +7,21 @@
 //!   gives one of them. To add a tool, copy `src/tools/echo.rs` (it is written to be copied)
 //!   and name the new file in `src/tools/mod.rs`.
 //! - [`resources`]: `info://server` and the caller's uploads as `file://{file_key}`.
-//! - [`backends`]: the implementations of core's backend traits: SQLite (default) or
-//!   PostgreSQL through sqlx, object storage (local or S3), an in-process cache or Redis;
-//!   [`backends::open`] sets them up from a [`backends::BackendConfig`].
-//! - [`health`]: the health store the tools read ([`health::HealthStore`]), which reaches
-//!   them through the context's extensions.
 //! - [`uploads`]: storing a person's uploads and reading their text (`extract/`);
 //!   [`upload_links`]: the links to the upload page.
-//! - [`import`]: FHIR R4 and CSV imports (`fhir/` reads them; `indicators.rs` knows the
-//!   common names of indicators).
 //! - [`demo`]: a demo user with a care circle, observations, files and memories.
+//!
+//! The tools read and write through the traits of `mirobody-health` (the health store
+//! reaches them through the context's extensions); `mirobody-store` implements them, and
+//! holds the object storage uploads are kept in.
 
-pub mod backends;
 mod chart;
 pub mod cpu;
 pub mod demo;
 pub mod extract;
-mod fhir;
 mod file_names;
-pub mod health;
-pub mod import;
-mod indicators;
 pub mod reading;
 pub mod resources;
-mod text;
 mod tools;
 pub mod upload_links;
 pub mod uploads;

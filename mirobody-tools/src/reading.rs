@@ -16,9 +16,9 @@ use std::time::Duration;
 use futures::FutureExt;
 use tokio::sync::{Notify, broadcast};
 
-use crate::backends::OpenedBackends;
+use mirobody_store::OpenedBackends;
 use crate::extract::{ContentKind, Extractor};
-use crate::health::{FileRecord, HealthStore, TextState};
+use mirobody_health::{FileRecord, TextState};
 
 /// How long a claim on a file holds before another reader may take it.
 const CLAIM_LEASE: Duration = Duration::from_secs(300);
@@ -145,7 +145,7 @@ impl TextReader {
     /// `owner`'s file `file_key` once its text is settled, or as it stands after `wait`.
     pub async fn settled(&self, owner: &str, file_key: &str, wait: Duration) -> Option<FileRecord> {
         let mut settled = self.shared.settled.subscribe();
-        let read = || async { self.shared.backends.sql().file(owner, file_key).await.ok().flatten() };
+        let read = || async { self.shared.backends.health().file(owner, file_key).await.ok().flatten() };
         let deadline = tokio::time::Instant::now() + wait;
         loop {
             let file = read().await?;
@@ -163,7 +163,7 @@ impl TextReader {
 
     // Queues every owner with waiting files in the store.
     async fn queue_waiting(&self) {
-        match self.shared.backends.sql().owners_waiting_for_text().await {
+        match self.shared.backends.health().owners_waiting_for_text().await {
             Ok(owners) => {
                 let mut turns = self.shared.turns.lock().unwrap_or_else(|p| p.into_inner());
                 for owner in &owners {
@@ -222,7 +222,7 @@ impl Drop for Turn<'_> {
 
 // Reads `owner`'s next waiting file; whether they may have more.
 async fn read_one(shared: &Shared, owner: &str) -> bool {
-    let sql = shared.backends.sql();
+    let sql = shared.backends.health();
     let lease = i64::try_from(CLAIM_LEASE.as_millis()).unwrap_or(i64::MAX);
     let mut claimed = None;
     for _ in 0..CLAIM_TRIES {

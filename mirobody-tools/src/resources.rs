@@ -16,10 +16,10 @@ use mirobody_core::{
 };
 use serde_json::json;
 
-use crate::text::{cap_chars, is_text_like};
+use mirobody_health::text::{cap_chars, is_text_like};
 use crate::tools::{MAX_INLINE_CHARS, original_key};
 
-use crate::health::health_store;
+use mirobody_health::health_store;
 
 /// The largest file returned as a base64 `blob` by `resources/read`; larger ones are refused
 /// with a pointer to `read_file`, which gives a signed URL.
@@ -62,7 +62,7 @@ async fn read_upload(
 ) -> Result<Vec<ResourceContents>, ResourceError> {
     let owner = user.user_id().ok_or_else(|| ResourceError::Unauthenticated(uri.to_owned()))?;
     let not_found = || ResourceError::NotFound(uri.to_owned());
-    if !crate::backends::valid_key(key) {
+    if !mirobody_store::valid_key(key) {
         return Err(not_found());
     }
     let db = health_store(ctx).map_err(|e| ResourceError::Failed(e.to_string()))?;

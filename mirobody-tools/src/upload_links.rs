@@ -14,8 +14,8 @@ use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use sha2::{Digest, Sha256};
 
-use crate::backends::{LinkInsert, SqlStore, UploadLinkRow};
-use crate::text::now_ms;
+use mirobody_health::{LinkInsert, UploadLinkRow, UploadLinkStore};
+use mirobody_health::text::now_ms;
 
 /// Random bytes in a link's id (192 bits).
 const ID_BYTES: usize = 24;
@@ -113,10 +113,10 @@ fn backend(e: mirobody_core::backend::BackendError) -> LinkError {
     LinkError::Backend(e.to_string())
 }
 
-/// The links to the upload page, kept in the SQL store. Cheap to clone.
+/// The links to the upload page, kept in an [`UploadLinkStore`]. Cheap to clone.
 #[derive(Clone)]
 pub struct UploadLinks {
-    store: Arc<SqlStore>,
+    store: Arc<dyn UploadLinkStore>,
     base: String,
     settings: LinkSettings,
 }
@@ -142,7 +142,7 @@ fn well_formed(id: &str) -> bool {
 impl UploadLinks {
     /// Links to the page at `base` (for example `https://mirobody.example/upload`), kept in
     /// `store`.
-    pub fn new(store: Arc<SqlStore>, base: impl Into<String>, settings: LinkSettings) -> Self {
+    pub fn new(store: Arc<dyn UploadLinkStore>, base: impl Into<String>, settings: LinkSettings) -> Self {
         UploadLinks { store, base: base.into().trim_end_matches('/').to_owned(), settings }
     }
 
@@ -247,7 +247,7 @@ impl UploadLinks {
 /// One use of a link, taken for an upload in progress.
 #[must_use = "keep the use when the file was stored, give it back when not"]
 pub struct LinkUse {
-    store: Arc<SqlStore>,
+    store: Arc<dyn UploadLinkStore>,
     hash: [u8; 32],
     user: String,
     uses_left: u64,

@@ -9,12 +9,13 @@ use std::sync::Arc;
 
 use serde::Serialize;
 
-use crate::backends::{FileQuota, OpenedBackends};
+use mirobody_health::FileQuota;
+use mirobody_store::OpenedBackends;
 use crate::extract::{self, ContentKind};
 pub use crate::file_names::{MAX_FILENAME_CHARS, clean_filename};
-use crate::health::{FileRecord, TextState};
+use mirobody_health::{FileRecord, TextState};
 use crate::reading::TextReader;
-use crate::text::{hex, now_ms, rfc3339};
+use mirobody_health::text::{now_ms, rfc3339};
 
 /// How much one person may upload, and how large one file may be.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -191,7 +192,7 @@ pub async fn store_upload(
         other => UploadError::UnsupportedType(other.to_string()),
     })?;
     let storage = backends.storage().ok_or(UploadError::NoStorage)?;
-    let sql = backends.sql();
+    let sql = backends.health();
     let backend = |e: mirobody_core::backend::BackendError| UploadError::Backend(e.to_string());
     // A first look, to refuse before the bytes are written; the insert below holds the line.
     let (files, used) = sql.file_usage(owner).await.map_err(backend)?;
@@ -204,7 +205,7 @@ pub async fn store_upload(
 
     let mut random = [0u8; 16];
     rand::RngCore::fill_bytes(&mut rand::rng(), &mut random);
-    let file_key = format!("up-{}{}", hex(&random), extension(sniffed.kind, sniffed.mime));
+    let file_key = format!("up-{}{}", hex::encode(random), extension(sniffed.kind, sniffed.mime));
     let is_document = matches!(sniffed.kind, ContentKind::Pdf | ContentKind::Docx);
     // Text kinds need no parser: their text is the bytes, read here.
     let text = if is_document { None } else { extract::extract_text(sniffed.kind, &bytes).ok().flatten() };

@@ -209,7 +209,7 @@ async fn borrowed(
     extra: Option<&Value>,
     ctx: &ToolContext<'_>,
 ) -> Value {
-    let db = mirobody_tools::health::health_store(ctx).err().map(|e| e.to_string());
+    let db = mirobody_health::health_store(ctx).err().map(|e| e.to_string());
     json!({
         "text": text, "sum": numbers.iter().sum::<i64>(), "note": note, "metric": format!("{metric:?}"),
         "metrics": metrics.map(|m| m.iter().map(|m| format!("{m:?}")).collect::<Vec<_>>()),

@@ -20,7 +20,7 @@ pub struct QuotaSettings {
 
 impl Default for QuotaSettings {
     fn default() -> Self {
-        let store = mirobody_tools::backends::StoreQuotas::default();
+        let store = mirobody_store::StoreQuotas::default();
         QuotaSettings {
             max_memories_per_user: store.max_memories_per_user,
             max_invitations_per_user: store.max_pending_invitations_per_user,
@@ -31,8 +31,8 @@ impl Default for QuotaSettings {
 
 impl QuotaSettings {
     /// The bounds the store keeps.
-    pub fn store_quotas(&self) -> mirobody_tools::backends::StoreQuotas {
-        let mut quotas = mirobody_tools::backends::StoreQuotas::default();
+    pub fn store_quotas(&self) -> mirobody_store::StoreQuotas {
+        let mut quotas = mirobody_store::StoreQuotas::default();
         quotas.max_memories_per_user = self.max_memories_per_user;
         quotas.max_pending_invitations_per_user = self.max_invitations_per_user;
         quotas.max_observations_per_user = self.max_observations_per_user;

@@ -80,7 +80,7 @@ async fn overview(State(routes): State<Routes>, request: Request<Body>) -> Respo
         Ok(user) => user,
         Err(refusal) => return refusal,
     };
-    match routes.backends().sql().circle(&user).await {
+    match routes.backends().health().circle(&user).await {
         Ok(circle) => axum::Json(circle).into_response(),
         Err(e) => backend_error(e),
     }
@@ -95,7 +95,7 @@ async fn invite(State(routes): State<Routes>, request: Request<Body>) -> Respons
         Ok(body) => body,
         Err(refusal) => return refusal,
     };
-    match routes.backends().sql().invite_within_quota(&owner, &body.invitee, body.nickname.as_deref()).await {
+    match routes.backends().health().invite_within_quota(&owner, &body.invitee, body.nickname.as_deref()).await {
         Ok(Ok(id)) => {
             tracing::info!(owner, invite = id, "care-circle invitation");
             (StatusCode::CREATED, axum::Json(json!({"id": id}))).into_response()
@@ -117,10 +117,10 @@ async fn accept(State(routes): State<Routes>, Path(id): Path<i64>, request: Requ
         Ok(body) => body,
         Err(refusal) => return refusal,
     };
-    if body.nickname.as_ref().is_some_and(|n| n.chars().count() > mirobody_tools::backends::MAX_INVITEE_CHARS) {
+    if body.nickname.as_ref().is_some_and(|n| n.chars().count() > mirobody_store::MAX_INVITEE_CHARS) {
         return error(StatusCode::BAD_REQUEST, "The nickname is too long.");
     }
-    match routes.backends().sql().accept_invite(&user, id, body.nickname.as_deref()).await {
+    match routes.backends().health().accept_invite(&user, id, body.nickname.as_deref()).await {
         Ok(Some(owner)) => {
             tracing::info!(reader = user, owner, invite = id, "care-circle invitation accepted");
             axum::Json(json!({"owner": owner})).into_response()
@@ -135,7 +135,7 @@ async fn drop_invite(State(routes): State<Routes>, Path(id): Path<i64>, request:
         Ok(user) => user,
         Err(refusal) => return refusal,
     };
-    match routes.backends().sql().drop_invite(&user, id).await {
+    match routes.backends().health().drop_invite(&user, id).await {
         Ok(true) => axum::Json(json!({"dropped": true})).into_response(),
         Ok(false) => error(StatusCode::NOT_FOUND, "No such invitation of yours."),
         Err(e) => backend_error(e),
@@ -147,7 +147,7 @@ async fn leave(State(routes): State<Routes>, Path(other): Path<String>, request:
         Ok(user) => user,
         Err(refusal) => return refusal,
     };
-    match routes.backends().sql().leave_circle(&user, &other).await {
+    match routes.backends().health().leave_circle(&user, &other).await {
         Ok(revoked) => {
             tracing::info!(user, other, revoked, "care-circle sharing ended");
             axum::Json(json!({"revoked": revoked})).into_response()

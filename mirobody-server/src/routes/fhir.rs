@@ -8,7 +8,7 @@ use axum::extract::State;
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use http::{HeaderValue, Request, StatusCode, header};
-use mirobody_tools::import::{self, ImportResponse};
+use mirobody_health::import::{self, ImportResponse};
 use serde_json::Value;
 
 use super::Routes;
@@ -67,12 +67,12 @@ async fn receive(routes: Routes, request: Request<Body>, observation_only: bool)
     };
     // Run to its end in a task of its own, holding its memory: a client that hangs up
     // mid-import must not leave half of it stored (a failed import deletes what it wrote).
-    let sql = std::sync::Arc::clone(routes.backends().sql());
+    let sql = routes.backends().health();
     let importer = owner.clone();
     let imported = tokio::spawn(async move {
         let _held = (tree_memory, _body_memory);
         match import::CheckedJson::check(&bytes) {
-            Ok(checked) => import::import_fhir_checked(&sql, &importer, checked, observation_only).await,
+            Ok(checked) => import::import_fhir_checked(sql.as_ref(), &importer, checked, observation_only).await,
             Err(refused) => refused,
         }
     });

@@ -23,7 +23,7 @@ use axum::response::{IntoResponse, Response};
 use http::{HeaderValue, Request, StatusCode, header};
 use mirobody_auth::{AuthError, AuthMethod, Authenticator};
 use mirobody_core::UserInfo;
-use mirobody_tools::backends::OpenedBackends;
+use mirobody_store::OpenedBackends;
 use mirobody_tools::upload_links::UploadLinks;
 use mirobody_tools::uploads::Uploader;
 use serde_json::json;

@@ -85,7 +85,7 @@ fn answer(content: &Value, options: &[String]) -> Option<Value> {
     let mut out = Map::new();
     out.insert("selected".into(), json!(selected));
     if let Some(other) = other {
-        out.insert("other".into(), json!(crate::text::cap_chars(other, MAX_OTHER_CHARS).0));
+        out.insert("other".into(), json!(mirobody_health::text::cap_chars(other, MAX_OTHER_CHARS).0));
     }
     Some(Value::Object(out))
 }

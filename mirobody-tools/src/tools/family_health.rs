@@ -2,7 +2,7 @@
 //! shares their health data with the caller.
 //!
 //! A member is named as upstream names them (see [`member`](super::member)); the read itself
-//! re-checks access ([`HealthStore::observations`](crate::health::HealthStore::observations)
+//! re-checks access ([`HealthStore::observations`](mirobody_health::HealthStore::observations)
 //! takes the reader).
 
 use mirobody_core::{ToolContext, ToolError, ToolResult, UserInfo, tool};
@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 use super::member;
 use super::{caller, fail};
 
-use crate::health::health_store;
+use mirobody_health::health_store;
 
 /// The default and the bounds of `count`.
 const DEFAULT_COUNT: i64 = 20;

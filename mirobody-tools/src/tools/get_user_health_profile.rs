@@ -9,7 +9,7 @@ use mirobody_core::{ToolContext, ToolError, ToolResult, UserInfo, tool};
 use serde_json::{Value, json};
 
 use super::{caller, fail, member, query};
-use crate::health::health_store;
+use mirobody_health::health_store;
 
 /// The user's health profile: the latest value of each indicator they have data for, their
 /// conditions, medications and allergies, and the dates their data covers. Call it first to see

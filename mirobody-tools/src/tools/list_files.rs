@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 
 use super::{caller, fail};
 
-use crate::health::{TextState, health_store};
+use mirobody_health::{TextState, health_store};
 
 /// The most files listed.
 pub(crate) const MAX_FILES: usize = 200;

@@ -9,7 +9,7 @@
 use mirobody_core::{ToolError, UserInfo};
 
 use super::fail;
-use crate::health::{CircleMember, HealthStore};
+use mirobody_health::{CircleMember, HealthStore};
 
 /// Words that name the caller.
 const SELF_WORDS: [&str; 6] = ["me", "self", "myself", "i", "my", "mine"];

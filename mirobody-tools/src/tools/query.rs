@@ -5,9 +5,9 @@ use mirobody_core::{ToolContext, ToolError};
 use serde::Serialize;
 use serde_json::{Value, json};
 
-use crate::health::IndicatorSummary;
-use crate::indicators;
-use crate::text::parse_time_ms;
+use mirobody_health::IndicatorSummary;
+use mirobody_health::indicators;
+use mirobody_health::text::parse_time_ms;
 use crate::upload_links::UploadLinks;
 
 /// The most names one query takes.
@@ -111,7 +111,7 @@ impl NothingFound {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::text::rfc3339;
+    use mirobody_health::text::rfc3339;
 
     fn summary(code: &str, display: &str) -> IndicatorSummary {
         IndicatorSummary {

@@ -12,9 +12,9 @@ use mirobody_core::{ToolContext, ToolError, ToolResult, UserInfo, tool};
 use serde_json::json;
 
 use super::{caller, fail};
-use crate::text::{cap_chars, is_text_like};
+use mirobody_health::text::{cap_chars, is_text_like};
 
-use crate::health::{TextState, health_store};
+use mirobody_health::{TextState, health_store};
 use crate::uploads::Uploader;
 
 /// The most characters returned inline.
@@ -51,7 +51,7 @@ async fn read_file(
     if key.is_empty() {
         return Err(ToolError::new("read_file requires a 'file_key' (see list_files)."));
     }
-    if key.len() > MAX_KEY_LEN || !crate::backends::valid_key(key) {
+    if key.len() > MAX_KEY_LEN || !mirobody_store::valid_key(key) {
         return Err(ToolError::new("That is not a file_key this server uses; call list_files for the keys."));
     }
     let offset = usize::try_from(offset)

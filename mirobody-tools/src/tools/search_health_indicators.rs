@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 
 use super::query::{self, matches};
 use super::{caller, fail, member};
-use crate::health::health_store;
+use mirobody_health::health_store;
 
 /// Find which health indicators (lab results, vital signs, wearable data) the user has data for.
 /// Matches LOINC codes, names and common names ("blood sugar" finds glucose, "BP" blood pressure).
@@ -39,7 +39,7 @@ async fn search_health_indicators(
     let mut found: Vec<Value> = Vec::new();
     let mut not_found: Vec<&str> = Vec::new();
     for keyword in &keywords {
-        let hits: Vec<&crate::health::IndicatorSummary> = all.iter().filter(|s| matches(s, keyword)).collect();
+        let hits: Vec<&mirobody_health::IndicatorSummary> = all.iter().filter(|s| matches(s, keyword)).collect();
         if hits.is_empty() {
             not_found.push(keyword);
         }

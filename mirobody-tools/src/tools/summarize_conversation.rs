@@ -9,9 +9,9 @@ use mirobody_core::{ToolContext, ToolError, ToolResult, UserInfo, tool};
 use serde_json::json;
 
 use super::{caller, fail};
-use crate::text::cap_chars;
+use mirobody_health::text::cap_chars;
 
-use crate::health::health_store;
+use mirobody_health::health_store;
 
 /// The most characters kept.
 pub(crate) const MAX_SUMMARY_CHARS: usize = 200;

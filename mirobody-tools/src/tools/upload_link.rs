@@ -11,7 +11,7 @@ use mirobody_core::{ToolContext, ToolError, ToolResult, UserInfo, tool};
 use serde_json::json;
 
 use super::caller;
-use crate::text::rfc3339;
+use mirobody_health::text::rfc3339;
 use crate::upload_links::UploadLinks;
 
 /// When the user asks to upload health documents (PDF or Word lab reports and letters, text, CSV or

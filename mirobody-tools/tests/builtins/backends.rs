@@ -2,15 +2,16 @@
 //! a fresh schema (when `MIROBODY_TEST_POSTGRES_URL` is set); each cache test on the
 //! in-process cache and on Redis (when `MIROBODY_TEST_REDIS_URL` is set).
 
+use mirobody_health::prelude::*;
 use std::time::Duration;
 
 use mirobody_core::backend::NewMemory;
 use mirobody_core::{
     AccessKind, AccessLog, AccessOutcome, Cache, Memory, SecretStore, TaskRecord, TaskState, TaskStore,
 };
-use mirobody_tools::backends::{Dialect, MemoryCache, RedisCache, SqlStore};
-use mirobody_tools::health::FileRecord;
-use mirobody_tools::health::HealthStore;
+use mirobody_store::{Dialect, MemoryCache, RedisCache, SqlStore};
+use mirobody_health::FileRecord;
+use mirobody_health::HealthStore;
 use serde_json::json;
 
 use crate::support::{Env, external, unique};
@@ -23,7 +24,7 @@ macro_rules! on_both_databases {
                 #[tokio::test]
                 async fn $name() {
                     let env = crate::support::Env::sqlite().await;
-                    assert_eq!(env.backends.sql().dialect(), mirobody_tools::backends::Dialect::Sqlite);
+                    assert_eq!(env.backends.sql().dialect(), mirobody_store::Dialect::Sqlite);
                     super::$name(env.backends.sql()).await;
                 }
             )*
@@ -33,7 +34,7 @@ macro_rules! on_both_databases {
                 #[tokio::test]
                 async fn $name() {
                     let Some(env) = crate::support::Env::postgres(concat!("postgres::", stringify!($name))).await else { return };
-                    assert_eq!(env.backends.sql().dialect(), mirobody_tools::backends::Dialect::Postgres);
+                    assert_eq!(env.backends.sql().dialect(), mirobody_store::Dialect::Postgres);
                     super::$name(env.backends.sql()).await;
                 }
             )*
@@ -167,12 +168,12 @@ async fn imports_store_each_resource_once_and_feed_the_queries(db: &SqlStore) {
         {"resource": glucose("c", 6.0, "mmol/L", "2026-03-01T08:00:00Z")},
         {"resource": {"resourceType": "Condition", "id": "d", "code": {"text": "Asthma"}}},
     ]});
-    let first = mirobody_tools::import::import_fhir(db, "alice", &bundle).await;
+    let first = mirobody_health::import::import_fhir(db, "alice", &bundle).await;
     assert_eq!((first.status, first.summary.created), (200, 4), "{:?}", first.body);
-    let again = mirobody_tools::import::import_fhir(db, "alice", &bundle).await;
+    let again = mirobody_health::import::import_fhir(db, "alice", &bundle).await;
     assert_eq!((again.summary.created, again.summary.unchanged), (0, 4));
     // Another person's import of the same resources is theirs alone.
-    assert_eq!(mirobody_tools::import::import_fhir(db, "bob", &bundle).await.summary.created, 4);
+    assert_eq!(mirobody_health::import::import_fhir(db, "bob", &bundle).await.summary.created, 4);
 
     let indicators = db.indicators("alice", "alice").await.unwrap().unwrap();
     let units: Vec<(&str, u64)> = indicators.iter().map(|i| (i.unit.as_deref().unwrap(), i.count)).collect();
@@ -421,7 +422,7 @@ async fn a_schema_1_database_is_upgraded_with_its_memories_searchable() {
         let options =
             <sqlx::sqlite::SqliteConnectOptions as std::str::FromStr>::from_str(&url).unwrap().create_if_missing(true);
         let mut conn = sqlx::SqliteConnection::connect_with(&options).await.unwrap();
-        conn.execute(include_str!("../../migrations/sqlite/0001_init.sql")).await.unwrap();
+        conn.execute(include_str!("../../../mirobody-store/migrations/sqlite/0001_init.sql")).await.unwrap();
         conn.execute(
             "CREATE TABLE mirobody_migrations (version BIGINT PRIMARY KEY, name TEXT NOT NULL, applied_at_ms BIGINT NOT NULL);
              INSERT INTO mirobody_migrations VALUES (1, 'init', 0);
@@ -463,13 +464,13 @@ async fn postgres_migrates_once_per_schema() {
 #[tokio::test]
 async fn a_bad_database_url_names_the_key() {
     let dir = tempfile::tempdir().unwrap();
-    let config = mirobody_tools::backends::BackendConfig {
+    let config = mirobody_store::BackendConfig {
         database_url: Some("mysql://x".into()),
         ..crate::support::config_in(dir.path())
     };
-    let err = mirobody_tools::backends::open(&config).await.unwrap_err().to_string();
+    let err = mirobody_store::open(&config).await.unwrap_err().to_string();
     assert!(err.contains("database_url must start with sqlite:// or postgres://"), "{err}");
-    let secret = mirobody_tools::backends::BackendConfig {
+    let secret = mirobody_store::BackendConfig {
         database_url: Some("postgres://app:hunter2@db/x".into()),
         file_encryption_key: Some("k".repeat(64)),
         ..Default::default()
@@ -533,12 +534,12 @@ async fn redis_is_used_when_configured() {
     let Some(url) = external("MIROBODY_TEST_REDIS_URL", "redis_is_used_when_configured") else { return };
     let dir = tempfile::tempdir().unwrap();
     let prefix = format!("{}:", unique("mirobody_test"));
-    let config = mirobody_tools::backends::BackendConfig {
+    let config = mirobody_store::BackendConfig {
         redis_url: Some(url.clone()),
         redis_key_prefix: prefix.clone(),
         ..crate::support::config_in(dir.path())
     };
-    let backends = mirobody_tools::backends::open(&config).await.unwrap();
+    let backends = mirobody_store::open(&config).await.unwrap();
     backends.cache().set("k", b"v", Some(Duration::from_secs(30))).await.unwrap();
     let direct = RedisCache::connect(&url, &prefix).await.unwrap();
     assert_eq!(direct.get("k").await.unwrap(), Some(b"v".to_vec()), "the value is in Redis");
@@ -547,7 +548,7 @@ async fn redis_is_used_when_configured() {
 
 /// The newest migration's version, from the scripts' file names (`0007_file_text.sql` is 7).
 fn newest_migration() -> i64 {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("migrations/sqlite");
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../mirobody-store/migrations/sqlite");
     std::fs::read_dir(dir)
         .unwrap()
         .filter_map(|entry| entry.ok()?.file_name().to_str()?.split('_').next()?.parse().ok())

@@ -20,7 +20,7 @@ const DIR_VAR: &str = "MIROBODY_DURABILITY_DIR";
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn durability_writer() {
     let Ok(dir) = std::env::var(DIR_VAR) else { return };
-    let backends = Arc::new(mirobody_tools::backends::open(&config_in(std::path::Path::new(&dir))).await.unwrap());
+    let backends = Arc::new(mirobody_store::open(&config_in(std::path::Path::new(&dir))).await.unwrap());
     let env = Env {
         router: crate::support::router(&backends, |b| b),
         backends,
@@ -81,7 +81,7 @@ async fn sigkill_during_concurrent_remember_loses_no_acknowledged_memory() {
     acked.sort();
 
     let backends =
-        mirobody_tools::backends::open(&config_in(dir.path())).await.expect("the database reopens after SIGKILL");
+        mirobody_store::open(&config_in(dir.path())).await.expect("the database reopens after SIGKILL");
     let stored = backends.sql().memory_ids("writer").await.unwrap();
     let missing: Vec<&(i64, String)> = acked.iter().filter(|(id, _)| stored.binary_search(id).is_err()).collect();
     assert!(missing.is_empty(), "acknowledged but lost: {missing:?}");

@@ -2,12 +2,13 @@
 //! nothing else, honest ones are read, and uploads' text follows from a per-person queue that
 //! resumes after a restart and serves people in turn.
 
+use mirobody_health::prelude::*;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use mirobody_testkit::hostile;
 use mirobody_tools::extract::{ExtractError, ExtractLimits, Extractor};
-use mirobody_tools::health::{HealthStore, TextState};
+use mirobody_health::{HealthStore, TextState};
 use mirobody_tools::reading::TextReader;
 use mirobody_tools::uploads::{UploadLimits, Uploader, store_upload};
 use serde_json::json;
@@ -131,7 +132,7 @@ async fn queued_text_is_read_after_a_restart() {
     let waiting = env.backends.sql().file("alice", &stored.file_key).await.unwrap().unwrap();
     assert_eq!(waiting.text_state, TextState::Waiting);
     // The store reopened by a new process: its readers find the file on their own.
-    let reopened = Arc::new(mirobody_tools::backends::open(&crate::support::config_in(env.dir.path())).await.unwrap());
+    let reopened = Arc::new(mirobody_store::open(&crate::support::config_in(env.dir.path())).await.unwrap());
     let reader = TextReader::new(reopened.clone(), extractor(1));
     reader.start();
     let file = reader.settled("alice", &stored.file_key, Duration::from_secs(30)).await.unwrap();

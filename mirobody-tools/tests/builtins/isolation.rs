@@ -4,7 +4,8 @@
 //! tool calls never return user B's observations, health data, files, memories or
 //! conversations, unless B shares their health data with A (and then only health data).
 
-use mirobody_tools::health::HealthStore;
+use mirobody_health::prelude::*;
+use mirobody_health::HealthStore;
 use proptest::prelude::*;
 use serde_json::{Value, json};
 
@@ -99,7 +100,7 @@ async fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
                     "code": {"text": format!("{} condition {n}", marker(user))}});
                 let bundle = json!({"resourceType": "Bundle", "type": "batch",
                     "entry": [{"resource": observation}, {"resource": condition}]});
-                let imported = mirobody_tools::import::import_fhir(sql, USERS[user], &bundle).await;
+                let imported = mirobody_health::import::import_fhir(sql.as_ref(), USERS[user], &bundle).await;
                 prop_assert_eq!(imported.status, 200);
             }
             Op::Invite { owner } => {

@@ -5,10 +5,11 @@
 
 #![cfg(unix)]
 
+use mirobody_health::prelude::*;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
-use mirobody_tools::backends::{BackendConfig, open};
+use mirobody_store::{BackendConfig, open};
 
 fn mode(path: &Path) -> u32 {
     std::fs::metadata(path).unwrap_or_else(|e| panic!("{}: {e}", path.display())).permissions().mode() & 0o777

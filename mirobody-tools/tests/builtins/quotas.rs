@@ -2,11 +2,13 @@
 //! PostgreSQL (when `MIROBODY_TEST_POSTGRES_URL` is set): writes made at once past the bound
 //! store exactly the bound, the rest get the quota's message, and nothing else changes.
 
+use mirobody_health::prelude::*;
 use std::sync::Arc;
 
 use mirobody_core::Memory;
 use mirobody_core::backend::NewMemory;
-use mirobody_tools::backends::{QuotaExceeded, SqlStore, StoreQuotas};
+use mirobody_health::QuotaExceeded;
+use mirobody_store::{SqlStore, StoreQuotas};
 
 /// Runs each named async fn (taking `&SqlStore`) as a test on SQLite and on PostgreSQL, on a
 /// runtime with threads enough for the writes to race.
@@ -152,30 +154,30 @@ fn observations(prefix: &str, count: usize) -> serde_json::Value {
 }
 
 async fn imports_past_the_observation_quota_store_nothing(db: &SqlStore) {
-    use mirobody_tools::health::HealthStore;
-    use mirobody_tools::import::import_fhir;
+    use mirobody_health::HealthStore;
+    use mirobody_health::import::import_fhir;
     let db = bounded(db);
     let total = |db: Arc<SqlStore>, who: &'static str| async move {
         db.observations(who, who, 100).await.unwrap().unwrap().total
     };
     // Six at once, against five: refused whole, with the quota's message.
-    let over = import_fhir(&db, "alice", &observations("a", 6)).await;
+    let over = import_fhir(db.as_ref(), "alice", &observations("a", 6)).await;
     assert_eq!(over.status, 413, "{}", over.body);
     assert!(over.body.to_string().contains("5 observations"), "{}", over.body);
     assert_eq!(total(Arc::clone(&db), "alice").await, 0);
     // Three, then three more: the second refused, the first kept.
-    assert_eq!(import_fhir(&db, "alice", &observations("b", 3)).await.status, 200);
-    assert_eq!(import_fhir(&db, "alice", &observations("c", 3)).await.status, 413);
+    assert_eq!(import_fhir(db.as_ref(), "alice", &observations("b", 3)).await.status, 200);
+    assert_eq!(import_fhir(db.as_ref(), "alice", &observations("c", 3)).await.status, 413);
     assert_eq!(total(Arc::clone(&db), "alice").await, 3);
     // Alice's last two places, beside Bob's first import; then four of Bob's at once against
     // his three places left.
     let two = observations("d", 2);
-    let (a, b) = tokio::join!(import_fhir(&db, "alice", &two), import_fhir(&db, "bob", &two));
+    let (a, b) = tokio::join!(import_fhir(db.as_ref(), "alice", &two), import_fhir(db.as_ref(), "bob", &two));
     assert_eq!((a.status, b.status), (200, 200));
     let racing: Vec<_> = (0..4)
         .map(|i| {
             let db = Arc::clone(&db);
-            tokio::spawn(async move { import_fhir(&db, "bob", &observations(&format!("r{i}-"), 2)).await.status })
+            tokio::spawn(async move { import_fhir(db.as_ref(), "bob", &observations(&format!("r{i}-"), 2)).await.status })
         })
         .collect();
     let mut stored = 0;
@@ -191,8 +193,8 @@ async fn imports_past_the_observation_quota_store_nothing(db: &SqlStore) {
 // 700 Observations of one value each are three transactions of at most 500 rows (250 each);
 // a quota of 600 refuses the third, and what the first two wrote is deleted again.
 async fn an_import_refused_in_its_last_transaction_leaves_nothing_of_the_first(db: &SqlStore) {
-    use mirobody_tools::health::HealthStore;
-    use mirobody_tools::import::import_fhir;
+    use mirobody_health::HealthStore;
+    use mirobody_health::import::import_fhir;
     let mut quotas = StoreQuotas::default();
     quotas.max_observations_per_user = 600;
     let db = db.clone().with_quotas(quotas);

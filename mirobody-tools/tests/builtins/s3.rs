@@ -8,7 +8,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use mirobody_testkit::{Moto, Peers};
-use mirobody_tools::backends::StorageConfig;
+use mirobody_store::StorageConfig;
 use mirobody_tools::uploads::{UploadLimits, store_upload};
 use serde_json::json;
 
@@ -74,7 +74,7 @@ const NOTES: &str = "Blood pressure 128/82, resting pulse 64. Keep walking daily
 async fn uploads_listing_reads_and_presigned_urls_on_s3() {
     let Some(moto) = start() else { return };
     let storage = moto.bucket("plain");
-    let env = Env::with(|c| mirobody_tools::backends::BackendConfig { storage, ..c }).await;
+    let env = Env::with(|c| mirobody_store::BackendConfig { storage, ..c }).await;
     let limits = UploadLimits::default();
     let notes = store_upload(&env.backends, &limits, "alice", "notes.txt", None, NOTES.as_bytes().to_vec())
         .await
@@ -109,7 +109,7 @@ async fn files_on_s3_are_encrypted_at_rest() {
     let storage = moto.bucket("sealed");
     let key = "ab".repeat(32);
     let env =
-        Env::with(|c| mirobody_tools::backends::BackendConfig { storage, file_encryption_key: Some(key), ..c }).await;
+        Env::with(|c| mirobody_store::BackendConfig { storage, file_encryption_key: Some(key), ..c }).await;
     let notes =
         store_upload(&env.backends, &UploadLimits::default(), "alice", "notes.txt", None, NOTES.as_bytes().to_vec())
             .await

@@ -14,7 +14,7 @@ use mirobody_core::backend::MAX_SESSION_VALUE_BYTES;
 use mirobody_core::{Cache, ResourceRegistry, SessionBackplane, UserInfo};
 use mirobody_mcp::http::{HttpOptions, McpHttp};
 use mirobody_mcp::{McpEngine, StateKey};
-use mirobody_tools::backends::{OpenedBackends, RedisCache};
+use mirobody_store::{OpenedBackends, RedisCache};
 use serde_json::json;
 use tower::ServiceExt;
 
@@ -91,7 +91,7 @@ fn via(client: &Client, http: &McpHttp) -> Client {
 #[tokio::test]
 async fn instances_sharing_a_redis_serve_one_session_between_them() {
     let Some((url, prefix)) = redis("instances_sharing_a_redis").await else { return };
-    let env = Env::with(|config| mirobody_tools::backends::BackendConfig {
+    let env = Env::with(|config| mirobody_store::BackendConfig {
         redis_url: Some(url),
         redis_key_prefix: prefix,
         ..config
@@ -186,7 +186,7 @@ async fn listening(http: &McpHttp) -> Sse {
 #[tokio::test]
 async fn a_completed_task_forged_with_a_publish_is_dropped_and_counted() {
     let Some((url, prefix)) = redis("forged_publish").await else { return };
-    let env = Env::with(|config| mirobody_tools::backends::BackendConfig {
+    let env = Env::with(|config| mirobody_store::BackendConfig {
         redis_url: Some(url.clone()),
         redis_key_prefix: prefix.clone(),
         ..config

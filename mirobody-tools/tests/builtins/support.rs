@@ -14,7 +14,7 @@ use mirobody_core::{ResourceRegistry, UserInfo};
 use mirobody_mcp::http::{HttpOptions, McpHttp};
 use mirobody_mcp::testing::{JsonReply, SseStream, TestClient};
 use mirobody_mcp::{Backends, McpEngine};
-use mirobody_tools::backends::{BackendConfig, OpenedBackends, open};
+use mirobody_store::{BackendConfig, OpenedBackends, open};
 use serde_json::{Value, json};
 use tempfile::TempDir;
 

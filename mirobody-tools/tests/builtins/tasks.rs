@@ -19,7 +19,7 @@ use http_body_util::BodyExt;
 use mirobody_core::{Args, Registry, TaskSupport, Tool, ToolContext, ToolResult, UserInfo};
 use mirobody_mcp::http::{HttpOptions, McpHttp};
 use mirobody_mcp::{McpEngine, TaskOptions};
-use mirobody_tools::backends::SqlStore;
+use mirobody_store::SqlStore;
 use serde_json::{Value, json};
 use tower::ServiceExt;
 
@@ -166,7 +166,7 @@ async fn move_outcome(url: &str, schema: Option<&str>, from: &str, to: &str) {
 // open: an error, never another task's text.
 async fn outcomes_are_sealed(store: &dyn mirobody_core::TaskStore, url: &str, schema: Option<&str>) {
     use mirobody_core::TaskStore;
-    use mirobody_tools::backends::{FileCipher, SqlTaskStore};
+    use mirobody_store::{FileCipher, SqlTaskStore};
 
     let task = sealed_task("sealed1");
     store.save(&task).await.unwrap();
@@ -199,20 +199,20 @@ async fn outcomes_are_sealed(store: &dyn mirobody_core::TaskStore, url: &str, sc
 #[tokio::test]
 async fn task_outcomes_are_sealed_at_rest_on_sqlite() {
     let dir = tempfile::tempdir().unwrap();
-    let config = mirobody_tools::backends::BackendConfig {
+    let config = mirobody_store::BackendConfig {
         file_encryption_key: Some(KEY.into()),
         signing_key: Some("k".repeat(32)),
-        ..mirobody_tools::backends::BackendConfig::embedded(dir.path())
+        ..mirobody_store::BackendConfig::embedded(dir.path())
     };
     // Through the backends the server opens: the key of stored files seals the tasks too.
-    let backends = mirobody_tools::backends::open(&config).await.unwrap();
+    let backends = mirobody_store::open(&config).await.unwrap();
     let url = format!("sqlite://{}", dir.path().join("mirobody.db").display());
     outcomes_are_sealed(&*backends.task_store(), &url, None).await;
 }
 
 #[tokio::test]
 async fn task_outcomes_are_sealed_at_rest_on_postgres() {
-    use mirobody_tools::backends::{FileCipher, SqlTaskStore};
+    use mirobody_store::{FileCipher, SqlTaskStore};
 
     let test = "tasks::task_outcomes_are_sealed_at_rest_on_postgres";
     let Some(url) = crate::support::external("MIROBODY_TEST_POSTGRES_URL", test) else { return };

@@ -15,7 +15,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use mirobody_core::{AccessKind, AccessLog, AccessOutcome, Cache};
-use mirobody_tools::backends::{BackendConfig, RedisCache, RedisConnectError, SqlStore, open};
+use mirobody_store::{BackendConfig, RedisCache, RedisConnectError, SqlStore, open};
 
 use crate::support::config_in;
 

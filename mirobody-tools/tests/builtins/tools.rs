@@ -1,10 +1,11 @@
 //! Each built-in tool through the real server: JSON-RPC over the HTTP router, backed by SQLite
 //! and local files in a temp dir.
 
+use mirobody_health::prelude::*;
 use base64::Engine;
 use mirobody_core::backend::NewMemory;
 use mirobody_core::{AccessKind, UserInfo};
-use mirobody_tools::health::FileRecord;
+use mirobody_health::FileRecord;
 use serde_json::{Value, json};
 
 use crate::support::{Env, Sse, rpc, within};
@@ -122,7 +123,7 @@ async fn upload_file_stores_what_the_view_sends_and_refuses_bad_input() {
 
     let dir = tempfile::tempdir().unwrap();
     let backends =
-        std::sync::Arc::new(mirobody_tools::backends::open(&crate::support::config_in(dir.path())).await.unwrap());
+        std::sync::Arc::new(mirobody_store::open(&crate::support::config_in(dir.path())).await.unwrap());
     // Without an uploader in the context the tool says so.
     let plain =
         Env { router: crate::support::router(&backends, |b| b), backends: backends.clone(), dir, _schema: None };
@@ -354,7 +355,7 @@ async fn read_file_caps_long_text_on_a_character_boundary() {
 #[tokio::test]
 async fn read_file_decrypts_an_encrypted_store() {
     let env =
-        Env::with(|c| mirobody_tools::backends::BackendConfig { file_encryption_key: Some("ab".repeat(32)), ..c })
+        Env::with(|c| mirobody_store::BackendConfig { file_encryption_key: Some("ab".repeat(32)), ..c })
             .await;
     upload(&env, "u1", "f-lab", "lab.txt", "text/plain", b"LDL 104 mg/dL", None).await;
     let on_disk = std::fs::read(env.dir.path().join("files").join("f-lab")).unwrap();
@@ -623,7 +624,7 @@ async fn the_demo_loads_once_and_every_tool_has_data() {
     reader.start();
     let pdf_key = key("blood-count.pdf");
     let settled = reader.settled("demo", pdf_key.as_str().unwrap(), std::time::Duration::from_secs(30)).await;
-    assert_eq!(settled.unwrap().text_state, mirobody_tools::health::TextState::Settled);
+    assert_eq!(settled.unwrap().text_state, mirobody_health::TextState::Settled);
     let pdf = demo.tool("read_file", json!({"file_key": pdf_key})).await;
     assert!(pdf.ok()["content"].as_str().unwrap().contains("Hemoglobin 14.1 g/dL"), "{:?}", pdf.ok());
     assert!(demo.tool("read_file", json!({"file_key": key("steps.png")})).await.ok()["url"].is_string());

@@ -2,7 +2,6 @@
 //! as a hash, stores one file however many uploads race on it, gives a use back for an upload
 //! that stored nothing, expires, is revoked, and a person holds a bounded number.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use mirobody_tools::upload_links::{LinkError, LinkSettings, UploadLinks};
@@ -18,7 +17,7 @@ const BASE: &str = "https://m.example/upload";
 fn links(env: &Env, edit: impl FnOnce(&mut LinkSettings)) -> UploadLinks {
     let mut settings = LinkSettings::default();
     edit(&mut settings);
-    UploadLinks::new(Arc::clone(env.backends.sql()), BASE, settings)
+    UploadLinks::new(env.backends.health(), BASE, settings)
 }
 
 fn id_of(url: &str) -> &str {

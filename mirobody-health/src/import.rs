@@ -1,0 +1,214 @@
+//! Importing a person's health data: FHIR R4 (a Bundle of any importable type, or one
+//! resource) and a wearable's CSV export, into the store the health queries read.
+//!
+//! Everything is stored as the authenticated person's, whatever a resource's `subject` says.
+//! A `transaction` is all or nothing; a `batch` (and a `collection` or `searchset`) keeps its
+//! valid entries and reports each invalid one by index. A resource imported twice (the same
+//! source id) is stored once.
+
+use std::collections::HashMap;
+use std::sync::{Arc, LazyLock, Mutex, Weak};
+
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::store::RecordStore;
+use crate::fhir::{self, EntryInput, EntryOutcome, ImportRequest, RequestKind};
+
+/// What an import answers: the HTTP status and the FHIR body (an `OperationOutcome`, or a
+/// `batch-response` / `transaction-response` Bundle), with the counts for a command line.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[non_exhaustive]
+pub struct ImportResponse {
+    /// The HTTP status.
+    pub status: u16,
+    /// The FHIR response body.
+    pub body: Value,
+    /// What happened, counted.
+    pub summary: ImportSummary,
+}
+
+/// What an import did, counted.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
+pub struct ImportSummary {
+    /// Resources stored.
+    pub created: usize,
+    /// Resources already stored before (the same source id), left as they were.
+    pub unchanged: usize,
+    /// Resources of a type that is not imported (Patient, Encounter, ...).
+    pub skipped: usize,
+    /// Entries refused, each as `entry N: reason` (0-based N; for CSV, `line N: reason`).
+    pub invalid: Vec<String>,
+}
+
+/// A JSON import body whose shape has been checked ([`CheckedJson::check`]), with what parsing
+/// it will cost.
+#[derive(Clone, Copy, Debug)]
+pub struct CheckedJson<'a> {
+    bytes: &'a [u8],
+    values: usize,
+}
+
+/// About what one JSON value takes once parsed into a tree, in bytes (a `serde_json::Value`, its
+/// share of its map or array, and its key).
+const PARSED_BYTES_PER_VALUE: usize = 48;
+
+impl<'a> CheckedJson<'a> {
+    /// Checks the shape of `bytes` in one pass that builds nothing: more than 10,000 entries,
+    /// an array of more than 1,000 items inside a resource, a string over 4 MiB, more than
+    /// 2,000,000 values or nesting past 64 levels is refused with 413, anything not JSON with
+    /// 400, as the import's answer.
+    // The refusal is the answer itself, made once per request: boxing it would buy nothing.
+    #[allow(clippy::result_large_err)]
+    pub fn check(bytes: &'a [u8]) -> Result<Self, ImportResponse> {
+        fhir::shape::check(bytes)
+            .map(|values| CheckedJson { bytes, values })
+            .map_err(|(status, reason)| refused(status, vec![(None, reason)]))
+    }
+
+    /// The memory parsing and importing it takes, about: its bytes and its tree.
+    pub fn parse_cost(&self) -> usize {
+        self.bytes.len().saturating_add(self.values.saturating_mul(PARSED_BYTES_PER_VALUE))
+    }
+}
+
+/// Imports the checked JSON `body` of `POST /fhir` (a Bundle or one resource) or, with
+/// `observation_only`, of `POST /fhir/Observation`, as `subject`'s.
+pub async fn import_fhir_checked(
+    store: &dyn RecordStore,
+    subject: &str,
+    body: CheckedJson<'_>,
+    observation_only: bool,
+) -> ImportResponse {
+    let body: Value = match serde_json::from_slice(body.bytes) {
+        Ok(body) => body,
+        Err(e) => return refused(400, vec![(None, format!("The body is not JSON: {e}."))]),
+    };
+    if observation_only {
+        import_fhir_observation(store, subject, &body).await
+    } else {
+        import_fhir(store, subject, &body).await
+    }
+}
+
+/// [`CheckedJson::check`], then [`import_fhir_checked`].
+pub async fn import_fhir_json(store: &dyn RecordStore, subject: &str, body: &[u8], observation_only: bool) -> ImportResponse {
+    match CheckedJson::check(body) {
+        Ok(checked) => import_fhir_checked(store, subject, checked, observation_only).await,
+        Err(refusal) => refusal,
+    }
+}
+
+/// Imports a FHIR Bundle or resource as `subject`'s (`POST /fhir`).
+pub async fn import_fhir(store: &dyn RecordStore, subject: &str, body: &Value) -> ImportResponse {
+    match fhir::parse_import(body) {
+        Ok(request) => run(store, subject, request).await,
+        Err(reason) => refused(400, vec![(None, reason)]),
+    }
+}
+
+/// Imports one FHIR Observation as `subject`'s (`POST /fhir/Observation`).
+pub async fn import_fhir_observation(store: &dyn RecordStore, subject: &str, body: &Value) -> ImportResponse {
+    match fhir::parse_observation(body) {
+        Ok(request) => run(store, subject, request).await,
+        Err(reason) => refused(400, vec![(None, reason)]),
+    }
+}
+
+/// Imports a wearable's CSV export (columns time, indicator, value and optionally unit, in
+/// any order) as `subject`'s: every valid row is kept, each bad one reported by line.
+pub async fn import_csv(store: &dyn RecordStore, subject: &str, text: &str) -> ImportResponse {
+    match fhir::parse_csv(text) {
+        Ok(request) => run(store, subject, request).await,
+        Err(reason) => refused(400, vec![(None, reason)]),
+    }
+}
+
+fn refused(status: u16, issues: Vec<(Option<usize>, String)>) -> ImportResponse {
+    let invalid = issues
+        .iter()
+        .map(|(index, reason)| match index {
+            Some(i) => format!("entry {i}: {reason}"),
+            None => reason.clone(),
+        })
+        .collect();
+    let (status, body) = fhir::operation_outcome(status, &issues);
+    ImportResponse { status, body, summary: ImportSummary { invalid, ..ImportSummary::default() } }
+}
+
+/// One import at a time per person in this process: a failed import deletes what it wrote,
+/// which another import of the same resources running beside it would have counted as already
+/// there. Entries live while an import holds them.
+static IMPORTING: LazyLock<Mutex<HashMap<String, Weak<tokio::sync::Mutex<()>>>>> = LazyLock::new(Mutex::default);
+
+/// The lock of `subject`'s imports in this process.
+fn import_lock(subject: &str) -> Arc<tokio::sync::Mutex<()>> {
+    let mut locks = IMPORTING.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    if let Some(lock) = locks.get(subject).and_then(Weak::upgrade) {
+        return lock;
+    }
+    locks.retain(|_, lock| lock.strong_count() > 0);
+    let lock = Arc::new(tokio::sync::Mutex::new(()));
+    locks.insert(subject.to_owned(), Arc::downgrade(&lock));
+    lock
+}
+
+async fn run(store: &dyn RecordStore, subject: &str, request: ImportRequest) -> ImportResponse {
+    let lock = import_lock(subject);
+    let _one_at_a_time = lock.lock().await;
+    let invalid: Vec<(Option<usize>, String)> = request
+        .entries
+        .iter()
+        .enumerate()
+        .filter_map(|(i, entry)| match entry {
+            EntryInput::Invalid(reason) => Some((Some(i), reason.clone())),
+            _ => None,
+        })
+        .collect();
+    if request.kind == RequestKind::Transaction && !invalid.is_empty() {
+        // All or nothing: one bad entry and none is stored.
+        return refused(400, invalid);
+    }
+    let items: Vec<&fhir::ImportItem> = request
+        .entries
+        .iter()
+        .filter_map(|entry| match entry {
+            EntryInput::Item(item) => Some(item),
+            _ => None,
+        })
+        .collect();
+    let created = match store.import_items(subject, &items, None).await {
+        Ok(Ok(created)) => created,
+        Ok(Err(quota)) => return refused(413, vec![(None, quota.to_string())]),
+        Err(e) => return refused(503, vec![(None, e.to_string())]),
+    };
+    let mut created = created.into_iter();
+    let mut summary = ImportSummary::default();
+    let outcomes: Vec<EntryOutcome> = request
+        .entries
+        .into_iter()
+        .enumerate()
+        .map(|(i, entry)| match entry {
+            EntryInput::Item(_) => {
+                if created.next().unwrap_or(false) {
+                    summary.created += 1;
+                    EntryOutcome::Created
+                } else {
+                    summary.unchanged += 1;
+                    EntryOutcome::Unchanged
+                }
+            }
+            EntryInput::Skipped { resource_type } => {
+                summary.skipped += 1;
+                EntryOutcome::Skipped { resource_type }
+            }
+            EntryInput::Invalid(reason) => {
+                summary.invalid.push(format!("entry {i}: {reason}"));
+                EntryOutcome::Invalid(reason)
+            }
+        })
+        .collect();
+    let (status, body) = fhir::response(request.kind, &outcomes);
+    ImportResponse { status, body, summary }
+}

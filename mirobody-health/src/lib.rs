@@ -1,0 +1,42 @@
+//! The health domain of mirobody, apart from any database or protocol.
+//!
+//! - [`records`]: what a person's health record holds, as stores return it (indicators and
+//!   their values, conditions, medications, allergies, the care circle, the file index).
+//! - [`store`]: the traits a store implements, reads ([`HealthStore`]) and writes
+//!   ([`RecordStore`], [`CircleStore`], [`FileIndex`], [`UploadLinkStore`]); [`HealthData`]
+//!   is all of them. `mirobody-store` implements them over SQLite or PostgreSQL.
+//! - [`fhir`] reads FHIR R4 resources and a wearable's CSV into what [`RecordStore`] stores,
+//!   and [`import`] runs an import through it; [`indicators`] knows the common names of
+//!   indicators.
+//! - [`text`]: small helpers the crates above this one share (times as RFC 3339, capping
+//!   text on a character boundary).
+//!
+//! ```
+//! use mirobody_health::import::import_csv;
+//!
+//! # async fn run(store: &dyn mirobody_health::RecordStore) {
+//! let csv = "time,indicator,value,unit\n2026-01-02T08:00:00Z,heart rate,72,bpm\n";
+//! let response = import_csv(store, "alice", csv).await;
+//! assert_eq!(response.summary.created, 1);
+//! # }
+//! ```
+
+pub mod fhir;
+pub mod import;
+pub mod indicators;
+mod quota;
+pub mod records;
+pub mod store;
+pub mod text;
+
+pub use quota::QuotaExceeded;
+pub use records::*;
+pub use store::{
+    CircleStore, ClaimedText, FileIndex, FileQuota, HealthData, HealthStore, LinkInsert, RecordStore,
+    UploadLinkRow, UploadLinkStore, health_store,
+};
+
+/// The store traits, to call their methods on a concrete store: `use mirobody_health::prelude::*;`.
+pub mod prelude {
+    pub use crate::store::{CircleStore, FileIndex, HealthStore, RecordStore, UploadLinkStore};
+}

@@ -1,0 +1,95 @@
+//! The relational store on sqlx: one embedded SQLite file (WAL) by default, PostgreSQL when the
+//! database URL says so. One type, [`SqlStore`], implements [`HealthStore`](mirobody_health::HealthStore),
+//! [`Memory`](mirobody_core::Memory), [`SecretStore`](mirobody_core::SecretStore) and
+//! [`AccessLog`](mirobody_core::AccessLog) over either.
+//!
+//! Both databases run the same SQL wherever they agree (SQLite reads `$1` placeholders as
+//! PostgreSQL does); the schema and full-text search are written once per database. Queries
+//! are runtime-checked `sqlx::query` calls with binds: no user input is ever formatted into SQL.
+//! Every method that touches user data takes the owner's id and scopes its query to it.
+//!
+//! This file holds the store and its pool; `connect.rs` opens and migrates it, `setup.rs` has
+//! the writes the tool traits leave out, and one file each implements a trait: `db.rs`,
+//! `memory.rs`, `secrets.rs`, `access_log.rs`, `tasks.rs`.
+
+use std::fmt;
+
+use mirobody_core::backend::BackendError;
+use sqlx::postgres::PgPool;
+use sqlx::sqlite::SqlitePool;
+
+/// Which database a [`SqlStore`] runs on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Dialect {
+    /// Embedded SQLite.
+    Sqlite,
+    /// PostgreSQL.
+    Postgres,
+}
+
+#[derive(Clone)]
+enum Pool {
+    Sqlite(SqlitePool),
+    Postgres(PgPool),
+}
+
+/// Runs the same code against whichever pool the store has: the body is compiled once per
+/// database, so each gets its own types while the SQL and the logic stay written once.
+macro_rules! on_pool {
+    ($store:expr, |$pool:ident| $body:expr) => {
+        match &$store.pool {
+            Pool::Sqlite($pool) => $body,
+            Pool::Postgres($pool) => $body,
+        }
+    };
+}
+
+pub use circle::MAX_INVITEE_CHARS;
+pub use quotas::StoreQuotas;
+pub use tasks::SqlTaskStore;
+
+// Declared after `on_pool!`, so that the macro is in scope in each of them.
+mod access_log;
+mod circle;
+mod connect;
+mod db;
+mod files;
+mod import;
+mod memory;
+mod quotas;
+mod secrets;
+mod series;
+mod setup;
+mod tasks;
+#[cfg(test)]
+mod tests;
+mod upload_links;
+
+/// The SQL store: users, care-circle sharing, FHIR Observations, the file index,
+/// conversations, memories, personal-secret hashes and the access log.
+///
+/// Cheap to clone (a pool handle).
+#[derive(Clone)]
+pub struct SqlStore {
+    pool: Pool,
+    quotas: StoreQuotas,
+}
+
+impl fmt::Debug for SqlStore {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SqlStore").field("dialect", &self.dialect()).finish()
+    }
+}
+
+/// A message safe to show for a database error; the details go to the log only.
+fn db_error(e: sqlx::Error) -> BackendError {
+    tracing::warn!(error = %e, "database error");
+    let what = match &e {
+        sqlx::Error::PoolTimedOut | sqlx::Error::PoolClosed => "the database is busy or closed",
+        sqlx::Error::Io(_) | sqlx::Error::Tls(_) => "the database could not be reached",
+        sqlx::Error::Database(d) if d.is_unique_violation() => "the record already exists",
+        _ => "the database could not complete the request",
+    };
+    BackendError::new(format!("Database error: {what}; try again later."))
+}
