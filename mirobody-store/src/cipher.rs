@@ -47,7 +47,8 @@ impl FileCipher {
     /// 64 hex digits.
     pub fn from_config(key: &str) -> Result<Self, CipherError> {
         let key = key.trim();
-        let bytes = hex::decode(key).ok()
+        let bytes = hex::decode(key)
+            .ok()
             .filter(|b| b.len() == 32)
             .or_else(|| base64::engine::general_purpose::STANDARD.decode(key).ok())
             .or_else(|| base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(key.trim_end_matches('=')).ok())

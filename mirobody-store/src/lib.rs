@@ -23,6 +23,9 @@
 mod cache;
 mod cipher;
 mod private;
+#[cfg(feature = "redis")]
+mod redis;
+#[cfg(feature = "redis")]
 mod sessions;
 mod signing;
 mod sql;
@@ -37,9 +40,11 @@ use mirobody_core::{AccessLog, Cache, Memory, SecretStore, SessionBackplane, Sto
 use mirobody_health::{HealthData, HealthStore};
 use serde::Deserialize;
 
-pub use cache::{MemoryCache, RedisCache, RedisConnectError};
+pub use cache::MemoryCache;
 pub use cipher::{CipherError, FileCipher};
 pub use private::write_private_atomically;
+#[cfg(feature = "redis")]
+pub use redis::{RedisCache, RedisConnectError};
 pub use signing::{SignedUrlError, UrlSigner};
 pub use sql::{Dialect, MAX_INVITEE_CHARS, SqlStore, SqlTaskStore, StoreQuotas};
 pub use storage::{LocalStorageError, ObjectStorage, valid_key};
@@ -250,8 +255,20 @@ pub enum OpenError {
     #[error("signing_key: {0}")]
     SigningKey(String),
     /// Redis could not be set up or reached.
+    #[cfg(feature = "redis")]
     #[error("redis_url: {0}")]
     Redis(#[source] RedisConnectError),
+    /// The configuration asks for a backend this build left out (a cargo feature of
+    /// `mirobody-store`).
+    #[error("{setting} asks for {backend}, which this build leaves out (the `{feature}` feature of mirobody-store)")]
+    NotBuiltIn {
+        /// The setting that asks for it.
+        setting: &'static str,
+        /// What it asks for.
+        backend: &'static str,
+        /// The cargo feature that builds it in.
+        feature: &'static str,
+    },
 }
 
 /// What [`OpenedBackends::readiness`] found: each check's failure, if any.
@@ -497,32 +514,9 @@ pub async fn open(config: &BackendConfig) -> Result<OpenedBackends, OpenError> {
                 .map_err(|e| OpenError::Storage(format!("cannot restrict {}: {e}", dir.display())))?;
             Some(storage)
         }
-        StorageConfig::S3 { bucket, endpoint, region, access_key_id, secret_access_key, allow_http } => {
-            let mut builder = object_store::aws::AmazonS3Builder::from_env().with_bucket_name(bucket);
-            if let Some(endpoint) = endpoint {
-                builder = builder.with_endpoint(endpoint);
-            }
-            if let Some(region) = region {
-                builder = builder.with_region(region);
-            }
-            if let Some(id) = access_key_id {
-                builder = builder.with_access_key_id(id);
-            }
-            if let Some(secret) = secret_access_key {
-                builder = builder.with_secret_access_key(secret);
-            }
-            let s3 = builder.with_allow_http(*allow_http).build().map_err(|e| OpenError::Storage(e.to_string()))?;
-            Some(ObjectStorage::s3(s3, signer.clone(), cipher))
-        }
+        StorageConfig::S3 { .. } => Some(s3_storage(&config.storage, signer.clone(), cipher)?),
     };
-    let redis = match &config.redis_url {
-        Some(url) => Some(Arc::new(
-            RedisCache::connect_with_ca_file(url, &config.redis_key_prefix, config.redis_ca_file.as_deref())
-                .await
-                .map_err(OpenError::Redis)?,
-        )),
-        None => None,
-    };
+    let redis = redis_cache(config).await?;
     let cache: Arc<dyn Cache> = match &redis {
         Some(redis) => Arc::clone(redis) as _,
         None => Arc::new(MemoryCache::new(config.cache_max_bytes)),
@@ -531,10 +525,62 @@ pub async fn open(config: &BackendConfig) -> Result<OpenedBackends, OpenError> {
     tracing::info!(database = %redact_url(&url), storage = ?config.storage, memory = config.memory, "backends open");
     let opened = OpenedBackends::new(Arc::new(sql), storage.map(Arc::new), cache, config.memory, signer)
         .with_task_cipher(task_cipher);
-    Ok(match redis {
+    #[cfg(feature = "redis")]
+    let opened = match redis {
         Some(redis) => opened.with_session_backplane(redis),
         None => opened,
-    })
+    };
+    Ok(opened)
+}
+
+#[cfg(feature = "s3")]
+fn s3_storage(
+    config: &StorageConfig,
+    signer: UrlSigner,
+    cipher: Option<FileCipher>,
+) -> Result<ObjectStorage, OpenError> {
+    let StorageConfig::S3 { bucket, endpoint, region, access_key_id, secret_access_key, allow_http } = config else {
+        unreachable!("called for S3 storage only");
+    };
+    let mut builder = object_store::aws::AmazonS3Builder::from_env().with_bucket_name(bucket);
+    if let Some(endpoint) = endpoint {
+        builder = builder.with_endpoint(endpoint);
+    }
+    if let Some(region) = region {
+        builder = builder.with_region(region);
+    }
+    if let Some(id) = access_key_id {
+        builder = builder.with_access_key_id(id);
+    }
+    if let Some(secret) = secret_access_key {
+        builder = builder.with_secret_access_key(secret);
+    }
+    let s3 = builder.with_allow_http(*allow_http).build().map_err(|e| OpenError::Storage(e.to_string()))?;
+    Ok(ObjectStorage::s3(s3, signer, cipher))
+}
+
+#[cfg(not(feature = "s3"))]
+fn s3_storage(_: &StorageConfig, _: UrlSigner, _: Option<FileCipher>) -> Result<ObjectStorage, OpenError> {
+    Err(OpenError::NotBuiltIn { setting: "storage", backend: "S3", feature: "s3" })
+}
+
+#[cfg(feature = "redis")]
+async fn redis_cache(config: &BackendConfig) -> Result<Option<Arc<RedisCache>>, OpenError> {
+    let Some(url) = &config.redis_url else { return Ok(None) };
+    let cache = RedisCache::connect_with_ca_file(url, &config.redis_key_prefix, config.redis_ca_file.as_deref())
+        .await
+        .map_err(OpenError::Redis)?;
+    Ok(Some(Arc::new(cache)))
+}
+
+// Without Redis built in, a configured `redis_url` is an error rather than silently ignored:
+// instances that were meant to share sessions would each keep their own.
+#[cfg(not(feature = "redis"))]
+async fn redis_cache(config: &BackendConfig) -> Result<Option<Arc<MemoryCache>>, OpenError> {
+    match config.redis_url {
+        Some(_) => Err(OpenError::NotBuiltIn { setting: "redis_url", backend: "Redis", feature: "redis" }),
+        None => Ok(None),
+    }
 }
 
 #[cfg(test)]
@@ -579,6 +625,44 @@ mod tests {
         let silent = with(false).readiness(timeout).await;
         assert_eq!(silent.cache, Err(NotReady::TimedOut(timeout)));
         assert_eq!(silent.cache.unwrap_err().to_string(), "no answer within 200ms");
+    }
+
+    // A build without a backend says which feature would build it in, naming the setting,
+    // rather than ignoring the setting or failing to parse the config. CI runs this with
+    // `--no-default-features`.
+    #[cfg(not(all(feature = "redis", feature = "s3", feature = "postgres")))]
+    #[tokio::test]
+    async fn a_backend_left_out_of_the_build_is_named_with_its_feature() {
+        let dir = tempfile::tempdir().unwrap();
+        let embedded = || BackendConfig::embedded(dir.path());
+        let s3 = StorageConfig::S3 {
+            bucket: "b".into(),
+            endpoint: Some("http://127.0.0.1:1".into()),
+            region: Some("us-east-1".into()),
+            access_key_id: Some("k".into()),
+            secret_access_key: Some("s".into()),
+            allow_http: true,
+        };
+        let asks = [
+            (
+                cfg!(feature = "redis"),
+                "redis",
+                BackendConfig { redis_url: Some("redis://127.0.0.1:1".into()), ..embedded() },
+            ),
+            (cfg!(feature = "s3"), "s3", BackendConfig { storage: s3, ..embedded() }),
+            (
+                cfg!(feature = "postgres"),
+                "postgres",
+                BackendConfig { database_url: Some("postgres://nobody@127.0.0.1:1/none".into()), ..embedded() },
+            ),
+        ];
+        let mut checked = 0;
+        for (_, feature, config) in asks.into_iter().filter(|(built, ..)| !built) {
+            let message = open(&config).await.err().map(|e| e.to_string()).unwrap_or_default();
+            assert!(message.contains(&format!("the `{feature}` feature of mirobody-store")), "{feature}: {message:?}");
+            checked += 1;
+        }
+        assert!(checked > 0);
     }
 
     #[test]

@@ -16,7 +16,7 @@ use futures::stream::{BoxStream, StreamExt};
 use mirobody_core::SessionBackplane;
 use mirobody_core::backend::{BackendError, BackendResult, MAX_SESSION_VALUE_BYTES};
 
-use super::cache::{RedisCache, redis_error};
+use super::redis::{RedisCache, redis_error};
 
 // Ids renewed per pipeline: one round trip each, of a bounded size.
 const RENEW_BATCH: usize = 1_000;

@@ -11,7 +11,6 @@ use std::time::Duration;
 
 use mirobody_core::signed::{Purpose, ShortKey, Signer, TokenError};
 
-
 // The label the URLs of this module have always been signed under, so that URLs made before
 // the signed-token type was shared still verify.
 const SIGNED_URL: Purpose = Purpose::new("mirobody-signed-url-v1");

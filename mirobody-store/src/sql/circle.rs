@@ -13,8 +13,8 @@ use mirobody_health::{CircleStore, QuotaExceeded};
 
 use super::quotas::{INVITATION_LOCK_SPACE, PG_OWNER_LOCK, sql_bound};
 use super::{Dialect, Pool, SqlStore, db_error};
-use mirobody_health::{CircleInvite, CircleMember, CircleOverview};
 use mirobody_health::text::{now_ms, rfc3339};
+use mirobody_health::{CircleInvite, CircleMember, CircleOverview};
 
 /// The longest user id or email an invitation names, and the longest nickname.
 pub const MAX_INVITEE_CHARS: usize = 320;

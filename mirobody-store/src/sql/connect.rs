@@ -5,9 +5,12 @@ use std::str::FromStr;
 use std::time::Duration;
 
 use mirobody_core::backend::{BackendError, BackendResult};
+#[cfg(feature = "postgres")]
+use sqlx::ConnectOptions;
+#[cfg(feature = "postgres")]
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
-use sqlx::{ConnectOptions, Connection, Row};
+use sqlx::{Connection, Row};
 
 use super::import::insert_point;
 use super::memory::index_terms;
@@ -101,6 +104,7 @@ macro_rules! fill_health_points {
     }};
 }
 
+#[cfg(any(feature = "postgres", test))]
 pub(super) fn valid_schema_name(name: &str) -> bool {
     !name.is_empty()
         && name.len() <= 63
@@ -167,32 +171,7 @@ impl SqlStore {
             let pool = SqlitePoolOptions::new().max_connections(max_connections.max(1)).connect_lazy_with(options);
             SqlStore { pool: Pool::Sqlite(pool), quotas: StoreQuotas::default() }
         } else if url.starts_with("postgres:") || url.starts_with("postgresql:") {
-            let mut options = PgConnectOptions::from_str(url)
-                .map_err(|e| BackendError::new(format!("invalid PostgreSQL URL: {e}")))?;
-            if let Some(schema) = schema {
-                if !valid_schema_name(schema) {
-                    return Err(BackendError::new(format!(
-                        "invalid database_schema '{schema}': use 1 to 63 of a-z 0-9 _, not starting with a digit or pg_"
-                    )));
-                }
-                let mut conn = options
-                    .connect()
-                    .await
-                    .map_err(|e| BackendError::new(format!("cannot connect to PostgreSQL: {e}")))?;
-                // The name is checked above to be a plain identifier; identifiers cannot be bound.
-                sqlx::raw_sql(&format!("CREATE SCHEMA IF NOT EXISTS {schema}"))
-                    .execute(&mut conn)
-                    .await
-                    .map_err(|e| BackendError::new(format!("cannot create schema {schema}: {e}")))?;
-                conn.close().await.ok();
-                options = options.options([("search_path", schema)]);
-            }
-            let pool = PgPoolOptions::new()
-                .max_connections(max_connections.max(1))
-                .connect_with(options)
-                .await
-                .map_err(|e| BackendError::new(format!("cannot connect to PostgreSQL: {e}")))?;
-            SqlStore { pool: Pool::Postgres(pool), quotas: StoreQuotas::default() }
+            Self::connect_postgres(url, schema, max_connections).await?
         } else {
             return Err(BackendError::new(
                 "database_url must start with sqlite:// or postgres:// (e.g. sqlite://./.mirobody/mirobody.db)",
@@ -202,10 +181,46 @@ impl SqlStore {
         Ok(store)
     }
 
+    #[cfg(feature = "postgres")]
+    async fn connect_postgres(url: &str, schema: Option<&str>, max_connections: u32) -> Result<SqlStore, BackendError> {
+        let mut options =
+            PgConnectOptions::from_str(url).map_err(|e| BackendError::new(format!("invalid PostgreSQL URL: {e}")))?;
+        if let Some(schema) = schema {
+            if !valid_schema_name(schema) {
+                return Err(BackendError::new(format!(
+                    "invalid database_schema '{schema}': use 1 to 63 of a-z 0-9 _, not starting with a digit or pg_"
+                )));
+            }
+            let mut conn =
+                options.connect().await.map_err(|e| BackendError::new(format!("cannot connect to PostgreSQL: {e}")))?;
+            // The name is checked above to be a plain identifier; identifiers cannot be bound.
+            sqlx::raw_sql(&format!("CREATE SCHEMA IF NOT EXISTS {schema}"))
+                .execute(&mut conn)
+                .await
+                .map_err(|e| BackendError::new(format!("cannot create schema {schema}: {e}")))?;
+            conn.close().await.ok();
+            options = options.options([("search_path", schema)]);
+        }
+        let pool = PgPoolOptions::new()
+            .max_connections(max_connections.max(1))
+            .connect_with(options)
+            .await
+            .map_err(|e| BackendError::new(format!("cannot connect to PostgreSQL: {e}")))?;
+        Ok(SqlStore { pool: Pool::Postgres(pool), quotas: StoreQuotas::default() })
+    }
+
+    #[cfg(not(feature = "postgres"))]
+    async fn connect_postgres(_: &str, _: Option<&str>, _: u32) -> Result<SqlStore, BackendError> {
+        Err(BackendError::new(
+            "database_url is a PostgreSQL URL, which this build leaves out (the `postgres` feature of mirobody-store)",
+        ))
+    }
+
     /// The database this store runs on.
     pub fn dialect(&self) -> Dialect {
         match self.pool {
             Pool::Sqlite(_) => Dialect::Sqlite,
+            #[cfg(feature = "postgres")]
             Pool::Postgres(_) => Dialect::Postgres,
         }
     }
@@ -312,6 +327,7 @@ impl SqlStore {
                 // Not `query`: that would cache this statement in turn.
                 sqlx::raw_sql("PRAGMA shrink_memory").execute(&mut *conn).await.map_err(failed)?;
             }
+            #[cfg(feature = "postgres")]
             Pool::Postgres(pool) => {
                 for &(version, name, _, script) in MIGRATIONS {
                     let mut tx = pool.begin().await.map_err(failed)?;

@@ -1,10 +1,10 @@
 //! [`HealthStore`] for [`SqlStore`]: care-circle sharing, FHIR Observations, the health
 //! queries (in `series.rs`), the file index and conversation summaries.
 
-use mirobody_health::HealthStore;
-use mirobody_health::{CircleMember, FileRecord, HealthRecord, IndicatorSummary, ObservationPage, Series, SeriesPoint};
 use async_trait::async_trait;
 use mirobody_core::backend::BackendResult;
+use mirobody_health::HealthStore;
+use mirobody_health::{CircleMember, FileRecord, HealthRecord, IndicatorSummary, ObservationPage, Series, SeriesPoint};
 use sqlx::Row;
 
 use super::{Pool, SqlStore, db_error};

@@ -121,12 +121,7 @@ impl FileIndex for SqlStore {
 
     /// Settles the reading of `owner`'s file `file_key`: its text stored under `text_key`
     /// (`Ok(Some)`), no text (`Ok(None)`), or unreadable, with why (`Err`).
-    async fn settle_text(
-        &self,
-        owner: &str,
-        file_key: &str,
-        outcome: Result<Option<&str>, &str>,
-    ) -> BackendResult<()> {
+    async fn settle_text(&self, owner: &str, file_key: &str, outcome: Result<Option<&str>, &str>) -> BackendResult<()> {
         const SQL: &str = "UPDATE files SET text_state = $3, text_key = $4, text_error = $5, \
              text_claimed_until_ms = NULL WHERE owner = $1 AND file_key = $2";
         let (state, text_key, error) = match outcome {

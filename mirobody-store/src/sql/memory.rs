@@ -74,6 +74,7 @@ impl SqlStore {
     async fn sqlite_search(&self, owner: &str, terms: &[String]) -> BackendResult<String> {
         let tag = owner_tag(owner);
         let quoted: Vec<String> = terms.iter().map(|t| format!("\"{tag}{t}\"")).collect();
+        #[allow(irrefutable_let_patterns)] // SQLite is the only pool without the postgres feature.
         let Pool::Sqlite(pool) = &self.pool else { return Ok(quoted.join(" OR ")) };
         let rows = sqlx::query(SQLITE_TERM_COUNTS)
             .bind(serde_json::to_string(&quoted).unwrap_or_default())

@@ -15,6 +15,7 @@
 use std::fmt;
 
 use mirobody_core::backend::BackendError;
+#[cfg(feature = "postgres")]
 use sqlx::postgres::PgPool;
 use sqlx::sqlite::SqlitePool;
 
@@ -31,6 +32,7 @@ pub enum Dialect {
 #[derive(Clone)]
 enum Pool {
     Sqlite(SqlitePool),
+    #[cfg(feature = "postgres")]
     Postgres(PgPool),
 }
 
@@ -40,6 +42,7 @@ macro_rules! on_pool {
     ($store:expr, |$pool:ident| $body:expr) => {
         match &$store.pool {
             Pool::Sqlite($pool) => $body,
+            #[cfg(feature = "postgres")]
             Pool::Postgres($pool) => $body,
         }
     };

@@ -10,8 +10,8 @@ use mirobody_core::backend::BackendResult;
 use sqlx::Row;
 
 use super::{Pool, SqlStore, db_error};
-use mirobody_health::{HealthRecord, HealthStore, IndicatorSummary, Series, SeriesPoint, SeriesValue};
 use mirobody_health::text::rfc3339;
+use mirobody_health::{HealthRecord, HealthStore, IndicatorSummary, Series, SeriesPoint, SeriesValue};
 
 /// A statement in two forms, `[own, shared]`, around its access condition (`$1` is the
 /// subject, `$2` the reader): for the reader's own data the condition is only `$2 = $1`; for

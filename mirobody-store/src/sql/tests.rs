@@ -18,6 +18,7 @@ async fn new_sqlite_store(max_connections: u32) -> (tempfile::TempDir, SqlStore)
 }
 
 fn sqlite_pool(store: &SqlStore) -> &SqlitePool {
+    #[allow(irrefutable_let_patterns)] // SQLite is the only pool without the postgres feature.
     let Pool::Sqlite(pool) = &store.pool else { panic!("a sqlite: URL opens SQLite") };
     pool
 }

@@ -3,8 +3,8 @@
 //! `0009_link_last_use`). Every statement is keyed by that hash
 //! or scoped to one user; a use is taken and given back in one statement each.
 
-use mirobody_core::backend::{BackendError, BackendResult};
 use async_trait::async_trait;
+use mirobody_core::backend::{BackendError, BackendResult};
 use mirobody_health::{LinkInsert, UploadLinkRow, UploadLinkStore};
 use sqlx::Row;
 
@@ -103,11 +103,7 @@ impl UploadLinkStore for SqlStore {
     /// Takes one use of a link that still works, noting when: its user and the uses left after this one,
     /// or `None` (expired, revoked, used up or unknown). One statement, so of two uploads
     /// racing on the last use exactly one gets it.
-    async fn take_upload_link_use(
-        &self,
-        token_hash: &[u8; 32],
-        now_ms: i64,
-    ) -> BackendResult<Option<(String, i64)>> {
+    async fn take_upload_link_use(&self, token_hash: &[u8; 32], now_ms: i64) -> BackendResult<Option<(String, i64)>> {
         let sql = format!(
             "UPDATE upload_links SET uses_left = uses_left - 1, last_use_ms = $2 \
              WHERE token_hash = $1 AND {WORKS} \
