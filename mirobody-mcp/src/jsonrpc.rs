@@ -10,7 +10,7 @@ use serde_json::{Number, Value};
 /// A request id, echoed verbatim.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
 #[serde(untagged)]
-pub enum Id {
+pub(crate) enum Id {
     /// A numeric id.
     Number(Number),
     /// A string id.
@@ -199,7 +199,7 @@ impl Message {
 
 /// A JSON-RPC error.
 #[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct RpcError {
+pub(crate) struct RpcError {
     /// The code.
     pub code: i64,
     /// The message.
@@ -211,18 +211,18 @@ pub struct RpcError {
 
 impl RpcError {
     /// An error with a code and a message.
-    pub fn new(code: i64, message: impl Into<String>) -> Self {
+    pub(crate) fn new(code: i64, message: impl Into<String>) -> Self {
         RpcError { code, message: message.into(), data: None }
     }
 
     /// Adds data.
-    pub fn with_data(mut self, data: Value) -> Self {
+    pub(crate) fn with_data(mut self, data: Value) -> Self {
         self.data = Some(data);
         self
     }
 
     /// -32602 with a message.
-    pub fn invalid_params(message: impl Into<String>) -> Self {
+    pub(crate) fn invalid_params(message: impl Into<String>) -> Self {
         RpcError::new(code::INVALID_PARAMS, message)
     }
 }

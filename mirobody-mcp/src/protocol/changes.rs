@@ -179,7 +179,7 @@ impl Change {
 /// What one `subscriptions/listen` request asked for (its `notifications` filter). Every kind is
 /// opt-in: a stream never carries a kind its client did not ask for.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct SubscriptionFilter {
+pub(crate) struct SubscriptionFilter {
     tools: bool,
     prompts: bool,
     resources: bool,
@@ -193,7 +193,7 @@ pub struct SubscriptionFilter {
 
 impl SubscriptionFilter {
     /// Reads the `notifications` member of `subscriptions/listen` params.
-    pub fn parse(notifications: Option<&Value>) -> Result<SubscriptionFilter, RpcError> {
+    pub(crate) fn parse(notifications: Option<&Value>) -> Result<SubscriptionFilter, RpcError> {
         let Some(Value::Object(map)) = notifications else {
             return Err(RpcError::invalid_params(
                 "Invalid params for subscriptions/listen: \"notifications\" must be an object",
@@ -237,13 +237,13 @@ impl SubscriptionFilter {
     }
 
     /// The same filter, carrying the status changes of `owner`'s tasks too.
-    pub fn with_tasks_of(mut self, owner: impl Into<String>) -> Self {
+    pub(crate) fn with_tasks_of(mut self, owner: impl Into<String>) -> Self {
         self.tasks_of = Some(owner.into());
         self
     }
 
     /// Whether a stream with this filter carries `change`.
-    pub fn wants(&self, change: &Change) -> bool {
+    pub(crate) fn wants(&self, change: &Change) -> bool {
         match change {
             Change::ToolsListChanged => self.tools,
             Change::PromptsListChanged => self.prompts,
@@ -255,7 +255,7 @@ impl SubscriptionFilter {
 
     /// The kinds honoured, as the acknowledgement states them (false flags and an empty URI
     /// list are left out).
-    pub fn honored(&self) -> Value {
+    pub(crate) fn honored(&self) -> Value {
         let mut honored = Map::new();
         for (key, on) in [
             ("toolsListChanged", self.tools),
@@ -277,13 +277,13 @@ impl SubscriptionFilter {
 pub const SUBSCRIPTION_ID_KEY: &str = "io.modelcontextprotocol/subscriptionId";
 
 /// The first message of a listen stream: `notifications/subscriptions/acknowledged`.
-pub fn acknowledgement(filter: &SubscriptionFilter, subscription: &Id) -> Vec<u8> {
+pub(crate) fn acknowledgement(filter: &SubscriptionFilter, subscription: &Id) -> Vec<u8> {
     let params = json!({"notifications": filter.honored(), "_meta": {SUBSCRIPTION_ID_KEY: subscription}});
     jsonrpc::notification_bytes("notifications/subscriptions/acknowledged", &params)
 }
 
 /// The notification telling a listen stream about `change`.
-pub fn change_notification(change: &Change, subscription: &Id) -> Vec<u8> {
+pub(crate) fn change_notification(change: &Change, subscription: &Id) -> Vec<u8> {
     let meta = json!({SUBSCRIPTION_ID_KEY: subscription});
     let (method, params) = match change {
         Change::ToolsListChanged => ("notifications/tools/list_changed", json!({"_meta": meta})),
