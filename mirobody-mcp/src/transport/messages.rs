@@ -112,7 +112,6 @@ impl std::fmt::Debug for Connection {
 impl Connection {
     /// A connection of `user` (the identity the transport vouches for) with the default
     /// [`ConnectionOptions`], and the receiver of what it sends the client.
-    /// Must be called inside a tokio runtime.
     pub fn new(engine: McpEngine, user: UserInfo) -> (Connection, mpsc::Receiver<Vec<u8>>) {
         Self::with_options(engine, user, ConnectionOptions::default())
     }
@@ -149,7 +148,8 @@ impl Connection {
     /// Takes one incoming message, the bytes of one JSON-RPC message. A request starts on its
     /// own task and this returns; a notification or a response to the server's question is
     /// handled here. Whatever is malformed, too large or over the bound of running requests is
-    /// answered with an error. A blank message (only whitespace) is skipped.
+    /// answered with an error. A blank message (only whitespace) is skipped. Must be called
+    /// inside a tokio runtime.
     pub async fn handle(&mut self, message: &[u8]) {
         self.reap();
         if message.len() > self.options.max_message_bytes {

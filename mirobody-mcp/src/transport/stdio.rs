@@ -18,8 +18,9 @@ use crate::protocol::McpEngine;
 pub const DRAIN_ON_EOF: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// Serves one client over a reader and a writer (stdin and stdout in the binary) until the
-/// reader ends. `user` is the identity the launching process vouches for. What is not line
-/// framing is a [`Connection`]'s, with the default [`ConnectionOptions`] but for the line limit.
+/// reader ends, refusing lines over `max_message_bytes`. `user` is the identity the launching
+/// process vouches for. The other bounds are [`ConnectionOptions`]' defaults; [`serve_with`]
+/// takes them all.
 pub async fn serve<R, W>(
     engine: McpEngine,
     user: UserInfo,
@@ -32,6 +33,23 @@ where
     W: AsyncWrite + Unpin + Send + 'static,
 {
     let options = ConnectionOptions::default().with_max_message_bytes(max_message_bytes);
+    serve_with(engine, user, reader, writer, options).await
+}
+
+/// [`serve`] with every bound of the client's [`Connection`]: what is not line framing is the
+/// connection's.
+pub async fn serve_with<R, W>(
+    engine: McpEngine,
+    user: UserInfo,
+    reader: R,
+    writer: W,
+    options: ConnectionOptions,
+) -> std::io::Result<()>
+where
+    R: AsyncRead + Unpin,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    let max_message_bytes = options.max_message_bytes;
     let (mut connection, mut outgoing) = Connection::with_options(engine, user, options);
     let writer_task = tokio::spawn(async move {
         let mut writer = writer;

@@ -1,7 +1,8 @@
 //! A transport written outside the crate on `mirobody_mcp::Connection`, with the public API
 //! only: an in-memory one over tokio channels serving a whole conversation and a question to
 //! the client; cancellation by `notifications/cancelled` (either revision) and by dropping or
-//! closing the connection; the bound on running requests and the message size limit.
+//! closing the connection; the bound on running requests, the message size limit and the
+//! outgoing channel holding the connection back when the client stops reading.
 
 use std::time::Duration;
 
@@ -215,4 +216,18 @@ async fn requests_beyond_the_bound_are_refused_until_one_ends() {
     assert_eq!(too_large["error"]["code"], -32600);
     assert!(too_large["error"]["message"].as_str().unwrap().contains("512"), "the limit is named: {too_large}");
     assert_eq!(connection.running_requests(), 1, "the one slow call left");
+}
+
+#[tokio::test]
+async fn a_client_that_stops_reading_holds_the_connection_back() {
+    let mut options = ConnectionOptions::default();
+    options.outgoing_capacity = 1;
+    let (mut connection, mut outgoing) =
+        Connection::with_options(engine(McpOptions::default()), UserInfo::anonymous(), options);
+    connection.handle(b"{1").await;
+    let waits = tokio::time::timeout(Duration::from_millis(100), connection.handle(b"{2")).await;
+    assert!(waits.is_err(), "the second error waits for room: the channel is full");
+    assert_eq!(next(&mut outgoing).await["error"]["code"], -32700);
+    within("room for the third error", connection.handle(b"{3")).await;
+    assert_eq!(next(&mut outgoing).await["error"]["code"], -32700);
 }
