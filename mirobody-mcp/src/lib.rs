@@ -3,13 +3,15 @@
 //! [`McpEngine`] answers MCP requests for a tool registry, independent of transport; the
 //! [`http`] module serves it as Streamable HTTP (a tower service an application can mount in
 //! its own axum router), [`stdio`] over stdin/stdout for desktop clients, and [`serve`] runs
-//! an HTTP/1 server for either.
+//! an HTTP/1 server for either. [`Connection`] is one client's conversation message by
+//! message, for a transport of one's own (WebSocket, a queue, an in-process pipe); stdio is
+//! written on it.
 //! With the `testing` feature, `testing` holds in-process clients for an embedder's tests.
 //!
 //! The crate is in three layers, each depending only on those below it:
 //!
 //! - `transport`: Streamable HTTP (one module per protocol revision's side of the endpoint),
-//!   stdio, and the accept loop with its connection deadlines;
+//!   the message-level connection and stdio on it, and the accept loop with its connection deadlines;
 //! - `protocol`: the method router, one module per revision (`rev_2025_11_25`,
 //!   `rev_2026_07_28`), JSON-RPC, the one-pass readers and the client peer;
 //! - `session`: per-client state, the session store and what each caller may hold;
@@ -36,6 +38,7 @@ pub use protocol::{
     Backends, McpEngine, McpEngineBuilder, McpOptions, ResourceLister, ServerInfo, ToolVisibility, changes,
 };
 pub use session::limits;
+pub use transport::messages::{Connection, ConnectionOptions};
 pub use transport::proxies::{BadForwardedHeader, BadProxy, ForwardedHeader, TrustedProxies};
 pub use transport::serve::{HttpApp, ServeOptions, serve, serve_until, serve_with, shutdown_signal};
 pub use transport::{http, stdio};

@@ -3,7 +3,7 @@
 //! challenges, SSE streaming with progress, logs, elicitation and cancellation, the GET stream, and
 //! MCP 2026-07-28 served statelessly beside them),
 //! the connection handling of `serve_with` over real sockets, the stdio transport over in-memory
-//! pipes, and what the `testing` clients report.
+//! pipes, a transport of one's own on `Connection`, and what the `testing` clients report.
 
 #[path = "server/support.rs"]
 mod support;
@@ -18,6 +18,8 @@ mod http_rules;
 mod lifecycle;
 #[path = "server/methods.rs"]
 mod methods;
+#[path = "server/own_transport.rs"]
+mod own_transport;
 #[path = "server/rev_2026_07_28.rs"]
 mod rev_2026_07_28;
 #[path = "server/serving.rs"]

@@ -12,7 +12,7 @@ use axum::Router;
 use axum::body::Body;
 use http::{HeaderValue, Method, Request, Response, StatusCode, header};
 use http_body_util::BodyExt;
-use mirobody_core::{Args, Registry, Tool, ToolContext, ToolResult, UserInfo};
+use mirobody_core::{Args, Param, Registry, Tool, ToolContext, ToolResult, Type, UserInfo};
 use mirobody_mcp::http::{HttpOptions, McpHttp};
 use mirobody_mcp::testing::{Revision, TestClient};
 use mirobody_mcp::{McpEngine, McpOptions};
@@ -141,6 +141,24 @@ async fn summarize(_: Args, _: &UserInfo, ctx: &ToolContext<'_>) -> ToolResult {
     }
 }
 
+/// mirobody-tools' `ask_user` in short (this crate's tests depend on no tools crate): one
+/// question with its choices, asked by elicitation; the chosen option comes back as
+/// `{"answered": true, "answer": {"selected": [choice]}}`.
+async fn ask_user(args: Args, _: &UserInfo, ctx: &ToolContext<'_>) -> ToolResult {
+    let options = args.get("options").cloned().unwrap_or_default();
+    let params = json!({
+        "message": args.str_or("question", ""),
+        "requestedSchema": {"type": "object", "properties": {"choice": {"type": "string", "enum": options}}},
+    });
+    match ctx.request("elicitation/create", params).await {
+        Ok(reply) if reply["action"] == "accept" => {
+            ToolResult::ok(json!({"answered": true, "answer": {"selected": [reply["content"]["choice"]]}}))
+        }
+        Ok(_) => ToolResult::ok(json!({"answered": false})),
+        Err(e) => ToolResult::error(e.to_string()),
+    }
+}
+
 fn extra_http() -> McpHttp {
     let registry = Registry::builder()
         .tool(
@@ -161,7 +179,12 @@ fn extra_http() -> McpHttp {
                 .requires_client_capability("sampling")
                 .handler(summarize),
         )
-        .tool(mirobody_tools::builtin_tool("ask_user").expect("ask_user is built in"))
+        .tool(
+            Tool::new("ask_user", "Asks the user one multiple-choice question.")
+                .param(Param::required("question", Type::String, "The question."))
+                .param(Param::required("options", Type::Array, "The choices.").items(Type::String))
+                .handler(ask_user),
+        )
         .build()
         .unwrap();
     McpHttp::new(McpEngine::builder(Arc::new(registry)).build(), HttpOptions::default())

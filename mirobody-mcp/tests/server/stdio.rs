@@ -1,5 +1,6 @@
 //! The stdio transport over in-memory pipes: one line per reply, none for notifications, errors
-//! for bad and oversized lines, elicitation round trips, progress, and the end of input.
+//! for bad and oversized lines, elicitation round trips, progress, the end of input, and the
+//! bound on running requests.
 
 use mirobody_core::UserInfo;
 use mirobody_mcp::McpOptions;
@@ -184,4 +185,29 @@ async fn requests_written_just_before_the_input_ends_are_answered() {
     let ids: Vec<&serde_json::Value> = lines.iter().map(|line| &line["id"]).collect();
     assert_eq!(ids, [&json!(1), &json!(2)], "every request is answered: {lines:?}");
     assert_eq!(lines[1]["result"]["structuredContent"]["echo"], "last words");
+}
+
+#[tokio::test]
+async fn serve_with_bounds_the_requests_running_at_once() {
+    use mirobody_mcp::ConnectionOptions;
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+    let (mut to_server, server_in) = tokio::io::duplex(1 << 16);
+    let (server_out, from_server) = tokio::io::duplex(1 << 16);
+    let options = ConnectionOptions::default().with_max_running_requests(1).with_max_message_bytes(MAX);
+    let engine = crate::support::engine(McpOptions::default());
+    let task =
+        tokio::spawn(mirobody_mcp::stdio::serve_with(engine, UserInfo::anonymous(), server_in, server_out, options));
+    let mut lines = BufReader::new(from_server).lines();
+
+    let signal = crate::support::started("stdio-bound");
+    let slow = rpc(1, "tools/call", json!({"name": "slow", "arguments": {"tag": "stdio-bound"}}));
+    to_server.write_all(format!("{slow}\n{}\n", rpc(2, "ping", json!({}))).as_bytes()).await.unwrap();
+    let line = crate::support::within("a line", lines.next_line()).await.unwrap().expect("a reply");
+    let refused: serde_json::Value = serde_json::from_str(&line).unwrap();
+    assert_eq!((&refused["id"], &refused["error"]["code"]), (&json!(2), &json!(-32000)), "{refused}");
+    crate::support::within("the slow tool to start", signal.notified()).await;
+
+    drop(to_server);
+    crate::support::within("serve to end", task).await.unwrap().expect("serve ends cleanly");
+    crate::support::within("the slow tool to stop", crate::support::stopped("stdio-bound").notified()).await;
 }

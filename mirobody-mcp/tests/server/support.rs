@@ -103,6 +103,15 @@ async fn progress(_args: Args, _user: &UserInfo, ctx: &ToolContext<'_>) -> ToolR
     ToolResult::ok(json!({"done": true}))
 }
 
+/// `echo`, as mirobody-tools has it (this crate's tests depend on no tools crate): the
+/// required `text` back as `{"echo": text}`.
+pub(crate) fn echo_tool() -> Tool {
+    Tool::new("echo", "Echo back the provided text.")
+        .param(Param::required("text", Type::String, "The text to echo back."))
+        .read_only()
+        .sync_handler(|args, _user, _ctx| ToolResult::ok(json!({"echo": args.str_or("text", "")})))
+}
+
 /// Progress 0, then 50 and 100 in the same poll that returns the result.
 async fn progress_burst(_args: Args, _user: &UserInfo, ctx: &ToolContext<'_>) -> ToolResult {
     ctx.progress(0.0, Some(100.0), None).await;
@@ -189,7 +198,7 @@ pub(crate) const AUTH_TOOLS: [&str; 2] = ["scoped", "whoami"];
 /// The registry of test tools.
 pub(crate) fn registry() -> Registry {
     Registry::builder()
-        .tool(mirobody_tools::builtin_tool("echo").expect("echo is built in"))
+        .tool(echo_tool())
         .tool(Tool::new("progress", "Reports progress three times.").handler(progress))
         .tool(Tool::new("progress_burst", "Reports progress, the last two with the result.").handler(progress_burst))
         .tool(Tool::new("progress_sync", "Reports progress without yielding.").handler(progress_sync))
