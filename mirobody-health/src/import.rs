@@ -12,8 +12,8 @@ use std::sync::{Arc, LazyLock, Mutex, Weak};
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::store::RecordStore;
 use crate::fhir::{self, EntryInput, EntryOutcome, ImportRequest, RequestKind};
+use crate::store::RecordStore;
 
 /// What an import answers: the HTTP status and the FHIR body (an `OperationOutcome`, or a
 /// `batch-response` / `transaction-response` Bundle), with the counts for a command line.
@@ -93,7 +93,12 @@ pub async fn import_fhir_checked(
 }
 
 /// [`CheckedJson::check`], then [`import_fhir_checked`].
-pub async fn import_fhir_json(store: &dyn RecordStore, subject: &str, body: &[u8], observation_only: bool) -> ImportResponse {
+pub async fn import_fhir_json(
+    store: &dyn RecordStore,
+    subject: &str,
+    body: &[u8],
+    observation_only: bool,
+) -> ImportResponse {
     match CheckedJson::check(body) {
         Ok(checked) => import_fhir_checked(store, subject, checked, observation_only).await,
         Err(refusal) => refusal,

@@ -11,8 +11,8 @@
 //! registry runs it with a `ToolContext` that carries the store, as the server does.
 
 use mirobody_core::{Format, Registry, ToolContext, ToolResult, UserInfo, tool_service};
-use mirobody_store::SqlStore;
 use mirobody_health::{HealthStore, RecordStore, health_store};
+use mirobody_store::SqlStore;
 use serde::Serialize;
 use serde_json::{Value, json};
 use time::format_description::well_known::Rfc3339;

@@ -186,7 +186,8 @@ async fn run(
         }
         Command::Import { format, file, user } => {
             let server = app::build_with(&config, tools).await?;
-            let code = cli::run_import(server.backends.health().as_ref(), format, &file, &user, &mut std::io::stdout()).await?;
+            let code = cli::run_import(server.backends.health().as_ref(), format, &file, &user, &mut std::io::stdout())
+                .await?;
             server.backends.close().await;
             Ok(u8::try_from(code).unwrap_or(1))
         }

@@ -539,9 +539,8 @@ async fn main() -> std::io::Result<()> {
     // With a database, fixtures share their task records: a task one runs, any reads.
     if let Ok(url) = std::env::var("MIROBODY_FIXTURE_DATABASE_URL") {
         let schema = std::env::var("MIROBODY_FIXTURE_DATABASE_SCHEMA").ok();
-        let store = mirobody_store::SqlStore::connect(&url, schema.as_deref(), 8)
-            .await
-            .map_err(std::io::Error::other)?;
+        let store =
+            mirobody_store::SqlStore::connect(&url, schema.as_deref(), 8).await.map_err(std::io::Error::other)?;
         engine = engine.task_store(Arc::new(store));
     }
     let engine = engine.change_notifier(changes).build();
@@ -561,8 +560,7 @@ async fn main() -> std::io::Result<()> {
     let mcp = match std::env::var("MIROBODY_FIXTURE_REDIS_URL") {
         Ok(url) => {
             let prefix = std::env::var("MIROBODY_FIXTURE_REDIS_PREFIX").unwrap_or_else(|_| "mirobody-fixture:".into());
-            let redis =
-                mirobody_store::RedisCache::connect(&url, &prefix).await.map_err(std::io::Error::other)?;
+            let redis = mirobody_store::RedisCache::connect(&url, &prefix).await.map_err(std::io::Error::other)?;
             let key = state_key.ok_or_else(|| {
                 std::io::Error::other(
                     "MIROBODY_FIXTURE_REDIS_URL needs MIROBODY_FIXTURE_STATE_KEY, shared by every fixture",

@@ -137,6 +137,5 @@ pub trait FileIndex: Send + Sync {
 
     /// Settles the reading of `owner`'s file `file_key`: its text stored under `text_key`
     /// (`Ok(Some)`), no text (`Ok(None)`), or unreadable, with why (`Err`).
-    async fn settle_text(&self, owner: &str, file_key: &str, outcome: Result<Option<&str>, &str>)
-    -> BackendResult<()>;
+    async fn settle_text(&self, owner: &str, file_key: &str, outcome: Result<Option<&str>, &str>) -> BackendResult<()>;
 }

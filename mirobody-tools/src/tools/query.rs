@@ -5,10 +5,10 @@ use mirobody_core::{ToolContext, ToolError};
 use serde::Serialize;
 use serde_json::{Value, json};
 
+use crate::upload_links::UploadLinks;
 use mirobody_health::IndicatorSummary;
 use mirobody_health::indicators;
 use mirobody_health::text::parse_time_ms;
-use crate::upload_links::UploadLinks;
 
 /// The most names one query takes.
 pub(crate) const MAX_NAMES: usize = 20;

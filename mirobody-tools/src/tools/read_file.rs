@@ -14,8 +14,8 @@ use serde_json::json;
 use super::{caller, fail};
 use mirobody_health::text::{cap_chars, is_text_like};
 
-use mirobody_health::{TextState, health_store};
 use crate::uploads::Uploader;
+use mirobody_health::{TextState, health_store};
 
 /// The most characters returned inline.
 pub(crate) const MAX_INLINE_CHARS: usize = 50_000;
