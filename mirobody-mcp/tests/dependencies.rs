@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 use std::process::Command;
 
 /// Crates the library's normal dependency tree must not hold (names, or name prefixes with `*`).
-const NOT_IN_THE_LIBRARY: [&str; 9] = [
+const NOT_IN_THE_LIBRARY: [&str; 11] = [
     "sqlx*",
     "redis",
     "object_store",
@@ -14,6 +14,8 @@ const NOT_IN_THE_LIBRARY: [&str; 9] = [
     "clap",
     "tikv-jemallocator",
     "serde_yaml*",
+    "mirobody-health",
+    "mirobody-store",
     "mirobody-tools",
     "mirobody-server",
 ];

@@ -9,7 +9,15 @@ use std::path::{Path, PathBuf};
 
 /// The crates with a listing. `mirobody-macros` is a proc-macro crate (its API is its
 /// attributes, re-exported by core) and `mirobody-server` is the application.
-const CRATES: &[&str] = &["mirobody-core", "mirobody-schema", "mirobody-auth", "mirobody-tools", "mirobody-mcp"];
+const CRATES: &[&str] = &[
+    "mirobody-core",
+    "mirobody-schema",
+    "mirobody-auth",
+    "mirobody-health",
+    "mirobody-store",
+    "mirobody-tools",
+    "mirobody-mcp",
+];
 
 const UPDATE_COMMAND: &str = "UPDATE_PUBLIC_API=1 cargo test -p xtask --test public_api";
 
