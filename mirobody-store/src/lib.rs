@@ -1,11 +1,14 @@
-//! The backends the built-in tools use, implementing the traits `mirobody-core` defines.
+//! The stores mirobody runs on, implementing the traits of `mirobody-health` and
+//! `mirobody-core`.
 //!
-//! - [`SqlStore`]: [`HealthStore`], [`Memory`], [`SecretStore`] and [`AccessLog`] on sqlx; one SQLite
-//!   file (WAL) by default, PostgreSQL when the database URL says so, migrated on start.
+//! - [`SqlStore`]: [`HealthData`] (every health trait), [`Memory`], [`SecretStore`],
+//!   [`AccessLog`] and [`TaskStore`] on sqlx; one SQLite file (WAL) by default, PostgreSQL when
+//!   the database URL says so (feature `postgres`), migrated on start.
 //! - [`ObjectStorage`]: [`Storage`] on `object_store`; a local folder by default, any
-//!   S3-compatible store when configured; optional AES-256-GCM encryption at rest
+//!   S3-compatible store when configured (feature `s3`); optional AES-256-GCM encryption at rest
 //!   ([`FileCipher`]); signed read URLs ([`UrlSigner`] for those the server serves).
-//! - [`MemoryCache`] and [`RedisCache`]: [`Cache`].
+//! - [`MemoryCache`] and `RedisCache` (feature `redis`, also the shared sessions'
+//!   `SessionBackplane`): [`Cache`].
 //!
 //! A server reads a [`BackendConfig`], calls [`open`], and hands the handles of the
 //! [`OpenedBackends`] to its tools:
@@ -16,6 +19,7 @@
 //!
 //! let backends = open(&BackendConfig::default()).await?; // ./.mirobody/mirobody.db, ./.mirobody/files
 //! let db = backends.db(); // Arc<dyn HealthStore>, for the context's extensions
+//! let health = backends.health(); // Arc<dyn HealthData>, for imports, uploads and routes
 //! let memory = backends.memory(); // Option<Arc<dyn Memory>>
 //! # Ok(()) }
 //! ```
