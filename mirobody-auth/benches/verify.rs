@@ -16,7 +16,7 @@ use futures::executor::block_on;
 use jsonwebtoken::{Algorithm, EncodingKey, Header};
 use mirobody_auth::{AuthConfig, Authenticator, JwtVerifier, McpEndpoint, generate_secret, hash_secret};
 use mirobody_core::backend::BackendResult;
-use mirobody_core::{SecretOwner, SecretStore};
+use mirobody_ports::{SecretOwner, SecretStore};
 use serde_json::json;
 use sha2::{Digest, Sha256};
 

@@ -4,7 +4,8 @@ use std::fmt;
 use std::sync::Arc;
 
 use http::{HeaderMap, HeaderName, Request, Response, Uri, header};
-use mirobody_core::{SecretStore, UserInfo};
+use mirobody_core::UserInfo;
+use mirobody_ports::SecretStore;
 use serde_json::{Value, json};
 use subtle::ConstantTimeEq;
 

@@ -6,7 +6,8 @@ use std::time::Duration;
 
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use mirobody_core::{BackendError, SecretStore};
+use mirobody_core::BackendError;
+use mirobody_ports::SecretStore;
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 

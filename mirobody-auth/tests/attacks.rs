@@ -8,7 +8,7 @@ use std::sync::Arc;
 use axum::body::Body;
 use common::*;
 use mirobody_auth::{generate_secret, hash_secret};
-use mirobody_core::SecretStore;
+use mirobody_ports::SecretStore;
 use serde_json::{Value, json};
 
 enum Challenge {

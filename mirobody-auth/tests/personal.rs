@@ -13,7 +13,7 @@ use mirobody_auth::{
     Authenticator, McpEndpoint, PERSONAL_URL_SCOPE, SecretAdminError, create_secret, generate_secret,
     looks_like_secret, revoke_secret, rotate_secret,
 };
-use mirobody_core::SecretStore;
+use mirobody_ports::SecretStore;
 use serde_json::json;
 
 async fn post_personal(app: &axum::Router, query: &str, authorization: Option<&str>) -> Reply {

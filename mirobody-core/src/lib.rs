@@ -52,16 +52,12 @@ mod resource;
 mod result;
 #[cfg(feature = "signing")]
 pub mod signed;
-mod task;
 mod tool;
 mod user;
 mod view;
 
 pub use args::Args;
-pub use backend::{
-    AccessKind, AccessLog, AccessOutcome, BackendError, Cache, Memory, MissingBackend, SecretOwner, SecretStore,
-    SessionBackplane, Storage,
-};
+pub use backend::{BackendError, Cache, Memory, MissingBackend, Storage};
 pub use catalog::{DuplicateEntry, PromptRegistry, ResourceRegistry};
 pub use context::{ClientPeer, PeerError, ToolContext};
 pub use mirobody_schema as schema;
@@ -70,7 +66,6 @@ pub use prompt::{ContextPromptFn, Prompt, PromptArgument, PromptError, PromptFn,
 pub use registry::{CallError, Registry, RegistryBuilder, RegistryError};
 pub use resource::{ReadFn, Resource, ResourceContents, ResourceError, ResourceInfo, ResourceTemplate, TemplateReadFn};
 pub use result::{Content, EmbeddedResource, IntoToolResult, Json, ToolError, ToolResult};
-pub use task::{ANONYMOUS_OWNER_PREFIX, TaskRecord, TaskState, TaskStore};
 pub use tool::{AsyncHandlerFn, Handler, Tool};
 pub use user::UserInfo;
 pub use view::{NotAViewUri, UI_EXTENSION, VIEW_MIME_TYPE, View};

@@ -39,7 +39,8 @@ use std::fmt;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use mirobody_core::{AccessLog, Cache, Memory, SecretStore, SessionBackplane, Storage, TaskStore};
+use mirobody_core::{Cache, Memory, Storage};
+use mirobody_ports::{AccessLog, SecretStore, SessionBackplane, TaskStore};
 
 use mirobody_health::{HealthData, HealthStore};
 use serde::Deserialize;

@@ -13,8 +13,9 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use futures::stream::{BoxStream, StreamExt};
-use mirobody_core::SessionBackplane;
-use mirobody_core::backend::{BackendError, BackendResult, MAX_SESSION_VALUE_BYTES};
+use mirobody_core::backend::{BackendError, BackendResult};
+use mirobody_ports::MAX_SESSION_VALUE_BYTES;
+use mirobody_ports::SessionBackplane;
 
 use super::redis::{RedisCache, redis_error};
 

@@ -16,8 +16,9 @@ use http::{Request, Response, Uri};
 use jsonwebtoken::{Algorithm, EncodingKey, Header};
 use mirobody_auth::{AuthConfig, AuthMethod, Authenticator, McpEndpoint, personal_router, protected_resource_metadata};
 use mirobody_core::backend::BackendResult;
-use mirobody_core::{BackendError, SecretOwner, SecretStore, UserInfo};
+use mirobody_core::{BackendError, UserInfo};
 use mirobody_mcp::testing::TestClient;
+use mirobody_ports::{SecretOwner, SecretStore};
 use serde_json::{Value, json};
 use subtle::ConstantTimeEq;
 

@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use mirobody_core::{AccessKind, AccessLog, AccessOutcome};
+use mirobody_ports::{AccessKind, AccessLog, AccessOutcome};
 use tokio::sync::mpsc;
 
 /// Records waiting to be written, at most.

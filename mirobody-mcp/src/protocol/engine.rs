@@ -6,10 +6,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use mirobody_core::{
-    AccessKind, AccessLog, AccessOutcome, Cache, CallError, ClientPeer, Memory, PromptMessage, PromptRegistry,
-    Registry, ResourceContents, ResourceError, ResourceRegistry, Storage, TaskStore, ToolContext, ToolResult,
-    UI_EXTENSION, UserInfo, VIEW_MIME_TYPE,
+    Cache, CallError, ClientPeer, Memory, PromptMessage, PromptRegistry, Registry, ResourceContents, ResourceError,
+    ResourceRegistry, Storage, ToolContext, ToolResult, UI_EXTENSION, UserInfo, VIEW_MIME_TYPE,
 };
+use mirobody_ports::{AccessKind, AccessLog, AccessOutcome, TaskStore};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};

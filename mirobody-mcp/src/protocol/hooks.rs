@@ -9,7 +9,7 @@
 //!
 //! - [`ToolVisibility`]: which tools a caller may see and call;
 //! - [`ResourceLister`]: the caller's own resources in `resources/list`;
-//! - [`AccessLog`](mirobody_core::AccessLog): a record of every call and read (implemented
+//! - [`AccessLog`](mirobody_ports::AccessLog): a record of every call and read (implemented
 //!   by a type of the application's: no closure implements it);
 //! - and the application's state for its tools, with
 //!   [`extension`](super::McpEngineBuilder::extension).

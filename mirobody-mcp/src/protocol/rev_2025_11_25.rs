@@ -1,7 +1,8 @@
 //! The 2025-11-25 revision (and the three before it): the `initialize` handshake and a
 //! session's methods.
 
-use mirobody_core::{AccessKind, AccessOutcome, CallError, ResourceError, UserInfo};
+use mirobody_core::{CallError, ResourceError, UserInfo};
+use mirobody_ports::{AccessKind, AccessOutcome};
 
 use serde::Deserialize;
 

@@ -2,8 +2,8 @@
 //! that runs several endpoints side by side.
 
 use futures::stream::{BoxStream, StreamExt};
-use mirobody_core::SessionBackplane;
 use mirobody_core::backend::BackendResult;
+use mirobody_ports::SessionBackplane;
 use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};

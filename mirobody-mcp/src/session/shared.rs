@@ -19,8 +19,8 @@
 use super::seal::{BackplaneKeys, Guard, Refusal, RefusedEvents, now_ms};
 use super::*;
 use futures::stream::{BoxStream, StreamExt};
-use mirobody_core::SessionBackplane;
 use mirobody_core::backend::BackendResult;
+use mirobody_ports::SessionBackplane;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::HashMap;

@@ -14,10 +14,11 @@ use futures::StreamExt;
 use futures::stream::BoxStream;
 use http::{Method, Request, StatusCode, header};
 use mirobody_core::backend::BackendResult;
-use mirobody_core::{BackendError, Registry, SessionBackplane, TaskSupport, Tool, ToolResult, UserInfo};
+use mirobody_core::{BackendError, Registry, TaskSupport, Tool, ToolResult, UserInfo};
 use mirobody_mcp::http::{HttpOptions, McpHttp};
 use mirobody_mcp::session::MemoryBackplane;
 use mirobody_mcp::{McpEngine, MemoryTaskStore, StateKey, TaskOptions};
+use mirobody_ports::SessionBackplane;
 use serde_json::{Value, json};
 use tower::ServiceExt;
 

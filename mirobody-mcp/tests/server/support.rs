@@ -309,13 +309,13 @@ impl TestServer {
 
     /// An instance among several sharing sessions through `backplane`, with the secret they
     /// all share ([`shared_key`]).
-    pub(crate) async fn sharing(backplane: Arc<dyn mirobody_core::SessionBackplane>, http: HttpOptions) -> Self {
+    pub(crate) async fn sharing(backplane: Arc<dyn mirobody_ports::SessionBackplane>, http: HttpOptions) -> Self {
         TestServer::sharing_with(backplane, http, &shared_key()).await
     }
 
     /// An instance sharing `backplane` with the secret `key`.
     pub(crate) async fn sharing_with(
-        backplane: Arc<dyn mirobody_core::SessionBackplane>,
+        backplane: Arc<dyn mirobody_ports::SessionBackplane>,
         http: HttpOptions,
         key: &mirobody_mcp::StateKey,
     ) -> Self {

@@ -3,7 +3,7 @@
 
 use async_trait::async_trait;
 use mirobody_core::backend::BackendResult;
-use mirobody_core::{AccessKind, AccessLog, AccessOutcome};
+use mirobody_ports::{AccessKind, AccessLog, AccessOutcome};
 use sqlx::Row;
 
 use super::{Pool, SqlStore, db_error};

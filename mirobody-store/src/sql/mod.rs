@@ -1,7 +1,7 @@
 //! The relational store on sqlx: one embedded SQLite file (WAL) by default, PostgreSQL when the
 //! database URL says so. One type, [`SqlStore`], implements [`HealthStore`](mirobody_health::HealthStore),
-//! [`Memory`](mirobody_core::Memory), [`SecretStore`](mirobody_core::SecretStore) and
-//! [`AccessLog`](mirobody_core::AccessLog) over either.
+//! [`Memory`](mirobody_core::Memory), [`SecretStore`](mirobody_ports::SecretStore) and
+//! [`AccessLog`](mirobody_ports::AccessLog) over either.
 //!
 //! Both databases run the same SQL wherever they agree (SQLite reads `$1` placeholders as
 //! PostgreSQL does); the schema and full-text search are written once per database. Queries

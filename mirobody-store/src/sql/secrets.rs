@@ -3,7 +3,7 @@
 
 use async_trait::async_trait;
 use mirobody_core::backend::BackendResult;
-use mirobody_core::{SecretOwner, SecretStore};
+use mirobody_ports::{SecretOwner, SecretStore};
 use sqlx::Row;
 
 use super::{Pool, SqlStore, db_error};

@@ -9,7 +9,7 @@
 use async_trait::async_trait;
 use base64::Engine;
 use mirobody_core::backend::{BackendError, BackendResult};
-use mirobody_core::{ANONYMOUS_OWNER_PREFIX, TaskRecord, TaskState, TaskStore};
+use mirobody_ports::{ANONYMOUS_OWNER_PREFIX, TaskRecord, TaskState, TaskStore};
 use serde_json::Value;
 use sqlx::Row;
 

@@ -1,7 +1,7 @@
 //! Unit tests of the SQL store: opening and migrating SQLite, the access log's columns, and the
 //! pure helpers (indexed terms, observation columns, schema names).
 
-use mirobody_core::{AccessKind, AccessLog, AccessOutcome};
+use mirobody_ports::{AccessKind, AccessLog, AccessOutcome};
 use sqlx::Connection;
 use sqlx::sqlite::SqlitePool;
 

@@ -6,11 +6,10 @@ use mirobody_health::prelude::*;
 use std::time::Duration;
 
 use mirobody_core::backend::NewMemory;
-use mirobody_core::{
-    AccessKind, AccessLog, AccessOutcome, Cache, Memory, SecretStore, TaskRecord, TaskState, TaskStore,
-};
+use mirobody_core::{Cache, Memory};
 use mirobody_health::FileRecord;
 use mirobody_health::HealthStore;
+use mirobody_ports::{AccessKind, AccessLog, AccessOutcome, SecretStore, TaskRecord, TaskState, TaskStore};
 use mirobody_store::{Dialect, MemoryCache, RedisCache, SqlStore};
 use serde_json::json;
 

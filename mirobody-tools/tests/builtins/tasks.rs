@@ -120,10 +120,10 @@ fn a_finished_task_outlives_a_restart_and_a_running_one_reads_failed() {
 // What a task of alice's carries of her data: a document's text, and a question about it.
 const DOCUMENT: &str = "Diagnosis: hypothyroidism, TSH 9.8 mIU/L";
 
-fn sealed_task(id: &str) -> mirobody_core::TaskRecord {
+fn sealed_task(id: &str) -> mirobody_ports::TaskRecord {
     let mut task =
-        mirobody_core::TaskRecord::new(id.into(), "user:alice".into(), "read_file".into(), 1_000, 60_000, 30_000);
-    task.state = mirobody_core::TaskState::Completed;
+        mirobody_ports::TaskRecord::new(id.into(), "user:alice".into(), "read_file".into(), 1_000, 60_000, 30_000);
+    task.state = mirobody_ports::TaskState::Completed;
     task.outcome = Some(json!({"result": {"content": [{"type": "text", "text": DOCUMENT}]}}));
     task.input_requests = Some(json!({"go": {"method": "elicitation/create", "params": {"message": DOCUMENT}}}));
     task
@@ -164,8 +164,8 @@ async fn move_outcome(url: &str, schema: Option<&str>, from: &str, to: &str) {
 // With encryption at rest, a task's outcome and questions are ciphertext in the database and
 // come back whole through the store; without the key, or moved to another row, they do not
 // open: an error, never another task's text.
-async fn outcomes_are_sealed(store: &dyn mirobody_core::TaskStore, url: &str, schema: Option<&str>) {
-    use mirobody_core::TaskStore;
+async fn outcomes_are_sealed(store: &dyn mirobody_ports::TaskStore, url: &str, schema: Option<&str>) {
+    use mirobody_ports::TaskStore;
     use mirobody_store::{FileCipher, SqlTaskStore};
 
     let task = sealed_task("sealed1");

@@ -14,7 +14,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use mirobody_core::{AccessKind, AccessLog, AccessOutcome, Cache};
+use mirobody_core::Cache;
+use mirobody_ports::{AccessKind, AccessLog, AccessOutcome};
 use mirobody_store::{BackendConfig, RedisCache, RedisConnectError, SqlStore, open};
 
 use crate::support::config_in;

@@ -2,10 +2,11 @@
 //! and local files in a temp dir.
 
 use base64::Engine;
+use mirobody_core::UserInfo;
 use mirobody_core::backend::NewMemory;
-use mirobody_core::{AccessKind, UserInfo};
 use mirobody_health::FileRecord;
 use mirobody_health::prelude::*;
+use mirobody_ports::AccessKind;
 use serde_json::{Value, json};
 
 use crate::support::{Env, Sse, rpc, within};
@@ -593,11 +594,11 @@ async fn calls_and_reads_are_in_the_access_log() {
     assert!(summary.contains(&(AccessKind::Tool, "echo", true)), "{summary:?}");
     assert!(summary.contains(&(AccessKind::Tool, "read_file", false)), "{summary:?}");
     assert!(summary.contains(&(AccessKind::Resource, "info://server", true)), "{summary:?}");
-    let outcomes: Vec<(&str, mirobody_core::AccessOutcome)> =
+    let outcomes: Vec<(&str, mirobody_ports::AccessOutcome)> =
         rows.iter().map(|(_, n, o, _)| (n.as_str(), *o)).collect();
-    assert!(outcomes.contains(&("no_such_tool", mirobody_core::AccessOutcome::UnknownTool)), "{outcomes:?}");
-    assert!(outcomes.contains(&("echo", mirobody_core::AccessOutcome::InvalidArguments)), "{outcomes:?}");
-    assert!(outcomes.contains(&("read_file", mirobody_core::AccessOutcome::Failed)), "{outcomes:?}");
+    assert!(outcomes.contains(&("no_such_tool", mirobody_ports::AccessOutcome::UnknownTool)), "{outcomes:?}");
+    assert!(outcomes.contains(&("echo", mirobody_ports::AccessOutcome::InvalidArguments)), "{outcomes:?}");
+    assert!(outcomes.contains(&("read_file", mirobody_ports::AccessOutcome::Failed)), "{outcomes:?}");
 }
 
 #[tokio::test]

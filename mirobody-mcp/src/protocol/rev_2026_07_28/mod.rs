@@ -22,9 +22,8 @@ pub(crate) use meta::*;
 
 use std::borrow::Cow;
 
-use mirobody_core::{
-    AccessKind, AccessOutcome, CallError, ResourceError, TaskSupport, ToolContext, ToolResult, UserInfo,
-};
+use mirobody_core::{CallError, ResourceError, TaskSupport, ToolContext, ToolResult, UserInfo};
+use mirobody_ports::{AccessKind, AccessOutcome};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
 use tokio::sync::mpsc;

@@ -5,7 +5,8 @@
 use std::sync::Arc;
 
 use futures::future::BoxFuture;
-use mirobody_core::{CallError, TaskRecord, TaskSupport, ToolResult, UserInfo};
+use mirobody_core::{CallError, TaskSupport, ToolResult, UserInfo};
+use mirobody_ports::TaskRecord;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};

@@ -4,7 +4,8 @@
 
 use std::sync::Arc;
 
-use mirobody_core::{CallError, TaskRecord, TaskSupport, UserInfo};
+use mirobody_core::{CallError, TaskSupport, UserInfo};
+use mirobody_ports::TaskRecord;
 use serde_json::{Map, Value};
 
 use super::{Escalation, TaskPeer, TaskRefusal, drive, owner_of};

@@ -5,7 +5,7 @@ use std::sync::Mutex;
 
 use async_trait::async_trait;
 use mirobody_core::backend::BackendResult;
-use mirobody_core::{ANONYMOUS_OWNER_PREFIX, TaskRecord, TaskStore};
+use mirobody_ports::{ANONYMOUS_OWNER_PREFIX, TaskRecord, TaskStore};
 
 use crate::session::lock;
 

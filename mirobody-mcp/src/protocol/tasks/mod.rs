@@ -30,9 +30,8 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use futures::future::BoxFuture;
-use mirobody_core::{
-    ANONYMOUS_OWNER_PREFIX, CallError, Content, TaskRecord, TaskState, TaskStore, ToolResult, UserInfo,
-};
+use mirobody_core::{CallError, Content, ToolResult, UserInfo};
+use mirobody_ports::{ANONYMOUS_OWNER_PREFIX, TaskRecord, TaskState, TaskStore};
 use serde_json::{Map, Value, json};
 use tokio::sync::oneshot;
 use tokio::task::{AbortHandle, JoinHandle};

@@ -179,7 +179,7 @@ impl McpHttp {
     pub async fn with_shared_sessions(
         engine: McpEngine,
         options: HttpOptions,
-        backplane: Arc<dyn mirobody_core::SessionBackplane>,
+        backplane: Arc<dyn mirobody_ports::SessionBackplane>,
         key: &crate::StateKey,
     ) -> Result<Self, mirobody_core::BackendError> {
         let mut http = McpHttp::new(engine, options);

@@ -6,8 +6,9 @@
 //! anonymous task is its id's holder's alone and never announced; expired records are purged on
 //! a timer; a time limit counts a task's work, not its wait for answers.
 
-use mirobody_core::{TaskStore, TaskSupport};
+use mirobody_core::TaskSupport;
 use mirobody_mcp::{MemoryTaskStore, TaskOptions};
+use mirobody_ports::TaskStore;
 
 use super::*;
 use crate::support::Sse;
@@ -50,7 +51,7 @@ fn task_service(store: Arc<MemoryTaskStore>, options: TaskOptions) -> McpEngine 
     task_service_on(store, options)
 }
 
-fn task_service_on(store: Arc<dyn mirobody_core::TaskStore>, options: TaskOptions) -> McpEngine {
+fn task_service_on(store: Arc<dyn mirobody_ports::TaskStore>, options: TaskOptions) -> McpEngine {
     let registry = Registry::builder()
         .tool(
             Tool::new("sleepy", "Sleeps.")
@@ -311,8 +312,8 @@ async fn a_shared_store_answers_for_a_task_another_service_ran() {
 
 #[tokio::test]
 async fn the_in_process_api_runs_a_call_as_a_task_for_its_owner_only() {
-    use mirobody_core::TaskState;
     use mirobody_mcp::TaskError;
+    use mirobody_ports::TaskState;
 
     let engine = task_service(Arc::default(), options());
     let (alice, bob) = (UserInfo::authenticated("alice"), UserInfo::authenticated("bob"));
@@ -452,8 +453,8 @@ async fn answers_for_a_task_no_instance_can_reach_are_refused_not_lost() {
 struct SlowStore(MemoryTaskStore);
 
 #[async_trait::async_trait]
-impl mirobody_core::TaskStore for SlowStore {
-    async fn save(&self, task: &mirobody_core::TaskRecord) -> mirobody_core::backend::BackendResult<()> {
+impl mirobody_ports::TaskStore for SlowStore {
+    async fn save(&self, task: &mirobody_ports::TaskRecord) -> mirobody_core::backend::BackendResult<()> {
         tokio::time::sleep(Duration::from_millis(5)).await;
         self.0.save(task).await
     }
@@ -462,7 +463,7 @@ impl mirobody_core::TaskStore for SlowStore {
         id: &str,
         owner: &str,
         now_ms: i64,
-    ) -> mirobody_core::backend::BackendResult<Option<mirobody_core::TaskRecord>> {
+    ) -> mirobody_core::backend::BackendResult<Option<mirobody_ports::TaskRecord>> {
         self.0.load(id, owner, now_ms).await
     }
     async fn live(&self, owner: &str, now_ms: i64) -> mirobody_core::backend::BackendResult<u64> {
@@ -544,8 +545,8 @@ struct CountingStore {
 }
 
 #[async_trait::async_trait]
-impl mirobody_core::TaskStore for CountingStore {
-    async fn save(&self, task: &mirobody_core::TaskRecord) -> mirobody_core::backend::BackendResult<()> {
+impl mirobody_ports::TaskStore for CountingStore {
+    async fn save(&self, task: &mirobody_ports::TaskRecord) -> mirobody_core::backend::BackendResult<()> {
         self.records.save(task).await
     }
     async fn load(
@@ -553,7 +554,7 @@ impl mirobody_core::TaskStore for CountingStore {
         id: &str,
         owner: &str,
         now_ms: i64,
-    ) -> mirobody_core::backend::BackendResult<Option<mirobody_core::TaskRecord>> {
+    ) -> mirobody_core::backend::BackendResult<Option<mirobody_ports::TaskRecord>> {
         self.records.load(id, owner, now_ms).await
     }
     async fn live(&self, owner: &str, now_ms: i64) -> mirobody_core::backend::BackendResult<u64> {

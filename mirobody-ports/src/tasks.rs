@@ -6,7 +6,7 @@
 use async_trait::async_trait;
 use serde_json::Value;
 
-use crate::backend::BackendResult;
+use mirobody_core::backend::BackendResult;
 
 /// Where a task stands (MCP task `status`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
