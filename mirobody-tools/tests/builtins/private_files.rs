@@ -1,4 +1,4 @@
-//! Files on disk are private: after `backends::open` on a fresh data folder, and after an
+//! Files on disk are private: after `mirobody_store::open` on a fresh data folder, and after an
 //! upload, the folder and uploads folder are `0700`, and the database, its `-wal`/`-shm`
 //! files, the uploaded file and the generated key `0600`; an older data folder's database and
 //! uploads are made owner-only when opened.

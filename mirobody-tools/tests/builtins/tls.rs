@@ -1,6 +1,6 @@
 //! TLS to PostgreSQL and Redis, for real: each test starts its own server on a free port with
 //! a certificate signed by a CA it makes (openssl), reachable over TLS only, and opens the
-//! backends through `backends::open` with `?sslmode=...` or `rediss://`, then writes and reads.
+//! backends through `mirobody_store::open` with `?sslmode=...` or `rediss://`, then writes and reads.
 //! A server that cannot be started here (no openssl, initdb, or Redis built with TLS) makes the
 //! test print `SKIPPED: <why>`, or fail under `MIROBODY_REQUIRE_EXTERNAL=1`. The servers are
 //! stopped and their folders removed when a test ends, passing or not.
