@@ -1,6 +1,4 @@
-//! The care circle: invitations by user id and by email (when `upsert_user` set the email),
-//! accepted with or without a nickname, declined by the invitee and withdrawn by the owner,
-//! and by nobody else (someone else's invitation is "not found"); the overview both ways.
+//! The `circle` family of the store contract suite.
 
 use crate::records::{CircleInvite, CircleOverview};
 use crate::store::HealthData;
@@ -9,7 +7,11 @@ use super::support::{ok, unique_id};
 
 const FAMILY: &str = "circle";
 
-/// Checks the care-circle contracts: see [the module](self).
+/// The care circle: invitations by user id and by email (when `upsert_user` set the email),
+/// accepted with or without a nickname, declined by the invitee and withdrawn by the owner, and by
+/// nobody else (someone else's invitation is "not found"); the overview both ways.
+///
+/// Panics, naming the family and the promise, at the first one the store breaks.
 pub async fn circle(store: &dyn HealthData) {
     invitations_reach_their_invitee(store).await;
     only_the_invitee_accepts(store).await;

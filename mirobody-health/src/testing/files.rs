@@ -1,8 +1,4 @@
-//! The file index: `add_file_within` keeps an owner within a quota of files and bytes, writing
-//! nothing when it refuses; `file`/`files` read an owner's own files only, newest first; and
-//! the queue of texts to read: `claim_text` leases the oldest waiting file (a second claim
-//! within the lease gets nothing, one after it takes the file again), `settle_text` settles it
-//! to text, no text or unreadable, for its owner only, and the state reads back.
+//! The `file_index` family of the store contract suite.
 
 use std::time::Duration;
 
@@ -14,7 +10,13 @@ use super::support::{ok, unique_id};
 
 const FAMILY: &str = "file_index";
 
-/// Checks the file-index contracts: see [the module](self).
+/// The file index: `add_file_within` keeps an owner within a quota of files and bytes, writing
+/// nothing when it refuses; `file`/`files` read an owner's own files only, newest first; and the
+/// queue of texts to read: `claim_text` leases the oldest waiting file (a second claim within the
+/// lease gets nothing, one after it takes the file again), `settle_text` settles it to text, no
+/// text or unreadable, for its owner only, and the state reads back.
+///
+/// Panics, naming the family and the promise, at the first one the store breaks.
 pub async fn file_index(store: &dyn HealthData) {
     the_quota_counts_files(store).await;
     the_quota_counts_bytes(store).await;

@@ -1,10 +1,8 @@
-//! Imports: what [`import_fhir`] and [`import_csv`] store through
-//! [`RecordStore::import_items`](crate::RecordStore::import_items), each source id once per
-//! person, read back through `observations`, `indicators`, `series`, `latest_values` and
-//! `health_records`; and [`RecordStore::add_observations`](crate::RecordStore::add_observations).
+//! The `imports` family of the store contract suite.
 
 use serde_json::{Value, json};
 
+use crate::fhir::{self, EntryInput, ImportItem};
 use crate::import::{import_csv, import_fhir};
 use crate::prelude::*;
 use crate::store::HealthData;
@@ -15,11 +13,18 @@ use super::support::{batch, condition, observation, ok, unique_id};
 const FAMILY: &str = "imports";
 const GLUCOSE: &str = "2339-0";
 
-/// Checks the import contracts: see [the module](self).
+/// Imports: what [`import_fhir`] and [`import_csv`] store through
+/// [`RecordStore::import_items`](crate::RecordStore::import_items), each source id once per person,
+/// read back through `observations`, `indicators`, `series`, `latest_values` and `health_records`,
+/// a value read from an uploaded file naming it; and
+/// [`RecordStore::add_observations`](crate::RecordStore::add_observations), all or nothing.
+///
+/// Panics, naming the family and the promise, at the first one the store breaks.
 pub async fn imports(store: &dyn HealthData) {
     fhir_bundles_are_stored_once_per_person(store).await;
     csv_rows_are_stored_once(store).await;
     added_observations_are_stored_once_and_all_or_nothing(store).await;
+    values_keep_the_file_they_were_read_from(store).await;
 }
 
 /// Glucose in two units, a condition, a medication and an allergy, and a Patient to skip.
@@ -205,4 +210,29 @@ async fn added_observations_are_stored_once_and_all_or_nothing(store: &dyn Healt
     let series = ok(FAMILY, "series", store.series(&subject, &subject, GLUCOSE, 0, i64::MAX, 10).await)
         .expect("one's own series");
     assert_eq!(series.points.len(), 3, "store contract `{FAMILY}`: added observations feed the series: {series:?}");
+}
+
+/// `import_items` with a file: its values name the file in `series` and `latest_values`.
+async fn values_keep_the_file_they_were_read_from(store: &dyn HealthData) {
+    let (subject, file_key) = (unique_id("imports-file"), unique_id("imports-lab.pdf"));
+    let body = batch(vec![observation("l1", GLUCOSE, 5.5, "mmol/L", "2026-05-01T08:00:00Z")]);
+    let request = fhir::parse_import(&body).expect("the suite's own bundle parses");
+    let items: Vec<&ImportItem> = request
+        .entries
+        .iter()
+        .filter_map(|entry| match entry {
+            EntryInput::Item(item) => Some(item),
+            _ => None,
+        })
+        .collect();
+    let created = ok(FAMILY, "import_items", store.import_items(&subject, &items, Some(&file_key)).await);
+    assert_eq!(created, Ok(vec![true]), "store contract `{FAMILY}`: import_items of one new observation");
+    let again = ok(FAMILY, "import_items", store.import_items(&subject, &items, Some(&file_key)).await);
+    assert_eq!(again, Ok(vec![false]), "store contract `{FAMILY}`: import_items of the same source id again");
+    let series = ok(FAMILY, "series", store.series(&subject, &subject, GLUCOSE, 0, i64::MAX, 10).await);
+    let files: Vec<Option<String>> = series.into_iter().flat_map(|s| s.points).map(|p| p.file_key).collect();
+    assert_eq!(files, [Some(file_key.clone())], "store contract `{FAMILY}`: a value read from a file names it");
+    let latest = ok(FAMILY, "latest_values", store.latest_values(&subject, &subject).await).unwrap_or_default();
+    let files: Vec<Option<String>> = latest.into_iter().map(|p| p.file_key).collect();
+    assert_eq!(files, [Some(file_key)], "store contract `{FAMILY}`: a latest value read from a file names it");
 }

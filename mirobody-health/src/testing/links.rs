@@ -1,7 +1,4 @@
-//! Upload links: a user holds at most `max_live` rows (`LinkInsert::TooMany` past it, the
-//! revoked and settled used-up ones making room), a use is taken until none is left and given
-//! back, a link is revoked one by one or all of a user's at once, and `live_upload_links`
-//! counts the links that still work.
+//! The `upload_links` family of the store contract suite.
 
 use sha2::{Digest, Sha256};
 
@@ -14,7 +11,12 @@ const FAMILY: &str = "upload_links";
 /// How long the links made here work.
 const LIFETIME_MS: i64 = 600_000;
 
-/// Checks the upload-link contracts: see [the module](self).
+/// Upload links: a user holds at most `max_live` rows (`LinkInsert::TooMany` past it, the revoked
+/// and settled used-up ones making room), a use is taken until none is left and given back, a link
+/// is revoked one by one or all of a user's at once, and `live_upload_links` counts the links that
+/// still work.
+///
+/// Panics, naming the family and the promise, at the first one the store breaks.
 pub async fn upload_links(store: &dyn HealthData) {
     // Real times: a store deletes everyone's expired links when one is made, so a time in the
     // future would delete other tests' links.

@@ -1,7 +1,4 @@
-//! Scoping: whose data a reader reads. A subject's observations, indicators, series, latest
-//! values and records reach a reader only when it is the subject or the subject shares with
-//! them (else `None`, never an empty answer); files reach only their owner, shared or not; and
-//! a share ended by unsharing or leaving the circle holds at once.
+//! The `scoping` family of the store contract suite.
 
 use crate::FileRecord;
 use crate::import::import_fhir;
@@ -13,7 +10,12 @@ const FAMILY: &str = "scoping";
 /// The code of the subject's glucose values.
 const CODE: &str = "2339-0";
 
-/// Checks the scoping contracts: see [the module](self).
+/// Scoping: whose data a reader reads. A subject's observations, indicators, series, latest values
+/// and records reach a reader only when it is the subject or the subject shares with them (else
+/// `None`, never an empty answer); files reach only their owner, shared or not; and a share ended
+/// by unsharing or leaving the circle holds at once.
+///
+/// Panics, naming the family and the promise, at the first one the store breaks.
 pub async fn scoping(store: &dyn HealthData) {
     let owner = unique_id("scoping-owner");
     let reader = unique_id("scoping-reader");
