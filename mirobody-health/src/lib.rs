@@ -8,6 +8,8 @@
 //! - [`fhir`] reads FHIR R4 resources and a wearable's CSV into what [`RecordStore`] stores,
 //!   and [`import`] runs an import through it; [`indicators`] knows the common names of
 //!   indicators.
+//! - `testing` (with the `testing` feature): the store contract suite, `testing::check_all`,
+//!   that every implementation of the store traits passes.
 //! - [`text`]: small helpers the crates above this one share (times as RFC 3339, capping
 //!   text on a character boundary).
 //!
@@ -27,6 +29,8 @@ pub mod indicators;
 mod quota;
 pub mod records;
 pub mod store;
+#[cfg(feature = "testing")]
+pub mod testing;
 pub mod text;
 
 pub use quota::QuotaExceeded;

@@ -2,7 +2,8 @@
 //! [`RecordStore`], [`CircleStore`] and [`FileIndex`] write, [`UploadLinkStore`] keeps the
 //! links to the upload page. [`HealthData`] is all of them, which `mirobody-store`'s
 //! `SqlStore` is over SQLite or PostgreSQL; a new database implements these traits and passes
-//! `mirobody-store`'s store tests.
+//! the store contract suite, `testing::check_all` (the `testing` feature), as `mirobody-store`'s
+//! store tests run it on both of its databases.
 //!
 //! The store reaches a tool through the context's extensions, as any application's state
 //! does: the server puts an `Arc<dyn HealthStore>` there, and a handler takes it with

@@ -1,0 +1,58 @@
+//! The store contract suite: what every implementation of the store traits must do, checked
+//! through the traits alone, so that "a new database" is "implement the traits and pass these".
+//!
+//! Each function checks one family of contracts on a store given as `&dyn HealthData` and
+//! panics, naming the family and the broken promise, when the store breaks one. Run them from
+//! the store's own tests (on a runtime with timers: Tokio's test runtime is one), once per
+//! backend:
+//!
+//! ```no_run
+//! # async fn run(store: std::sync::Arc<dyn mirobody_health::HealthData>) {
+//! // In the store crate's tests, with `mirobody-health = { features = ["testing"] }`.
+//! mirobody_health::testing::check_all(store.as_ref()).await;
+//! # }
+//! ```
+//!
+//! - [`scoping`]: a reader reads a subject's health data only when it is the same user or the
+//!   subject shares with them, files only their owner; sharing, unsharing and leaving the
+//!   circle hold at once.
+//! - [`imports`]: FHIR and CSV imports through [`import`](crate::import) store each source id
+//!   once per person and read back through every query; `add_observations` likewise.
+//! - [`circle`]: invitations by user id and by email, accepted, declined and withdrawn only by
+//!   the people they concern, and the circle overview both ways.
+//! - [`file_index`]: the file quota (nothing written when refused), files scoped to their
+//!   owner, and the queue of texts to read (leases, settling, the state read back).
+//! - [`upload_links`]: the bound on live links, uses taken and given back, revocation, and the
+//!   count of live links.
+//!
+//! Every function makes up its own user ids, file keys and link hashes ([`unique_id`]), so the
+//! suite runs on a database other tests share, and runs again on the same one. It reads the
+//! clock for the times it passes (upload links); it makes no other assumption about the data
+//! already there. Quotas a store is configured with (observations, invitations waiting) are
+//! the store's own and are not checked here; the suite stays well within any sensible one.
+
+mod circle;
+mod files;
+mod imports;
+mod links;
+mod scoping;
+mod support;
+
+pub use circle::circle;
+pub use files::file_index;
+pub use imports::imports;
+pub use links::upload_links;
+pub use scoping::scoping;
+pub use support::unique_id;
+
+use crate::store::HealthData;
+
+/// Every contract of the suite, one family after another: [`scoping`], [`imports`],
+/// [`circle`], [`file_index`], [`upload_links`]. Panics at the first broken one.
+pub async fn check_all(store: &dyn HealthData) {
+    scoping(store).await;
+    imports(store).await;
+    circle(store).await;
+    file_index(store).await;
+    upload_links(store).await;
+}
