@@ -43,7 +43,7 @@ impl TaskState {
     /// The state a name gives, if any.
     ///
     /// ```
-    /// use mirobody_core::TaskState;
+    /// use mirobody_ports::TaskState;
     ///
     /// assert_eq!(TaskState::from_name("input_required"), Some(TaskState::InputRequired));
     /// assert!(TaskState::Cancelled.is_terminal() && !TaskState::Working.is_terminal());

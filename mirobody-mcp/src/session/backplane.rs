@@ -17,7 +17,8 @@ use super::lock;
 ///
 /// ```
 /// use std::sync::Arc;
-/// use mirobody_core::{Registry, SessionBackplane};
+/// use mirobody_core::Registry;
+/// use mirobody_ports::SessionBackplane;
 /// use mirobody_mcp::http::{HttpOptions, McpHttp};
 /// use mirobody_mcp::session::MemoryBackplane;
 /// use mirobody_mcp::{McpEngine, StateKey};

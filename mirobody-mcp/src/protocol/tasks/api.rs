@@ -57,7 +57,8 @@ impl McpEngine {
     /// ```
     /// use std::sync::Arc;
     /// use std::time::Duration;
-    /// use mirobody_core::{Args, Registry, TaskState, TaskSupport, Tool, ToolContext, ToolResult, UserInfo};
+    /// use mirobody_core::{Args, Registry, TaskSupport, Tool, ToolContext, ToolResult, UserInfo};
+    /// use mirobody_ports::TaskState;
     /// use mirobody_mcp::McpEngine;
     ///
     /// async fn import(_: Args, _: &UserInfo, _: &ToolContext<'_>) -> ToolResult {

@@ -26,7 +26,7 @@ impl MemoryTaskStore {
     /// A store keeping at most `capacity` ended tasks.
     ///
     /// ```
-    /// use mirobody_core::{ANONYMOUS_OWNER_PREFIX, TaskRecord, TaskStore};
+    /// use mirobody_ports::{ANONYMOUS_OWNER_PREFIX, TaskRecord, TaskStore};
     /// use mirobody_mcp::MemoryTaskStore;
     ///
     /// let store = MemoryTaskStore::with_capacity(100);
