@@ -15,15 +15,23 @@
 //! reaches them through the context's extensions); `mirobody-store` implements them, and
 //! holds the object storage uploads are kept in.
 
+#[cfg(feature = "charts")]
 mod chart;
 pub mod cpu;
+#[cfg(feature = "uploads")]
 pub mod demo;
+#[cfg(feature = "uploads")]
 pub mod extract;
+#[cfg(feature = "uploads")]
 mod file_names;
+mod keys;
+#[cfg(feature = "uploads")]
 pub mod reading;
 pub mod resources;
 mod tools;
+#[cfg(feature = "uploads")]
 pub mod upload_links;
+#[cfg(feature = "uploads")]
 pub mod uploads;
 pub mod views;
 
