@@ -17,8 +17,8 @@ use std::time::{Duration, Instant};
 use criterion::{Criterion, criterion_group, criterion_main};
 use mirobody_core::backend::NewMemory;
 use mirobody_core::{Registry, ToolContext, UserInfo};
-use mirobody_store::{BackendConfig, OpenedBackends, StorageConfig, open};
 use mirobody_health::FileRecord;
+use mirobody_store::{BackendConfig, OpenedBackends, StorageConfig, open};
 use serde_json::{Value, json};
 
 const OTHER_USERS: usize = 900;

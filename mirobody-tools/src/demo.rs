@@ -7,8 +7,8 @@ use mirobody_core::backend::NewMemory;
 use serde::Serialize;
 use serde_json::{Value, json};
 
-use mirobody_store::OpenedBackends;
 use mirobody_health::text::{now_ms, rfc3339};
+use mirobody_store::OpenedBackends;
 
 /// The demo user's id.
 pub const DEMO_USER: &str = "demo";

@@ -16,9 +16,9 @@ use std::time::Duration;
 use futures::FutureExt;
 use tokio::sync::{Notify, broadcast};
 
-use mirobody_store::OpenedBackends;
 use crate::extract::{ContentKind, Extractor};
 use mirobody_health::{FileRecord, TextState};
+use mirobody_store::OpenedBackends;
 
 /// How long a claim on a file holds before another reader may take it.
 const CLAIM_LEASE: Duration = Duration::from_secs(300);

@@ -16,8 +16,8 @@ use mirobody_core::{
 };
 use serde_json::json;
 
-use mirobody_health::text::{cap_chars, is_text_like};
 use crate::tools::{MAX_INLINE_CHARS, original_key};
+use mirobody_health::text::{cap_chars, is_text_like};
 
 use mirobody_health::health_store;
 

@@ -14,8 +14,8 @@ use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use sha2::{Digest, Sha256};
 
-use mirobody_health::{LinkInsert, UploadLinkRow, UploadLinkStore};
 use mirobody_health::text::now_ms;
+use mirobody_health::{LinkInsert, UploadLinkRow, UploadLinkStore};
 
 /// Random bytes in a link's id (192 bits).
 const ID_BYTES: usize = 24;

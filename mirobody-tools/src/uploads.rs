@@ -9,13 +9,13 @@ use std::sync::Arc;
 
 use serde::Serialize;
 
-use mirobody_health::FileQuota;
-use mirobody_store::OpenedBackends;
 use crate::extract::{self, ContentKind};
 pub use crate::file_names::{MAX_FILENAME_CHARS, clean_filename};
-use mirobody_health::{FileRecord, TextState};
 use crate::reading::TextReader;
+use mirobody_health::FileQuota;
 use mirobody_health::text::{now_ms, rfc3339};
+use mirobody_health::{FileRecord, TextState};
+use mirobody_store::OpenedBackends;
 
 /// How much one person may upload, and how large one file may be.
 #[derive(Clone, Debug, PartialEq, Eq)]

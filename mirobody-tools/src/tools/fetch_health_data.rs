@@ -10,8 +10,8 @@ use serde::Serialize;
 
 use super::query::{self, matches};
 use super::{caller, fail, member};
-use mirobody_health::{IndicatorSummary, Series, SeriesValue, health_store};
 use mirobody_health::indicators;
+use mirobody_health::{IndicatorSummary, Series, SeriesValue, health_store};
 
 /// The default and the most values per series.
 const DEFAULT_LIMIT: i64 = 100;

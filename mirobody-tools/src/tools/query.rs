@@ -5,11 +5,11 @@ use mirobody_core::{ToolContext, ToolError};
 use serde::Serialize;
 use serde_json::{Value, json};
 
+#[cfg(feature = "uploads")]
+use crate::upload_links::UploadLinks;
 use mirobody_health::IndicatorSummary;
 use mirobody_health::indicators;
 use mirobody_health::text::parse_time_ms;
-#[cfg(feature = "uploads")]
-use crate::upload_links::UploadLinks;
 
 /// The most names one query takes.
 pub(crate) const MAX_NAMES: usize = 20;

@@ -11,8 +11,8 @@ use mirobody_core::{ToolContext, ToolError, ToolResult, UserInfo, tool};
 use serde_json::json;
 
 use super::caller;
-use mirobody_health::text::rfc3339;
 use crate::upload_links::UploadLinks;
+use mirobody_health::text::rfc3339;
 
 /// When the user asks to upload health documents (PDF or Word lab reports and letters, text, CSV or
 /// JSON exports, images): a new link to a page where they upload from any browser or phone. Give the

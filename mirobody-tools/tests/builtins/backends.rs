@@ -9,9 +9,9 @@ use mirobody_core::backend::NewMemory;
 use mirobody_core::{
     AccessKind, AccessLog, AccessOutcome, Cache, Memory, SecretStore, TaskRecord, TaskState, TaskStore,
 };
-use mirobody_store::{Dialect, MemoryCache, RedisCache, SqlStore};
 use mirobody_health::FileRecord;
 use mirobody_health::HealthStore;
+use mirobody_store::{Dialect, MemoryCache, RedisCache, SqlStore};
 use serde_json::json;
 
 use crate::support::{Env, external, unique};

@@ -1,8 +1,8 @@
 //! Bad input for every tool (wrong types, huge strings, unknown members, other users' file
 //! keys): each gets a clear error result, and the stored data is exactly as before.
 
-use mirobody_health::prelude::*;
 use mirobody_health::HealthStore;
+use mirobody_health::prelude::*;
 use serde_json::{Value, json};
 
 use crate::support::Env;

@@ -80,8 +80,7 @@ async fn sigkill_during_concurrent_remember_loses_no_acknowledged_memory() {
     assert!(reached, "the writer acknowledged only {} memories before its output ended", acked.len());
     acked.sort();
 
-    let backends =
-        mirobody_store::open(&config_in(dir.path())).await.expect("the database reopens after SIGKILL");
+    let backends = mirobody_store::open(&config_in(dir.path())).await.expect("the database reopens after SIGKILL");
     let stored = backends.sql().memory_ids("writer").await.unwrap();
     let missing: Vec<&(i64, String)> = acked.iter().filter(|(id, _)| stored.binary_search(id).is_err()).collect();
     assert!(missing.is_empty(), "acknowledged but lost: {missing:?}");

@@ -6,9 +6,9 @@ use mirobody_health::prelude::*;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use mirobody_health::{HealthStore, TextState};
 use mirobody_testkit::hostile;
 use mirobody_tools::extract::{ExtractError, ExtractLimits, Extractor};
-use mirobody_health::{HealthStore, TextState};
 use mirobody_tools::reading::TextReader;
 use mirobody_tools::uploads::{UploadLimits, Uploader, store_upload};
 use serde_json::json;

@@ -4,8 +4,8 @@
 //! tool calls never return user B's observations, health data, files, memories or
 //! conversations, unless B shares their health data with A (and then only health data).
 
-use mirobody_health::prelude::*;
 use mirobody_health::HealthStore;
+use mirobody_health::prelude::*;
 use proptest::prelude::*;
 use serde_json::{Value, json};
 

@@ -177,7 +177,9 @@ async fn imports_past_the_observation_quota_store_nothing(db: &SqlStore) {
     let racing: Vec<_> = (0..4)
         .map(|i| {
             let db = Arc::clone(&db);
-            tokio::spawn(async move { import_fhir(db.as_ref(), "bob", &observations(&format!("r{i}-"), 2)).await.status })
+            tokio::spawn(
+                async move { import_fhir(db.as_ref(), "bob", &observations(&format!("r{i}-"), 2)).await.status },
+            )
         })
         .collect();
     let mut stored = 0;

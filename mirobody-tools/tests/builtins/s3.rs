@@ -7,8 +7,8 @@ use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
-use mirobody_testkit::{Moto, Peers};
 use mirobody_store::StorageConfig;
+use mirobody_testkit::{Moto, Peers};
 use mirobody_tools::uploads::{UploadLimits, store_upload};
 use serde_json::json;
 
@@ -108,8 +108,7 @@ async fn files_on_s3_are_encrypted_at_rest() {
     let Some(moto) = start() else { return };
     let storage = moto.bucket("sealed");
     let key = "ab".repeat(32);
-    let env =
-        Env::with(|c| mirobody_store::BackendConfig { storage, file_encryption_key: Some(key), ..c }).await;
+    let env = Env::with(|c| mirobody_store::BackendConfig { storage, file_encryption_key: Some(key), ..c }).await;
     let notes =
         store_upload(&env.backends, &UploadLimits::default(), "alice", "notes.txt", None, NOTES.as_bytes().to_vec())
             .await

@@ -91,12 +91,9 @@ fn via(client: &Client, http: &McpHttp) -> Client {
 #[tokio::test]
 async fn instances_sharing_a_redis_serve_one_session_between_them() {
     let Some((url, prefix)) = redis("instances_sharing_a_redis").await else { return };
-    let env = Env::with(|config| mirobody_store::BackendConfig {
-        redis_url: Some(url),
-        redis_key_prefix: prefix,
-        ..config
-    })
-    .await;
+    let env =
+        Env::with(|config| mirobody_store::BackendConfig { redis_url: Some(url), redis_key_prefix: prefix, ..config })
+            .await;
     let (a, b) = (instance(&env.backends).await, instance(&env.backends).await);
     let mut client = Client::new(a.router()).as_user(UserInfo::authenticated("ada"));
     client.initialize(json!({"elicitation": {}})).await;

@@ -1,11 +1,11 @@
 //! Each built-in tool through the real server: JSON-RPC over the HTTP router, backed by SQLite
 //! and local files in a temp dir.
 
-use mirobody_health::prelude::*;
 use base64::Engine;
 use mirobody_core::backend::NewMemory;
 use mirobody_core::{AccessKind, UserInfo};
 use mirobody_health::FileRecord;
+use mirobody_health::prelude::*;
 use serde_json::{Value, json};
 
 use crate::support::{Env, Sse, rpc, within};
@@ -122,8 +122,7 @@ async fn upload_file_stores_what_the_view_sends_and_refuses_bad_input() {
     use mirobody_tools::uploads::{UploadLimits, Uploader};
 
     let dir = tempfile::tempdir().unwrap();
-    let backends =
-        std::sync::Arc::new(mirobody_store::open(&crate::support::config_in(dir.path())).await.unwrap());
+    let backends = std::sync::Arc::new(mirobody_store::open(&crate::support::config_in(dir.path())).await.unwrap());
     // Without an uploader in the context the tool says so.
     let plain =
         Env { router: crate::support::router(&backends, |b| b), backends: backends.clone(), dir, _schema: None };
@@ -354,9 +353,7 @@ async fn read_file_caps_long_text_on_a_character_boundary() {
 
 #[tokio::test]
 async fn read_file_decrypts_an_encrypted_store() {
-    let env =
-        Env::with(|c| mirobody_store::BackendConfig { file_encryption_key: Some("ab".repeat(32)), ..c })
-            .await;
+    let env = Env::with(|c| mirobody_store::BackendConfig { file_encryption_key: Some("ab".repeat(32)), ..c }).await;
     upload(&env, "u1", "f-lab", "lab.txt", "text/plain", b"LDL 104 mg/dL", None).await;
     let on_disk = std::fs::read(env.dir.path().join("files").join("f-lab")).unwrap();
     assert!(!on_disk.windows(3).any(|w| w == b"LDL"), "ciphertext at rest");
