@@ -14,6 +14,24 @@
 //! The tools read and write through the traits of `mirobody-health` (the health store
 //! reaches them through the context's extensions); `mirobody-store` implements them, and
 //! holds the object storage uploads are kept in.
+//!
+//! # Features
+//!
+//! Both are on by default, which is what mirobody-server serves. An application that wants
+//! some of the tools takes `default-features = false` and the groups it needs:
+//!
+//! | feature | tools | and | brings |
+//! | --- | --- | --- | --- |
+//! | (none) | `echo`, `whoami`, `ask_user`, `remember`, `recall_memory`, `summarize_conversation`, `family_health`, `fetch_health_data`, `get_user_health_profile`, `search_health_indicators`, `list_files`, `read_file` | [`resources`], [`views`], [`cpu`] | mirobody-core, mirobody-health |
+//! | `uploads` | `upload_file`, `upload_link` | `uploads`, `upload_links`, `reading`, `extract` (and the `mirobody-extract` binary), `demo` | mirobody-store (sqlx, object_store, redis), the PDF and Word readers, the sandbox |
+//! | `charts` | `render_chart` | | resvg |
+//!
+//! Without `uploads`, `list_files`, `read_file` and `file://` still read the files another
+//! program stored, through the store traits and the context's [`Storage`](mirobody_core::Storage);
+//! a document whose text is still being read is reported so at once (no reader here to wait
+//! for), and answers that found nothing do not point at `upload_link`. mirobody-store is a
+//! dependency of `uploads` without its own features: enable `postgres`, `redis` or `s3` on it
+//! where the backends are opened.
 
 #[cfg(feature = "charts")]
 mod chart;
