@@ -7,9 +7,10 @@
 //!   gives one of them. To add a tool, copy `src/tools/echo.rs` (it is written to be copied)
 //!   and name the new file in `src/tools/mod.rs`.
 //! - [`resources`]: `info://server` and the caller's uploads as `file://{file_key}`.
-//! - [`uploads`]: storing a person's uploads and reading their text (`extract/`);
-//!   [`upload_links`]: the links to the upload page.
-//! - [`demo`]: a demo user with a care circle, observations, files and memories.
+//! - `uploads`: storing a person's uploads and reading their text (`extract`);
+//!   `upload_links`: the links to the upload page (feature `uploads`).
+//! - `demo`: a demo user with a care circle, observations, files and memories (feature
+//!   `uploads`).
 //!
 //! The tools read and write through the traits of `mirobody-health` (the health store
 //! reaches them through the context's extensions); `mirobody-store` implements them, and
