@@ -155,19 +155,24 @@ pub async fn load_demo(backends: &OpenedBackends) -> Result<DemoInfo, mirobody_c
 
     let mut files = Vec::new();
     if backends.storage().is_some() {
-        let chart = json!({
-            "xAxis": {"type": "category", "data": (0..14).rev().map(|d| format!("-{d}d")).collect::<Vec<_>>()},
-            "yAxis": {"type": "value"},
-            "series": [{"name": "Steps", "type": "bar", "data": steps.iter().rev().collect::<Vec<_>>()}],
-        });
-        let png = crate::chart::svg(&chart, Some("Steps, last 14 days"))
-            .and_then(|svg| crate::chart::png(&svg))
-            .unwrap_or_default();
-        let uploads: [(&str, &str, Vec<u8>); 3] = [
+        #[cfg_attr(not(feature = "charts"), expect(unused_mut))]
+        let mut uploads: Vec<(&str, &str, Vec<u8>)> = vec![
             ("lab-results.txt", "text/plain", LAB_TEXT.as_bytes().to_vec()),
             ("blood-count.pdf", "application/pdf", LAB_PDF.to_vec()),
-            ("steps.png", "image/png", png),
         ];
+        // The steps drawn as a chart, when this build draws charts.
+        #[cfg(feature = "charts")]
+        {
+            let chart = json!({
+                "xAxis": {"type": "category", "data": (0..14).rev().map(|d| format!("-{d}d")).collect::<Vec<_>>()},
+                "yAxis": {"type": "value"},
+                "series": [{"name": "Steps", "type": "bar", "data": steps.iter().rev().collect::<Vec<_>>()}],
+            });
+            let png = crate::chart::svg(&chart, Some("Steps, last 14 days"))
+                .and_then(|svg| crate::chart::png(&svg))
+                .unwrap_or_default();
+            uploads.push(("steps.png", "image/png", png));
+        }
         // Through the path `POST /files` takes: checked, stored, its text read.
         let limits = crate::uploads::UploadLimits::default();
         for (name, mime, bytes) in uploads {

@@ -7,23 +7,50 @@
 //!   gives one of them. To add a tool, copy `src/tools/echo.rs` (it is written to be copied)
 //!   and name the new file in `src/tools/mod.rs`.
 //! - [`resources`]: `info://server` and the caller's uploads as `file://{file_key}`.
-//! - [`uploads`]: storing a person's uploads and reading their text (`extract/`);
-//!   [`upload_links`]: the links to the upload page.
-//! - [`demo`]: a demo user with a care circle, observations, files and memories.
+//! - `uploads`: storing a person's uploads and reading their text (`extract`);
+//!   `upload_links`: the links to the upload page (feature `uploads`).
+//! - `demo`: a demo user with a care circle, observations, files and memories (feature
+//!   `uploads`).
 //!
 //! The tools read and write through the traits of `mirobody-health` (the health store
 //! reaches them through the context's extensions); `mirobody-store` implements them, and
 //! holds the object storage uploads are kept in.
+//!
+//! # Features
+//!
+//! Both are on by default, which is what mirobody-server serves. An application that wants
+//! some of the tools takes `default-features = false` and the groups it needs:
+//!
+//! | feature | tools | and | brings |
+//! | --- | --- | --- | --- |
+//! | (none) | `echo`, `whoami`, `ask_user`, `remember`, `recall_memory`, `summarize_conversation`, `family_health`, `fetch_health_data`, `get_user_health_profile`, `search_health_indicators`, `list_files`, `read_file` | [`resources`], [`views`], [`cpu`] | mirobody-core, mirobody-health |
+//! | `uploads` | `upload_file`, `upload_link` | `uploads`, `upload_links`, `reading`, `extract` (and the `mirobody-extract` binary), `demo` | mirobody-store (sqlx, object_store, redis), the PDF and Word readers, the sandbox |
+//! | `charts` | `render_chart` | | resvg |
+//!
+//! Without `uploads`, `list_files`, `read_file` and `file://` still read the files another
+//! program stored, through the store traits and the context's [`Storage`](mirobody_core::Storage);
+//! a document whose text is still being read is reported so at once (no reader here to wait
+//! for), and answers that found nothing do not point at `upload_link`. mirobody-store is a
+//! dependency of `uploads` without its own features: enable `postgres`, `redis` or `s3` on it
+//! where the backends are opened.
 
+#[cfg(feature = "charts")]
 mod chart;
 pub mod cpu;
+#[cfg(feature = "uploads")]
 pub mod demo;
+#[cfg(feature = "uploads")]
 pub mod extract;
+#[cfg(feature = "uploads")]
 mod file_names;
+mod keys;
+#[cfg(feature = "uploads")]
 pub mod reading;
 pub mod resources;
 mod tools;
+#[cfg(feature = "uploads")]
 pub mod upload_links;
+#[cfg(feature = "uploads")]
 pub mod uploads;
 pub mod views;
 

@@ -20,10 +20,13 @@ mod query;
 mod read_file;
 mod recall_memory;
 mod remember;
+#[cfg(feature = "charts")]
 mod render_chart;
 mod search_health_indicators;
 mod summarize_conversation;
+#[cfg(feature = "uploads")]
 mod upload_file;
+#[cfg(feature = "uploads")]
 mod upload_link;
 mod whoami;
 

@@ -5,6 +5,7 @@ use mirobody_core::{ToolContext, ToolError};
 use serde::Serialize;
 use serde_json::{Value, json};
 
+#[cfg(feature = "uploads")]
 use crate::upload_links::UploadLinks;
 use mirobody_health::IndicatorSummary;
 use mirobody_health::indicators;
@@ -89,9 +90,16 @@ pub(crate) struct NothingFound {
 
 impl NothingFound {
     /// `message`, with how to add data when the data asked for is the caller's own and the
-    /// server makes upload links.
+    /// server makes upload links (never without the `uploads` feature, which has upload_link).
     pub(crate) fn new(ctx: &ToolContext<'_>, subject_is_me: bool, message: String) -> Self {
-        if !subject_is_me || ctx.extension::<UploadLinks>().is_none() {
+        #[cfg(feature = "uploads")]
+        let makes_links = ctx.extension::<UploadLinks>().is_some();
+        #[cfg(not(feature = "uploads"))]
+        let makes_links = {
+            let _ = ctx;
+            false
+        };
+        if !subject_is_me || !makes_links {
             return NothingFound { message };
         }
         NothingFound {

@@ -14,6 +14,7 @@ use serde_json::json;
 use super::{caller, fail};
 use mirobody_health::text::{cap_chars, is_text_like};
 
+#[cfg(feature = "uploads")]
 use crate::uploads::Uploader;
 use mirobody_health::{TextState, health_store};
 
@@ -22,6 +23,7 @@ pub(crate) const MAX_INLINE_CHARS: usize = 50_000;
 /// How long a signed URL works.
 pub(crate) const URL_LIFETIME: Duration = Duration::from_secs(3600);
 /// How long a read waits for the text of a document still being read.
+#[cfg(feature = "uploads")]
 const TEXT_WAIT: Duration = Duration::from_secs(10);
 /// The longest file key accepted.
 pub(crate) const MAX_KEY_LEN: usize = 512;
@@ -51,29 +53,32 @@ async fn read_file(
     if key.is_empty() {
         return Err(ToolError::new("read_file requires a 'file_key' (see list_files)."));
     }
-    if key.len() > MAX_KEY_LEN || !mirobody_store::valid_key(key) {
+    if key.len() > MAX_KEY_LEN || !crate::keys::valid_key(key) {
         return Err(ToolError::new("That is not a file_key this server uses; call list_files for the keys."));
     }
     let offset = usize::try_from(offset)
         .map_err(|_| ToolError::new("'offset' must be 0 or more (the next_offset of the last page)."))?;
     let db = health_store(ctx).map_err(fail)?;
     let storage = ctx.storage().map_err(fail)?;
-    let mut file = db
+    let file = db
         .file(owner, original_key(key))
         .await
         .map_err(fail)?
         .ok_or_else(|| ToolError::new("File not found. Call list_files for the user's files."))?;
+    // A document uploaded a moment ago is usually read within seconds: wait that long (when
+    // this program reads documents; without the uploads feature another one does).
+    #[cfg(feature = "uploads")]
+    let file = match ctx.extension::<Uploader>().and_then(Uploader::reader) {
+        Some(reader) if file.text_state == TextState::Waiting => {
+            reader.settled(owner, &file.file_key, TEXT_WAIT).await.unwrap_or(file)
+        }
+        _ => file,
+    };
     if file.text_state == TextState::Waiting {
-        // A document uploaded a moment ago is usually read within seconds: wait that long.
-        if let Some(reader) = ctx.extension::<Uploader>().and_then(Uploader::reader) {
-            file = reader.settled(owner, &file.file_key, TEXT_WAIT).await.unwrap_or(file);
-        }
-        if file.text_state == TextState::Waiting {
-            return Err(ToolError::new(format!(
-                "The text of {} is still being read; try again in a minute.",
-                file.filename
-            )));
-        }
+        return Err(ToolError::new(format!(
+            "The text of {} is still being read; try again in a minute.",
+            file.filename
+        )));
     }
     let text = if let Some(text_key) = &file.text_key {
         let bytes = storage.get(text_key).await.map_err(fail)?;
