@@ -60,7 +60,7 @@ fn the_tools_without_default_features_depend_on_no_store_and_no_document_reader(
 
     // The same reading of the default build finds them: the check above can fail.
     let full = dependencies(&[]);
-    for expected in ["mirobody-store", "sqlx", "redis", "object_store", "resvg", "pdf-extract"] {
+    for expected in ["mirobody-store", "sqlx", "object_store", "resvg", "pdf-extract"] {
         assert!(full.contains(expected), "the default build has no {expected}: {full:?}");
     }
     assert!(minimal.len() * 2 < full.len(), "{} crates without features, {} with", minimal.len(), full.len());
