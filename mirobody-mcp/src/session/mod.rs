@@ -22,13 +22,14 @@ pub(crate) use shared::{Answer, Event, Heard, MAX_KEPT_BYTES, fits_kept};
 pub use store::{MIN_IDLE_TO_EVICT, SessionRefused, SessionStore};
 
 /// MCP log levels, lowest first (RFC 5424 severities).
-pub const LOG_LEVELS: [&str; 8] = ["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"];
+pub(crate) const LOG_LEVELS: [&str; 8] =
+    ["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"];
 
 // Log level value meaning "the client did not ask for logs".
 pub(crate) const LOGS_OFF: u8 = u8::MAX;
 
 /// The rank of a level name in [`LOG_LEVELS`].
-pub fn log_rank(level: &str) -> Option<u8> {
+pub(crate) fn log_rank(level: &str) -> Option<u8> {
     LOG_LEVELS.iter().position(|l| *l == level).map(|i| i as u8)
 }
 
@@ -47,28 +48,28 @@ fn conversation_id_for(session_id: &str) -> String {
 }
 
 /// The client capabilities a server acts on, of all a client may declare in `initialize`.
-pub const KNOWN_CAPABILITIES: [&str; 4] = ["roots", "sampling", "elicitation", "tasks"];
+pub(crate) const KNOWN_CAPABILITIES: [&str; 4] = ["roots", "sampling", "elicitation", "tasks"];
 
 /// The longest client name or version kept from `initialize`, in bytes (cut on a character
 /// boundary).
-pub const MAX_CLIENT_INFO_BYTES: usize = 64;
+pub(crate) const MAX_CLIENT_INFO_BYTES: usize = 64;
 
 /// How many resources one session may subscribe to.
-pub const MAX_SUBSCRIPTIONS: usize = 16;
+pub(crate) const MAX_SUBSCRIPTIONS: usize = 16;
 
 /// The longest resource URI a session may subscribe to, in bytes.
-pub const MAX_SUBSCRIBED_URI_BYTES: usize = 512;
+pub(crate) const MAX_SUBSCRIBED_URI_BYTES: usize = 512;
 
 /// The longest request id a session remembers a cancellation of before its request runs, in
 /// bytes of JSON text; a longer one is not remembered (no client sends one).
-pub const MAX_REMEMBERED_ID_BYTES: usize = 128;
+pub(crate) const MAX_REMEMBERED_ID_BYTES: usize = 128;
 
 /// What a session keeps of the client's `initialize`: which of [`KNOWN_CAPABILITIES`] it
 /// declared, and its name and version cut to [`MAX_CLIENT_INFO_BYTES`]. Never the raw value,
 /// which a client may make as large as a request body.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]
-pub struct ClientInfo {
+pub(crate) struct ClientInfo {
     capabilities: u8,
     /// The client's name, as it said.
     pub name: Box<str>,
@@ -79,7 +80,7 @@ pub struct ClientInfo {
 impl ClientInfo {
     /// A client that declared `capabilities` (names from [`KNOWN_CAPABILITIES`]; others are
     /// ignored), with its name and version cut to [`MAX_CLIENT_INFO_BYTES`].
-    pub fn new<'a>(capabilities: impl IntoIterator<Item = &'a str>, name: &str, version: &str) -> Self {
+    pub(crate) fn new<'a>(capabilities: impl IntoIterator<Item = &'a str>, name: &str, version: &str) -> Self {
         let capabilities = capabilities
             .into_iter()
             .filter_map(|c| KNOWN_CAPABILITIES.iter().position(|known| *known == c))
@@ -88,7 +89,7 @@ impl ClientInfo {
     }
 
     /// Whether the client declared `capability`.
-    pub fn supports(&self, capability: &str) -> bool {
+    pub(crate) fn supports(&self, capability: &str) -> bool {
         KNOWN_CAPABILITIES
             .iter()
             .position(|known| *known == capability)
@@ -110,7 +111,7 @@ fn cut(text: &str) -> &str {
 /// Why a subscription was refused.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 #[non_exhaustive]
-pub enum SubscribeError {
+pub(crate) enum SubscribeError {
     /// The session has [`MAX_SUBSCRIPTIONS`] already.
     #[error("too many subscriptions: a session may subscribe to at most {MAX_SUBSCRIPTIONS} resources")]
     TooMany,
@@ -176,7 +177,7 @@ impl Session {
     }
 
     /// A session that belongs to one caller: requests from anyone else do not find it.
-    pub fn owned_by(mut self, owner: Option<&str>) -> Self {
+    pub(crate) fn owned_by(mut self, owner: Option<&str>) -> Self {
         self.owner = owner.map(str::to_owned);
         self
     }
@@ -189,22 +190,22 @@ impl Session {
     /// The conversation id tools see for this session (`mcp-` and 24 hex digits): derived from
     /// the session id, which is a bearer of the session and so never handed to tools, models or
     /// the database. Derived once here rather than per request.
-    pub fn conversation_id(&self) -> Option<&Arc<str>> {
+    pub(crate) fn conversation_id(&self) -> Option<&Arc<str>> {
         self.conversation_id.as_ref()
     }
 
     /// Whether `user_id` (None for anonymous) is the caller the session belongs to.
-    pub fn belongs_to(&self, user_id: Option<&str>) -> bool {
+    pub(crate) fn belongs_to(&self, user_id: Option<&str>) -> bool {
         self.owner.as_deref() == user_id
     }
 
     /// The caller whose calls and streams on this session count against its limits.
-    pub fn caller(&self) -> Option<&crate::session::limits::Caller> {
+    pub(crate) fn caller(&self) -> Option<&crate::session::limits::Caller> {
         self.caller.as_ref()
     }
 
     /// Records what `initialize` settled; false if it was already settled.
-    pub fn initialize(&self, version: &'static str, client: ClientInfo) -> bool {
+    pub(crate) fn initialize(&self, version: &'static str, client: ClientInfo) -> bool {
         let first = self.protocol_version.set(version).is_ok();
         if first {
             let _ = self.client.set(client);
@@ -213,7 +214,7 @@ impl Session {
     }
 
     /// What the client said of itself in `initialize`.
-    pub fn client(&self) -> Option<&ClientInfo> {
+    pub(crate) fn client(&self) -> Option<&ClientInfo> {
         self.client.get()
     }
 
@@ -233,26 +234,26 @@ impl Session {
     }
 
     /// Sets the lowest level of log messages the client wants.
-    pub fn set_log_level(&self, rank: u8) {
+    pub(crate) fn set_log_level(&self, rank: u8) {
         self.log_level.store(rank, Ordering::Relaxed);
         self.changes.fetch_add(1, Ordering::Relaxed);
     }
 
     /// How many times the log level or the subscriptions changed: compare two readings to
     /// learn whether a request changed what a shared session's record holds.
-    pub fn changes(&self) -> u64 {
+    pub(crate) fn changes(&self) -> u64 {
         self.changes.load(Ordering::Relaxed)
     }
 
     /// Whether a message at `level` should be sent.
-    pub fn wants_log(&self, level: &str) -> bool {
+    pub(crate) fn wants_log(&self, level: &str) -> bool {
         let min = self.log_level.load(Ordering::Relaxed);
         min != LOGS_OFF && log_rank(level).is_some_and(|rank| rank >= min)
     }
 
     /// Subscribes to updates of a resource, within [`MAX_SUBSCRIPTIONS`] and
     /// [`MAX_SUBSCRIBED_URI_BYTES`]. Subscribing again to the same URI is not another one.
-    pub fn subscribe(&self, uri: &str) -> Result<(), SubscribeError> {
+    pub(crate) fn subscribe(&self, uri: &str) -> Result<(), SubscribeError> {
         if uri.len() > MAX_SUBSCRIBED_URI_BYTES {
             return Err(SubscribeError::UriTooLong);
         }
@@ -267,7 +268,7 @@ impl Session {
     }
 
     /// Unsubscribes.
-    pub fn unsubscribe(&self, uri: &str) {
+    pub(crate) fn unsubscribe(&self, uri: &str) {
         if lock(&self.subscriptions).remove(uri) {
             self.changes.fetch_add(1, Ordering::Relaxed);
         }
@@ -316,7 +317,7 @@ impl Session {
     }
 
     /// Opens the stream for server messages unrelated to a request; `None` if one is open.
-    pub fn open_stream(&self, capacity: usize) -> Option<mpsc::Receiver<Vec<u8>>> {
+    pub(crate) fn open_stream(&self, capacity: usize) -> Option<mpsc::Receiver<Vec<u8>>> {
         let mut stream = lock(&self.stream);
         if stream.as_ref().is_some_and(|tx| !tx.is_closed()) {
             return None;
@@ -331,13 +332,8 @@ impl Session {
         lock(&self.stream).as_ref().is_some_and(|tx| tx.try_send(message).is_ok())
     }
 
-    /// Notes activity now.
-    pub fn touch(&self) {
-        self.last_seen_ms.store(clock_ms(), Ordering::Relaxed);
-    }
-
     /// Records activity now, unless the session has been idle longer than `idle_timeout`;
-    /// whether it was still live. One clock read where `idle_for` then `touch` take two.
+    /// whether it was still live. One clock read for both.
     fn renew(&self, idle_timeout: Duration) -> bool {
         let now = clock_ms();
         if self.idle_at(now) > idle_timeout {
@@ -347,22 +343,17 @@ impl Session {
         true
     }
 
-    /// How long since the last activity.
-    pub fn idle_for(&self) -> Duration {
-        self.idle_at(clock_ms())
-    }
-
     fn idle_at(&self, now_ms: u64) -> Duration {
         Duration::from_millis(now_ms.saturating_sub(self.last_seen_ms.load(Ordering::Relaxed)))
     }
 
     /// Marks the client as gone: questions to it fail at once from now on.
-    pub fn set_closing(&self) {
+    pub(crate) fn set_closing(&self) {
         self.closing.store(true, Ordering::Relaxed);
     }
 
     /// Whether the client is gone.
-    pub fn is_closing(&self) -> bool {
+    pub(crate) fn is_closing(&self) -> bool {
         self.closing.load(Ordering::Relaxed)
     }
 
@@ -378,7 +369,7 @@ impl Session {
 
     /// Cancels everything running (the session is ending), and gives its caller's session
     /// slot back.
-    pub fn close(&self) {
+    pub(crate) fn close(&self) {
         self.set_closing();
         for (_, handle) in lock(&self.running).calls.drain() {
             handle.abort();
@@ -389,7 +380,7 @@ impl Session {
 }
 
 /// How many cancellations of requests not (yet) running a session remembers.
-pub const EARLY_CANCELS_KEPT: usize = 16;
+pub(crate) const EARLY_CANCELS_KEPT: usize = 16;
 
 // The calls a session has running, and the cancellations that came before their call was.
 #[derive(Default)]
@@ -399,7 +390,7 @@ struct Running {
 }
 
 /// A request registered as running; dropping it forgets the request.
-pub struct RunningRequest {
+pub(crate) struct RunningRequest {
     session: Arc<Session>,
     id: Id,
 }
@@ -435,7 +426,7 @@ pub(crate) fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 /// A random token of 128 bits as 32 hex digits, from the OS-seeded CSPRNG.
-pub fn random_token() -> String {
+pub(crate) fn random_token() -> String {
     use rand::RngCore;
     let mut bytes = [0u8; 16];
     rand::rng().fill_bytes(&mut bytes);
