@@ -1,4 +1,4 @@
-//! The built-in tools of mirobody and the backends they use.
+//! The built-in tools of mirobody, and what brings a person's files in (uploads, their reading).
 //!
 //! - `tools`: the built-in tools, one private file each, written with
 //!   [`#[tool]`](mirobody_core::tool), which registers them. Linking this crate is enough for
@@ -24,7 +24,7 @@
 //! | feature | tools | and | brings |
 //! | --- | --- | --- | --- |
 //! | (none) | `echo`, `whoami`, `ask_user`, `remember`, `recall_memory`, `summarize_conversation`, `family_health`, `fetch_health_data`, `get_user_health_profile`, `search_health_indicators`, `list_files`, `read_file` | [`resources`], [`views`], [`cpu`] | mirobody-core, mirobody-health |
-//! | `uploads` | `upload_file`, `upload_link` | `uploads`, `upload_links`, `reading`, `extract` (and the `mirobody-extract` binary), `demo` | mirobody-store (sqlx, object_store, redis), the PDF and Word readers, the sandbox |
+//! | `uploads` | `upload_file`, `upload_link` | `uploads`, `upload_links`, `reading`, `extract` (and the `mirobody-extract` binary), `demo` | mirobody-store (sqlx on SQLite, object_store on local files), the PDF and Word readers, the sandbox |
 //! | `charts` | `render_chart` | | resvg |
 //!
 //! Without `uploads`, `list_files`, `read_file` and `file://` still read the files another
