@@ -8,6 +8,13 @@ cd "$(dirname "${BASH_SOURCE[0]}")" || exit 1
 CHROMIUM="${CHROMIUM:-/usr/bin/chromium}"
 die() { echo "browser setup: $*" >&2; exit 1; }
 
+# One set-up at a time on this machine: the browser tests run in parallel, each calling this
+# script, and two apt-get or npm installs at once fail on each other's locks.
+if command -v flock >/dev/null 2>&1; then
+  exec 9>"${TMPDIR:-/tmp}/mirobody-browser-setup.lock"
+  flock -w 900 9 || die "another browser set-up held its lock for 15 minutes"
+fi
+
 if [ ! -x "$CHROMIUM" ]; then
   command -v apt-get >/dev/null 2>&1 || die "$CHROMIUM is missing and apt-get is not available to install it"
   SUDO=""
@@ -17,9 +24,11 @@ if [ ! -x "$CHROMIUM" ]; then
   fi
   export DEBIAN_FRONTEND=noninteractive
   echo "browser setup: installing Debian's chromium" >&2
-  if ! $SUDO apt-get install -y --no-install-recommends chromium >&2; then
-    $SUDO apt-get update >&2 || die "apt-get update failed"
-    $SUDO apt-get install -y --no-install-recommends chromium >&2 || die "could not install chromium with apt-get"
+  # Wait for an apt or dpkg run outside this script (CI installs poppler the same way).
+  APT="$SUDO apt-get -o DPkg::Lock::Timeout=600"
+  if ! $APT install -y --no-install-recommends chromium >&2; then
+    $APT update >&2 || die "apt-get update failed"
+    $APT install -y --no-install-recommends chromium >&2 || die "could not install chromium with apt-get"
   fi
   [ -x "$CHROMIUM" ] || die "chromium was installed but $CHROMIUM is not there (set CHROMIUM=path)"
 fi
