@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 const CRATES: &[&str] = &[
     "mirobody-core",
     "mirobody-schema",
+    "mirobody-ports",
     "mirobody-auth",
     "mirobody-health",
     "mirobody-store",
