@@ -257,13 +257,15 @@ async fn upload_links_on_postgres() {
 // theirs; and answers that find nothing carry no link.
 #[tokio::test]
 async fn the_tool_makes_a_link_per_call_for_the_caller_and_ends_them() {
+    // Long enough that a random link id never holds it by chance ("u1" did, one run in ~70).
+    const USER: &str = "person-with-a-long-user-id";
     let env = Env::sqlite().await;
     let links = links(&env, |_| {});
     let with_links = router(&env.backends, |mut handles| {
         handles.extensions.insert(links.clone());
         handles
     });
-    let mut client = Client::new(with_links).as_user(UserInfo::authenticated("u1").with_session("chat-u1"));
+    let mut client = Client::new(with_links).as_user(UserInfo::authenticated(USER).with_session("chat-1"));
     client.initialize(json!({})).await;
 
     let first = client.tool("upload_link", json!({})).await.ok().clone();
@@ -271,8 +273,8 @@ async fn the_tool_makes_a_link_per_call_for_the_caller_and_ends_them() {
     assert_ne!(first["url"], second["url"], "one link per call");
     for made in [&first, &second] {
         let url = made["url"].as_str().unwrap();
-        assert!(!url.contains("u1"), "{url}");
-        assert_eq!(links.check(id_of(url)).await, Ok("u1".to_owned()), "made for the caller");
+        assert!(!url.contains(USER), "{url}");
+        assert_eq!(links.check(id_of(url)).await, Ok(USER.to_owned()), "made for the caller");
         assert_eq!((made["uses"].as_u64(), made["expires_in"].as_u64()), (Some(1), Some(900)), "{made}");
     }
     let refused = client.tool("upload_link", json!({"revoke_all": "yes"})).await;
@@ -284,5 +286,5 @@ async fn the_tool_makes_a_link_per_call_for_the_caller_and_ends_them() {
     let message = empty["message"].as_str().unwrap();
     assert!(message.contains("upload_link"), "{empty}");
     assert!(empty.get("upload_url").is_none() && !empty.to_string().contains("/upload/"), "{empty}");
-    assert_eq!(links.live("u1").await, Ok(0), "an answer makes no link");
+    assert_eq!(links.live(USER).await, Ok(0), "an answer makes no link");
 }
