@@ -310,6 +310,12 @@ impl SharedSessions {
         Ok(record)
     }
 
+    /// Whether the record of session `id` is still kept: false once any instance ended it,
+    /// even before this instance has heard so. One read, nothing opened.
+    pub(crate) async fn is_kept(&self, id: &str) -> BackendResult<bool> {
+        Ok(self.backplane.load(&self.trust.keys.name(id)).await?.is_some())
+    }
+
     /// Ends session `id` everywhere: answered, as a change is, once the end was heard back, so
     /// the client's next request finds it ended on whichever instance it lands.
     pub(crate) async fn end(&self, id: &str) -> BackendResult<()> {

@@ -186,6 +186,48 @@ async fn delete_through_one_instance_ends_the_session_everywhere() {
     assert_eq!(on_b.call("tools/list", json!({})).await.status, StatusCode::NOT_FOUND);
 }
 
+// An instance whose news of other instances is late: it shares the records but never hears
+// an event, as one that has not yet read the end another instance announced.
+struct Late(Arc<MemoryBackplane>);
+
+#[async_trait::async_trait]
+impl SessionBackplane for Late {
+    async fn save(&self, id: &str, record: Vec<u8>, ttl: Duration) -> BackendResult<()> {
+        self.0.save(id, record, ttl).await
+    }
+    async fn load(&self, id: &str) -> BackendResult<Option<Vec<u8>>> {
+        self.0.load(id).await
+    }
+    async fn remove(&self, id: &str) -> BackendResult<()> {
+        self.0.remove(id).await
+    }
+    async fn renew(&self, ids: &[String], ttl: Duration) -> BackendResult<()> {
+        self.0.renew(ids, ttl).await
+    }
+    async fn publish(&self, event: Vec<u8>) -> BackendResult<()> {
+        self.0.publish(event).await
+    }
+    async fn events(&self) -> BackendResult<BoxStream<'static, Vec<u8>>> {
+        Ok(futures::stream::pending().boxed())
+    }
+}
+
+// The conformance suite's session lifecycle through a load balancer: DELETE on one instance,
+// the next request on another, before that one has heard of the end, is 404 all the same.
+#[tokio::test]
+async fn an_ended_session_is_404_on_an_instance_that_has_not_heard_yet() {
+    let backplane = Arc::new(MemoryBackplane::new());
+    let a = TestServer::sharing(Arc::clone(&backplane) as _, HttpOptions::default()).await;
+    let late = TestServer::sharing(Arc::new(Late(Arc::clone(&backplane))) as _, HttpOptions::default()).await;
+    let client = a.initialized(json!({})).await;
+    client.via(&late).call("ping", json!({})).await.result();
+    assert_eq!(late.http.sessions().len(), 1, "the late instance holds a copy");
+
+    assert_eq!(client.send(client.request(Method::DELETE, "")).await.status(), StatusCode::NO_CONTENT);
+    assert_eq!(client.via(&late).call("ping", json!({})).await.status, StatusCode::NOT_FOUND);
+    assert!(late.http.sessions().is_empty(), "and its copy is gone");
+}
+
 #[tokio::test]
 async fn a_record_lives_while_the_session_is_used_anywhere_and_goes_when_it_is_not() {
     let backplane = Arc::new(MemoryBackplane::new());

@@ -405,7 +405,12 @@ impl HttpInner {
             ));
         };
         if let Some(session) = self.sessions.get(id, user.user_id()) {
-            return Ok(session);
+            return match &self.shared {
+                // Another instance may have ended it a moment ago: its record is gone at once,
+                // the news of it reaches this instance's copy a little later.
+                Some(shared) => Box::pin(shared::still_kept(self, shared, id, session)).await,
+                None => Ok(session),
+            };
         }
         match &self.shared {
             // Boxed: most requests find their session here, and need not carry this.

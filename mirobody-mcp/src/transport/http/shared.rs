@@ -33,6 +33,30 @@ pub(super) async fn adopt(
     inner.sessions.adopt(session, caller).map_err(|refused| session_refused(refused, None))
 }
 
+// This instance's copy of session `id`, unless another instance ended the session: a client
+// that sent DELETE to one instance gets 404 from every other at once, not once the news of
+// the end has travelled (which the conformance suite's session lifecycle caught through a
+// load balancer).
+pub(super) async fn still_kept(
+    inner: &HttpInner,
+    shared: &SharedSessions,
+    id: &str,
+    session: Arc<Session>,
+) -> Result<Arc<Session>, Response> {
+    match shared.is_kept(id).await {
+        Ok(true) => Ok(session),
+        Ok(false) => {
+            // As when the end is heard: the copy goes, and so do questions waiting in it.
+            inner.sessions.forget(id);
+            inner.engine.pending().abandon(Some(id));
+            Err(session_not_found())
+        }
+        // The store is down: what this instance holds still serves (a change to it is refused
+        // where it is saved), as before this check.
+        Err(_) => Ok(session),
+    }
+}
+
 // Writes a session's record (made, or changed by the request `id`) for every instance.
 pub(super) async fn save(shared: &SharedSessions, session: &Session, id: &Id) -> Result<(), Response> {
     shared.save(session).await.map_err(|_| unreachable_sessions(Some(id)))
