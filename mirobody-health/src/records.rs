@@ -163,3 +163,26 @@ pub struct Series {
     /// Whether older values in the range were left out.
     pub truncated: bool,
 }
+
+/// The longest storage key accepted.
+const MAX_KEY_LEN: usize = 512;
+
+/// Whether `key` is a storage key (a [`FileRecord::file_key`] or `text_key`) any store accepts:
+/// segments of `A-Z a-z 0-9 . _ -` separated by `/`, no empty, `.` or `..` segment, at most 512
+/// bytes. A key a model passes is checked with it before it reaches a store, and it keeps keys
+/// out of paths they must not reach.
+///
+/// ```
+/// assert!(mirobody_health::valid_key("up-0a1b.pdf"));
+/// assert!(!mirobody_health::valid_key("../etc/passwd"));
+/// ```
+pub fn valid_key(key: &str) -> bool {
+    !key.is_empty()
+        && key.len() <= MAX_KEY_LEN
+        && key.split('/').all(|segment| {
+            !segment.is_empty()
+                && segment != "."
+                && segment != ".."
+                && segment.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
+        })
+}

@@ -23,22 +23,8 @@ use object_store::{Attribute, Attributes, ObjectStore, ObjectStoreExt, PutOption
 use super::cipher::FileCipher;
 use super::signing::UrlSigner;
 
-/// The longest object key accepted.
-const MAX_KEY_LEN: usize = 512;
-
-/// Whether `key` is a storage key this crate accepts: segments of `A-Z a-z 0-9 . _ -`
-/// separated by `/`, no empty, `.` or `..` segment, at most 512 bytes. Keys never come from a
-/// model without an ownership check, and this keeps them out of paths they must not reach.
-pub fn valid_key(key: &str) -> bool {
-    !key.is_empty()
-        && key.len() <= MAX_KEY_LEN
-        && key.split('/').all(|segment| {
-            !segment.is_empty()
-                && segment != "."
-                && segment != ".."
-                && segment.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
-        })
-}
+// The one rule for storage keys, the health domain's (the tools check keys with it too).
+pub use mirobody_health::valid_key;
 
 enum Urls {
     // The store pre-signs (S3, unencrypted).

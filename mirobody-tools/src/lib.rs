@@ -43,7 +43,6 @@ pub mod demo;
 pub mod extract;
 #[cfg(feature = "uploads")]
 mod file_names;
-mod keys;
 #[cfg(feature = "uploads")]
 pub mod reading;
 pub mod resources;

@@ -62,7 +62,7 @@ async fn read_upload(
 ) -> Result<Vec<ResourceContents>, ResourceError> {
     let owner = user.user_id().ok_or_else(|| ResourceError::Unauthenticated(uri.to_owned()))?;
     let not_found = || ResourceError::NotFound(uri.to_owned());
-    if !crate::keys::valid_key(key) {
+    if !mirobody_health::valid_key(key) {
         return Err(not_found());
     }
     let db = health_store(ctx).map_err(|e| ResourceError::Failed(e.to_string()))?;

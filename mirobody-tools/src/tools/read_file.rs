@@ -53,7 +53,7 @@ async fn read_file(
     if key.is_empty() {
         return Err(ToolError::new("read_file requires a 'file_key' (see list_files)."));
     }
-    if key.len() > MAX_KEY_LEN || !crate::keys::valid_key(key) {
+    if key.len() > MAX_KEY_LEN || !mirobody_health::valid_key(key) {
         return Err(ToolError::new("That is not a file_key this server uses; call list_files for the keys."));
     }
     let offset = usize::try_from(offset)
