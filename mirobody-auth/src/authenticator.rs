@@ -44,6 +44,9 @@ pub struct Authenticator {
     // Beside `inner`, not in it: the server adds the tools' declared scopes once its registry
     // is built (`with_permissions`), after the authenticator.
     permissions: Permissions,
+    // Paths whose requests carry credentials of their own (an OAuth client's Basic auth at a
+    // token endpoint): admitted as anonymous without a look at them.
+    open_paths: Arc<[String]>,
 }
 
 struct Inner {
@@ -103,6 +106,7 @@ impl Authenticator {
         }
         Authenticator {
             permissions: Permissions::from_config(config),
+            open_paths: Arc::new([]),
             inner: Arc::new(Inner {
                 verifier,
                 secrets,
@@ -125,6 +129,14 @@ impl Authenticator {
     /// made from; a server adds its tools' declared scopes with [`Permissions::with_tools`]).
     pub fn with_permissions(mut self, permissions: Permissions) -> Self {
         self.permissions = permissions;
+        self
+    }
+
+    /// This authenticator admitting requests to `paths` as anonymous without looking at their
+    /// credentials: an authorization server's token and revocation endpoints, where
+    /// `Authorization: Basic` is a client's credential, not a caller's.
+    pub fn with_open_paths(mut self, paths: impl IntoIterator<Item = String>) -> Self {
+        self.open_paths = paths.into_iter().collect();
         self
     }
 
@@ -230,7 +242,8 @@ impl Authenticator {
     ///   out of the URI; `X-MCP-Secret: <secret>` is the same credential in a header.
     /// - `Authorization: Bearer <token>` is verified; a token and a secret must name the same
     ///   user, and the token's identity (scopes, session, agent) is used.
-    /// - The protected resource metadata paths are served to anyone, credentials or not.
+    /// - The protected resource metadata paths, and the [open paths](Self::with_open_paths),
+    ///   are served to anyone, credentials or not.
     pub async fn authenticate<B>(&self, request: &mut Request<B>) -> Result<AuthMethod, AuthError> {
         if self.is_anonymous(request) {
             self.admit_anonymous(request);
@@ -257,6 +270,7 @@ impl Authenticator {
         let (uri, headers) = (request.uri(), request.headers());
         let path = uri.path();
         self.inner.metadata_paths.iter().any(|p| p == path)
+            || self.open_paths.iter().any(|p| p == path)
             || (uri.query().is_none()
                 && !path.starts_with(self.inner.mcp_path_slash.as_str())
                 // One walk over the headers rather than two lookups by name, which hash the

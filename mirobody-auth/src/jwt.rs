@@ -18,6 +18,7 @@ use serde_json::{Map, Value};
 
 use crate::config::{AuthConfig, KeyAlgorithm, PemKeyConfig};
 use crate::error::AuthConfigError;
+use crate::revoked::RevokedGrants;
 
 /// The longest token accepted, in bytes; longer ones are refused before any parsing.
 pub const MAX_TOKEN_BYTES: usize = 8 * 1024;
@@ -70,6 +71,9 @@ pub enum TokenError {
     /// No key is configured, so no token can be verified.
     #[error("bearer tokens are not accepted by this server")]
     NoKeys,
+    /// The grant the token was issued under (its `gid` claim) was revoked.
+    #[error("the token has been revoked")]
+    Revoked,
 }
 
 /// Verifies bearer JWTs against the configured keys and turns them into a [`UserInfo`].
@@ -86,6 +90,7 @@ pub struct JwtVerifier {
     rs256: Validation,
     es256: Validation,
     claims: ClaimNames,
+    revoked: Option<RevokedGrants>,
 }
 
 struct ClaimNames {
@@ -249,6 +254,7 @@ impl JwtVerifier {
                 session: config.session_claim.clone(),
                 subject: config.subject_claim.clone(),
             },
+            revoked: None,
         })
     }
 
@@ -324,7 +330,18 @@ impl JwtVerifier {
             || jwks.snapshot().iter().any(|k| k.kid.as_deref() == Some(kid))
     }
 
+    /// This verifier, refusing tokens whose `gid` claim names a grant in `revoked`.
+    pub fn with_revoked_grants(mut self, revoked: RevokedGrants) -> Self {
+        self.revoked = Some(revoked);
+        self
+    }
+
     fn user_from_claims(&self, mut claims: Map<String, Value>) -> Result<UserInfo, TokenError> {
+        if let (Some(revoked), Some(Value::String(grant))) = (&self.revoked, claims.get("gid"))
+            && revoked.contains(grant)
+        {
+            return Err(TokenError::Revoked);
+        }
         if let Some(token_type) = claims.get("token_type") {
             let access = token_type.as_str().is_some_and(|t| ACCESS_TOKEN_TYPES.contains(&t));
             if !access {

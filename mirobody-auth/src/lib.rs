@@ -69,6 +69,7 @@ mod error;
 mod jwt;
 mod layer;
 mod permission;
+mod revoked;
 mod routes;
 mod secret;
 mod visibility;
@@ -85,6 +86,7 @@ pub use permission::{
     CARE_CIRCLE, IMPORT_HEALTH_DATA, PermissionDenied, Permissions, ROUTE_PERMISSIONS, UPLOAD_FILE, UPLOAD_LINK,
     implied_by,
 };
+pub use revoked::RevokedGrants;
 pub use routes::{personal_router, protected_resource_metadata};
 pub use secret::{
     MAX_SECRET_LIFETIME, MIN_SECRET_LIFETIME, PERSONAL_URL_SCOPE, PersonalSecret, PersonalUrl, RngError, SECRET_BYTES,

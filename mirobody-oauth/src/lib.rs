@@ -1,0 +1,21 @@
+//! People sign in to a mirobody server: accounts with passwords, browser sessions, the pages
+//! where a person manages who has access to their data, and an OAuth 2.1 authorization server
+//! (RFC 8414 metadata, RFC 7591 registration, PKCE, RFC 9207 `iss`, RFC 8707 resources,
+//! rotating refresh tokens, RFC 7009 revocation) that issues the ES256 access tokens the
+//! resource side (`mirobody-auth`) verifies.
+//!
+//! It keeps no state itself: [`OAuthStores`] names the storage traits of `mirobody-ports`
+//! it uses, which `mirobody-store` implements on SQLite and PostgreSQL. An application that
+//! embeds the MCP endpoint mounts [`OAuthServer::router`] beside it.
+
+mod authz;
+mod page;
+mod random;
+mod server;
+mod settings;
+mod web;
+
+pub use authz::keys::{KeyError, SigningKey};
+pub use random::RandomError;
+pub use server::{OAuthServer, OAuthStores};
+pub use settings::OAuthSettings;

@@ -1,0 +1,39 @@
+//! Random tokens and their stored hashes.
+
+use base64::Engine;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use sha2::{Digest, Sha256};
+
+/// Why no random token could be made (the operating system's generator failed).
+#[derive(Debug, thiserror::Error)]
+#[error("the system random number generator failed: {0}")]
+pub struct RandomError(String);
+
+/// `bytes` random bytes, base64url without padding: 32 bytes give 43 characters.
+pub(crate) fn token(bytes: usize) -> Result<String, RandomError> {
+    let mut buffer = vec![0u8; bytes];
+    getrandom::fill(&mut buffer).map_err(|e| RandomError(e.to_string()))?;
+    Ok(URL_SAFE_NO_PAD.encode(buffer))
+}
+
+/// The SHA-256 a token is stored and looked up under.
+pub(crate) fn hash(token: &str) -> [u8; 32] {
+    Sha256::digest(token.as_bytes()).into()
+}
+
+/// Milliseconds since the Unix epoch.
+pub(crate) fn now_ms() -> i64 {
+    let since = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+    i64::try_from(since.as_millis()).unwrap_or(i64::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn tokens_are_long_and_differ() {
+        let (a, b) = (super::token(32).unwrap(), super::token(32).unwrap());
+        assert_eq!(a.len(), 43);
+        assert_ne!(a, b);
+        assert_ne!(super::hash(&a), super::hash(&b));
+    }
+}

@@ -1,0 +1,118 @@
+//! The sign-in pages and the authorization server as one value: its stores, settings and keys.
+
+use std::sync::Arc;
+
+use axum::Router;
+use mirobody_auth::{McpEndpoint, RevokedGrants};
+use mirobody_ports::{AccountStore, OAuthStore, SecretStore, WebSessionStore};
+
+use crate::authz::keys::SigningKey;
+use crate::settings::OAuthSettings;
+use crate::web::throttle::SignInThrottle;
+
+/// Every store the sign-in pages and the authorization server keep state in. One
+/// `mirobody_store::SqlStore` is all of them.
+#[derive(Clone)]
+pub struct OAuthStores {
+    /// Accounts.
+    pub accounts: Arc<dyn AccountStore>,
+    /// Browsers signed in.
+    pub sessions: Arc<dyn WebSessionStore>,
+    /// Clients, grants, codes and refresh tokens.
+    pub oauth: Arc<dyn OAuthStore>,
+    /// Personal MCP URLs, which the access page mints and revokes; `None` hides that part.
+    pub secrets: Option<Arc<dyn SecretStore>>,
+}
+
+impl std::fmt::Debug for OAuthStores {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OAuthStores").field("secrets", &self.secrets.is_some()).finish_non_exhaustive()
+    }
+}
+
+/// The sign-in pages, the access page and the OAuth 2.1 authorization server of one MCP
+/// endpoint. Cheap to clone. Mount [`router`](OAuthServer::router) beside the MCP endpoint,
+/// and let the auth layer pass its [`open_paths`](OAuthServer::open_paths) untouched.
+#[derive(Clone)]
+pub struct OAuthServer {
+    pub(crate) inner: Arc<Inner>,
+}
+
+pub(crate) struct Inner {
+    pub(crate) stores: OAuthStores,
+    pub(crate) endpoint: McpEndpoint,
+    pub(crate) settings: OAuthSettings,
+    pub(crate) key: SigningKey,
+    pub(crate) revoked: RevokedGrants,
+    pub(crate) throttle: SignInThrottle,
+    /// The issuer: the public base URL and the path prefix.
+    pub(crate) issuer: String,
+    /// Whether cookies are marked `Secure` (the public URL is https).
+    pub(crate) secure: bool,
+    /// The scopes clients may ask for.
+    pub(crate) scopes: Vec<String>,
+}
+
+impl std::fmt::Debug for OAuthServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OAuthServer").field("issuer", &self.inner.issuer).finish_non_exhaustive()
+    }
+}
+
+impl OAuthServer {
+    /// The server for `endpoint`, signing with `key`. `scopes` are those clients may ask
+    /// for (the protected resource's `scopes_supported`); `revoked` is the list the resource
+    /// side checks access tokens against (share it with the `Authenticator`).
+    pub fn new(
+        stores: OAuthStores,
+        endpoint: McpEndpoint,
+        settings: OAuthSettings,
+        key: SigningKey,
+        scopes: Vec<String>,
+        revoked: RevokedGrants,
+    ) -> Self {
+        let issuer = format!("{}{}", endpoint.base_url(), endpoint.uri_prefix());
+        let secure = endpoint.base_url().starts_with("https://");
+        let throttle = SignInThrottle::new(settings.sign_in_burst, settings.sign_in_interval);
+        OAuthServer {
+            inner: Arc::new(Inner { stores, endpoint, settings, key, revoked, throttle, issuer, secure, scopes }),
+        }
+    }
+
+    /// The issuer identifier (RFC 8414): the public base URL and the path prefix.
+    pub fn issuer(&self) -> &str {
+        &self.inner.issuer
+    }
+
+    /// The settings.
+    pub fn settings(&self) -> &OAuthSettings {
+        &self.inner.settings
+    }
+
+    /// The key tokens are signed with.
+    pub fn signing_key(&self) -> &SigningKey {
+        &self.inner.key
+    }
+
+    /// Every route: the metadata, `/authorize`, `/token`, `/register`, `/revoke`, the JWKS,
+    /// and the pages (`/signin`, `/signup`, `/account`).
+    pub fn router(&self) -> Router {
+        crate::authz::routes(self).merge(crate::web::routes(self))
+    }
+
+    /// The paths whose requests carry credentials of their own (a client's `Authorization:
+    /// Basic` at the token endpoint): the auth layer must pass them untouched.
+    pub fn open_paths(&self) -> Vec<String> {
+        crate::authz::open_paths(self)
+    }
+
+    /// A path under the prefix: `path("/signin")` is `<uri_prefix>/signin`.
+    pub(crate) fn path(&self, path: &str) -> String {
+        format!("{}{path}", self.inner.endpoint.uri_prefix())
+    }
+
+    /// A full URL under the issuer.
+    pub(crate) fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.inner.issuer)
+    }
+}

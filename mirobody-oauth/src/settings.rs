@@ -1,0 +1,76 @@
+//! What the sign-in pages and the authorization server are configured with.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use mirobody_core::human_duration;
+use serde::Deserialize;
+
+/// The `[oauth]` settings. Every key is optional.
+///
+/// ```
+/// use mirobody_oauth::OAuthSettings;
+///
+/// let settings: OAuthSettings = serde_json::from_value(serde_json::json!({"access_token_ttl": "5m"})).unwrap();
+/// assert!(settings.enabled);
+/// assert_eq!(settings.access_token_ttl, std::time::Duration::from_secs(300));
+/// assert!(!settings.open_signup);
+/// ```
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+#[non_exhaustive]
+pub struct OAuthSettings {
+    /// Whether the server signs people in and issues tokens. An operator who signs people in
+    /// elsewhere (their own identity provider's JWTs) turns it off. Default: on.
+    pub enabled: bool,
+    /// Whether anyone may make an account at `/signup`. Default: off (the operator adds
+    /// people with `mirobody-server user add`, or a care-circle invitation does).
+    pub open_signup: bool,
+    /// How long an access token works. Default: 15 minutes.
+    #[serde(deserialize_with = "human_duration::deserialize")]
+    pub access_token_ttl: Duration,
+    /// How long a refresh token works (each use replaces it). Default: 30 days.
+    #[serde(deserialize_with = "human_duration::deserialize")]
+    pub refresh_token_ttl: Duration,
+    /// How long an authorization code works. Default: 60 s.
+    #[serde(deserialize_with = "human_duration::deserialize")]
+    pub code_ttl: Duration,
+    /// How long a browser stays signed in. Default: 14 days.
+    #[serde(deserialize_with = "human_duration::deserialize")]
+    pub session_ttl: Duration,
+    /// The ES256 private key (PKCS#8 PEM) tokens are signed with. Default: `oauth-es256.pem`
+    /// in the data folder, made at first start. Instances behind one address share one file.
+    pub signing_key_file: Option<PathBuf>,
+    /// Dynamic registrations one client address may make per hour. Default: 20.
+    pub registrations_per_hour: u32,
+    /// Registered clients kept at most. Default: 10,000.
+    pub max_clients: u64,
+    /// A registered client no grant names is deleted after this long. Default: 7 days.
+    #[serde(deserialize_with = "human_duration::deserialize")]
+    pub unused_client_ttl: Duration,
+    /// Failed sign-ins allowed per account, and per client address, before each further try
+    /// waits. Default: 5.
+    pub sign_in_burst: u32,
+    /// How often one more try is allowed after the burst. Default: 1 minute.
+    #[serde(deserialize_with = "human_duration::deserialize")]
+    pub sign_in_interval: Duration,
+}
+
+impl Default for OAuthSettings {
+    fn default() -> Self {
+        OAuthSettings {
+            enabled: true,
+            open_signup: false,
+            access_token_ttl: Duration::from_secs(15 * 60),
+            refresh_token_ttl: Duration::from_secs(30 * 24 * 3600),
+            code_ttl: Duration::from_secs(60),
+            session_ttl: Duration::from_secs(14 * 24 * 3600),
+            signing_key_file: None,
+            registrations_per_hour: 20,
+            max_clients: 10_000,
+            unused_client_ttl: Duration::from_secs(7 * 24 * 3600),
+            sign_in_burst: 5,
+            sign_in_interval: Duration::from_secs(60),
+        }
+    }
+}
