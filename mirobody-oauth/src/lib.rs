@@ -19,3 +19,4 @@ pub use authz::keys::{KeyError, SigningKey};
 pub use random::RandomError;
 pub use server::{OAuthServer, OAuthStores};
 pub use settings::OAuthSettings;
+pub use web::password::{MAX_PASSWORD_BYTES, MIN_PASSWORD_CHARS, PasswordError, hash_password, verify_password};

@@ -1,5 +1,6 @@
 //! The pages people use in a browser: sign-in, sign-up, and their access page.
 
+pub(crate) mod password;
 pub(crate) mod session;
 pub(crate) mod throttle;
 
