@@ -16,6 +16,13 @@ pub(crate) fn token(bytes: usize) -> Result<String, RandomError> {
     Ok(URL_SAFE_NO_PAD.encode(buffer))
 }
 
+/// `bytes` random bytes in lower-case hex: 8 bytes give 16 characters.
+pub(crate) fn hex(bytes: usize) -> Result<String, RandomError> {
+    let mut buffer = vec![0u8; bytes];
+    getrandom::fill(&mut buffer).map_err(|e| RandomError(e.to_string()))?;
+    Ok(buffer.iter().map(|b| format!("{b:02x}")).collect())
+}
+
 /// The SHA-256 a token is stored and looked up under.
 pub(crate) fn hash(token: &str) -> [u8; 32] {
     Sha256::digest(token.as_bytes()).into()
@@ -35,5 +42,7 @@ mod tests {
         assert_eq!(a.len(), 43);
         assert_ne!(a, b);
         assert_ne!(super::hash(&a), super::hash(&b));
+        let hex = super::hex(8).unwrap();
+        assert!(hex.len() == 16 && hex.bytes().all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase()));
     }
 }

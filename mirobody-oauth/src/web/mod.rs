@@ -1,14 +1,24 @@
 //! The pages people use in a browser: sign-in, sign-up, and their access page.
 
+mod account;
+mod forms;
 pub(crate) mod password;
 pub(crate) mod session;
+mod signin;
+mod signup;
 pub(crate) mod throttle;
 
 use axum::Router;
+use axum::extract::DefaultBodyLimit;
 
 use crate::server::OAuthServer;
 
-/// The pages' routes.
-pub(crate) fn routes(_server: &OAuthServer) -> Router {
+/// The pages' routes: `/signin`, `/signout`, `/signup` and `/account` with its forms, every
+/// form body bounded.
+pub(crate) fn routes(server: &OAuthServer) -> Router {
     Router::new()
+        .merge(signin::routes(server))
+        .merge(signup::routes(server))
+        .merge(account::routes(server))
+        .layer(DefaultBodyLimit::max(forms::MAX_FORM_BYTES))
 }

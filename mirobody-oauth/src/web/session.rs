@@ -3,7 +3,7 @@
 
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use http::{HeaderMap, HeaderValue, header};
+use http::{HeaderMap, HeaderValue};
 use mirobody_ports::{Account, WebSession};
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
@@ -42,16 +42,7 @@ impl SignedIn {
 
 /// The session token in the request's cookie, if any.
 fn cookie_token<'a>(server: &OAuthServer, headers: &'a HeaderMap) -> Option<&'a str> {
-    let name = cookie_name(server);
-    headers
-        .get_all(header::COOKIE)
-        .iter()
-        .filter_map(|value| value.to_str().ok())
-        .flat_map(|value| value.split(';'))
-        .filter_map(|pair| pair.trim().split_once('='))
-        .find(|(key, _)| *key == name)
-        .map(|(_, value)| value.trim())
-        .filter(|value| !value.is_empty() && value.len() <= 128)
+    crate::web::forms::cookie(headers, cookie_name(server))
 }
 
 /// The account signed in by the request's cookie: its session is live, and the account exists
