@@ -1,0 +1,567 @@
+//! The browser pages, driven through `OAuthServer::router` over the in-memory stores:
+//! sign-in and its CSRF, `next` and throttle rules, sign-up, and the access page's forms.
+
+#[path = "support/memory.rs"]
+mod memory;
+
+use std::collections::HashMap;
+use std::net::IpAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use axum::Router;
+use axum::body::Body;
+use http::{Request, Response, StatusCode, header};
+use memory::Memory;
+use mirobody_auth::{McpEndpoint, RevokedGrants};
+use mirobody_mcp::limits::ClientAddr;
+use mirobody_oauth::{OAuthServer, OAuthSettings, OAuthStores, SigningKey, hash_password};
+use mirobody_ports::{Account, AccountStore, Grant, OAuthClient, OAuthStore, SecretStore};
+use tower::ServiceExt;
+
+const ALICE: &str = "alice@example.com";
+const ALICE_PASSWORD: &str = "alice's long password";
+const BOB: &str = "bob@example.com";
+const BOB_PASSWORD: &str = "bob's long password!";
+
+struct Harness {
+    router: Router,
+    store: Arc<Memory>,
+    revoked: RevokedGrants,
+    dir: PathBuf,
+}
+
+impl Drop for Harness {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// One response, read whole.
+struct Answer {
+    status: StatusCode,
+    headers: http::HeaderMap,
+    body: String,
+}
+
+impl Answer {
+    fn location(&self) -> &str {
+        self.headers.get(header::LOCATION).and_then(|v| v.to_str().ok()).unwrap_or("")
+    }
+
+    fn set_cookies(&self) -> Vec<&str> {
+        self.headers.get_all(header::SET_COOKIE).iter().filter_map(|v| v.to_str().ok()).collect()
+    }
+
+    /// The `Set-Cookie` of the session cookie, if the answer has one.
+    fn session_cookie(&self) -> Option<&str> {
+        self.set_cookies().into_iter().find(|c| c.starts_with("mirobody_session="))
+    }
+
+    /// The value of the first hidden `csrf` field.
+    fn csrf_field(&self) -> String {
+        let start = self.body.find("name=\"csrf\" value=\"").expect("a csrf field") + 19;
+        self.body[start..].split('"').next().unwrap().to_owned()
+    }
+}
+
+/// A browser: its cookies, and the address it comes from.
+#[derive(Clone, Default)]
+struct Browser {
+    cookies: HashMap<String, String>,
+    address: Option<IpAddr>,
+}
+
+impl Browser {
+    fn from(address: &str) -> Self {
+        Browser { cookies: HashMap::new(), address: Some(address.parse().unwrap()) }
+    }
+
+    fn keep(&mut self, answer: &Answer) {
+        for cookie in answer.set_cookies() {
+            let (pair, attributes) = cookie.split_once(';').unwrap_or((cookie, ""));
+            let (name, value) = pair.split_once('=').unwrap();
+            if attributes.contains("Max-Age=0") {
+                self.cookies.remove(name);
+            } else {
+                self.cookies.insert(name.to_owned(), value.to_owned());
+            }
+        }
+    }
+
+    fn request(&self, method: &str, path: &str, body: Body, form: bool) -> Request<Body> {
+        let mut request = Request::builder().method(method).uri(path);
+        if !self.cookies.is_empty() {
+            let jar: Vec<String> = self.cookies.iter().map(|(k, v)| format!("{k}={v}")).collect();
+            request = request.header(header::COOKIE, jar.join("; "));
+        }
+        if form {
+            request = request.header(header::CONTENT_TYPE, "application/x-www-form-urlencoded");
+        }
+        let mut request = request.body(body).unwrap();
+        if let Some(address) = self.address {
+            request.extensions_mut().insert(ClientAddr(address));
+        }
+        request
+    }
+
+    async fn get(&mut self, harness: &Harness, path: &str) -> Answer {
+        let request = self.request("GET", path, Body::empty(), false);
+        let answer = send(harness, request).await;
+        self.keep(&answer);
+        answer
+    }
+
+    async fn post(&mut self, harness: &Harness, path: &str, fields: &[(&str, &str)]) -> Answer {
+        let body = form_urlencoded::Serializer::new(String::new()).extend_pairs(fields).finish();
+        let request = self.request("POST", path, Body::from(body), true);
+        let answer = send(harness, request).await;
+        self.keep(&answer);
+        answer
+    }
+
+    fn signed_in(&self) -> bool {
+        self.cookies.contains_key("mirobody_session")
+    }
+
+    /// Opens the sign-in page and signs in; the answer to the form.
+    async fn sign_in(&mut self, harness: &Harness, email: &str, password: &str, next: &str) -> Answer {
+        let page = self.get(harness, &format!("/signin?next={}", encode(next))).await;
+        assert_eq!(page.status, StatusCode::OK, "{}", page.body);
+        let csrf = page.csrf_field();
+        self.post(harness, "/signin", &[("email", email), ("password", password), ("csrf", &csrf), ("next", next)])
+            .await
+    }
+
+    /// The access page's CSRF token (the session's).
+    async fn account_csrf(&mut self, harness: &Harness) -> String {
+        let page = self.get(harness, "/account").await;
+        assert_eq!(page.status, StatusCode::OK, "{}", page.body);
+        page.csrf_field()
+    }
+}
+
+fn encode(text: &str) -> String {
+    form_urlencoded::byte_serialize(text.as_bytes()).collect()
+}
+
+async fn send(harness: &Harness, request: Request<Body>) -> Answer {
+    let response: Response<Body> = harness.router.clone().oneshot(request).await.unwrap();
+    let (parts, body) = response.into_parts();
+    let bytes = axum::body::to_bytes(body, 1 << 20).await.unwrap();
+    Answer { status: parts.status, headers: parts.headers, body: String::from_utf8(bytes.to_vec()).unwrap() }
+}
+
+static NEXT_DIR: AtomicUsize = AtomicUsize::new(0);
+
+async fn harness(settings: serde_json::Value) -> Harness {
+    let dir = std::env::temp_dir().join(format!(
+        "mirobody-oauth-web-{}-{}",
+        std::process::id(),
+        NEXT_DIR.fetch_add(1, Ordering::Relaxed)
+    ));
+    std::fs::create_dir_all(&dir).unwrap();
+    let key = SigningKey::load_or_create(&dir.join("key.pem")).unwrap();
+    let store = Arc::new(Memory::default());
+    let stores = OAuthStores {
+        accounts: store.clone(),
+        sessions: store.clone(),
+        oauth: store.clone(),
+        secrets: Some(store.clone()),
+    };
+    let settings: OAuthSettings = serde_json::from_value(settings).unwrap();
+    let revoked = RevokedGrants::new(Duration::from_secs(900));
+    let endpoint = McpEndpoint::new("http://127.0.0.1:8080", "");
+    let server = OAuthServer::new(stores, endpoint, settings, key, vec![], revoked.clone());
+    for (id, email, name, password) in
+        [("u_alice", ALICE, "Alice <A>", ALICE_PASSWORD), ("u_bob", BOB, "Bob", BOB_PASSWORD)]
+    {
+        let account = Account {
+            id: id.to_owned(),
+            email: email.to_owned(),
+            display_name: Some(name.to_owned()),
+            password_hash: Some(hash_password(password).unwrap()),
+            disabled: false,
+            created_at_ms: 0,
+        };
+        assert!(store.create_account(&account).await.unwrap());
+    }
+    Harness { router: server.router(), store, revoked, dir }
+}
+
+async fn default_harness() -> Harness {
+    harness(serde_json::json!({})).await
+}
+
+#[tokio::test]
+async fn signing_in_sets_a_guarded_cookie_and_returns_to_a_local_next() {
+    let harness = default_harness().await;
+    let mut browser = Browser::default();
+    let answer = browser.sign_in(&harness, ALICE, ALICE_PASSWORD, "/authorize?client_id=x&state=1").await;
+    assert_eq!(answer.status, StatusCode::SEE_OTHER, "{}", answer.body);
+    assert_eq!(answer.location(), "/authorize?client_id=x&state=1");
+    let cookie = answer.session_cookie().expect("a session cookie");
+    assert!(cookie.contains("HttpOnly") && cookie.contains("SameSite="), "{cookie}");
+    assert!(answer.set_cookies().iter().any(|c| c.starts_with("mirobody_csrf=;")), "the form's token is cleared");
+
+    let page = browser.get(&harness, "/account").await;
+    assert_eq!(page.status, StatusCode::OK);
+    assert!(page.body.contains(ALICE));
+    assert!(page.body.contains("Alice &lt;A&gt;"), "the name is escaped: {}", page.body);
+    // Signed in, the sign-in page passes straight on.
+    let again = browser.get(&harness, "/signin?next=%2Faccount").await;
+    assert_eq!((again.status, again.location()), (StatusCode::SEE_OTHER, "/account"));
+}
+
+#[tokio::test]
+async fn a_next_off_this_server_goes_to_the_account_page() {
+    let harness = default_harness().await;
+    for next in ["//evil.com", "https://evil.com", "/\\evil.com", "\\\\evil.com", "/\tevil", "evil", ""] {
+        let mut browser = Browser::default();
+        let answer = browser.sign_in(&harness, ALICE, ALICE_PASSWORD, next).await;
+        assert_eq!(answer.status, StatusCode::SEE_OTHER, "{next:?}");
+        assert_eq!(answer.location(), "/account", "{next:?}");
+    }
+}
+
+#[tokio::test]
+async fn a_wrong_password_and_an_unknown_email_get_the_same_answer() {
+    let harness = default_harness().await;
+    let mut browser = Browser::default();
+    let csrf = browser.get(&harness, "/signin").await.csrf_field();
+    let form = |email, password| [("email", email), ("password", password), ("csrf", csrf.as_str()), ("next", "")];
+    let wrong = browser.post(&harness, "/signin", &form(ALICE, "not the password")).await;
+    let unknown = browser.post(&harness, "/signin", &form("nobody@example.com", "not the password")).await;
+    assert_eq!(wrong.status, StatusCode::UNAUTHORIZED);
+    assert_eq!(unknown.status, wrong.status);
+    assert!(wrong.body.contains("Email or password is wrong."));
+    // The pages differ only in the email typed, which the form shows again.
+    assert_eq!(wrong.body.replace(ALICE, "EMAIL"), unknown.body.replace("nobody@example.com", "EMAIL"));
+    assert!(wrong.session_cookie().is_none() && unknown.session_cookie().is_none());
+
+    // A disabled account answers the same, even with its right password.
+    harness.store.set_account_disabled("u_bob", true).await.unwrap();
+    let disabled = browser.post(&harness, "/signin", &form(BOB, BOB_PASSWORD)).await;
+    assert_eq!(disabled.status, StatusCode::UNAUTHORIZED);
+    assert_eq!(disabled.body.replace(BOB, "EMAIL"), wrong.body.replace(ALICE, "EMAIL"));
+}
+
+#[tokio::test]
+async fn a_form_without_its_csrf_token_makes_no_session() {
+    let harness = default_harness().await;
+    let mut browser = Browser::default();
+    let csrf = browser.get(&harness, "/signin").await.csrf_field();
+    let cases: [(&str, Option<&str>); 3] = [("missing", None), ("wrong", Some("not-the-token")), ("empty", Some(""))];
+    for (case, field) in cases {
+        let mut fields = vec![("email", ALICE), ("password", ALICE_PASSWORD), ("next", "/account")];
+        if let Some(field) = field {
+            fields.push(("csrf", field));
+        }
+        let answer = browser.clone().post(&harness, "/signin", &fields).await;
+        assert_eq!(answer.status, StatusCode::FORBIDDEN, "{case}");
+        assert!(answer.session_cookie().is_none(), "{case}");
+    }
+    // The right token from a browser without the cookie (another site's form) is refused too.
+    let mut elsewhere = Browser::default();
+    let fields = [("email", ALICE), ("password", ALICE_PASSWORD), ("csrf", csrf.as_str()), ("next", "/account")];
+    let answer = elsewhere.post(&harness, "/signin", &fields).await;
+    assert_eq!(answer.status, StatusCode::FORBIDDEN);
+    assert_eq!(harness.store.session_count(), 0);
+    // The refusal offers a fresh form that works.
+    let retry = answer.csrf_field();
+    let fields = [("email", ALICE), ("password", ALICE_PASSWORD), ("csrf", retry.as_str()), ("next", "/account")];
+    assert_eq!(elsewhere.post(&harness, "/signin", &fields).await.status, StatusCode::SEE_OTHER);
+    assert_eq!(harness.store.session_count(), 1);
+}
+
+#[tokio::test]
+async fn failures_are_bounded_per_account_and_per_address() {
+    let harness = harness(serde_json::json!({"sign_in_burst": 3, "sign_in_interval": "1h"})).await;
+    // Three wrong passwords for Alice, from three addresses: her account is held back.
+    for address in ["192.0.2.1", "192.0.2.2", "192.0.2.3"] {
+        let answer = Browser::from(address).sign_in(&harness, ALICE, "wrong password!", "").await;
+        assert_eq!(answer.status, StatusCode::UNAUTHORIZED);
+    }
+    let mut fresh = Browser::from("198.51.100.9");
+    let answer = fresh.sign_in(&harness, ALICE, ALICE_PASSWORD, "").await;
+    assert_eq!(answer.status, StatusCode::TOO_MANY_REQUESTS, "even the right password waits");
+    let retry: u64 = answer.headers[header::RETRY_AFTER].to_str().unwrap().parse().unwrap();
+    assert!((1..=3600).contains(&retry), "{retry}");
+    assert!(answer.body.contains("Too many failed sign-ins"));
+    assert!(!fresh.signed_in());
+    // Upper case is the same account.
+    let shouted = fresh.sign_in(&harness, "ALICE@example.com", ALICE_PASSWORD, "").await;
+    assert_eq!(shouted.status, StatusCode::TOO_MANY_REQUESTS);
+
+    // One address trying three unknown emails is held back for every email, Bob's included.
+    let mut prober = Browser::from("203.0.113.7");
+    for email in ["a@example.com", "b@example.com", "c@example.com"] {
+        assert_eq!(prober.sign_in(&harness, email, "guess guess guess", "").await.status, StatusCode::UNAUTHORIZED);
+    }
+    assert_eq!(prober.sign_in(&harness, BOB, BOB_PASSWORD, "").await.status, StatusCode::TOO_MANY_REQUESTS);
+    // Bob from elsewhere is not.
+    let mut bob = Browser::from("198.51.100.10");
+    assert_eq!(bob.sign_in(&harness, BOB, BOB_PASSWORD, "").await.status, StatusCode::SEE_OTHER);
+}
+
+#[tokio::test]
+async fn successes_are_not_counted() {
+    let harness = harness(serde_json::json!({"sign_in_burst": 2, "sign_in_interval": "1h"})).await;
+    for _ in 0..5 {
+        let mut browser = Browser::from("192.0.2.1");
+        assert_eq!(browser.sign_in(&harness, ALICE, ALICE_PASSWORD, "").await.status, StatusCode::SEE_OTHER);
+    }
+}
+
+#[tokio::test]
+async fn sign_up_is_there_only_when_open() {
+    let closed = default_harness().await;
+    let mut browser = Browser::default();
+    assert_eq!(browser.get(&closed, "/signup").await.status, StatusCode::NOT_FOUND);
+    let fields = [("email", "carol@example.com"), ("password", "carol's password"), ("again", "carol's password")];
+    assert_eq!(browser.post(&closed, "/signup", &fields).await.status, StatusCode::NOT_FOUND);
+    assert!(closed.store.account_by_email("carol@example.com").await.unwrap().is_none());
+    assert!(!browser.get(&closed, "/signin").await.body.contains("/signup"));
+
+    let open = harness(serde_json::json!({"open_signup": true})).await;
+    let mut browser = Browser::default();
+    let page = browser.get(&open, "/signup?next=%2Fauthorize%3Fx%3D1").await;
+    assert_eq!(page.status, StatusCode::OK);
+    let csrf = page.csrf_field();
+    let mut fields = vec![
+        ("email", " Carol@Example.com "),
+        ("name", "Carol"),
+        ("password", "carol's password"),
+        ("again", "carol's passwort"),
+        ("csrf", csrf.as_str()),
+        ("next", "/authorize?x=1"),
+    ];
+    let differ = browser.post(&open, "/signup", &fields).await;
+    assert_eq!(differ.status, StatusCode::BAD_REQUEST);
+    assert!(differ.body.contains("differ"));
+    fields[3].1 = "carol's password";
+    let made = browser.post(&open, "/signup", &fields).await;
+    assert_eq!((made.status, made.location()), (StatusCode::SEE_OTHER, "/authorize?x=1"), "{}", made.body);
+    assert!(made.session_cookie().is_some());
+    let account = open.store.account_by_email("carol@example.com").await.unwrap().expect("the account");
+    let hex = account.id.strip_prefix("u_").expect("u_ prefix");
+    assert!(hex.len() == 16 && hex.bytes().all(|b| b.is_ascii_hexdigit()), "{}", account.id);
+    assert_eq!(account.display_name.as_deref(), Some("Carol"));
+    assert!(browser.get(&open, "/account").await.body.contains("carol@example.com"));
+
+    // The same email again, from another browser.
+    let mut other = Browser::default();
+    let csrf = other.get(&open, "/signup").await.csrf_field();
+    fields[4].1 = &csrf;
+    let again = other.post(&open, "/signup", &fields).await;
+    assert_eq!(again.status, StatusCode::CONFLICT);
+    assert!(again.body.contains("An account with this email exists; sign in instead."));
+    // Fields are bounded.
+    let long_name = "n".repeat(101);
+    let long = [
+        ("email", "dan@example.com"),
+        ("name", long_name.as_str()),
+        ("password", "dan's password"),
+        ("again", "dan's password"),
+        ("csrf", csrf.as_str()),
+    ];
+    assert_eq!(other.post(&open, "/signup", &long).await.status, StatusCode::BAD_REQUEST);
+    let long_email = format!("{}@example.com", "d".repeat(250));
+    let long = [
+        ("email", long_email.as_str()),
+        ("password", "dan's password"),
+        ("again", "dan's password"),
+        ("csrf", csrf.as_str()),
+    ];
+    assert_eq!(other.post(&open, "/signup", &long).await.status, StatusCode::BAD_REQUEST);
+    assert!(open.store.account_by_email("dan@example.com").await.unwrap().is_none());
+}
+
+#[tokio::test]
+async fn the_account_page_needs_a_session_and_a_large_form_is_refused() {
+    let harness = default_harness().await;
+    let mut browser = Browser::default();
+    let answer = browser.get(&harness, "/account").await;
+    assert_eq!((answer.status, answer.location()), (StatusCode::SEE_OTHER, "/signin?next=%2Faccount"));
+    let answer = browser.post(&harness, "/account/signout-everywhere", &[("csrf", "x")]).await;
+    assert_eq!(answer.status, StatusCode::SEE_OTHER);
+    assert!(answer.location().starts_with("/signin"));
+
+    let csrf = browser.get(&harness, "/signin").await.csrf_field();
+    let padding = "x".repeat(20 * 1024);
+    let fields = [("email", ALICE), ("password", ALICE_PASSWORD), ("csrf", csrf.as_str()), ("pad", padding.as_str())];
+    let answer = browser.post(&harness, "/signin", &fields).await;
+    assert!(answer.status.is_client_error(), "{}", answer.status);
+    assert!(answer.session_cookie().is_none());
+}
+
+fn client(id: &str, name: &str, redirect: &str) -> OAuthClient {
+    OAuthClient {
+        client_id: id.to_owned(),
+        client_name: Some(name.to_owned()),
+        client_uri: None,
+        redirect_uris: vec![redirect.to_owned()],
+        secret_hash: None,
+        registered_from: "192.0.2.1".to_owned(),
+        created_at_ms: 0,
+    }
+}
+
+fn grant(id: &str, account: &str, client: &str) -> Grant {
+    Grant {
+        id: id.to_owned(),
+        account_id: account.to_owned(),
+        client_id: client.to_owned(),
+        scopes: vec!["mcp:tools".to_owned()],
+        resource: "http://127.0.0.1:8080/mcp".to_owned(),
+        created_at_ms: 1_796_545_486_000,
+        last_used_at_ms: None,
+        revoked_at_ms: None,
+    }
+}
+
+#[tokio::test]
+async fn an_app_is_revoked_by_its_owner_only() {
+    let harness = default_harness().await;
+    let oauth: &dyn OAuthStore = harness.store.as_ref();
+    oauth.put_client(&client("c1", "Notes <b>app</b>", "https://notes.example/callback")).await.unwrap();
+    oauth.put_client(&client("c2", "Bob's app", "https://bobs.example/cb")).await.unwrap();
+    oauth.create_grant(&grant("g_alice", "u_alice", "c1")).await.unwrap();
+    oauth.create_grant(&grant("g_bob", "u_bob", "c2")).await.unwrap();
+
+    let mut alice = Browser::default();
+    alice.sign_in(&harness, ALICE, ALICE_PASSWORD, "").await;
+    let page = alice.get(&harness, "/account").await;
+    assert!(page.body.contains("Notes &lt;b&gt;app&lt;/b&gt;"), "{}", page.body);
+    assert!(page.body.contains("notes.example") && page.body.contains("2026-12-06 08:24 UTC"));
+    assert!(page.body.contains("mcp:tools") && page.body.contains("never"));
+    assert!(!page.body.contains("Bob&#39;s app"));
+    let csrf = page.csrf_field();
+
+    // Bob's grant id in Alice's form: nothing happens.
+    let answer = alice.post(&harness, "/account/apps/revoke", &[("csrf", &csrf), ("grant", "g_bob")]).await;
+    assert_eq!((answer.status, answer.location()), (StatusCode::SEE_OTHER, "/account"));
+    assert!(!harness.revoked.contains("g_bob"));
+    assert_eq!(oauth.grants_of("u_bob").await.unwrap().len(), 1);
+
+    // Without the session's token: refused.
+    let answer = alice.post(&harness, "/account/apps/revoke", &[("csrf", "forged"), ("grant", "g_alice")]).await;
+    assert_eq!(answer.status, StatusCode::FORBIDDEN);
+    assert!(!harness.revoked.contains("g_alice"));
+
+    let answer = alice.post(&harness, "/account/apps/revoke", &[("csrf", &csrf), ("grant", "g_alice")]).await;
+    assert_eq!((answer.status, answer.location()), (StatusCode::SEE_OTHER, "/account?done=app-revoked"));
+    assert!(harness.revoked.contains("g_alice"), "its access tokens stop at once");
+    assert!(oauth.grants_of("u_alice").await.unwrap().is_empty());
+    let page = alice.get(&harness, answer.location()).await;
+    assert!(!page.body.contains("Notes &lt;b&gt;app"));
+    assert!(page.body.contains("The app no longer has access"));
+}
+
+#[tokio::test]
+async fn the_password_changes_only_with_the_current_one() {
+    let harness = default_harness().await;
+    let mut browser = Browser::default();
+    browser.sign_in(&harness, ALICE, ALICE_PASSWORD, "").await;
+    let mut other = Browser::default();
+    other.sign_in(&harness, ALICE, ALICE_PASSWORD, "").await;
+    let csrf = browser.account_csrf(&harness).await;
+    let new = "a brand new password";
+
+    let wrong = [("csrf", csrf.as_str()), ("current", "not it at all"), ("new", new), ("again", new)];
+    let answer = browser.post(&harness, "/account/password", &wrong).await;
+    assert_eq!(answer.status, StatusCode::BAD_REQUEST);
+    assert!(answer.body.contains("The current password is wrong."));
+    let short = [("csrf", csrf.as_str()), ("current", ALICE_PASSWORD), ("new", "short"), ("again", "short")];
+    assert_eq!(browser.post(&harness, "/account/password", &short).await.status, StatusCode::BAD_REQUEST);
+    assert_eq!(Browser::default().sign_in(&harness, ALICE, ALICE_PASSWORD, "").await.status, StatusCode::SEE_OTHER);
+
+    let right = [("csrf", csrf.as_str()), ("current", ALICE_PASSWORD), ("new", new), ("again", new)];
+    let answer = browser.post(&harness, "/account/password", &right).await;
+    assert_eq!((answer.status, answer.location()), (StatusCode::SEE_OTHER, "/account?done=password"));
+    assert_eq!(browser.get(&harness, "/account").await.status, StatusCode::OK, "this browser stays signed in");
+    assert_eq!(other.get(&harness, "/account").await.status, StatusCode::SEE_OTHER, "others are signed out");
+    assert_eq!(Browser::default().sign_in(&harness, ALICE, ALICE_PASSWORD, "").await.status, StatusCode::UNAUTHORIZED);
+    assert_eq!(Browser::default().sign_in(&harness, ALICE, new, "").await.status, StatusCode::SEE_OTHER);
+}
+
+#[tokio::test]
+async fn signing_out_ends_one_session_or_every_one() {
+    let harness = default_harness().await;
+    let (mut first, mut second, mut third) = (Browser::default(), Browser::default(), Browser::default());
+    for browser in [&mut first, &mut second, &mut third] {
+        browser.sign_in(&harness, ALICE, ALICE_PASSWORD, "").await;
+    }
+    let mut bob = Browser::default();
+    bob.sign_in(&harness, BOB, BOB_PASSWORD, "").await;
+
+    let csrf = first.account_csrf(&harness).await;
+    assert_eq!(first.post(&harness, "/signout", &[("csrf", "forged")]).await.status, StatusCode::FORBIDDEN);
+    let answer = first.post(&harness, "/signout", &[("csrf", &csrf)]).await;
+    assert_eq!((answer.status, answer.location()), (StatusCode::SEE_OTHER, "/signin"));
+    assert!(!first.signed_in());
+    assert_eq!(second.get(&harness, "/account").await.status, StatusCode::OK);
+
+    let csrf = second.account_csrf(&harness).await;
+    let answer = second.post(&harness, "/account/signout-everywhere", &[("csrf", &csrf)]).await;
+    assert_eq!((answer.status, answer.location()), (StatusCode::SEE_OTHER, "/signin"));
+    assert!(!second.signed_in());
+    assert_eq!(third.get(&harness, "/account").await.status, StatusCode::SEE_OTHER);
+    assert_eq!(bob.get(&harness, "/account").await.status, StatusCode::OK, "another person stays");
+}
+
+#[tokio::test]
+async fn a_personal_url_is_shown_once_and_revoked() {
+    let harness = default_harness().await;
+    let mut browser = Browser::default();
+    browser.sign_in(&harness, ALICE, ALICE_PASSWORD, "").await;
+    let csrf = browser.account_csrf(&harness).await;
+    let page = browser.post(&harness, "/account/personal-url", &[("csrf", &csrf)]).await;
+    assert_eq!(page.status, StatusCode::OK);
+    let start = page.body.find("http://127.0.0.1:8080/mcp/").expect("the URL");
+    let secret: String =
+        page.body[start + 26..].chars().take_while(|c| c.is_ascii_alphanumeric() || "-_".contains(*c)).collect();
+    assert_eq!(secret.len(), 43);
+    let secrets: &dyn SecretStore = harness.store.as_ref();
+    let owner = secrets.secret_owner(&mirobody_auth::hash_secret(&secret)).await.unwrap().expect("stored");
+    assert_eq!(owner.user_id, "u_alice");
+    let account = browser.get(&harness, "/account").await;
+    assert!(!account.body.contains(&secret), "shown only once");
+    assert!(account.body.contains("Revoke the URL"));
+
+    let answer = browser.post(&harness, "/account/personal-url/revoke", &[("csrf", &csrf)]).await;
+    assert_eq!(answer.location(), "/account?done=url-revoked");
+    assert!(!secrets.has_secret("u_alice").await.unwrap());
+}
+
+#[tokio::test]
+async fn pages_forbid_framing_and_scripts() {
+    let harness = harness(serde_json::json!({"open_signup": true})).await;
+    let mut browser = Browser::default();
+    let mut answers = vec![browser.get(&harness, "/signin").await, browser.get(&harness, "/signup").await];
+    browser.sign_in(&harness, ALICE, ALICE_PASSWORD, "").await;
+    answers.push(browser.get(&harness, "/account").await);
+    answers.push(browser.post(&harness, "/account/apps/revoke", &[("csrf", "forged")]).await);
+    for answer in answers {
+        let policy = answer.headers[header::CONTENT_SECURITY_POLICY].to_str().unwrap();
+        assert!(policy.contains("frame-ancestors 'none'") && policy.contains("default-src 'none'"), "{policy}");
+        assert_eq!(answer.headers[header::X_FRAME_OPTIONS], "DENY");
+        assert!(!answer.body.contains("<script"));
+    }
+}
+
+#[tokio::test]
+async fn an_account_disabled_after_signing_in_is_signed_out() {
+    let harness = default_harness().await;
+    let mut browser = Browser::default();
+    browser.sign_in(&harness, ALICE, ALICE_PASSWORD, "").await;
+    let csrf = browser.account_csrf(&harness).await;
+    harness.store.set_account_disabled("u_alice", true).await.unwrap();
+    let answer = browser.get(&harness, "/account").await;
+    assert_eq!((answer.status, answer.location()), (StatusCode::SEE_OTHER, "/signin?next=%2Faccount"));
+    let answer = browser.post(&harness, "/account/personal-url", &[("csrf", &csrf)]).await;
+    assert_eq!(answer.status, StatusCode::SEE_OTHER);
+    assert!(!harness.store.has_secret("u_alice").await.unwrap());
+}
