@@ -80,12 +80,7 @@ impl Authenticator {
         endpoint: McpEndpoint,
         secrets: Option<Arc<dyn SecretStore>>,
     ) -> Result<Self, AuthConfigError> {
-        let scope = &config.personal_url_scope;
-        if scope.is_empty() || scope.contains(|c: char| c.is_whitespace() || c == '"' || c == '\\' || c.is_control()) {
-            return Err(AuthConfigError::Invalid(
-                "personal_url_scope: must be one scope token (no spaces, quotes or backslashes)".into(),
-            ));
-        }
+        config.validate()?;
         let verifier = JwtVerifier::load(config, &endpoint.mcp_url()).await?;
         Ok(Self::with_verifier(config, verifier, endpoint, secrets))
     }

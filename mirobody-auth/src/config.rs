@@ -262,6 +262,18 @@ pub fn flat_tool_list_key(key: &str) -> Option<(ToolListKind, String)> {
 }
 
 impl AuthConfig {
+    /// Checks what [`Authenticator::new`](crate::Authenticator::new) checks beyond the keys:
+    /// call it before [`Authenticator::with_verifier`](crate::Authenticator::with_verifier).
+    pub fn validate(&self) -> Result<(), crate::AuthConfigError> {
+        let scope = &self.personal_url_scope;
+        if scope.is_empty() || scope.contains(|c: char| c.is_whitespace() || c == '"' || c == '\\' || c.is_control()) {
+            return Err(crate::AuthConfigError::Invalid(
+                "personal_url_scope: must be one scope token (no spaces, quotes or backslashes)".into(),
+            ));
+        }
+        Ok(())
+    }
+
     /// Sets one agent's allow or deny list (replacing an earlier one for the same agent).
     pub fn set_tool_list(&mut self, kind: ToolListKind, agent: &str, tools: ToolList) {
         let map = match kind {

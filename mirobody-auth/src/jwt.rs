@@ -19,6 +19,7 @@ use serde_json::{Map, Value};
 use crate::config::{AuthConfig, KeyAlgorithm, PemKeyConfig};
 use crate::error::AuthConfigError;
 use crate::revoked::RevokedGrants;
+use crate::token_cache::TokenCache;
 
 /// The longest token accepted, in bytes; longer ones are refused before any parsing.
 pub const MAX_TOKEN_BYTES: usize = 8 * 1024;
@@ -91,6 +92,8 @@ pub struct JwtVerifier {
     es256: Validation,
     claims: ClaimNames,
     revoked: Option<RevokedGrants>,
+    cache: TokenCache,
+    leeway: u64,
 }
 
 struct ClaimNames {
@@ -255,6 +258,8 @@ impl JwtVerifier {
                 subject: config.subject_claim.clone(),
             },
             revoked: None,
+            cache: TokenCache::default(),
+            leeway: config.leeway.as_secs(),
         })
     }
 
@@ -269,6 +274,18 @@ impl JwtVerifier {
             return Err(TokenError::NoKeys);
         }
         let header = peek_header(token)?;
+        // An asymmetric signature is costly and a client sends one token many times: a token
+        // verified before is found by its text (HS256 is cheaper to check than to look up).
+        let cacheable = header.alg != "HS256";
+        let now = jsonwebtoken::get_current_timestamp();
+        if cacheable && let Some((user, grant)) = self.cache.get(token, now) {
+            if let (Some(revoked), Some(grant)) = (&self.revoked, grant.as_deref())
+                && revoked.contains(grant)
+            {
+                return Err(TokenError::Revoked);
+            }
+            return Ok(user);
+        }
         if header.crit.is_some() {
             return Err(TokenError::Malformed);
         }
@@ -311,7 +328,15 @@ impl JwtVerifier {
         };
         for key in candidates {
             match jsonwebtoken::decode::<Map<String, Value>>(token, &key.key, validation) {
-                Ok(data) => return self.user_from_claims(data.claims),
+                Ok(data) => {
+                    let exp = data.claims.get("exp").and_then(Value::as_u64);
+                    let grant = data.claims.get("gid").and_then(Value::as_str).map(str::to_owned);
+                    let user = self.user_from_claims(data.claims)?;
+                    if let (true, Some(exp)) = (cacheable, exp) {
+                        self.cache.put(token, &user, exp.saturating_add(self.leeway), grant.as_deref(), now);
+                    }
+                    return Ok(user);
+                }
                 Err(e) => match e.kind() {
                     // Try the next key; any other failure comes after the signature was good.
                     ErrorKind::InvalidSignature
@@ -328,6 +353,21 @@ impl JwtVerifier {
     fn knows_kid(&self, jwks: &JwksCache, kid: &str) -> bool {
         self.keys.iter().any(|k| k.kid.as_deref() == Some(kid))
             || jwks.snapshot().iter().any(|k| k.kid.as_deref() == Some(kid))
+    }
+
+    /// This verifier, also taking ES256 or RS256 tokens signed by the key whose public half is
+    /// `jwk` (an authorization server's own signing key, say); a `kid` in the JWK must match
+    /// the token's.
+    pub fn with_jwk(mut self, jwk: &Jwk) -> Result<Self, AuthConfigError> {
+        let name = jwk.common.key_id.clone().unwrap_or_else(|| "jwk".to_owned());
+        let alg = match &jwk.algorithm {
+            AlgorithmParameters::EllipticCurve(_) => Algorithm::ES256,
+            AlgorithmParameters::RSA(_) => Algorithm::RS256,
+            _ => return Err(AuthConfigError::key(&name, "only EC P-256 and RSA keys are taken")),
+        };
+        let key = DecodingKey::from_jwk(jwk).map_err(|e| AuthConfigError::key(&name, e.to_string()))?;
+        self.keys.push(VerifyKey { alg, kid: jwk.common.key_id.clone(), key, origin: "jwk" });
+        Ok(self)
     }
 
     /// This verifier, refusing tokens whose `gid` claim names a grant in `revoked`.

@@ -72,6 +72,7 @@ mod permission;
 mod revoked;
 mod routes;
 mod secret;
+mod token_cache;
 mod visibility;
 
 pub use authenticator::{AuthMethod, Authenticator, QUERY_CREDENTIAL_PARAMS};

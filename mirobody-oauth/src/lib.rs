@@ -9,6 +9,7 @@
 //! embeds the MCP endpoint mounts [`OAuthServer::router`] beside it.
 
 mod authz;
+mod maintenance;
 mod page;
 mod random;
 mod server;

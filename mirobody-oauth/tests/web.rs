@@ -1,4 +1,5 @@
-//! The browser pages, driven through `OAuthServer::router` over the in-memory stores:
+//! The browser pages, driven through `OAuthServer::router` over the in-memory stores and
+//! `SqlStore` on SQLite:
 //! sign-in and its CSRF, `next` and throttle rules, sign-up, and the access page's forms.
 
 #[path = "support/memory.rs"]
@@ -16,9 +17,9 @@ use axum::body::Body;
 use http::{Request, Response, StatusCode, header};
 use memory::Memory;
 use mirobody_auth::{McpEndpoint, RevokedGrants};
-use mirobody_mcp::limits::ClientAddr;
 use mirobody_oauth::{OAuthServer, OAuthSettings, OAuthStores, SigningKey, hash_password};
-use mirobody_ports::{Account, AccountStore, Grant, OAuthClient, OAuthStore, SecretStore};
+use mirobody_ports::{Account, AccountStore, ClientAddr, Grant, OAuthClient, OAuthStore, SecretStore, WebSessionStore};
+use mirobody_store::{BackendConfig, open};
 use tower::ServiceExt;
 
 const ALICE: &str = "alice@example.com";
@@ -26,17 +27,53 @@ const ALICE_PASSWORD: &str = "alice's long password";
 const BOB: &str = "bob@example.com";
 const BOB_PASSWORD: &str = "bob's long password!";
 
+/// Which stores a test runs over.
+#[derive(Clone, Copy, Debug)]
+enum Backing {
+    /// `support/memory.rs`.
+    Memory,
+    /// `mirobody_store::SqlStore` on SQLite in a temp dir.
+    Sqlite,
+}
+
 struct Harness {
     router: Router,
-    store: Arc<Memory>,
+    accounts: Arc<dyn AccountStore>,
+    sessions: Arc<dyn WebSessionStore>,
+    oauth: Arc<dyn OAuthStore>,
+    secrets: Arc<dyn SecretStore>,
     revoked: RevokedGrants,
     dir: PathBuf,
+}
+
+impl Harness {
+    /// How many web sessions are kept: all are swept (a test asks last, or when there are none).
+    async fn sessions(&self) -> u64 {
+        self.sessions.sweep_web_sessions(i64::MAX).await.unwrap()
+    }
 }
 
 impl Drop for Harness {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.dir);
     }
+}
+
+/// Runs each named test over both stores, as `<name>::memory` and `<name>::sqlite`.
+macro_rules! on_both {
+    ($($name:ident),* $(,)?) => {$(
+        mod $name {
+            #[tokio::test]
+            async fn memory() {
+                super::$name(super::Backing::Memory).await;
+            }
+
+            #[tokio::test]
+            async fn sqlite() {
+                super::$name(super::Backing::Sqlite).await;
+            }
+        }
+    )*};
 }
 
 /// One response, read whole.
@@ -156,7 +193,7 @@ async fn send(harness: &Harness, request: Request<Body>) -> Answer {
 
 static NEXT_DIR: AtomicUsize = AtomicUsize::new(0);
 
-async fn harness(settings: serde_json::Value) -> Harness {
+async fn harness(backing: Backing, settings: serde_json::Value) -> Harness {
     let dir = std::env::temp_dir().join(format!(
         "mirobody-oauth-web-{}-{}",
         std::process::id(),
@@ -164,13 +201,23 @@ async fn harness(settings: serde_json::Value) -> Harness {
     ));
     std::fs::create_dir_all(&dir).unwrap();
     let key = SigningKey::load_or_create(&dir.join("key.pem")).unwrap();
-    let store = Arc::new(Memory::default());
-    let stores = OAuthStores {
-        accounts: store.clone(),
-        sessions: store.clone(),
-        oauth: store.clone(),
-        secrets: Some(store.clone()),
+    let stores = match backing {
+        Backing::Memory => {
+            let store = Arc::new(Memory::default());
+            OAuthStores { accounts: store.clone(), sessions: store.clone(), oauth: store.clone(), secrets: Some(store) }
+        }
+        Backing::Sqlite => {
+            let backends = open(&BackendConfig::embedded(dir.join("data"))).await.expect("SQLite opens");
+            OAuthStores {
+                accounts: backends.accounts(),
+                sessions: backends.web_sessions(),
+                oauth: backends.oauth(),
+                secrets: Some(backends.secrets()),
+            }
+        }
     };
+    let (accounts, sessions, oauth) = (stores.accounts.clone(), stores.sessions.clone(), stores.oauth.clone());
+    let secrets = stores.secrets.clone().unwrap();
     let settings: OAuthSettings = serde_json::from_value(settings).unwrap();
     let revoked = RevokedGrants::new(Duration::from_secs(900));
     let endpoint = McpEndpoint::new("http://127.0.0.1:8080", "");
@@ -186,18 +233,13 @@ async fn harness(settings: serde_json::Value) -> Harness {
             disabled: false,
             created_at_ms: 0,
         };
-        assert!(store.create_account(&account).await.unwrap());
+        assert!(accounts.create_account(&account).await.unwrap());
     }
-    Harness { router: server.router(), store, revoked, dir }
+    Harness { router: server.router(), accounts, sessions, oauth, secrets, revoked, dir }
 }
 
-async fn default_harness() -> Harness {
-    harness(serde_json::json!({})).await
-}
-
-#[tokio::test]
-async fn signing_in_sets_a_guarded_cookie_and_returns_to_a_local_next() {
-    let harness = default_harness().await;
+async fn signing_in_sets_a_guarded_cookie_and_returns_to_a_local_next(backing: Backing) {
+    let harness = harness(backing, serde_json::json!({})).await;
     let mut browser = Browser::default();
     let answer = browser.sign_in(&harness, ALICE, ALICE_PASSWORD, "/authorize?client_id=x&state=1").await;
     assert_eq!(answer.status, StatusCode::SEE_OTHER, "{}", answer.body);
@@ -215,9 +257,8 @@ async fn signing_in_sets_a_guarded_cookie_and_returns_to_a_local_next() {
     assert_eq!((again.status, again.location()), (StatusCode::SEE_OTHER, "/account"));
 }
 
-#[tokio::test]
-async fn a_next_off_this_server_goes_to_the_account_page() {
-    let harness = default_harness().await;
+async fn a_next_off_this_server_goes_to_the_account_page(backing: Backing) {
+    let harness = harness(backing, serde_json::json!({})).await;
     for next in ["//evil.com", "https://evil.com", "/\\evil.com", "\\\\evil.com", "/\tevil", "evil", ""] {
         let mut browser = Browser::default();
         let answer = browser.sign_in(&harness, ALICE, ALICE_PASSWORD, next).await;
@@ -226,9 +267,8 @@ async fn a_next_off_this_server_goes_to_the_account_page() {
     }
 }
 
-#[tokio::test]
-async fn a_wrong_password_and_an_unknown_email_get_the_same_answer() {
-    let harness = default_harness().await;
+async fn a_wrong_password_and_an_unknown_email_get_the_same_answer(backing: Backing) {
+    let harness = harness(backing, serde_json::json!({})).await;
     let mut browser = Browser::default();
     let csrf = browser.get(&harness, "/signin").await.csrf_field();
     let form = |email, password| [("email", email), ("password", password), ("csrf", csrf.as_str()), ("next", "")];
@@ -242,15 +282,14 @@ async fn a_wrong_password_and_an_unknown_email_get_the_same_answer() {
     assert!(wrong.session_cookie().is_none() && unknown.session_cookie().is_none());
 
     // A disabled account answers the same, even with its right password.
-    harness.store.set_account_disabled("u_bob", true).await.unwrap();
+    harness.accounts.set_account_disabled("u_bob", true).await.unwrap();
     let disabled = browser.post(&harness, "/signin", &form(BOB, BOB_PASSWORD)).await;
     assert_eq!(disabled.status, StatusCode::UNAUTHORIZED);
     assert_eq!(disabled.body.replace(BOB, "EMAIL"), wrong.body.replace(ALICE, "EMAIL"));
 }
 
-#[tokio::test]
-async fn a_form_without_its_csrf_token_makes_no_session() {
-    let harness = default_harness().await;
+async fn a_form_without_its_csrf_token_makes_no_session(backing: Backing) {
+    let harness = harness(backing, serde_json::json!({})).await;
     let mut browser = Browser::default();
     let csrf = browser.get(&harness, "/signin").await.csrf_field();
     let cases: [(&str, Option<&str>); 3] = [("missing", None), ("wrong", Some("not-the-token")), ("empty", Some(""))];
@@ -268,17 +307,16 @@ async fn a_form_without_its_csrf_token_makes_no_session() {
     let fields = [("email", ALICE), ("password", ALICE_PASSWORD), ("csrf", csrf.as_str()), ("next", "/account")];
     let answer = elsewhere.post(&harness, "/signin", &fields).await;
     assert_eq!(answer.status, StatusCode::FORBIDDEN);
-    assert_eq!(harness.store.session_count(), 0);
+    assert_eq!(harness.sessions().await, 0);
     // The refusal offers a fresh form that works.
     let retry = answer.csrf_field();
     let fields = [("email", ALICE), ("password", ALICE_PASSWORD), ("csrf", retry.as_str()), ("next", "/account")];
     assert_eq!(elsewhere.post(&harness, "/signin", &fields).await.status, StatusCode::SEE_OTHER);
-    assert_eq!(harness.store.session_count(), 1);
+    assert_eq!(harness.sessions().await, 1);
 }
 
-#[tokio::test]
-async fn failures_are_bounded_per_account_and_per_address() {
-    let harness = harness(serde_json::json!({"sign_in_burst": 3, "sign_in_interval": "1h"})).await;
+async fn failures_are_bounded_per_account_and_per_address(backing: Backing) {
+    let harness = harness(backing, serde_json::json!({"sign_in_burst": 3, "sign_in_interval": "1h"})).await;
     // Three wrong passwords for Alice, from three addresses: her account is held back.
     for address in ["192.0.2.1", "192.0.2.2", "192.0.2.3"] {
         let answer = Browser::from(address).sign_in(&harness, ALICE, "wrong password!", "").await;
@@ -306,26 +344,24 @@ async fn failures_are_bounded_per_account_and_per_address() {
     assert_eq!(bob.sign_in(&harness, BOB, BOB_PASSWORD, "").await.status, StatusCode::SEE_OTHER);
 }
 
-#[tokio::test]
-async fn successes_are_not_counted() {
-    let harness = harness(serde_json::json!({"sign_in_burst": 2, "sign_in_interval": "1h"})).await;
+async fn successes_are_not_counted(backing: Backing) {
+    let harness = harness(backing, serde_json::json!({"sign_in_burst": 2, "sign_in_interval": "1h"})).await;
     for _ in 0..5 {
         let mut browser = Browser::from("192.0.2.1");
         assert_eq!(browser.sign_in(&harness, ALICE, ALICE_PASSWORD, "").await.status, StatusCode::SEE_OTHER);
     }
 }
 
-#[tokio::test]
-async fn sign_up_is_there_only_when_open() {
-    let closed = default_harness().await;
+async fn sign_up_is_there_only_when_open(backing: Backing) {
+    let closed = harness(backing, serde_json::json!({})).await;
     let mut browser = Browser::default();
     assert_eq!(browser.get(&closed, "/signup").await.status, StatusCode::NOT_FOUND);
     let fields = [("email", "carol@example.com"), ("password", "carol's password"), ("again", "carol's password")];
     assert_eq!(browser.post(&closed, "/signup", &fields).await.status, StatusCode::NOT_FOUND);
-    assert!(closed.store.account_by_email("carol@example.com").await.unwrap().is_none());
+    assert!(closed.accounts.account_by_email("carol@example.com").await.unwrap().is_none());
     assert!(!browser.get(&closed, "/signin").await.body.contains("/signup"));
 
-    let open = harness(serde_json::json!({"open_signup": true})).await;
+    let open = harness(backing, serde_json::json!({"open_signup": true})).await;
     let mut browser = Browser::default();
     let page = browser.get(&open, "/signup?next=%2Fauthorize%3Fx%3D1").await;
     assert_eq!(page.status, StatusCode::OK);
@@ -345,7 +381,7 @@ async fn sign_up_is_there_only_when_open() {
     let made = browser.post(&open, "/signup", &fields).await;
     assert_eq!((made.status, made.location()), (StatusCode::SEE_OTHER, "/authorize?x=1"), "{}", made.body);
     assert!(made.session_cookie().is_some());
-    let account = open.store.account_by_email("carol@example.com").await.unwrap().expect("the account");
+    let account = open.accounts.account_by_email("carol@example.com").await.unwrap().expect("the account");
     let hex = account.id.strip_prefix("u_").expect("u_ prefix");
     assert!(hex.len() == 16 && hex.bytes().all(|b| b.is_ascii_hexdigit()), "{}", account.id);
     assert_eq!(account.display_name.as_deref(), Some("Carol"));
@@ -376,12 +412,11 @@ async fn sign_up_is_there_only_when_open() {
         ("csrf", csrf.as_str()),
     ];
     assert_eq!(other.post(&open, "/signup", &long).await.status, StatusCode::BAD_REQUEST);
-    assert!(open.store.account_by_email("dan@example.com").await.unwrap().is_none());
+    assert!(open.accounts.account_by_email("dan@example.com").await.unwrap().is_none());
 }
 
-#[tokio::test]
-async fn the_account_page_needs_a_session_and_a_large_form_is_refused() {
-    let harness = default_harness().await;
+async fn the_account_page_needs_a_session_and_a_large_form_is_refused(backing: Backing) {
+    let harness = harness(backing, serde_json::json!({})).await;
     let mut browser = Browser::default();
     let answer = browser.get(&harness, "/account").await;
     assert_eq!((answer.status, answer.location()), (StatusCode::SEE_OTHER, "/signin?next=%2Faccount"));
@@ -422,10 +457,9 @@ fn grant(id: &str, account: &str, client: &str) -> Grant {
     }
 }
 
-#[tokio::test]
-async fn an_app_is_revoked_by_its_owner_only() {
-    let harness = default_harness().await;
-    let oauth: &dyn OAuthStore = harness.store.as_ref();
+async fn an_app_is_revoked_by_its_owner_only(backing: Backing) {
+    let harness = harness(backing, serde_json::json!({})).await;
+    let oauth = harness.oauth.as_ref();
     oauth.put_client(&client("c1", "Notes <b>app</b>", "https://notes.example/callback")).await.unwrap();
     oauth.put_client(&client("c2", "Bob's app", "https://bobs.example/cb")).await.unwrap();
     oauth.create_grant(&grant("g_alice", "u_alice", "c1")).await.unwrap();
@@ -460,9 +494,8 @@ async fn an_app_is_revoked_by_its_owner_only() {
     assert!(page.body.contains("The app no longer has access"));
 }
 
-#[tokio::test]
-async fn the_password_changes_only_with_the_current_one() {
-    let harness = default_harness().await;
+async fn the_password_changes_only_with_the_current_one(backing: Backing) {
+    let harness = harness(backing, serde_json::json!({})).await;
     let mut browser = Browser::default();
     browser.sign_in(&harness, ALICE, ALICE_PASSWORD, "").await;
     let mut other = Browser::default();
@@ -487,9 +520,8 @@ async fn the_password_changes_only_with_the_current_one() {
     assert_eq!(Browser::default().sign_in(&harness, ALICE, new, "").await.status, StatusCode::SEE_OTHER);
 }
 
-#[tokio::test]
-async fn signing_out_ends_one_session_or_every_one() {
-    let harness = default_harness().await;
+async fn signing_out_ends_one_session_or_every_one(backing: Backing) {
+    let harness = harness(backing, serde_json::json!({})).await;
     let (mut first, mut second, mut third) = (Browser::default(), Browser::default(), Browser::default());
     for browser in [&mut first, &mut second, &mut third] {
         browser.sign_in(&harness, ALICE, ALICE_PASSWORD, "").await;
@@ -512,9 +544,8 @@ async fn signing_out_ends_one_session_or_every_one() {
     assert_eq!(bob.get(&harness, "/account").await.status, StatusCode::OK, "another person stays");
 }
 
-#[tokio::test]
-async fn a_personal_url_is_shown_once_and_revoked() {
-    let harness = default_harness().await;
+async fn a_personal_url_is_shown_once_and_revoked(backing: Backing) {
+    let harness = harness(backing, serde_json::json!({})).await;
     let mut browser = Browser::default();
     browser.sign_in(&harness, ALICE, ALICE_PASSWORD, "").await;
     let csrf = browser.account_csrf(&harness).await;
@@ -524,7 +555,7 @@ async fn a_personal_url_is_shown_once_and_revoked() {
     let secret: String =
         page.body[start + 26..].chars().take_while(|c| c.is_ascii_alphanumeric() || "-_".contains(*c)).collect();
     assert_eq!(secret.len(), 43);
-    let secrets: &dyn SecretStore = harness.store.as_ref();
+    let secrets = harness.secrets.as_ref();
     let owner = secrets.secret_owner(&mirobody_auth::hash_secret(&secret)).await.unwrap().expect("stored");
     assert_eq!(owner.user_id, "u_alice");
     let account = browser.get(&harness, "/account").await;
@@ -536,9 +567,8 @@ async fn a_personal_url_is_shown_once_and_revoked() {
     assert!(!secrets.has_secret("u_alice").await.unwrap());
 }
 
-#[tokio::test]
-async fn pages_forbid_framing_and_scripts() {
-    let harness = harness(serde_json::json!({"open_signup": true})).await;
+async fn pages_forbid_framing_and_scripts(backing: Backing) {
+    let harness = harness(backing, serde_json::json!({"open_signup": true})).await;
     let mut browser = Browser::default();
     let mut answers = vec![browser.get(&harness, "/signin").await, browser.get(&harness, "/signup").await];
     browser.sign_in(&harness, ALICE, ALICE_PASSWORD, "").await;
@@ -552,16 +582,33 @@ async fn pages_forbid_framing_and_scripts() {
     }
 }
 
-#[tokio::test]
-async fn an_account_disabled_after_signing_in_is_signed_out() {
-    let harness = default_harness().await;
+async fn an_account_disabled_after_signing_in_is_signed_out(backing: Backing) {
+    let harness = harness(backing, serde_json::json!({})).await;
     let mut browser = Browser::default();
     browser.sign_in(&harness, ALICE, ALICE_PASSWORD, "").await;
     let csrf = browser.account_csrf(&harness).await;
-    harness.store.set_account_disabled("u_alice", true).await.unwrap();
+    harness.accounts.set_account_disabled("u_alice", true).await.unwrap();
     let answer = browser.get(&harness, "/account").await;
     assert_eq!((answer.status, answer.location()), (StatusCode::SEE_OTHER, "/signin?next=%2Faccount"));
     let answer = browser.post(&harness, "/account/personal-url", &[("csrf", &csrf)]).await;
     assert_eq!(answer.status, StatusCode::SEE_OTHER);
-    assert!(!harness.store.has_secret("u_alice").await.unwrap());
+    assert!(!harness.secrets.has_secret("u_alice").await.unwrap());
 }
+
+// Every test runs over both stores: the in-memory one and SQLite in a temp dir.
+on_both!(
+    signing_in_sets_a_guarded_cookie_and_returns_to_a_local_next,
+    a_next_off_this_server_goes_to_the_account_page,
+    a_wrong_password_and_an_unknown_email_get_the_same_answer,
+    a_form_without_its_csrf_token_makes_no_session,
+    failures_are_bounded_per_account_and_per_address,
+    successes_are_not_counted,
+    sign_up_is_there_only_when_open,
+    the_account_page_needs_a_session_and_a_large_form_is_refused,
+    an_app_is_revoked_by_its_owner_only,
+    the_password_changes_only_with_the_current_one,
+    signing_out_ends_one_session_or_every_one,
+    a_personal_url_is_shown_once_and_revoked,
+    pages_forbid_framing_and_scripts,
+    an_account_disabled_after_signing_in_is_signed_out,
+);

@@ -18,6 +18,7 @@
 
 mod access;
 mod accounts;
+mod client_addr;
 mod oauth;
 mod secrets;
 mod sessions;
@@ -25,6 +26,7 @@ mod tasks;
 
 pub use access::{AccessKind, AccessLog, AccessOutcome};
 pub use accounts::{Account, AccountStore, WebSession, WebSessionStore};
+pub use client_addr::ClientAddr;
 pub use oauth::{AuthorizationCode, CodeUse, Grant, OAuthClient, OAuthStore, RefreshUse, RegistrationBound};
 pub use secrets::{SecretOwner, SecretStore};
 pub use sessions::{MAX_SESSION_VALUE_BYTES, SessionBackplane};

@@ -45,6 +45,9 @@ pub enum AppError {
     /// The document reader (this program, run as a child) cannot be found.
     #[error("extraction: {0}")]
     Extraction(String),
+    /// The authorization server's signing key cannot be loaded or made.
+    #[error("oauth.signing_key_file: {0}")]
+    OAuthKey(#[from] mirobody_oauth::KeyError),
     /// Sessions are to be shared, but the shared store cannot be listened to.
     #[error("shared_sessions: {0}")]
     SharedSessions(String),
@@ -70,6 +73,8 @@ pub struct Server {
     pub tool_backends: Backends,
     /// The links to the upload page.
     pub upload_links: mirobody_tools::upload_links::UploadLinks,
+    /// The sign-in pages and the authorization server, unless `oauth.enabled` is off.
+    pub oauth: Option<mirobody_oauth::OAuthServer>,
     /// The readers of uploaded documents' text: [`start`](mirobody_tools::reading::TextReader::start)
     /// them in a process that serves.
     pub text_reader: mirobody_tools::reading::TextReader,
@@ -115,7 +120,17 @@ pub fn resolved(config: &Config) -> Result<Config, AppError> {
         let key = embedded_token_key(&config.backends.data_dir).map_err(AppError::TokenKey)?;
         config.auth.hs256_secret = Some(SecretString::from(key));
     }
+    // The protected resource metadata names this server's own authorization server when
+    // nothing else is configured.
+    if config.oauth.enabled && config.auth.authorization_servers.is_empty() {
+        config.auth.authorization_servers.push(format!("{}{}", config.base_url(), config.uri_prefix));
+    }
     Ok(config)
+}
+
+/// Where the authorization server's signing key is kept.
+pub fn oauth_key_path(config: &Config) -> std::path::PathBuf {
+    config.oauth.signing_key_file.clone().unwrap_or_else(|| config.backends.data_dir.join("oauth-es256.pem"))
 }
 
 // A random HS256 key kept in `<data_dir>/token.key` (owner-only, written atomically), so
@@ -171,9 +186,35 @@ pub async fn build_with(config: &Config, tools: &[Tool]) -> Result<Server, AppEr
     let permissions = mirobody_auth::Permissions::from_config(&config.auth);
     let registry = Arc::new(permissions.apply_to_registry(registry_with(tools, &config.tools)?)?);
     let permissions = permissions.with_tools(registry.tools());
-    let auth = Authenticator::new(&config.auth, endpoint.clone(), Some(opened.secrets()))
-        .await?
+    // The access tokens the authorization server issues name their grant; a revoked grant's
+    // tokens are refused at once (kept one token lifetime, after which they expired anyway).
+    let revoked = mirobody_auth::RevokedGrants::new(config.oauth.access_token_ttl + std::time::Duration::from_secs(60));
+    let oauth_key = match config.oauth.enabled {
+        true => Some(mirobody_oauth::SigningKey::load_or_create(&oauth_key_path(config))?),
+        false => None,
+    };
+    config.auth.validate()?;
+    let mut verifier =
+        mirobody_auth::JwtVerifier::load(&config.auth, &endpoint.mcp_url()).await?.with_revoked_grants(revoked.clone());
+    if let Some(key) = &oauth_key {
+        verifier = verifier.with_jwk(key.public_jwk())?;
+    }
+    let mut auth = Authenticator::with_verifier(&config.auth, verifier, endpoint.clone(), Some(opened.secrets()))
         .with_permissions(permissions.clone());
+    let oauth = oauth_key.map(|key| {
+        let stores = mirobody_oauth::OAuthStores {
+            accounts: opened.accounts(),
+            sessions: opened.web_sessions(),
+            oauth: opened.oauth(),
+            secrets: Some(opened.secrets()),
+        };
+        let scopes = config.auth.scopes_supported.clone();
+        mirobody_oauth::OAuthServer::new(stores, endpoint.clone(), config.oauth.clone(), key, scopes, revoked)
+    });
+    if let Some(oauth) = &oauth {
+        auth = auth.with_open_paths(oauth.open_paths());
+        oauth.spawn_maintenance();
+    }
     let unknown = permissions.filter().unknown_tools(registry.names().chain(mirobody_auth::ROUTE_PERMISSIONS));
     if !unknown.is_empty() {
         tracing::warn!(tools = ?unknown, "per-agent tool lists name tools that do not exist");
@@ -254,6 +295,7 @@ pub async fn build_with(config: &Config, tools: &[Tool]) -> Result<Server, AppEr
         .route(&files_path, get(serve_signed_file).with_state(Arc::clone(&opened)))
         .merge(mirobody_auth::protected_resource_metadata(&auth))
         .merge(mirobody_auth::personal_router(&auth))
+        .merge(oauth.as_ref().map(mirobody_oauth::OAuthServer::router).unwrap_or_default())
         .merge(crate::routes::router(
             Arc::clone(&opened),
             auth.clone(),
@@ -276,7 +318,7 @@ pub async fn build_with(config: &Config, tools: &[Tool]) -> Result<Server, AppEr
     // caller as anonymous, so anonymous requests reach it unmarked.
     let mcp_path = config.mcp_path();
     let app = auth.wrap(mcp.mount(&mcp_path, rest)).unmarked_anonymous_at(&mcp_path);
-    Ok(Server { app, engine, backends: opened, auth, endpoint, tool_backends, upload_links, text_reader })
+    Ok(Server { app, engine, backends: opened, auth, endpoint, tool_backends, upload_links, oauth, text_reader })
 }
 
 // Readiness for a load balancer: 200 when the database and the cache answer within two

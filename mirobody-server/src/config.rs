@@ -96,6 +96,9 @@ pub struct Config {
     /// Who callers are: JWT keys, issuer and audience, personal-secret scopes, per-agent tool
     /// lists (also as flat `ALLOWED_TOOLS_<AGENT>` / `DISALLOWED_TOOLS_<AGENT>` keys).
     pub auth: AuthConfig,
+    /// Signing people in: accounts, the pages, the OAuth 2.1 authorization server (on by
+    /// default).
+    pub oauth: mirobody_oauth::OAuthSettings,
     /// Where data lives: the database, object storage, the cache, long-term memory.
     pub backends: BackendConfig,
 }
@@ -124,6 +127,7 @@ impl Default for Config {
             tools: ToolSettings::default(),
             quotas: QuotaSettings::default(),
             auth: AuthConfig::default(),
+            oauth: mirobody_oauth::OAuthSettings::default(),
             backends: BackendConfig::default(),
         }
     }

@@ -2,7 +2,7 @@
 //! `mirobody-core`.
 //!
 //! - [`SqlStore`]: [`HealthData`] (every health trait), [`Memory`], [`SecretStore`],
-//!   [`AccessLog`] and [`TaskStore`] on sqlx; one SQLite file (WAL) by default, PostgreSQL when
+//!   [`AccessLog`], [`TaskStore`], [`AccountStore`], [`WebSessionStore`] and [`OAuthStore`] on sqlx; one SQLite file (WAL) by default, PostgreSQL when
 //!   the database URL says so (feature `postgres`), migrated on start.
 //! - [`ObjectStorage`]: [`Storage`] on `object_store`; a local folder by default, any
 //!   S3-compatible store when configured (feature `s3`); optional AES-256-GCM encryption at rest
@@ -40,7 +40,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use mirobody_core::{Cache, Memory, Storage};
-use mirobody_ports::{AccessLog, SecretStore, SessionBackplane, TaskStore};
+use mirobody_ports::{AccessLog, AccountStore, OAuthStore, SecretStore, SessionBackplane, TaskStore, WebSessionStore};
 
 use mirobody_health::{HealthData, HealthStore};
 use serde::Deserialize;
@@ -381,6 +381,22 @@ impl OpenedBackends {
 
     /// Personal-secret hashes, for the auth layer.
     pub fn secrets(&self) -> Arc<dyn SecretStore> {
+        self.sql.clone()
+    }
+
+    /// The accounts people sign in with (an email and a password hash over a user id), for
+    /// the sign-in pages and the operator's `user` commands.
+    pub fn accounts(&self) -> Arc<dyn AccountStore> {
+        self.sql.clone()
+    }
+
+    /// The signed-in browsers' sessions, keyed by their cookie token's SHA-256.
+    pub fn web_sessions(&self) -> Arc<dyn WebSessionStore> {
+        self.sql.clone()
+    }
+
+    /// The OAuth authorization server's clients, grants, codes and refresh tokens.
+    pub fn oauth(&self) -> Arc<dyn OAuthStore> {
         self.sql.clone()
     }
 

@@ -27,12 +27,8 @@ use mirobody_core::UserInfo;
 
 use crate::session::lock;
 
-/// The client's address: its connection's peer, or when that is a trusted reverse proxy
-/// ([`crate::ServeOptions::trusted_proxies`]), the client the proxy's header names.
-/// [`crate::serve`] puts it in every request's extensions; an application serving [`crate::transport::http::McpHttp`]
-/// itself may put it there too (axum's `ConnectInfo<SocketAddr>` is read as well).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct ClientAddr(pub IpAddr);
+/// The client's address (defined in `mirobody-ports`, where the sign-in pages read it too).
+pub use mirobody_ports::ClientAddr;
 
 /// The bounds per caller. A zero count or rate turns that bound off. It reads from
 /// configuration too (unknown keys are refused), as mirobody-server's `http.caller_limits`.

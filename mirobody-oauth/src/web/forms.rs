@@ -8,7 +8,7 @@ use axum::extract::connect_info::ConnectInfo;
 use axum::response::Response;
 use http::request::Parts;
 use http::{HeaderMap, HeaderValue, StatusCode, header};
-use mirobody_mcp::limits::ClientAddr;
+use mirobody_ports::ClientAddr;
 use subtle::ConstantTimeEq;
 
 use crate::page::{escape, page};

@@ -52,11 +52,6 @@ impl Memory {
     fn lock(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
-
-    /// How many web sessions are stored, live or not (for tests).
-    pub(crate) fn session_count(&self) -> usize {
-        self.lock().sessions.len()
-    }
 }
 
 fn now_ms() -> u64 {

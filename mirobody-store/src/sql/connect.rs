@@ -76,6 +76,12 @@ pub(super) const MIGRATIONS: &[(i64, &str, &str, &str)] = &[
         include_str!("../../migrations/sqlite/0009_link_last_use.sql"),
         include_str!("../../migrations/postgres/0009_link_last_use.sql"),
     ),
+    (
+        10,
+        "accounts_oauth",
+        include_str!("../../migrations/sqlite/0010_accounts_oauth.sql"),
+        include_str!("../../migrations/postgres/0010_accounts_oauth.sql"),
+    ),
 ];
 
 /// Where a SQLite migration hands over to Rust to compute every memory's indexed terms.

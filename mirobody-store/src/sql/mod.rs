@@ -1,7 +1,9 @@
 //! The relational store on sqlx: one embedded SQLite file (WAL) by default, PostgreSQL when the
 //! database URL says so. One type, [`SqlStore`], implements [`HealthStore`](mirobody_health::HealthStore),
-//! [`Memory`](mirobody_core::Memory), [`SecretStore`](mirobody_ports::SecretStore) and
-//! [`AccessLog`](mirobody_ports::AccessLog) over either.
+//! [`Memory`](mirobody_core::Memory), [`SecretStore`](mirobody_ports::SecretStore),
+//! [`AccessLog`](mirobody_ports::AccessLog), [`AccountStore`](mirobody_ports::AccountStore),
+//! [`WebSessionStore`](mirobody_ports::WebSessionStore) and
+//! [`OAuthStore`](mirobody_ports::OAuthStore) over either.
 //!
 //! Both databases run the same SQL wherever they agree (SQLite reads `$1` placeholders as
 //! PostgreSQL does); the schema and full-text search are written once per database. Queries
@@ -10,7 +12,8 @@
 //!
 //! This file holds the store and its pool; `connect.rs` opens and migrates it, `setup.rs` has
 //! the writes the tool traits leave out, and one file each implements a trait: `db.rs`,
-//! `memory.rs`, `secrets.rs`, `access_log.rs`, `tasks.rs`.
+//! `memory.rs`, `secrets.rs`, `access_log.rs`, `tasks.rs`; `accounts.rs` (accounts and web
+//! sessions) and `oauth.rs` (the authorization server's state).
 
 use std::fmt;
 
@@ -54,12 +57,14 @@ pub use tasks::SqlTaskStore;
 
 // Declared after `on_pool!`, so that the macro is in scope in each of them.
 mod access_log;
+mod accounts;
 mod circle;
 mod connect;
 mod db;
 mod files;
 mod import;
 mod memory;
+mod oauth;
 mod quotas;
 mod secrets;
 mod series;
@@ -70,7 +75,8 @@ mod tests;
 mod upload_links;
 
 /// The SQL store: users, care-circle sharing, FHIR Observations, the file index,
-/// conversations, memories, personal-secret hashes and the access log.
+/// conversations, memories, personal-secret hashes, the access log, sign-in accounts and
+/// the OAuth authorization server's state.
 ///
 /// Cheap to clone (a pool handle).
 #[derive(Clone)]
