@@ -194,6 +194,10 @@ async fn send(harness: &Harness, request: Request<Body>) -> Answer {
 static NEXT_DIR: AtomicUsize = AtomicUsize::new(0);
 
 async fn harness(backing: Backing, settings: serde_json::Value) -> Harness {
+    harness_at(backing, settings, "http://127.0.0.1:8080").await
+}
+
+async fn harness_at(backing: Backing, settings: serde_json::Value, base_url: &str) -> Harness {
     let dir = std::env::temp_dir().join(format!(
         "mirobody-oauth-web-{}-{}",
         std::process::id(),
@@ -220,7 +224,7 @@ async fn harness(backing: Backing, settings: serde_json::Value) -> Harness {
     let secrets = stores.secrets.clone().unwrap();
     let settings: OAuthSettings = serde_json::from_value(settings).unwrap();
     let revoked = RevokedGrants::new(Duration::from_secs(900));
-    let endpoint = McpEndpoint::new("http://127.0.0.1:8080", "");
+    let endpoint = McpEndpoint::new(base_url, "");
     let server = OAuthServer::new(stores, endpoint, settings, key, vec![], revoked.clone());
     for (id, email, name, password) in
         [("u_alice", ALICE, "Alice <A>", ALICE_PASSWORD), ("u_bob", BOB, "Bob", BOB_PASSWORD)]
@@ -544,6 +548,22 @@ async fn signing_out_ends_one_session_or_every_one(backing: Backing) {
     assert_eq!(bob.get(&harness, "/account").await.status, StatusCode::OK, "another person stays");
 }
 
+async fn behind_https_cookies_are_host_only_and_secure(backing: Backing) {
+    let harness = harness_at(backing, serde_json::json!({}), "https://mcp.example.com").await;
+    let mut browser = Browser::default();
+    let page = browser.get(&harness, "/signin").await;
+    let csrf = page.set_cookies().into_iter().find(|c| c.starts_with("__Host-mirobody_csrf=")).expect("csrf cookie");
+    for attribute in ["Path=/;", "HttpOnly", "SameSite=Strict", "Secure"] {
+        assert!(csrf.contains(attribute), "{csrf}");
+    }
+    let answer = browser.sign_in(&harness, ALICE, ALICE_PASSWORD, "").await;
+    assert_eq!(answer.status, StatusCode::SEE_OTHER);
+    let session =
+        answer.set_cookies().into_iter().find(|c| c.starts_with("__Host-mirobody_session=")).expect("session");
+    assert!(session.contains("Secure") && session.contains("HttpOnly") && session.contains("Path=/;"), "{session}");
+    assert_eq!(browser.get(&harness, "/account").await.status, StatusCode::OK);
+}
+
 async fn a_personal_url_is_shown_once_and_revoked(backing: Backing) {
     let harness = harness(backing, serde_json::json!({})).await;
     let mut browser = Browser::default();
@@ -609,6 +629,7 @@ on_both!(
     the_password_changes_only_with_the_current_one,
     signing_out_ends_one_session_or_every_one,
     a_personal_url_is_shown_once_and_revoked,
+    behind_https_cookies_are_host_only_and_secure,
     pages_forbid_framing_and_scripts,
     an_account_disabled_after_signing_in_is_signed_out,
 );

@@ -90,6 +90,7 @@ async fn submit(
     let email = form.email.trim().to_lowercase();
     let throttle = &server.inner.throttle;
     if let Err(wait) = throttle.check(&email, address) {
+        tracing::warn!(address = ?address, "sign-in refused: too many failures for the account or the address");
         let minutes = wait.as_secs().div_ceil(60).max(1);
         let text = format!("Too many failed sign-ins. Please wait {minutes} minute(s) and try again.");
         let mut response =

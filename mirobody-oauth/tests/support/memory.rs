@@ -37,6 +37,10 @@ impl State {
         self.accounts.get(id).is_some_and(|account| !account.disabled)
     }
 
+    fn grant_live(&self, id: &str) -> bool {
+        self.grants.get(id).is_some_and(|grant| grant.revoked_at_ms.is_none() && self.account_live(&grant.account_id))
+    }
+
     fn secret_live(&self, user_id: &str, now_ms: u64) -> bool {
         self.secrets.get(user_id).is_some_and(|(_, _, expires)| expires.is_none_or(|at| at > now_ms))
     }
@@ -201,6 +205,7 @@ impl OAuthStore for Memory {
         }
         grant.revoked_at_ms = Some(now_ms);
         state.refresh.retain(|_, refresh| refresh.grant_id != id);
+        state.codes.retain(|_, (code, _)| code.grant_id != id);
         Ok(true)
     }
 
@@ -214,6 +219,7 @@ impl OAuthStore for Memory {
             }
         }
         state.refresh.retain(|_, refresh| !revoked.contains(&refresh.grant_id));
+        state.codes.retain(|_, (code, _)| !revoked.contains(&code.grant_id));
         Ok(revoked.len() as u64)
     }
 
@@ -234,13 +240,16 @@ impl OAuthStore for Memory {
 
     async fn take_code(&self, code_hash: &[u8; 32], now_ms: i64) -> BackendResult<CodeUse> {
         let mut state = self.lock();
-        let Some((code, taken)) = state.codes.get_mut(code_hash) else { return Ok(CodeUse::Unknown) };
+        let Some((code, taken)) = state.codes.get(code_hash) else { return Ok(CodeUse::Unknown) };
         if *taken {
             return Ok(CodeUse::Replayed { grant_id: code.grant_id.clone() });
         }
-        if code.expires_at_ms <= now_ms {
+        // A code of a revoked grant, or of a disabled account, is no code.
+        let live = code.expires_at_ms > now_ms && state.grant_live(&code.grant_id);
+        if !live {
             return Ok(CodeUse::Unknown);
         }
+        let Some((code, taken)) = state.codes.get_mut(code_hash) else { return Ok(CodeUse::Unknown) };
         *taken = true;
         Ok(CodeUse::Fresh(code.clone()))
     }
@@ -264,11 +273,7 @@ impl OAuthStore for Memory {
             return Ok(RefreshUse::Reused { grant_id: old.grant_id.clone() });
         }
         let grant_id = old.grant_id.clone();
-        let live = old.expires_at_ms > now_ms
-            && state
-                .grants
-                .get(&grant_id)
-                .is_some_and(|grant| grant.revoked_at_ms.is_none() && state.account_live(&grant.account_id));
+        let live = old.expires_at_ms > now_ms && state.grant_live(&grant_id);
         if !live {
             return Ok(RefreshUse::Unknown);
         }
