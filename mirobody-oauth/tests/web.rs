@@ -564,6 +564,33 @@ async fn behind_https_cookies_are_host_only_and_secure(backing: Backing) {
     assert_eq!(browser.get(&harness, "/account").await.status, StatusCode::OK);
 }
 
+async fn an_app_asking_for_access_brings_a_signed_out_person_back_after_signing_in(backing: Backing) {
+    let harness = harness(backing, serde_json::json!({})).await;
+    harness.oauth.put_client(&client("c1", "Notes", "https://notes.example/callback")).await.unwrap();
+    let authorize = format!(
+        "/authorize?response_type=code&client_id=c1&redirect_uri={}&state=s1&code_challenge={}\
+         &code_challenge_method=S256",
+        encode("https://notes.example/callback"),
+        "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM"
+    );
+    let mut browser = Browser::default();
+    let answer = browser.get(&harness, &authorize).await;
+    assert_eq!(answer.status, StatusCode::SEE_OTHER, "{}", answer.body);
+    let to_sign_in = answer.location().to_owned();
+    assert!(to_sign_in.starts_with("/signin?next="), "{to_sign_in}");
+    let page = browser.get(&harness, &to_sign_in).await;
+    let next_start = page.body.find("name=\"next\" value=\"").expect("a next field") + 19;
+    let next = page.body[next_start..].split('"').next().unwrap().replace("&amp;", "&");
+    assert_eq!(next, authorize);
+    let csrf = page.csrf_field();
+    let fields = [("email", ALICE), ("password", ALICE_PASSWORD), ("csrf", csrf.as_str()), ("next", next.as_str())];
+    let answer = browser.post(&harness, "/signin", &fields).await;
+    assert_eq!((answer.status, answer.location()), (StatusCode::SEE_OTHER, authorize.as_str()));
+    let consent = browser.get(&harness, &authorize).await;
+    assert_eq!(consent.status, StatusCode::OK, "{}", consent.body);
+    assert!(consent.body.contains("notes.example"));
+}
+
 async fn a_personal_url_is_shown_once_and_revoked(backing: Backing) {
     let harness = harness(backing, serde_json::json!({})).await;
     let mut browser = Browser::default();
@@ -628,6 +655,7 @@ on_both!(
     an_app_is_revoked_by_its_owner_only,
     the_password_changes_only_with_the_current_one,
     signing_out_ends_one_session_or_every_one,
+    an_app_asking_for_access_brings_a_signed_out_person_back_after_signing_in,
     a_personal_url_is_shown_once_and_revoked,
     behind_https_cookies_are_host_only_and_secure,
     pages_forbid_framing_and_scripts,

@@ -23,7 +23,7 @@ pub(crate) const MAX_EMAIL_BYTES: usize = 254;
 /// The longest display name, in characters.
 pub(crate) const MAX_NAME_CHARS: usize = 100;
 /// The longest `next` path kept.
-const MAX_NEXT_BYTES: usize = 2048;
+const MAX_NEXT_BYTES: usize = 8192;
 /// How long a pre-session CSRF cookie lasts: long enough to fill a form in.
 const CSRF_COOKIE_SECS: u64 = 3600;
 
