@@ -197,6 +197,24 @@ async fn run(
             server.backends.close().await;
             Ok(u8::try_from(code).unwrap_or(1))
         }
+        Command::User { action } => {
+            let backends = mirobody_store::open(&config.backends).await?;
+            let (accounts, web_sessions, oauth) = (backends.accounts(), backends.web_sessions(), backends.oauth());
+            let stores = cli::users::UserStores {
+                accounts: accounts.as_ref(),
+                web_sessions: web_sessions.as_ref(),
+                oauth: oauth.as_ref(),
+            };
+            let done = cli::users::run_user(stores, action, &mut std::io::stdin().lock(), &mut std::io::stdout()).await;
+            backends.close().await;
+            match done {
+                Ok(()) => Ok(0),
+                Err(e) => {
+                    eprintln!("mirobody-server: {e}");
+                    Ok(u8::try_from(e.exit_code()).unwrap_or(1))
+                }
+            }
+        }
         Command::UploadLink { action } => {
             let server = app::build_with(&config, tools).await?;
             let code = cli::run_upload_link(&server.upload_links, action, &mut std::io::stdout()).await?;

@@ -1,11 +1,16 @@
 //! The command line: `serve` (the default), `stdio`, and `tools` to inspect and call the
-//! registry without a client.
+//! registry without a client; the operator's commands, and `user` (in [`users`]) for the
+//! accounts people sign in with.
 
 use std::io::{IsTerminal, Read};
 use std::path::PathBuf;
 
 use clap::{Parser, Subcommand};
 use mirobody_core::{Format, Registry, ToolContext, UserInfo};
+
+pub mod users;
+
+pub use users::UserCommand;
 
 /// The mirobody MCP server.
 #[derive(Debug, Parser)]
@@ -59,6 +64,12 @@ pub enum Command {
         /// What to do.
         #[command(subcommand)]
         action: CircleCommand,
+    },
+    /// Manage the accounts people sign in with (email and password).
+    User {
+        /// What to do.
+        #[command(subcommand)]
+        action: UserCommand,
     },
     /// Make or end a person's links to the upload page.
     UploadLink {

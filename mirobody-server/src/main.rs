@@ -1,6 +1,6 @@
 //! The `mirobody-server` binary: [`Application`](mirobody_server::Application) with the
 //! built-in tools. `serve` (default), `stdio`, `tools`, and the operator's commands (`token`,
-//! `secret`, `demo`, `import`, `circle`); and, hidden, `extract`: the sandboxed reader of one
+//! `secret`, `demo`, `import`, `circle`, `user`); and, hidden, `extract`: the sandboxed reader of one
 //! document's text that the server starts as a child.
 
 use std::process::ExitCode;
