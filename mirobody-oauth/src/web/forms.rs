@@ -136,8 +136,8 @@ pub(crate) fn safe_next(server: &OAuthServer, next: &str) -> String {
 }
 
 /// An email address as accounts keep it (trimmed, lower-cased), if it has an address's
-/// shape: one `@` with text on both sides, a dot-free-or-not domain, no space or control
-/// character, at most [`MAX_EMAIL_BYTES`].
+/// shape: one `@` with text on both sides, no space or control character, at most
+/// [`MAX_EMAIL_BYTES`]. Whether it reaches anyone is not checked: nothing is sent to it.
 pub(crate) fn normal_email(email: &str) -> Option<String> {
     let email = email.trim().to_lowercase();
     let (local, domain) = email.split_once('@')?;
