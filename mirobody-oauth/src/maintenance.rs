@@ -25,7 +25,7 @@ impl OAuthServer {
             loop {
                 ticks.tick().await;
                 server.learn_revocations().await;
-                if count % sweeps_per_poll == 0 {
+                if count.is_multiple_of(sweeps_per_poll) {
                     server.sweep().await;
                 }
                 count = count.wrapping_add(1);
