@@ -14,6 +14,7 @@ const CRATES: &[&str] = &[
     "mirobody-schema",
     "mirobody-ports",
     "mirobody-auth",
+    "mirobody-oauth",
     "mirobody-health",
     "mirobody-store",
     "mirobody-tools",
