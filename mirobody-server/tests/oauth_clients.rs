@@ -57,6 +57,18 @@ struct Server {
     port: u16,
     _child: KillOnDrop,
     account_id: String,
+    data_dir: std::path::PathBuf,
+}
+
+impl Server {
+    /// Whether the account's own memories hold `marker`: asked with a token for the account's
+    /// id from the operator's `token` command, so the OAuth client is proved to have acted as
+    /// that person and no other.
+    fn account_remembers(&self, marker: &str) -> bool {
+        let token = token(&self.data_dir, self.port, &self.account_id);
+        let sid = session(self.port, &token);
+        unrecalled(self.port, &token, &[sid], &[marker.to_owned()]).is_empty()
+    }
 }
 
 fn server(name: &str) -> Server {
@@ -92,7 +104,7 @@ fn server(name: &str) -> Server {
         .unwrap_or_else(|| panic!("user list shows no id for {EMAIL}: {listed}"))
         .to_owned();
     let (child, _log) = start_logged(&data_dir, port, &env);
-    Server { port, _child: KillOnDrop(child), account_id }
+    Server { port, _child: KillOnDrop(child), account_id, data_dir }
 }
 
 fn last_json(stdout: &str) -> Value {
@@ -112,6 +124,7 @@ fn the_python_sdk_signs_in_refreshes_and_is_refused_once_revoked() {
         .args([format!("{base}/mcp"), EMAIL.into(), PASSWORD.into(), "node".into()])
         .arg(browser_dir())
         .arg(format!("{base}/account"))
+        .arg("marker-python-7f3a")
         .output()
         .expect("run the Python client");
     let stdout = String::from_utf8_lossy(&output.stdout);
@@ -121,7 +134,8 @@ fn the_python_sdk_signs_in_refreshes_and_is_refused_once_revoked() {
         String::from_utf8_lossy(&output.stderr)
     );
     let report = last_json(&stdout);
-    assert!(report["whoami"].to_string().contains(&server.account_id), "whoami answered as the person: {report}");
+    assert_eq!(report["whoami"]["authenticated"], true, "{report}");
+    assert!(server.account_remembers("marker-python-7f3a"), "the client acted as the person: {report}");
     assert_eq!(report["iss"], base, "{report}");
     assert!(report["consent_text"].as_str().unwrap().contains("Python SDK test client"), "{report}");
     assert!(report["tokens_seen"].as_u64().unwrap() >= 2, "{report}");
@@ -137,6 +151,7 @@ fn the_typescript_sdk_signs_in_refreshes_and_is_refused_once_revoked() {
     let output = Command::new("node")
         .arg("oauth_ts_client.mjs")
         .args([format!("{base}/mcp"), EMAIL.into(), PASSWORD.into(), format!("{base}/account")])
+        .arg("marker-typescript-91c2")
         .current_dir(browser_dir())
         .output()
         .expect("run the TypeScript client");
@@ -147,7 +162,8 @@ fn the_typescript_sdk_signs_in_refreshes_and_is_refused_once_revoked() {
         String::from_utf8_lossy(&output.stderr)
     );
     let report = last_json(&stdout);
-    assert!(report["whoami"].to_string().contains(&server.account_id), "{report}");
+    assert_eq!(report["whoami"]["authenticated"], true, "{report}");
+    assert!(server.account_remembers("marker-typescript-91c2"), "the client acted as the person: {report}");
     assert_eq!(report["iss"], base, "{report}");
     assert_eq!(report["state"], "ts-state-1", "{report}");
     assert_eq!(report["revoke"]["apps_left"], 0, "{report}");
@@ -157,9 +173,10 @@ fn the_typescript_sdk_signs_in_refreshes_and_is_refused_once_revoked() {
 fn the_conformance_authorization_server_scenarios_pass() {
     let Some(()) = or_skip("the conformance authorization scenarios", browser()) else { return };
     let Some(node) = or_skip("the conformance authorization scenarios", peers().node22()) else { return };
-    let Some(package) =
-        or_skip("the conformance authorization scenarios", peers().npm_package("@modelcontextprotocol/conformance@0.2.0-alpha.12"))
-    else {
+    let Some(package) = or_skip(
+        "the conformance authorization scenarios",
+        peers().npm_package("@modelcontextprotocol/conformance@0.2.0-alpha.12"),
+    ) else {
         return;
     };
     let server = server("oauth-conformance");
@@ -168,7 +185,8 @@ fn the_conformance_authorization_server_scenarios_pass() {
     let callback = format!("http://127.0.0.1:{callback_port}/callback");
     // The client the scenarios use, registered as any client would.
     let registration = serde_json::json!({"redirect_uris": [callback], "client_name": "Conformance", "token_endpoint_auth_method": "none"});
-    let (head, body) = raw_post(server.port, "/register", &[("Content-Type", "application/json")], &registration.to_string());
+    let (head, body) =
+        raw_post(server.port, "/register", &[("Content-Type", "application/json")], &registration.to_string());
     assert!(head.starts_with("HTTP/1.1 201"), "{head}\n{body}");
     let client_id = serde_json::from_str::<Value>(&body).unwrap()["client_id"].as_str().unwrap().to_owned();
 
@@ -196,7 +214,9 @@ fn the_conformance_authorization_server_scenarios_pass() {
         all
     });
     let authorize = loop {
-        let line = lines_rx.recv_timeout(std::time::Duration::from_secs(120)).expect("the scenario prints an authorization URL");
+        let line = lines_rx
+            .recv_timeout(std::time::Duration::from_secs(120))
+            .expect("the scenario prints an authorization URL");
         if line.starts_with(&format!("{base}/authorize?")) {
             break line;
         }

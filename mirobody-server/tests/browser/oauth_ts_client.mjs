@@ -1,17 +1,17 @@
 // Connects to mirobody-server from nothing with the official TypeScript SDK's OAuth client.
 //
-//   node oauth_ts_client.mjs <mcp-url> <email> <password> <account-page-url>
+//   node oauth_ts_client.mjs <mcp-url> <email> <password> <account-page-url> <marker>
 //
 // The client meets a 401, discovers the authorization server, registers, and sends the person
 // to sign in and consent (headless Chromium, through oauth.mjs); `whoami` answers as that
-// person; after the access token's 2 s lifetime the client refreshes it; the person revokes the
+// person, and `remember` keeps <marker> among that person's memories; after the access token's 2 s lifetime the client refreshes it; the person revokes the
 // app on their access page and the next call fails. Prints OAUTH-TS-OK and a line of JSON.
 import { execFileSync } from 'node:child_process';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { UnauthorizedError } from '@modelcontextprotocol/sdk/client/auth.js';
 
-const [mcpUrl, email, password, accountUrl] = process.argv.slice(2);
+const [mcpUrl, email, password, accountUrl, marker] = process.argv.slice(2);
 const CALLBACK = 'http://127.0.0.1:45988/callback';
 const APP = 'TypeScript SDK test client';
 const report = { tokens_seen: [] };
@@ -47,22 +47,29 @@ const connect = async () => {
 };
 
 try {
+  // Connecting needs no sign-in (the server has public tools); a call of a tool that reads
+  // the person's data is answered 401, and the SDK starts the authorization there.
   let { client, transport, done } = await connect();
+  await done;
   try {
-    await done;
-    throw new Error('connected without signing in');
+    await client.callTool({ name: 'whoami', arguments: {} });
+    throw new Error('whoami answered without signing in');
   } catch (e) {
     if (!(e instanceof UnauthorizedError)) throw e;
   }
+  await client.close().catch(() => {});
   const back = new URL(provider.redirects[0]);
   report.iss = back.searchParams.get('iss');
   report.state = back.searchParams.get('state');
   await transport.finishAuth(back.searchParams.get('code'));
+  // A session is its caller's: the signed-in client starts its own.
   ({ client, transport, done } = await connect());
   await done;
   const first = await client.callTool({ name: 'whoami', arguments: {} });
   if (first.isError) throw new Error(JSON.stringify(first));
   report.whoami = first.structuredContent ?? first.content?.[0]?.text;
+  const kept = await client.callTool({ name: 'remember', arguments: { text: marker } });
+  if (kept.isError) throw new Error(JSON.stringify(kept));
   await new Promise((r) => setTimeout(r, 3000));
   const second = await client.callTool({ name: 'whoami', arguments: {} });
   if (second.isError) throw new Error(JSON.stringify(second));
