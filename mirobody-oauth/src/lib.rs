@@ -16,6 +16,7 @@ mod server;
 mod settings;
 mod web;
 
+pub use authz::DEFAULT_SCOPE;
 pub use authz::keys::{KeyError, SigningKey};
 pub use random::RandomError;
 pub use server::{OAuthServer, OAuthStores};

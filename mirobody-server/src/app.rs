@@ -125,6 +125,11 @@ pub fn resolved(config: &Config) -> Result<Config, AppError> {
     if config.oauth.enabled && config.auth.authorization_servers.is_empty() {
         config.auth.authorization_servers.push(format!("{}{}", config.base_url(), config.uri_prefix));
     }
+    // Clients ask for the scopes the 401 names: with none configured, one scope stands for
+    // using the tools as the person.
+    if config.oauth.enabled && config.auth.scopes_supported.is_empty() {
+        config.auth.scopes_supported.push(mirobody_oauth::DEFAULT_SCOPE.to_owned());
+    }
     Ok(config)
 }
 

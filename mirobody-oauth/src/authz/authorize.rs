@@ -166,6 +166,22 @@ impl OAuthServer {
     }
 }
 
+/// The scope a deployment's tools are used under when it names none of its own.
+pub const DEFAULT_SCOPE: &str = "mcp";
+
+// What a scope lets the app do, in words a person reads on the consent page (HTML).
+fn scope_text(scope: &str) -> String {
+    match scope {
+        DEFAULT_SCOPE => {
+            "Use this server's tools as you: read and add to your health records, files and memories".into()
+        }
+        mirobody_auth::PERSONAL_URL_SCOPE => {
+            "Make personal MCP URLs, which work without signing in until you revoke them".into()
+        }
+        other => format!("<code>{}</code>", escape(other)),
+    }
+}
+
 fn refused(refusal: Refusal) -> Response {
     match refusal {
         Refusal::Page(status, message) => page::page(
@@ -197,9 +213,9 @@ fn consent(server: &OAuthServer, checked: &Checked, signed_in: &SignedIn) -> Res
     let domain = display_domain(client, Some(&checked.redirect_uri));
     let name = client.client_name.as_deref().unwrap_or("An app");
     let scopes = if checked.scopes.is_empty() {
-        "<li>Use the tools of this server as you, and read the health data they read</li>".to_owned()
+        format!("<li>{}</li>", scope_text(DEFAULT_SCOPE))
     } else {
-        checked.scopes.iter().map(|s| format!("<li><code>{}</code></li>", escape(s))).collect::<String>()
+        checked.scopes.iter().map(|s| format!("<li>{}</li>", scope_text(s))).collect::<String>()
     };
     let account = &signed_in.account;
     let who = match &account.display_name {

@@ -3,6 +3,8 @@
 //! and the JWKS.
 
 mod authorize;
+
+pub use authorize::DEFAULT_SCOPE;
 pub(crate) mod clients;
 pub(crate) mod keys;
 mod register;
