@@ -32,9 +32,9 @@ def send(url, data=None, headers=None):
     request = urllib.request.Request(url, data=data, headers=headers or {})
     try:
         with opener.open(request) as response:
-            return response.status, dict(response.headers), response.read().decode()
+            return response.status, {k.lower(): v for k, v in response.headers.items()}, response.read().decode()
     except urllib.error.HTTPError as error:
-        return error.code, dict(error.headers), error.read().decode()
+        return error.code, {k.lower(): v for k, v in error.headers.items()}, error.read().decode()
 
 
 def form(fields):
@@ -57,7 +57,7 @@ assert status == 303, (status, body)
 status, _, page = send(f"{base}/authorize?{query}")
 assert status == 200, (status, page)
 status, headers, _ = send(f"{base}/authorize", form({"request": query, "csrf": csrf(page), "decision": "allow"}))
-code = urllib.parse.parse_qs(urllib.parse.urlparse(headers["Location"]).query)["code"][0]
+code = urllib.parse.parse_qs(urllib.parse.urlparse(headers["location"]).query)["code"][0]
 status, _, body = send(f"{base}/token", form({"grant_type": "authorization_code", "code": code, "code_verifier": verifier, "redirect_uri": redirect, "client_id": client_id}))
 assert status == 200, body
 print(json.loads(body)["access_token"])

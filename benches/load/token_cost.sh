@@ -4,12 +4,13 @@
 # wrk on core 1, 16 connections; rounds alternate the two tokens, each on its own session, and
 # the ratio is the median of the rounds' ratios. At saturation the rate is the inverse of the
 # server's CPU per request, so ES256/HS256 >= 0.95 is "at most 5% more CPU".
-# Usage: benches/load/token_cost.sh [seconds] [rounds]   (needs wrk and python3)
+# Usage: benches/load/token_cost.sh [seconds] [rounds]   (needs wrk and python3;
+#   BENCH_NO_BUILD=1 measures the release binary as it is, without building it first)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 secs=${1:-5}; rounds=${2:-7}
 command -v wrk >/dev/null || { echo "wrk is not installed (apt-get install wrk)"; exit 2; }
-cargo build --release -q -p mirobody-server
+[ -n "${BENCH_NO_BUILD:-}" ] || cargo build --release -q -p mirobody-server
 bin=target/release/mirobody-server
 port=18290; data=$(mktemp -d)
 export MIROBODY_BACKENDS__DATA_DIR=$data MIROBODY_PUBLIC_BASE_URL=http://127.0.0.1:$port

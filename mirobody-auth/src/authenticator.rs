@@ -233,8 +233,8 @@ impl Authenticator {
     /// [`UserInfo`], anonymous when there are no credentials, and an [`AuthMethod`]).
     ///
     /// - A query string naming `token`, `access_token`, `secret` or `mcp_secret` is refused.
-    /// - `<uri_prefix>/mcp/<secret>` is rewritten to `<uri_prefix>/mcp` with the secret taken
-    ///   out of the URI; `X-MCP-Secret: <secret>` is the same credential in a header.
+    /// - `<uri_prefix>/mcp/<secret>/mcp` and `<uri_prefix>/mcp/<secret>` are rewritten to
+    ///   `<uri_prefix>/mcp` with the secret taken out of the URI; `X-MCP-Secret: <secret>` is the same credential in a header.
     /// - `Authorization: Bearer <token>` is verified; a token and a secret must name the same
     ///   user, and the token's identity (scopes, session, agent) is used.
     /// - The protected resource metadata paths, and the [open paths](Self::with_open_paths),
@@ -324,9 +324,11 @@ impl Authenticator {
         })
     }
 
-    // `<mcp_path>/<one segment>` -> the segment, and the request's path becomes `<mcp_path>`.
+    // `<mcp_path>/<secret>` or `<mcp_path>/<secret>/mcp` -> the secret, and the request's path
+    // becomes `<mcp_path>`.
     fn take_path_secret<B>(&self, request: &mut Request<B>) -> Option<String> {
         let rest = request.uri().path().strip_prefix(self.inner.mcp_path_slash.as_str())?;
+        let rest = rest.strip_suffix("/mcp").unwrap_or(rest);
         if rest.is_empty() || rest.contains('/') {
             return None;
         }

@@ -5,8 +5,8 @@
 //! - [`JwtVerifier`]: HS256, RS256 and ES256 tokens against configured keys, verify-only
 //!   previous keys and a JWKS document; the algorithm is the key's, never the header's.
 //! - Personal MCP secrets: 256 random bits, stored as SHA-256 hashes through
-//!   [`mirobody_ports::SecretStore`], accepted in the path (`/mcp/<secret>`) or the
-//!   `X-MCP-Secret` header, never in a query string, optionally expiring; [`create_secret`],
+//!   [`mirobody_ports::SecretStore`], accepted in the path (`/mcp/<secret>/mcp`, or the older
+//!   `/mcp/<secret>`) or the `X-MCP-Secret` header, never in a query string, optionally expiring; [`create_secret`],
 //!   [`rotate_secret`] and [`revoke_secret`] for the CLI, [`personal_router`] for
 //!   `POST`/`DELETE /personal/mcp` (which needs a bearer token with the
 //!   [`PERSONAL_URL_SCOPE`] scope, or the configured `personal_url_scope`).

@@ -57,7 +57,7 @@ pub fn protected_resource_metadata(auth: &Authenticator) -> Router {
 /// nothing is stored.
 ///
 /// - `POST`: when the caller has no live personal MCP URL, creates one and answers
-///   `200 {"code":0,"msg":"ok","data":{"url":"<base><prefix>/mcp/<secret>"}}`. When they have
+///   `200 {"code":0,"msg":"ok","data":{"url":"<base><prefix>/mcp/<secret>/mcp"}}`. When they have
 ///   one, answers `409`: only its hash is stored, so it cannot be shown again.
 /// - `POST ?rotate=true`: replaces the URL (or creates it) and answers `200` with the new one;
 ///   the old URL stops working at once.

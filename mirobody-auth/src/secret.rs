@@ -57,27 +57,44 @@ impl fmt::Debug for PersonalSecret {
     }
 }
 
-/// A personal MCP URL, `<public base URL><uri_prefix>/mcp/<secret>`. Like
-/// [`PersonalSecret`], its `Debug` hides the secret and it has no `Display`.
+/// A personal MCP URL, `<public base URL><uri_prefix>/mcp/<secret>/mcp`: ending in `/mcp`, so
+/// clients that infer the transport from the path (the MCP Inspector) take it without flags.
+/// The older `…/mcp/<secret>` is still accepted. Like [`PersonalSecret`], its `Debug` hides
+/// the secret and it has no `Display`.
 #[derive(Clone, PartialEq, Eq)]
 pub struct PersonalUrl(String);
 
 impl PersonalUrl {
     /// The URL for `secret` at `endpoint`.
     pub fn new(endpoint: &McpEndpoint, secret: &PersonalSecret) -> Self {
-        PersonalUrl(format!("{}/{}", endpoint.mcp_url(), secret.expose()))
+        PersonalUrl(format!("{}/{}/mcp", endpoint.mcp_url(), secret.expose()))
     }
 
     /// The URL's text, secret included: hand it to the user, never to a log.
     pub fn expose(&self) -> &str {
         &self.0
     }
+
+    /// The secret in a personal URL of either shape (`…/mcp/<secret>/mcp` or `…/mcp/<secret>`).
+    ///
+    /// ```
+    /// let url = "https://mcp.example.com/mcp/abc/mcp";
+    /// assert_eq!(mirobody_auth::PersonalUrl::secret_of(url), Some("abc"));
+    /// assert_eq!(mirobody_auth::PersonalUrl::secret_of("https://mcp.example.com/mcp/abc"), Some("abc"));
+    /// ```
+    pub fn secret_of(url: &str) -> Option<&str> {
+        let url = url.trim();
+        let rest = url.strip_suffix("/mcp").filter(|rest| rest.contains("/mcp/")).unwrap_or(url);
+        rest.rsplit_once('/').map(|(_, secret)| secret).filter(|secret| !secret.is_empty())
+    }
 }
 
 impl fmt::Debug for PersonalUrl {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let base = self.0.rsplit_once('/').map_or("", |(base, _)| base);
-        write!(f, "PersonalUrl({base}/[redacted])")
+        match PersonalUrl::secret_of(&self.0) {
+            Some(secret) => write!(f, "PersonalUrl({})", self.0.replacen(secret, "[redacted]", 1)),
+            None => f.write_str("PersonalUrl([redacted])"),
+        }
     }
 }
 

@@ -1,12 +1,13 @@
-//! Tokens already verified: an ES256 or RS256 signature costs tens of microseconds, a hundred
-//! times an HS256 one, and a client sends the same access token with every request.
+//! Tokens already verified: a client sends the same access token with every request, and
+//! checking it again (base64, JSON, a signature: some 4 µs for HS256, tens of µs for ES256)
+//! costs ten to a hundred times finding it here.
 
 use std::collections::HashMap;
 use std::sync::RwLock;
 
 use mirobody_core::UserInfo;
 
-/// Verified asymmetric tokens kept at most: a full cache is emptied of expired entries, then
+/// Verified tokens kept at most: a full cache is emptied of expired entries, then
 /// of everything. Only tokens whose signature verified get in, so filling it takes that many
 /// valid tokens.
 const MAX_ENTRIES: usize = 4096;

@@ -168,11 +168,19 @@ async fn the_uri_prefix_is_in_every_url_and_route() {
             .await;
     assert_eq!(reply.status, 200, "{}", reply.text);
     let url = reply.body["data"]["url"].as_str().unwrap();
-    assert!(url.starts_with("http://mcp.test/api/mcp/"), "{url}");
-    let reply = send(&app, request("POST", &format!("/api/mcp/{}", secret_of(url))).body(Body::empty()).unwrap()).await;
-    assert_eq!(reply.status, 200, "{}", reply.text);
-    assert_eq!(reply.body["path"], "/api/mcp");
-    assert_eq!(reply.body["user_id"], "alice");
+    assert!(url.starts_with("http://mcp.test/api/mcp/") && url.ends_with("/mcp"), "{url}");
+    // The URL as minted (the secret before a last `/mcp`) and the older shape both work; the
+    // handler sees the plain MCP path either way.
+    let minted = url.trim_start_matches("http://mcp.test");
+    for path in [minted.to_owned(), format!("/api/mcp/{}", secret_of(url))] {
+        let reply = send(&app, request("POST", &path).body(Body::empty()).unwrap()).await;
+        assert_eq!(reply.status, 200, "{path}: {}", reply.text);
+        assert_eq!(reply.body["path"], "/api/mcp");
+        assert_eq!(reply.body["user_id"], "alice");
+    }
+    // Anything else after the secret is no personal URL.
+    let other = format!("/api/mcp/{}/other", secret_of(url));
+    assert_ne!(send(&app, request("POST", &other).body(Body::empty()).unwrap()).await.status, 200);
 }
 
 #[tokio::test]
@@ -182,7 +190,7 @@ async fn admin_functions_for_the_cli() {
     let url = create_secret(&store, &endpoint, "42", Some("baseline"), None).await.unwrap();
     assert!(url.expose().starts_with("https://mcp.example.com/mcp/"));
     let debug = format!("{url:?}");
-    assert_eq!(debug, "PersonalUrl(https://mcp.example.com/mcp/[redacted])");
+    assert_eq!(debug, "PersonalUrl(https://mcp.example.com/mcp/[redacted]/mcp)");
     assert!(matches!(create_secret(&store, &endpoint, "42", None, None).await, Err(SecretAdminError::Exists(_))));
     let rotated = rotate_secret(&store, &endpoint, "42", None, None).await.unwrap();
     assert_ne!(rotated, url);

@@ -73,7 +73,8 @@ fn identity_end_to_end() {
     let (head, body) = raw_post(port, "/personal/mcp", &[("Authorization", &bearer)], "");
     assert_eq!(status(&head), 200, "{head}\n{body}");
     let first = serde_json::from_str::<Value>(&body).unwrap()["data"]["url"].as_str().unwrap().to_owned();
-    assert!(first.starts_with(&format!("{base}/mcp/")), "{first}");
+    // The secret before a last `/mcp`: clients that infer the transport from the path take it.
+    assert!(first.starts_with(&format!("{base}/mcp/")) && first.ends_with("/mcp"), "{first}");
     let first_path = first.trim_start_matches(&base).to_owned();
     let (head, body) = whoami(port, &first_path, &[]);
     assert_eq!(status(&head), 200, "the secret URL identifies the user with no header: {body}");
@@ -83,7 +84,9 @@ fn identity_end_to_end() {
     let second = serde_json::from_str::<Value>(&body).unwrap()["data"]["url"].as_str().unwrap().to_owned();
     assert_ne!(first, second);
     assert_eq!(status(&raw_post(port, &first_path, &[], INIT).0), 401, "the rotated-away URL is dead");
-    let secret = second.rsplit('/').next().unwrap().to_owned();
+    let secret = mirobody_auth::PersonalUrl::secret_of(&second).unwrap().to_owned();
+    let old_shape = format!("/mcp/{secret}");
+    assert_eq!(status(&whoami(port, &old_shape, &[]).0), 200, "the older shape, without the last /mcp, still works");
     assert_eq!(status(&whoami(port, "/mcp", &[("X-MCP-Secret", &secret)]).0), 200, "the secret as a header");
 
     // Credentials in a query string are refused, never honoured.

@@ -125,7 +125,7 @@ fn uploads_are_checked_stored_and_read_back() {
         .output()
         .unwrap();
     let url = String::from_utf8(output.stdout).unwrap();
-    let secret = url.trim().rsplit('/').next().unwrap().to_owned();
+    let secret = mirobody_auth::PersonalUrl::secret_of(&url).unwrap().to_owned();
     let (status, _, body) =
         request(port, "POST", "/files?filename=bp.csv", &[("X-MCP-Secret", &secret)], b"time,indicator,value\n");
     assert_eq!(status, 201, "{}", String::from_utf8_lossy(&body));
@@ -306,7 +306,8 @@ fn the_care_circle_is_managed_and_revocation_holds_at_once() {
         .env("MIROBODY_PUBLIC_BASE_URL", format!("http://127.0.0.1:{port}"))
         .output()
         .unwrap();
-    let secret = String::from_utf8(output.stdout).unwrap().trim().rsplit('/').next().unwrap().to_owned();
+    let url = String::from_utf8(output.stdout).unwrap();
+    let secret = mirobody_auth::PersonalUrl::secret_of(&url).unwrap().to_owned();
     let (status, _, _) =
         request(port, "POST", "/circle/invites", &[("X-MCP-Secret", &secret)], br#"{"invitee":"carol"}"#);
     assert_eq!(status, 403);

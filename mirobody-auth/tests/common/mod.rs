@@ -279,5 +279,5 @@ pub async fn call_mcp(app: &Router, authorization: Option<&str>, secret_header: 
 
 /// The secret at the end of a personal URL.
 pub fn secret_of(url: &str) -> String {
-    url.rsplit('/').next().unwrap().to_owned()
+    mirobody_auth::PersonalUrl::secret_of(url).unwrap().to_owned()
 }

@@ -42,7 +42,7 @@ fn personal_secret(server: &Server, user: &str, agent: Option<&str>) -> String {
         .unwrap();
     assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
     let url = String::from_utf8(output.stdout).unwrap();
-    url.trim().rsplit('/').next().unwrap().to_owned()
+    mirobody_auth::PersonalUrl::secret_of(&url).unwrap().to_owned()
 }
 
 // A request with `credential` as one header; status, head, body.
