@@ -474,9 +474,7 @@ fn peek_header(token: &str) -> Result<PeekHeader, TokenError> {
 // jsonwebtoken picks its crypto from crate features; if another crate in the build enables a
 // second backend, no default is chosen, so pick RustCrypto explicitly (idempotent).
 fn install_crypto_provider() {
-    if jsonwebtoken::crypto::CryptoProvider::try_get_default().is_none() {
-        let _ = jsonwebtoken::crypto::rust_crypto::DEFAULT_PROVIDER.install_default();
-    }
+    crate::jwt_crypto::install_jwt_crypto();
 }
 
 fn hs256_key(

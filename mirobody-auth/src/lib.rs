@@ -67,6 +67,7 @@ mod authenticator;
 mod config;
 mod error;
 mod jwt;
+mod jwt_crypto;
 mod layer;
 mod permission;
 mod revoked;
@@ -82,6 +83,7 @@ pub use config::{
 };
 pub use error::{AuthConfigError, AuthError};
 pub use jwt::{ACCESS_TOKEN_TYPES, JwtVerifier, MAX_TOKEN_BYTES, TokenError};
+pub use jwt_crypto::install_jwt_crypto;
 pub use layer::{AuthLayer, AuthService};
 pub use permission::{
     CARE_CIRCLE, IMPORT_HEALTH_DATA, PermissionDenied, Permissions, ROUTE_PERMISSIONS, UPLOAD_FILE, UPLOAD_LINK,

@@ -42,6 +42,8 @@ impl std::fmt::Debug for SigningKey {
 impl SigningKey {
     /// The key in `pem` (PKCS#8 `PRIVATE KEY`, P-256).
     pub fn from_pem(pem: &[u8], origin: &str) -> Result<Self, KeyError> {
+        // Before jsonwebtoken's first use, which fixes its provider for the process.
+        mirobody_auth::install_jwt_crypto();
         let encoding = EncodingKey::from_ec_pem(pem).map_err(|_| KeyError::NotAKey(origin.to_owned()))?;
         let mut jwk =
             Jwk::from_encoding_key(&encoding, Algorithm::ES256).map_err(|_| KeyError::NotAKey(origin.to_owned()))?;
