@@ -190,27 +190,19 @@ pub(crate) async fn verify_password(password: &str, hash: Option<&str>) -> bool 
     tokio::task::spawn_blocking(move || password::verify_password(&password, hash.as_deref())).await.unwrap_or(false)
 }
 
-/// A date and time in UTC, to the minute: `2026-12-06 08:24 UTC`.
+/// A date and time in UTC, to the minute: `2026-12-06 08:24 UTC` (`-` for a time out of range).
 pub(crate) fn date(ms: i64) -> String {
-    let minutes = ms.div_euclid(60_000);
-    let (days, minute_of_day) = (minutes.div_euclid(1440), minutes.rem_euclid(1440));
-    let (year, month, day) = civil_date(days);
-    format!("{year:04}-{month:02}-{day:02} {:02}:{:02} UTC", minute_of_day / 60, minute_of_day % 60)
-}
-
-// The proleptic Gregorian date `days` after 1970-01-01, counting in 400-year eras of 146,097
-// days from 0000-03-01 (a March start puts the leap day last).
-fn civil_date(days: i64) -> (i64, i64, i64) {
-    let shifted = days + 719_468;
-    let era = shifted.div_euclid(146_097);
-    let day_of_era = shifted.rem_euclid(146_097);
-    let year_of_era = (day_of_era - day_of_era / 1460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
-    let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
-    let month_index = (5 * day_of_year + 2) / 153;
-    let day = day_of_year - (153 * month_index + 2) / 5 + 1;
-    let month = if month_index < 10 { month_index + 3 } else { month_index - 9 };
-    let year = year_of_era + era * 400 + i64::from(month <= 2);
-    (year, month, day)
+    match time::OffsetDateTime::from_unix_timestamp_nanos(i128::from(ms) * 1_000_000) {
+        Ok(at) => format!(
+            "{:04}-{:02}-{:02} {:02}:{:02} UTC",
+            at.year(),
+            u8::from(at.month()),
+            at.day(),
+            at.hour(),
+            at.minute()
+        ),
+        Err(_) => "-".into(),
+    }
 }
 
 /// A page with a heading, a message and a link.
