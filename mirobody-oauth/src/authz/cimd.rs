@@ -175,8 +175,12 @@ async fn fetch_client(client_id: &str, settings: &OAuthSettings) -> Result<OAuth
         fetch(&url, addr, cap).await
     })
     .await
-    .map_err(|_| refused(format!("the document did not arrive within {} s", cap.as_secs_f32())))??;
+    .map_err(|_| refused(too_slow(cap)))??;
     parse_document(client_id, &body)
+}
+
+fn too_slow(cap: Duration) -> String {
+    format!("the document did not arrive within {} s", cap.as_secs_f32())
 }
 
 /// Checks the client_id URL itself: at most 2000 bytes, in its normal form (so it compares
@@ -330,8 +334,10 @@ fn classify_v6(ip: Ipv6Addr) -> AddressClass {
 
 /// GETs the document from `addr` (and nowhere else), reading at most `MAX_DOCUMENT_BYTES`.
 async fn fetch(url: &Url, addr: SocketAddr, cap: Duration) -> Result<Vec<u8>, Refused> {
-    let failed =
-        |e: reqwest::Error| Refused { why: "the document could not be fetched".into(), detail: Some(chain(&e)) };
+    let failed = |e: reqwest::Error| Refused {
+        why: if e.is_timeout() { too_slow(cap) } else { "the document could not be fetched".into() },
+        detail: Some(chain(&e)),
+    };
     let mut builder = reqwest::Client::builder()
         .no_proxy()
         .redirect(reqwest::redirect::Policy::none())
