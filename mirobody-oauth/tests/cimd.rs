@@ -91,6 +91,8 @@ async fn serve(port: u16, path: &str) -> Response {
     let own = format!("http://127.0.0.1:{port}{path}");
     match path {
         "/client.json" => json_answer(&document(&own, json!({}))),
+        // Known by a host name, which this server resolves itself and then connects to.
+        "/localhost.json" => json_answer(&document(&format!("http://localhost:{port}{path}"), json!({}))),
         "/other-id.json" => json_answer(&document(&format!("http://127.0.0.1:{port}/client.json"), json!({}))),
         "/secret.json" => json_answer(&document(&own, json!({"token_endpoint_auth_method": "client_secret_basic"}))),
         "/text.json" => answer(StatusCode::OK, "text/plain", Body::from(document(&own, json!({})).to_string())),
@@ -320,6 +322,17 @@ async fn a_stale_copy_is_fetched_again() {
     assert_eq!(page.status, StatusCode::OK);
     assert_eq!(docs.hits("/client.json"), 2, "past the TTL it is fetched again");
     assert!(page.body.contains("Doc App") && !page.body.contains("Old Name"));
+}
+
+#[tokio::test]
+async fn a_host_name_is_resolved_checked_and_connected_to() {
+    let docs = Documents::start().await;
+    let h = harness(loopback()).await;
+    let client_id = format!("http://localhost:{}/localhost.json", docs.port);
+    let page = h.authorize(&client_id).await;
+    assert_eq!(page.status, StatusCode::OK, "{}", page.body);
+    assert!(page.body.contains("verified by <span class=\"domain\">localhost</span>"), "{}", page.body);
+    assert_eq!(docs.hits("/localhost.json"), 1);
 }
 
 // ---- Where it may fetch from ----

@@ -4,8 +4,8 @@
 //!
 //! Anyone who can start an authorization chooses the URL, so the fetch is built not to be
 //! turned against the server's own network: https only; the host resolved here and refused
-//! if any of its addresses is not a public unicast one; the connection made to exactly the
-//! address checked (a second lookup cannot rebind it); no redirects, no proxy; capped in time
+//! if any of its addresses is not a public unicast one; the connection made only to the
+//! addresses checked (a second lookup cannot rebind it); no redirects, no proxy; capped in time
 //! and size; bounded in how many run at once; and a URL that failed is not fetched again for
 //! a while.
 
@@ -171,8 +171,8 @@ async fn fetch_client(client_id: &str, settings: &OAuthSettings) -> Result<OAuth
     let cap = settings.cimd_fetch_timeout;
     // One cap over everything: the name lookup, the connection, the headers and the body.
     let body = tokio::time::timeout(cap, async {
-        let addr = resolve(&url, allow_loopback).await?;
-        fetch(&url, addr, cap).await
+        let addrs = resolve(&url, allow_loopback).await?;
+        fetch(&url, &addrs, cap).await
     })
     .await
     .map_err(|_| refused(too_slow(cap)))??;
@@ -222,10 +222,10 @@ fn loopback_host(url: &Url) -> bool {
     }
 }
 
-/// The address to connect to: the host's, looked up here, refused if any of them is not a
+/// The addresses to connect to: the host's, looked up here, refused if any of them is not a
 /// public unicast address (loopback ones pass when `allow_loopback` is on; a plain http URL
 /// needs them all loopback).
-async fn resolve(url: &Url, allow_loopback: bool) -> Result<SocketAddr, Refused> {
+async fn resolve(url: &Url, allow_loopback: bool) -> Result<Vec<SocketAddr>, Refused> {
     let port = url.port_or_known_default().ok_or_else(|| refused("the client_id URL has no port"))?;
     let addrs: Vec<SocketAddr> = match url.host() {
         Some(Host::Ipv4(ip)) => vec![SocketAddr::new(IpAddr::V4(ip), port)],
@@ -237,7 +237,9 @@ async fn resolve(url: &Url, allow_loopback: bool) -> Result<SocketAddr, Refused>
         None => Vec::new(),
     };
     let host = url.host_str().unwrap_or_default();
-    let first = *addrs.first().ok_or_else(|| refused(format!("the host {host} has no address")))?;
+    if addrs.is_empty() {
+        return Err(refused(format!("the host {host} has no address")));
+    }
     for addr in &addrs {
         let class = classify(addr.ip());
         let allowed = match class {
@@ -254,7 +256,7 @@ async fn resolve(url: &Url, allow_loopback: bool) -> Result<SocketAddr, Refused>
             return Err(refused(format!("the host {host} resolves to a {kind} address, which is not fetched")));
         }
     }
-    Ok(first)
+    Ok(addrs)
 }
 
 /// What kind of address an IP address is, for deciding whether to fetch from it.
@@ -332,8 +334,8 @@ fn classify_v6(ip: Ipv6Addr) -> AddressClass {
     }
 }
 
-/// GETs the document from `addr` (and nowhere else), reading at most `MAX_DOCUMENT_BYTES`.
-async fn fetch(url: &Url, addr: SocketAddr, cap: Duration) -> Result<Vec<u8>, Refused> {
+/// GETs the document from `addrs` (and nowhere else), reading at most `MAX_DOCUMENT_BYTES`.
+async fn fetch(url: &Url, addrs: &[SocketAddr], cap: Duration) -> Result<Vec<u8>, Refused> {
     let failed = |e: reqwest::Error| Refused {
         why: if e.is_timeout() { too_slow(cap) } else { "the document could not be fetched".into() },
         detail: Some(chain(&e)),
@@ -345,8 +347,8 @@ async fn fetch(url: &Url, addr: SocketAddr, cap: Duration) -> Result<Vec<u8>, Re
         .timeout(cap)
         .user_agent(concat!("mirobody-oauth/", env!("CARGO_PKG_VERSION")));
     if let Some(Host::Domain(name)) = url.host() {
-        // Connect to the address checked, not to whatever a second lookup would answer.
-        builder = builder.resolve(name, addr);
+        // Connect to the addresses checked, not to whatever a second lookup would answer.
+        builder = builder.resolve_to_addrs(name, addrs);
     }
     let client = builder.build().map_err(failed)?;
     let mut response =
@@ -516,6 +518,22 @@ mod tests {
             let ip: IpAddr = text.parse().unwrap();
             assert_eq!(classify(ip), *class, "{text}");
         }
+    }
+
+    // The fetch connects to the addresses it was given and looks nothing up again: a name
+    // that never resolves (`.invalid`, RFC 2606) is reached at the address checked for it.
+    #[tokio::test]
+    async fn the_fetch_connects_only_to_the_checked_addresses() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let app = axum::Router::new().route(
+            "/c.json",
+            axum::routing::get(|| async { ([(http::header::CONTENT_TYPE, "application/json")], "{}") }),
+        );
+        tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+        let url = Url::parse(&format!("http://doc.invalid:{}/c.json", addr.port())).unwrap();
+        let body = fetch(&url, &[addr], Duration::from_secs(5)).await.unwrap();
+        assert_eq!(body, b"{}");
     }
 
     #[test]
