@@ -34,6 +34,8 @@ const VERIFIER: &str = "a-verifier-of-forty-three-characters-or-more-0123456789"
 struct Documents {
     port: u16,
     hits: Arc<Mutex<HashMap<String, usize>>>,
+    /// When each request arrived.
+    arrivals: Arc<Mutex<Vec<Instant>>>,
 }
 
 impl Documents {
@@ -41,16 +43,18 @@ impl Documents {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let port = listener.local_addr().unwrap().port();
         let hits = Arc::new(Mutex::new(HashMap::new()));
-        let counted = Arc::clone(&hits);
+        let arrivals = Arc::new(Mutex::new(Vec::new()));
+        let (counted, arrived) = (Arc::clone(&hits), Arc::clone(&arrivals));
         let app = Router::new().fallback(move |uri: Uri| {
-            let hits = Arc::clone(&counted);
+            let (hits, arrivals) = (Arc::clone(&counted), Arc::clone(&arrived));
             async move {
                 *hits.lock().unwrap().entry(uri.path().to_owned()).or_insert(0) += 1;
+                arrivals.lock().unwrap().push(Instant::now());
                 serve(port, uri.path()).await
             }
         });
         tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
-        Documents { port, hits }
+        Documents { port, hits, arrivals }
     }
 
     fn url(&self, path: &str) -> String {
@@ -436,6 +440,26 @@ async fn redirects_are_not_followed() {
 }
 
 // ---- What a failure costs ----
+
+#[tokio::test]
+async fn at_most_eight_documents_are_fetched_at_once() {
+    let docs = Documents::start().await;
+    let mut settings = loopback();
+    settings.cimd_fetch_timeout = Duration::from_secs(2);
+    let h = harness(settings).await;
+    // Twelve stalling documents asked for at once: eight fetches start, the rest wait for one
+    // to end (here, at the 2 s cap) or give up.
+    let started = Instant::now();
+    let urls: Vec<String> = (0..12).map(|n| docs.url(&format!("/stall.json?n={n}"))).collect();
+    let answers = futures::future::join_all(urls.iter().map(|url| h.authorize(url))).await;
+    for answer in &answers {
+        assert!(answer.status.is_client_error() || answer.status.is_server_error(), "{}", answer.status);
+        assert!(answer.headers.get(header::LOCATION).is_none());
+    }
+    let arrivals = docs.arrivals.lock().unwrap().clone();
+    let early = arrivals.iter().filter(|at| at.duration_since(started) < Duration::from_millis(1500)).count();
+    assert_eq!(early, 8, "eight fetches at once, no more: {arrivals:?}");
+}
 
 #[tokio::test]
 async fn a_failing_url_is_fetched_once_not_per_request() {
