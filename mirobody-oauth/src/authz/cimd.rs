@@ -108,6 +108,10 @@ impl OAuthServer {
             };
         }
         let settings = &self.inner.settings;
+        // A URL that could never be fetched costs no store lookup, no permit, no cache entry.
+        if let Err(refused) = check_url(client_id, settings.cimd_allow_loopback_http) {
+            return Lookup::Unknown(Some(refused.why));
+        }
         let ttl_ms = i64::try_from(settings.cimd_cache_ttl.as_millis()).unwrap_or(i64::MAX / 2);
         let fresh = |client: &OAuthClient| {
             let age = random::now_ms() - client.created_at_ms;
