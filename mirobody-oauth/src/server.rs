@@ -6,6 +6,7 @@ use axum::Router;
 use mirobody_auth::{McpEndpoint, RevokedGrants};
 use mirobody_ports::{AccountStore, OAuthStore, SecretStore, WebSessionStore};
 
+use crate::authz::cimd::Resolver;
 use crate::authz::keys::SigningKey;
 use crate::settings::OAuthSettings;
 use crate::web::throttle::SignInThrottle;
@@ -45,6 +46,8 @@ pub(crate) struct Inner {
     pub(crate) key: SigningKey,
     pub(crate) revoked: RevokedGrants,
     pub(crate) throttle: SignInThrottle,
+    /// Client metadata documents being fetched, and those that failed lately.
+    pub(crate) cimd: Resolver,
     /// The issuer: the public base URL and the path prefix.
     pub(crate) issuer: String,
     /// Whether cookies are marked `Secure` (the public URL is https).
@@ -75,7 +78,18 @@ impl OAuthServer {
         let secure = endpoint.base_url().starts_with("https://");
         let throttle = SignInThrottle::new(settings.sign_in_burst, settings.sign_in_interval);
         OAuthServer {
-            inner: Arc::new(Inner { stores, endpoint, settings, key, revoked, throttle, issuer, secure, scopes }),
+            inner: Arc::new(Inner {
+                stores,
+                endpoint,
+                settings,
+                key,
+                revoked,
+                throttle,
+                cimd: Resolver::new(),
+                issuer,
+                secure,
+                scopes,
+            }),
         }
     }
 

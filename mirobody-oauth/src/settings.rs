@@ -54,6 +54,22 @@ pub struct OAuthSettings {
     /// How often one more try is allowed after the burst. Default: 1 minute.
     #[serde(deserialize_with = "human_duration::deserialize")]
     pub sign_in_interval: Duration,
+    /// How long a client's metadata document (a `client_id` that is an https URL) is used
+    /// before it is fetched again. Default: 1 hour.
+    #[serde(deserialize_with = "human_duration::deserialize")]
+    pub cimd_cache_ttl: Duration,
+    /// How long a metadata document that could not be used is not fetched again. Default:
+    /// 1 minute.
+    #[serde(deserialize_with = "human_duration::deserialize")]
+    pub cimd_failure_ttl: Duration,
+    /// The whole fetch of a metadata document, name lookup to last byte, at most. Default: 5 s.
+    #[serde(deserialize_with = "human_duration::deserialize")]
+    pub cimd_fetch_timeout: Duration,
+    /// Whether a metadata document may be fetched from this host (`http://` or `https://` to
+    /// 127.0.0.1, [::1] or localhost). Only for tests and local development: it lets anyone
+    /// who can start an authorization make this server fetch from its own loopback services.
+    /// Default: off.
+    pub cimd_allow_loopback_http: bool,
 }
 
 impl Default for OAuthSettings {
@@ -71,6 +87,10 @@ impl Default for OAuthSettings {
             unused_client_ttl: Duration::from_secs(7 * 24 * 3600),
             sign_in_burst: 5,
             sign_in_interval: Duration::from_secs(60),
+            cimd_cache_ttl: Duration::from_secs(3600),
+            cimd_failure_ttl: Duration::from_secs(60),
+            cimd_fetch_timeout: Duration::from_secs(5),
+            cimd_allow_loopback_http: false,
         }
     }
 }

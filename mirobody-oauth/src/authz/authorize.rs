@@ -15,6 +15,7 @@ use http::{HeaderMap, StatusCode};
 use mirobody_ports::{AuthorizationCode, Grant, OAuthClient};
 use url::Url;
 
+use super::cimd::{Lookup, document_host};
 use super::clients::{display_domain, matching_redirect_uri};
 use crate::page::{self, escape};
 use crate::random;
@@ -83,10 +84,16 @@ impl OAuthServer {
             form_urlencoded::parse(query.as_bytes()).map(|(k, v)| (k.into_owned(), v.into_owned())).collect();
         let get = |name: &str| param(&params, name).map_err(page);
         let client_id = get("client_id")?.ok_or_else(|| page("The request names no client (client_id).".into()))?;
-        let client = match self.inner.stores.oauth.client(client_id).await {
-            Ok(Some(client)) => client,
-            Ok(None) => return Err(page("The app asking for access is not registered with this server.".into())),
-            Err(e) => {
+        let client = match self.find_client(client_id).await {
+            Lookup::Found(client) => client,
+            Lookup::Unknown(None) => {
+                return Err(page("The app asking for access is not registered with this server.".into()));
+            }
+            // Never sent to the document's redirect URIs: they are what could not be checked.
+            Lookup::Unknown(Some(why)) => {
+                return Err(page(format!("The app's metadata document ({client_id}) cannot be used: {why}.")));
+            }
+            Lookup::Unavailable(e) => {
                 tracing::warn!(error = %e, "client lookup failed");
                 return Err(Refusal::Page(
                     StatusCode::SERVICE_UNAVAILABLE,
@@ -211,6 +218,11 @@ async fn show(State(server): State<OAuthServer>, headers: HeaderMap, RawQuery(qu
 fn consent(server: &OAuthServer, checked: &Checked, signed_in: &SignedIn) -> Response {
     let client = &checked.client;
     let domain = display_domain(client, Some(&checked.redirect_uri));
+    // A client known by its metadata document: the host that publishes it vouches for it.
+    let verified = match document_host(client) {
+        Some(host) => format!(" (verified by <span class=\"domain\">{}</span>)", escape(&host)),
+        None => String::new(),
+    };
     let name = client.client_name.as_deref().unwrap_or("An app");
     let scopes = if checked.scopes.is_empty() {
         format!("<li>{}</li>", scope_text(DEFAULT_SCOPE))
@@ -224,7 +236,7 @@ fn consent(server: &OAuthServer, checked: &Checked, signed_in: &SignedIn) -> Res
     };
     let body = format!(
         "<h1>Allow {name} to use your health data?</h1>\n\
-         <div class=\"card\">\n<p><strong>{name}</strong> at <span class=\"domain\">{domain}</span> asks to act as you \
+         <div class=\"card\">\n<p><strong>{name}</strong> at <span class=\"domain\">{domain}</span>{verified} asks to act as you \
          on <span class=\"domain\">{issuer}</span>.</p>\n\
          <p class=\"muted\">Only allow it if you started this from that app. It will be able to:</p>\n<ul>{scopes}</ul>\n\
          <p class=\"muted\">Signed in as {who}. You can take access back at any time on your <a href=\"{account_page}\">account page</a>.</p>\n</div>\n\

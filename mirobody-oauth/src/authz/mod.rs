@@ -1,14 +1,15 @@
-//! The OAuth 2.1 authorization server: metadata (RFC 8414), registration (RFC 7591), the
-//! authorization endpoint with its consent page, the token endpoint, revocation (RFC 7009)
-//! and the JWKS.
+//! The OAuth 2.1 authorization server: metadata (RFC 8414), registration (RFC 7591) and
+//! client ID metadata documents, the authorization endpoint with its consent page, the token
+//! endpoint, revocation (RFC 7009) and the JWKS.
 
 mod authorize;
-
-pub use authorize::DEFAULT_SCOPE;
+pub(crate) mod cimd;
 pub(crate) mod clients;
 pub(crate) mod keys;
 mod register;
 mod token;
+
+pub use authorize::DEFAULT_SCOPE;
 
 use axum::Router;
 use axum::body::Body;
@@ -76,7 +77,7 @@ impl OAuthServer {
             "revocation_endpoint_auth_methods_supported": ["none", "client_secret_basic", "client_secret_post"],
             "code_challenge_methods_supported": ["S256"],
             "authorization_response_iss_parameter_supported": true,
-            "client_id_metadata_document_supported": false,
+            "client_id_metadata_document_supported": true,
         })
     }
 }

@@ -18,9 +18,9 @@ use crate::server::OAuthServer;
 /// The largest registration request read.
 const MAX_BODY_BYTES: usize = 16 * 1024;
 /// Redirect URIs one client may register.
-const MAX_REDIRECT_URIS: usize = 10;
+pub(super) const MAX_REDIRECT_URIS: usize = 10;
 /// The longest client name kept, in characters.
-const MAX_NAME_CHARS: usize = 200;
+pub(super) const MAX_NAME_CHARS: usize = 200;
 
 pub(super) fn routes(server: &OAuthServer) -> Router {
     Router::new()

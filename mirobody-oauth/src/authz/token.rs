@@ -18,6 +18,7 @@ use serde_json::json;
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
+use super::cimd::Lookup;
 use super::clients::{ClientCredentials, InvalidClient};
 use super::{json_response, oauth_error, preflight};
 use crate::random;
@@ -74,10 +75,14 @@ async fn client_of(server: &OAuthServer, headers: &HeaderMap, form: &Form) -> Re
     let Some(client_id) = credentials.client_id.clone() else {
         return Err(invalid_client(InvalidClient("the request names no client")));
     };
-    let client = match server.inner.stores.oauth.client(&client_id).await {
-        Ok(Some(client)) => client,
-        Ok(None) => return Err(invalid_client(InvalidClient("unknown client"))),
-        Err(e) => return Err(unavailable(e)),
+    let client = match server.find_client(&client_id).await {
+        Lookup::Found(client) => client,
+        Lookup::Unknown(None) => return Err(invalid_client(InvalidClient("unknown client"))),
+        Lookup::Unknown(Some(why)) => {
+            let description = format!("the client's metadata document cannot be used: {why}");
+            return Err(oauth_error(StatusCode::UNAUTHORIZED, "invalid_client", &description));
+        }
+        Lookup::Unavailable(e) => return Err(unavailable(e)),
     };
     credentials.authenticate(&client).map_err(invalid_client)?;
     Ok(client.client_id)
