@@ -9,6 +9,7 @@
 //! embeds the MCP endpoint mounts [`OAuthServer::router`] beside it.
 
 mod authz;
+mod invite;
 mod maintenance;
 mod page;
 mod random;
@@ -17,6 +18,7 @@ mod settings;
 mod web;
 
 pub use authz::keys::{KeyError, SigningKey};
+pub use invite::{InviteLinkError, MAX_LIVE_SIGNUP_LINKS, SIGNUP_LINK_TTL};
 pub use random::RandomError;
 pub use server::{OAuthServer, OAuthStores};
 pub use settings::OAuthSettings;
