@@ -80,21 +80,15 @@ async fn submit(
     }
     let Ok(Form(form)) = form else { return unreadable(&server) };
     let next = safe_next(&server, &form.next);
-    let typed = (form.email.as_str(), form.name.as_str());
+    // The form again, as typed.
+    let view = |csrf| SignUpPage { csrf, next: &next, email: &form.email, email_fixed: false, name: &form.name };
     if !PreSession::matches(&server, &headers, &form.csrf) {
         return match PreSession::fresh(&server) {
-            Ok(pre) => {
-                let view =
-                    SignUpPage { csrf: &pre.token, next: &next, email: typed.0, email_fixed: false, name: typed.1 };
-                pre.apply(sign_up_page(&server, StatusCode::FORBIDDEN, &view, Some(EXPIRED)))
-            }
+            Ok(pre) => pre.apply(sign_up_page(&server, StatusCode::FORBIDDEN, &view(&pre.token), Some(EXPIRED))),
             Err(e) => failed(&server, "cannot make a CSRF token", &e),
         };
     }
-    let refuse = |text: &str| {
-        let view = SignUpPage { csrf: &form.csrf, next: &next, email: typed.0, email_fixed: false, name: typed.1 };
-        sign_up_page(&server, StatusCode::BAD_REQUEST, &view, Some(text))
-    };
+    let refuse = |text: &str| sign_up_page(&server, StatusCode::BAD_REQUEST, &view(&form.csrf), Some(text));
     let Some(email) = normal_email(&form.email) else {
         return refuse("That email address does not look right.");
     };
@@ -105,10 +99,7 @@ async fn submit(
     };
     match server.inner.stores.accounts.create_account(&account).await {
         Ok(true) => {}
-        Ok(false) => {
-            let view = SignUpPage { csrf: &form.csrf, next: &next, email: typed.0, email_fixed: false, name: typed.1 };
-            return sign_up_page(&server, StatusCode::CONFLICT, &view, Some(TAKEN));
-        }
+        Ok(false) => return sign_up_page(&server, StatusCode::CONFLICT, &view(&form.csrf), Some(TAKEN)),
         Err(e) => return failed(&server, "cannot store an account", &e),
     }
     tracing::info!(account = %account.id, "account made at sign-up");
