@@ -9,6 +9,7 @@
 //! embeds the MCP endpoint mounts [`OAuthServer::router`] beside it.
 
 mod authz;
+mod invite;
 mod maintenance;
 mod page;
 mod random;
@@ -18,6 +19,7 @@ mod web;
 
 pub use authz::DEFAULT_SCOPE;
 pub use authz::keys::{KeyError, SigningKey};
+pub use invite::{InviteLinkError, MAX_LIVE_SIGNUP_LINKS, SIGNUP_LINK_TTL};
 pub use random::RandomError;
 pub use server::{OAuthServer, OAuthStores};
 pub use settings::OAuthSettings;

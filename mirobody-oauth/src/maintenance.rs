@@ -14,7 +14,7 @@ impl OAuthServer {
     /// Starts the upkeep on the current tokio runtime: every 5 s the grants revoked on any
     /// instance join this one's revoked list (so an access token stops working everywhere
     /// within seconds), and every 10 minutes expired codes, refresh tokens and sessions, and
-    /// clients no grant names past `unused_client_ttl`, are deleted.
+    /// clients no grant names past `unused_client_ttl`, and expired sign-up links are deleted.
     pub fn spawn_maintenance(&self) -> tokio::task::JoinHandle<()> {
         let server = self.clone();
         tokio::spawn(async move {
@@ -51,6 +51,7 @@ impl OAuthServer {
             ("codes and refresh tokens", stores.oauth.sweep_oauth(now).await),
             ("unused clients", stores.oauth.sweep_unused_clients(unused).await),
             ("web sessions", stores.sessions.sweep_web_sessions(now).await),
+            ("sign-up links", stores.accounts.sweep_signup_tokens(now).await),
         ];
         for (what, result) in results {
             match result {

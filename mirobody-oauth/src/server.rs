@@ -109,7 +109,7 @@ impl OAuthServer {
     }
 
     /// Every route: the metadata, `/authorize`, `/token`, `/register`, `/revoke`, the JWKS,
-    /// and the pages (`/signin`, `/signup`, `/account`).
+    /// and the pages (`/signin`, `/signup`, `/signup/{token}`, `/account`).
     pub fn router(&self) -> Router {
         crate::authz::routes(self).merge(crate::web::routes(self))
     }

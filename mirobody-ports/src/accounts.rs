@@ -55,6 +55,39 @@ pub trait AccountStore: Send + Sync {
     async fn set_password_hash(&self, id: &str, password_hash: Option<&str>) -> BackendResult<bool>;
     /// Disables or enables the account; false when there is no such account.
     async fn set_account_disabled(&self, id: &str, disabled: bool) -> BackendResult<bool>;
+
+    /// Stores a sign-up token under the SHA-256 of its value, unless `token.invited_by`
+    /// already has `max_live_per_inviter` live ones (unused, expiring after
+    /// `token.created_at_ms`): then false, storing nothing. Checked and stored at once, so
+    /// concurrent calls cannot pass the bound together.
+    async fn create_signup_token(
+        &self,
+        token_hash: &[u8; 32],
+        token: &SignupToken,
+        max_live_per_inviter: u32,
+    ) -> BackendResult<bool>;
+    /// The email of the live (unused, unexpired) sign-up token with this hash.
+    async fn signup_token_email(&self, token_hash: &[u8; 32], now_ms: i64) -> BackendResult<Option<String>>;
+    /// Marks the live sign-up token with this hash used and returns its email: of several
+    /// uses, at once or in turn, exactly one gets it. `None` for a used, expired or unknown
+    /// token.
+    async fn use_signup_token(&self, token_hash: &[u8; 32], now_ms: i64) -> BackendResult<Option<String>>;
+    /// Deletes sign-up tokens expired by `now_ms`, used or not; how many.
+    async fn sweep_signup_tokens(&self, now_ms: i64) -> BackendResult<u64>;
+}
+
+/// A sign-up link's token: made when someone is invited by an email that has no account, it
+/// lets one person make the account of that email. Only the SHA-256 of its value is stored.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SignupToken {
+    /// The (lower-cased) email the account will have; the person signing up cannot change it.
+    pub email: String,
+    /// The user who invited them.
+    pub invited_by: String,
+    /// When it was made, in milliseconds since the Unix epoch.
+    pub created_at_ms: i64,
+    /// When it stops working.
+    pub expires_at_ms: i64,
 }
 
 /// A signed-in browser. The cookie holds a random token; only its SHA-256 is stored.

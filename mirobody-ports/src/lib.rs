@@ -25,7 +25,7 @@ mod sessions;
 mod tasks;
 
 pub use access::{AccessKind, AccessLog, AccessOutcome};
-pub use accounts::{Account, AccountStore, WebSession, WebSessionStore};
+pub use accounts::{Account, AccountStore, SignupToken, WebSession, WebSessionStore};
 pub use client_addr::ClientAddr;
 pub use oauth::{AuthorizationCode, CodeUse, Grant, OAuthClient, OAuthStore, RefreshUse, RegistrationBound};
 pub use secrets::{SecretOwner, SecretStore};

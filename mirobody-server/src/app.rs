@@ -316,6 +316,7 @@ pub async fn build_with(config: &Config, tools: &[Tool]) -> Result<Server, AppEr
                 // One rate per caller across `/mcp` and these routes.
                 callers: std::sync::Arc::clone(mcp.callers()),
                 max_inflight_bytes: usize::try_from(config.uploads.max_inflight_bytes).unwrap_or(usize::MAX),
+                oauth: oauth.clone(),
             },
         ));
     // The layer goes around every route: it rewrites `/mcp/<secret>` to `/mcp` before routing,

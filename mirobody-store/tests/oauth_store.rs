@@ -6,7 +6,8 @@ use std::sync::Arc;
 
 use mirobody_health::testing::unique_id;
 use mirobody_ports::{
-    Account, AuthorizationCode, CodeUse, Grant, OAuthClient, OAuthStore, RefreshUse, RegistrationBound, WebSession,
+    Account, AccountStore, AuthorizationCode, CodeUse, Grant, OAuthClient, OAuthStore, RefreshUse, RegistrationBound,
+    SignupToken, WebSession,
 };
 use mirobody_store::{BackendConfig, OpenedBackends, open};
 use sha2::{Digest, Sha256};
@@ -347,8 +348,65 @@ async fn check_sweeps(backends: &OpenedBackends) {
     assert!(oauth.client(&newer).await.unwrap().is_some());
 }
 
+fn signup(email: &str, invited_by: &str, created_at_ms: i64, expires_at_ms: i64) -> SignupToken {
+    SignupToken { email: email.into(), invited_by: invited_by.into(), created_at_ms, expires_at_ms }
+}
+
+async fn check_signup_tokens(backends: &OpenedBackends) {
+    let accounts = backends.accounts();
+    let now = 1_800_000_000_000;
+    let inviter = unique_id("inviter");
+    let email = format!("{}@example.com", unique_id("invited").to_lowercase());
+    let token = hash("signup");
+    assert!(accounts.create_signup_token(&token, &signup(&email, &inviter, now, now + 60_000), 50).await.unwrap());
+    assert_eq!(accounts.signup_token_email(&token, now).await.unwrap(), Some(email.clone()));
+    assert_eq!(accounts.signup_token_email(&token, now + 60_000).await.unwrap(), None, "expired");
+    assert_eq!(accounts.use_signup_token(&token, now + 60_000).await.unwrap(), None, "expired");
+    assert_eq!(accounts.use_signup_token(&token, now).await.unwrap(), Some(email.clone()));
+    assert_eq!(accounts.use_signup_token(&token, now).await.unwrap(), None, "used once");
+    assert_eq!(accounts.signup_token_email(&token, now).await.unwrap(), None, "used");
+    assert_eq!(accounts.use_signup_token(&hash("signup-unknown"), now).await.unwrap(), None);
+
+    // At most so many live tokens per inviter: used and expired ones do not count, another
+    // inviter's do not either.
+    let bounded = unique_id("bounded");
+    for _ in 0..2 {
+        let fresh = hash("signup-bound");
+        assert!(accounts.create_signup_token(&fresh, &signup(&email, &bounded, now, now + 60_000), 2).await.unwrap());
+    }
+    let refused = hash("signup-refused");
+    assert!(!accounts.create_signup_token(&refused, &signup(&email, &bounded, now, now + 60_000), 2).await.unwrap());
+    assert_eq!(accounts.signup_token_email(&refused, now).await.unwrap(), None, "nothing stored");
+    assert!(accounts.create_signup_token(&refused, &signup(&email, &inviter, now, now + 60_000), 2).await.unwrap());
+    let later = now + 60_000;
+    assert!(accounts.create_signup_token(&hash("b"), &signup(&email, &bounded, later, later + 1), 2).await.unwrap());
+
+    // Two uses at once: exactly one gets the email.
+    for _ in 0..5 {
+        let raced = hash("signup-raced");
+        assert!(accounts.create_signup_token(&raced, &signup(&email, &inviter, now, now + 60_000), 50).await.unwrap());
+        let take = move |accounts: Arc<dyn AccountStore>| {
+            tokio::spawn(async move { accounts.use_signup_token(&raced, now).await.unwrap() })
+        };
+        let (a, b) = (take(accounts.clone()), take(accounts.clone()));
+        let (a, b) = (a.await.unwrap(), b.await.unwrap());
+        assert_eq!([&a, &b].iter().filter(|taken| taken.as_deref() == Some(email.as_str())).count(), 1, "{a:?} {b:?}");
+        assert!(a.is_none() || b.is_none());
+    }
+
+    // Expired tokens are swept, used or not; live ones stay.
+    let (old, live) = (hash("signup-old"), hash("signup-live"));
+    let far = now + 86_400_000;
+    assert!(accounts.create_signup_token(&old, &signup(&email, &inviter, now, now + 1), 50).await.unwrap());
+    assert!(accounts.create_signup_token(&live, &signup(&email, &inviter, now, far + 1), 50).await.unwrap());
+    assert!(accounts.sweep_signup_tokens(far).await.unwrap() >= 2);
+    assert_eq!(accounts.signup_token_email(&live, now).await.unwrap(), Some(email.clone()));
+    assert_eq!(accounts.signup_token_email(&old, now).await.unwrap(), None, "swept");
+}
+
 async fn check_all(backends: &OpenedBackends, users: &UsersTable) {
     check_accounts(backends, users).await;
+    check_signup_tokens(backends).await;
     check_web_sessions(backends).await;
     check_clients(backends.oauth().as_ref()).await;
     check_grants(backends).await;

@@ -1,7 +1,8 @@
 //! The pages people use in a browser: sign-in, sign-up, and their access page.
 
 mod account;
-mod forms;
+pub(crate) mod forms;
+mod invited;
 pub(crate) mod password;
 pub(crate) mod session;
 mod signin;
@@ -13,12 +14,14 @@ use axum::extract::DefaultBodyLimit;
 
 use crate::server::OAuthServer;
 
-/// The pages' routes: `/signin`, `/signout`, `/signup` and `/account` with its forms, every
+/// The pages' routes: `/signin`, `/signout`, `/signup`, the sign-up links' `/signup/{token}`
+/// and `/account` with its forms, every
 /// form body bounded.
 pub(crate) fn routes(server: &OAuthServer) -> Router {
     Router::new()
         .merge(signin::routes(server))
         .merge(signup::routes(server))
+        .merge(invited::routes(server))
         .merge(account::routes(server))
         .layer(DefaultBodyLimit::max(forms::MAX_FORM_BYTES))
 }

@@ -1,5 +1,6 @@
 //! `GET`/`POST <prefix>/signup`: anyone makes an account, when the operator allows it
-//! (`open_signup`); otherwise the page does not exist.
+//! (`open_signup`); otherwise the page does not exist. The form, its checks and the session
+//! that follows are shared with the sign-up links' pages (`invited.rs`).
 
 use axum::Router;
 use axum::extract::rejection::{FormRejection, QueryRejection};
@@ -39,6 +40,9 @@ struct SignUpForm {
     next: String,
 }
 
+/// The refusal of a form whose CSRF token is not the browser's.
+pub(super) const EXPIRED: &str = "This form has expired. Please send it again.";
+
 fn not_found(server: &OAuthServer) -> Response {
     message(
         StatusCode::NOT_FOUND,
@@ -58,7 +62,10 @@ async fn show(
     }
     let next = safe_next(&server, &next_of(query));
     match PreSession::of(&server, &headers) {
-        Ok(pre) => pre.apply(sign_up_page(&server, StatusCode::OK, &pre.token, &next, ("", ""), None)),
+        Ok(pre) => {
+            let view = SignUpPage { csrf: &pre.token, next: &next, email: "", email_fixed: false, name: "" };
+            pre.apply(sign_up_page(&server, StatusCode::OK, &view, None))
+        }
         Err(e) => failed(&server, "cannot make a CSRF token", &e),
     }
 }
@@ -73,79 +80,117 @@ async fn submit(
     }
     let Ok(Form(form)) = form else { return unreadable(&server) };
     let next = safe_next(&server, &form.next);
-    let typed = (form.email.as_str(), form.name.as_str());
+    // The form again, as typed.
+    let view = |csrf| SignUpPage { csrf, next: &next, email: &form.email, email_fixed: false, name: &form.name };
     if !PreSession::matches(&server, &headers, &form.csrf) {
         return match PreSession::fresh(&server) {
-            Ok(pre) => {
-                let expired = Some("This form has expired. Please send it again.");
-                pre.apply(sign_up_page(&server, StatusCode::FORBIDDEN, &pre.token, &next, typed, expired))
-            }
+            Ok(pre) => pre.apply(sign_up_page(&server, StatusCode::FORBIDDEN, &view(&pre.token), Some(EXPIRED))),
             Err(e) => failed(&server, "cannot make a CSRF token", &e),
         };
     }
-    let refuse = |text: &str| sign_up_page(&server, StatusCode::BAD_REQUEST, &form.csrf, &next, typed, Some(text));
+    let refuse = |text: &str| sign_up_page(&server, StatusCode::BAD_REQUEST, &view(&form.csrf), Some(text));
     let Some(email) = normal_email(&form.email) else {
         return refuse("That email address does not look right.");
     };
-    let name = match display_name(&form.name) {
-        Ok(name) => name,
-        Err(text) => return refuse(text),
-    };
-    let hash = match new_password_hash(&form.password, &form.again).await {
-        Ok(hash) => hash,
-        Err(text) => return refuse(text),
-    };
-    let id = match random::hex(8) {
-        Ok(hex) => format!("u_{hex}"),
-        Err(e) => return failed(&server, "cannot make an account id", &e),
-    };
-    let account = Account {
-        id,
-        email,
-        display_name: name,
-        password_hash: Some(hash),
-        disabled: false,
-        created_at_ms: random::now_ms(),
+    let account = match new_account(&server, email, &form.name, &form.password, &form.again).await {
+        Ok(account) => account,
+        Err(Refused::Form(text)) => return refuse(text),
+        Err(Refused::Failed(response)) => return response,
     };
     match server.inner.stores.accounts.create_account(&account).await {
         Ok(true) => {}
-        Ok(false) => {
-            return sign_up_page(
-                &server,
-                StatusCode::CONFLICT,
-                &form.csrf,
-                &next,
-                typed,
-                Some("An account with this email exists; sign in instead."),
-            );
-        }
+        Ok(false) => return sign_up_page(&server, StatusCode::CONFLICT, &view(&form.csrf), Some(TAKEN)),
         Err(e) => return failed(&server, "cannot store an account", &e),
     }
     tracing::info!(account = %account.id, "account made at sign-up");
-    match session::start(&server, &account.id).await {
-        Ok(cookie) => with_cookies(see_other(&next), [cookie, PreSession::clear(&server)]),
-        Err(e) => failed(&server, "cannot start a web session", &e),
+    signed_up(&server, &account.id, &next).await
+}
+
+/// The refusal of an email that has an account.
+pub(super) const TAKEN: &str = "An account with this email exists; sign in instead.";
+
+/// Why [`new_account`] made no account.
+pub(super) enum Refused {
+    /// The form's fields: the message to show beside it.
+    Form(&'static str),
+    /// The server: the answer to give.
+    Failed(Response),
+}
+
+/// The account a sign-up form describes, with a new id (`u_` and 16 hex digits) and its
+/// password hashed; not stored yet.
+pub(super) async fn new_account(
+    server: &OAuthServer,
+    email: String,
+    name: &str,
+    password: &str,
+    again: &str,
+) -> Result<Account, Refused> {
+    let display_name = display_name(name).map_err(Refused::Form)?;
+    let hash = new_password_hash(password, again).await.map_err(Refused::Form)?;
+    let id = match random::hex(8) {
+        Ok(hex) => format!("u_{hex}"),
+        Err(e) => return Err(Refused::Failed(failed(server, "cannot make an account id", &e))),
+    };
+    Ok(Account { id, email, display_name, password_hash: Some(hash), disabled: false, created_at_ms: random::now_ms() })
+}
+
+/// The answer once a new account is stored: its session starts, and the browser goes on to
+/// `next` with the form's CSRF cookie cleared.
+pub(super) async fn signed_up(server: &OAuthServer, account_id: &str, next: &str) -> Response {
+    match session::start(server, account_id).await {
+        Ok(cookie) => with_cookies(see_other(next), [cookie, PreSession::clear(server)]),
+        Err(e) => failed(server, "cannot start a web session", &e),
     }
 }
 
-fn sign_up_page(
+/// What a sign-up page shows besides its status and error.
+pub(super) struct SignUpPage<'a> {
+    pub(super) csrf: &'a str,
+    pub(super) next: &'a str,
+    /// The email typed, or a sign-up link's.
+    pub(super) email: &'a str,
+    /// A sign-up link's email: shown read-only and not sent (the link's token says it), the
+    /// form posted back to the link.
+    pub(super) email_fixed: bool,
+    pub(super) name: &'a str,
+}
+
+/// The sign-up form: to `/signup`, or, with the email fixed, to the link it came from (a
+/// relative action, so the token is never written into the page).
+pub(super) fn sign_up_page(
     server: &OAuthServer,
     status: StatusCode,
-    csrf: &str,
-    next: &str,
-    (email, name): (&str, &str),
+    view: &SignUpPage<'_>,
     error: Option<&str>,
 ) -> Response {
     let error =
         error.map(|text| format!("<p class=\"error\" role=\"alert\">{}</p>\n", escape(text))).unwrap_or_default();
-    let sign_in: String = form_urlencoded::byte_serialize(next.as_bytes()).collect();
+    let sign_in: String = form_urlencoded::byte_serialize(view.next.as_bytes()).collect();
+    let (action, email_field) = if view.email_fixed {
+        (
+            String::new(),
+            format!(
+                "<input id=\"email\" type=\"email\" value=\"{}\" readonly aria-readonly=\"true\">\n\
+                 <p class=\"muted\">You were invited with this address.</p>\n",
+                escape(view.email)
+            ),
+        )
+    } else {
+        (
+            format!(" action=\"{}\"", escape(&server.path("/signup"))),
+            format!(
+                "<input id=\"email\" type=\"email\" name=\"email\" value=\"{}\" maxlength=\"254\" \
+                 autocomplete=\"email\" required autofocus>\n",
+                escape(view.email.trim())
+            ),
+        )
+    };
     let body = format!(
-        "<h1>Make an account</h1>\n{error}<form method=\"post\" action=\"{action}\" class=\"card\">\n\
+        "<h1>Make an account</h1>\n{error}<form method=\"post\"{action} class=\"card\">\n\
          <input type=\"hidden\" name=\"csrf\" value=\"{csrf}\">\n\
          <input type=\"hidden\" name=\"next\" value=\"{next}\">\n\
-         <label for=\"email\">Email</label>\n\
-         <input id=\"email\" type=\"email\" name=\"email\" value=\"{email}\" maxlength=\"254\" \
-         autocomplete=\"email\" required autofocus>\n\
+         <label for=\"email\">Email</label>\n{email_field}\
          <label for=\"name\">Your name</label>\n\
          <input id=\"name\" type=\"text\" name=\"name\" value=\"{name}\" maxlength=\"100\" autocomplete=\"name\">\n\
          <label for=\"password\">Password</label>\n\
@@ -156,11 +201,9 @@ fn sign_up_page(
          <input id=\"again\" type=\"password\" name=\"again\" minlength=\"10\" autocomplete=\"new-password\" required>\n\
          <button type=\"submit\">Make the account</button>\n</form>\n\
          <p class=\"muted\">Have an account? <a href=\"{signin}?next={sign_in}\">Sign in</a>.</p>\n",
-        action = escape(&server.path("/signup")),
-        csrf = escape(csrf),
-        next = escape(next),
-        email = escape(email.trim()),
-        name = escape(name.trim()),
+        csrf = escape(view.csrf),
+        next = escape(view.next),
+        name = escape(view.name.trim()),
         signin = escape(&server.path("/signin")),
         sign_in = escape(&sign_in),
     );

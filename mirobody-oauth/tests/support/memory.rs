@@ -10,7 +10,7 @@ use async_trait::async_trait;
 use mirobody_core::backend::BackendResult;
 use mirobody_ports::{
     Account, AccountStore, AuthorizationCode, CodeUse, Grant, OAuthClient, OAuthStore, RefreshUse, RegistrationBound,
-    SecretOwner, SecretStore, WebSession, WebSessionStore,
+    SecretOwner, SecretStore, SignupToken, WebSession, WebSessionStore,
 };
 
 #[derive(Default)]
@@ -24,6 +24,8 @@ struct State {
     refresh: HashMap<[u8; 32], Refresh>,
     /// A secret's owner, hash and expiry, by user.
     secrets: HashMap<String, (SecretOwner, [u8; 32], Option<u64>)>,
+    /// A sign-up token and whether it was used.
+    signup: HashMap<[u8; 32], (SignupToken, bool)>,
 }
 
 struct Refresh {
@@ -107,6 +109,49 @@ impl AccountStore for Memory {
 
     async fn set_account_disabled(&self, id: &str, disabled: bool) -> BackendResult<bool> {
         Ok(self.lock().accounts.get_mut(id).map(|account| account.disabled = disabled).is_some())
+    }
+
+    async fn create_signup_token(
+        &self,
+        token_hash: &[u8; 32],
+        token: &SignupToken,
+        max_live_per_inviter: u32,
+    ) -> BackendResult<bool> {
+        let mut state = self.lock();
+        let live = state
+            .signup
+            .values()
+            .filter(|(other, used)| {
+                !used && other.invited_by == token.invited_by && other.expires_at_ms > token.created_at_ms
+            })
+            .count();
+        if live >= max_live_per_inviter as usize || state.signup.contains_key(token_hash) {
+            return Ok(false);
+        }
+        state.signup.insert(*token_hash, (token.clone(), false));
+        Ok(true)
+    }
+
+    async fn signup_token_email(&self, token_hash: &[u8; 32], now_ms: i64) -> BackendResult<Option<String>> {
+        let state = self.lock();
+        let live = state.signup.get(token_hash).filter(|(token, used)| !used && token.expires_at_ms > now_ms);
+        Ok(live.map(|(token, _)| token.email.clone()))
+    }
+
+    async fn use_signup_token(&self, token_hash: &[u8; 32], now_ms: i64) -> BackendResult<Option<String>> {
+        let mut state = self.lock();
+        let live = state.signup.get_mut(token_hash).filter(|(token, used)| !*used && token.expires_at_ms > now_ms);
+        Ok(live.map(|(token, used)| {
+            *used = true;
+            token.email.clone()
+        }))
+    }
+
+    async fn sweep_signup_tokens(&self, now_ms: i64) -> BackendResult<u64> {
+        let mut state = self.lock();
+        let before = state.signup.len();
+        state.signup.retain(|_, (token, _)| token.expires_at_ms > now_ms);
+        Ok((before - state.signup.len()) as u64)
     }
 }
 

@@ -8,6 +8,11 @@
 //! access (inviting, accepting) needs a bearer token besides; a personal MCP URL may read the
 //! circle and end sharing, never widen it. One person has at most
 //! `quotas.max_invitations_per_user` invitations waiting; one more is 409.
+//!
+//! An invitation by email to an address with no account, on a server with its sign-in pages
+//! on, answers with a `signup_url` besides its id: a link that makes the account of that
+//! address (once, for 14 days). Nothing is sent to the address; the inviter hands the link
+//! over. When no link can be made (too many waiting), `signup_url_error` says why.
 
 use axum::Router;
 use axum::body::Body;
@@ -16,6 +21,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{delete, get, post};
 use http::{Request, StatusCode};
 use mirobody_auth::CARE_CIRCLE;
+use mirobody_oauth::InviteLinkError;
 use serde::Deserialize;
 use serde_json::json;
 
@@ -98,7 +104,23 @@ async fn invite(State(routes): State<Routes>, request: Request<Body>) -> Respons
     match routes.backends().health().invite_within_quota(&owner, &body.invitee, body.nickname.as_deref()).await {
         Ok(Ok(id)) => {
             tracing::info!(owner, invite = id, "care-circle invitation");
-            (StatusCode::CREATED, axum::Json(json!({"id": id}))).into_response()
+            let mut answer = json!({"id": id});
+            if body.invitee.contains('@')
+                && let Some(oauth) = &routes.inner.oauth
+            {
+                match oauth.invite_link(&body.invitee, &owner).await {
+                    Ok(Some(url)) => answer["signup_url"] = json!(url),
+                    Ok(None) => {}
+                    Err(e @ (InviteLinkError::TooMany | InviteLinkError::Email)) => {
+                        answer["signup_url_error"] = json!(e.to_string());
+                    }
+                    Err(e) => {
+                        tracing::error!(owner, error = %e, "cannot make a sign-up link");
+                        answer["signup_url_error"] = json!("The sign-up link could not be made just now.");
+                    }
+                }
+            }
+            (StatusCode::CREATED, axum::Json(answer)).into_response()
         }
         Ok(Err(exceeded)) => {
             tracing::info!(owner, "care-circle invitation refused: quota");

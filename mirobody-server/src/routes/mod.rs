@@ -50,6 +50,9 @@ struct Inner {
     // What bodies and their parse take in memory, server-wide (`Routes::charge`).
     memory: Arc<Semaphore>,
     memory_capacity: usize,
+    // The sign-in pages, when on: an invitation by email to someone with no account gives a
+    // sign-up link.
+    oauth: Option<mirobody_oauth::OAuthServer>,
 }
 
 /// How long a request waits for its turn to be received before it is told to come back.
@@ -73,6 +76,8 @@ pub(crate) struct RouteSettings {
     pub(crate) callers: Arc<mirobody_mcp::limits::Callers>,
     /// The memory bodies being handled may take together, parses included, in bytes.
     pub(crate) max_inflight_bytes: usize,
+    /// The sign-in pages and authorization server, when `oauth.enabled`.
+    pub(crate) oauth: Option<mirobody_oauth::OAuthServer>,
 }
 
 /// Every route of this module, under `settings.prefix`.
@@ -90,6 +95,7 @@ pub(crate) fn router(backends: Arc<OpenedBackends>, auth: Authenticator, setting
             min_body_bytes_per_sec: settings.min_body_bytes_per_sec,
             memory: Arc::new(Semaphore::new(settings.max_inflight_bytes.clamp(1, Semaphore::MAX_PERMITS))),
             memory_capacity: settings.max_inflight_bytes.clamp(1, Semaphore::MAX_PERMITS),
+            oauth: settings.oauth,
         }),
     };
     let prefix = settings.prefix;

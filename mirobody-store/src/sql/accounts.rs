@@ -1,12 +1,13 @@
 //! [`AccountStore`] and [`WebSessionStore`] for [`SqlStore`]: the people who sign in and their
-//! signed-in browsers (schema 10, `0010_accounts_oauth`). A session is keyed by the SHA-256 of
-//! its cookie's token; every other statement by an account's id or email.
+//! signed-in browsers (schema 10, `0010_accounts_oauth`), and sign-up links (schema 11,
+//! `0011_signup_tokens`). A session and a sign-up token are keyed by the SHA-256 of their
+//! token; every other statement by an account's id or email, or a token's inviter.
 
 use async_trait::async_trait;
 use mirobody_core::backend::BackendResult;
-use mirobody_ports::{Account, AccountStore, WebSession, WebSessionStore};
+use mirobody_ports::{Account, AccountStore, SignupToken, WebSession, WebSessionStore};
 
-use super::{Pool, SqlStore, db_error};
+use super::{Dialect, Pool, SqlStore, db_error};
 
 /// The most accounts one page of [`AccountStore::list_accounts`] holds, whatever is asked.
 pub(crate) const MAX_ACCOUNT_PAGE: u32 = 1000;
@@ -105,6 +106,71 @@ impl AccountStore for SqlStore {
             sqlx::query(SQL).bind(id).bind(disabled).execute(pool).await.map_err(db_error)?.rows_affected()
         });
         Ok(done == 1)
+    }
+
+    /// The bound's count and the insert are one statement; on PostgreSQL a transaction-scoped
+    /// lock on the inviter serialises them besides (two statements at READ COMMITTED could
+    /// each count before the other inserts). SQLite writes one at a time.
+    async fn create_signup_token(
+        &self,
+        token_hash: &[u8; 32],
+        token: &SignupToken,
+        max_live_per_inviter: u32,
+    ) -> BackendResult<bool> {
+        const INSERT: &str = "INSERT INTO signup_tokens \
+             (token_hash, email, invited_by, created_at_ms, expires_at_ms) SELECT $1, $2, $3, $4, $5 \
+             WHERE (SELECT COUNT(*) FROM signup_tokens WHERE invited_by = $3 AND used_at_ms IS NULL \
+             AND expires_at_ms > $4) < $6";
+        let postgres = self.dialect() == Dialect::Postgres;
+        let stored = on_pool!(self, |pool| {
+            let mut tx = pool.begin().await.map_err(db_error)?;
+            if postgres {
+                sqlx::query("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))")
+                    .bind(format!("mirobody signup tokens of {}", token.invited_by))
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(db_error)?;
+            }
+            let stored = sqlx::query(INSERT)
+                .bind(&token_hash[..])
+                .bind(&token.email)
+                .bind(&token.invited_by)
+                .bind(token.created_at_ms)
+                .bind(token.expires_at_ms)
+                .bind(i64::from(max_live_per_inviter))
+                .execute(&mut *tx)
+                .await
+                .map_err(db_error)?
+                .rows_affected();
+            tx.commit().await.map_err(db_error)?;
+            stored
+        });
+        Ok(stored == 1)
+    }
+
+    async fn signup_token_email(&self, token_hash: &[u8; 32], now_ms: i64) -> BackendResult<Option<String>> {
+        const SQL: &str =
+            "SELECT email FROM signup_tokens WHERE token_hash = $1 AND used_at_ms IS NULL AND expires_at_ms > $2";
+        Ok(on_pool!(self, |pool| {
+            sqlx::query_scalar(SQL).bind(&token_hash[..]).bind(now_ms).fetch_optional(pool).await.map_err(db_error)?
+        }))
+    }
+
+    /// One `UPDATE … WHERE used_at_ms IS NULL … RETURNING`: the database lets one of two
+    /// concurrent uses match the row.
+    async fn use_signup_token(&self, token_hash: &[u8; 32], now_ms: i64) -> BackendResult<Option<String>> {
+        const SQL: &str = "UPDATE signup_tokens SET used_at_ms = $2 \
+             WHERE token_hash = $1 AND used_at_ms IS NULL AND expires_at_ms > $2 RETURNING email";
+        Ok(on_pool!(self, |pool| {
+            sqlx::query_scalar(SQL).bind(&token_hash[..]).bind(now_ms).fetch_optional(pool).await.map_err(db_error)?
+        }))
+    }
+
+    async fn sweep_signup_tokens(&self, now_ms: i64) -> BackendResult<u64> {
+        const SQL: &str = "DELETE FROM signup_tokens WHERE expires_at_ms <= $1";
+        Ok(on_pool!(self, |pool| {
+            sqlx::query(SQL).bind(now_ms).execute(pool).await.map_err(db_error)?.rows_affected()
+        }))
     }
 }
 

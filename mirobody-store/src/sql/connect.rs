@@ -82,6 +82,12 @@ pub(super) const MIGRATIONS: &[(i64, &str, &str, &str)] = &[
         include_str!("../../migrations/sqlite/0010_accounts_oauth.sql"),
         include_str!("../../migrations/postgres/0010_accounts_oauth.sql"),
     ),
+    (
+        11,
+        "signup_tokens",
+        include_str!("../../migrations/sqlite/0011_signup_tokens.sql"),
+        include_str!("../../migrations/postgres/0011_signup_tokens.sql"),
+    ),
 ];
 
 /// Where a SQLite migration hands over to Rust to compute every memory's indexed terms.
