@@ -119,28 +119,34 @@ fn the_python_sdk_signs_in_refreshes_and_is_refused_once_revoked() {
     };
     let server = server("oauth-python");
     let base = format!("http://127.0.0.1:{}", server.port);
-    let output = Command::new(venv.join("python"))
-        .arg(clients_dir().join("oauth_client.py"))
-        .args([format!("{base}/mcp"), EMAIL.into(), PASSWORD.into(), "node".into()])
-        .arg(browser_dir())
-        .arg(format!("{base}/account"))
-        .arg("marker-python-7f3a")
-        .output()
-        .expect("run the Python client");
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(
-        output.status.success() && stdout.contains("OAUTH-PYTHON-OK"),
-        "{stdout}\n{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let report = last_json(&stdout);
-    assert_eq!(report["whoami"]["authenticated"], true, "{report}");
-    assert!(server.account_remembers("marker-python-7f3a"), "the client acted as the person: {report}");
-    assert_eq!(report["iss"], base, "{report}");
-    assert!(report["consent_text"].as_str().unwrap().contains("Python SDK test client"), "{report}");
-    assert!(report["tokens_seen"].as_u64().unwrap() >= 2, "{report}");
-    assert_eq!(report["revoke"]["apps_left"], 0, "{report}");
-    assert!(report["after_revoke"].is_string(), "{report}");
+    // 2026-07-28 (no sessions), then 2025-11-25, whose session, made before the 401, goes on
+    // as the person's once they signed in.
+    for (mode, version) in [("auto", "2026-07-28"), ("legacy", "2025-11-25")] {
+        let marker = format!("marker-python-{mode}-7f3a");
+        let output = Command::new(venv.join("python"))
+            .arg(clients_dir().join("oauth_client.py"))
+            .args([format!("{base}/mcp"), EMAIL.into(), PASSWORD.into(), "node".into()])
+            .arg(browser_dir())
+            .arg(format!("{base}/account"))
+            .args([marker.as_str(), mode])
+            .output()
+            .expect("run the Python client");
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        assert!(
+            output.status.success() && stdout.contains("OAUTH-PYTHON-OK"),
+            "{mode}: {stdout}\n{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        let report = last_json(&stdout);
+        assert_eq!(report["protocol_version"], version, "{report}");
+        assert_eq!(report["whoami"]["authenticated"], true, "{report}");
+        assert!(server.account_remembers(&marker), "the client acted as the person: {report}");
+        assert_eq!(report["iss"], base, "{report}");
+        assert!(report["consent_text"].as_str().unwrap().contains("Python SDK test client"), "{report}");
+        assert!(report["tokens_seen"].as_u64().unwrap() >= 2, "{report}");
+        assert_eq!(report["revoke"]["apps_left"], 0, "{report}");
+        assert!(report["after_revoke"].is_string(), "{report}");
+    }
 }
 
 #[test]

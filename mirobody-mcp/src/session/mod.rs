@@ -124,7 +124,13 @@ pub(crate) enum SubscribeError {
 pub struct Session {
     id: Option<String>,
     conversation_id: Option<Arc<str>>,
-    owner: Option<String>,
+    // Set at creation for a signed-in caller; an anonymous session's is set once, by its first
+    // signed-in caller (`claim`).
+    owner: OnceLock<String>,
+    // Whether it was made anonymous: what the store's anonymous share counted it as.
+    made_anonymous: bool,
+    // Claimed here and not yet written to the shared record (shared sessions only).
+    claim_unsaved: std::sync::atomic::AtomicBool,
     caller: Option<crate::session::limits::Caller>,
     // The caller's count of sessions, given back when the session goes.
     slot: Mutex<Option<crate::session::limits::Slot>>,
@@ -160,7 +166,9 @@ impl Session {
         Session {
             conversation_id: id.as_deref().map(|id| conversation_id_for(id).into()),
             id,
-            owner: None,
+            owner: OnceLock::new(),
+            made_anonymous: true,
+            claim_unsaved: std::sync::atomic::AtomicBool::new(false),
             caller: None,
             slot: Mutex::new(None),
             closing: std::sync::atomic::AtomicBool::new(false),
@@ -178,8 +186,39 @@ impl Session {
 
     /// A session that belongs to one caller: requests from anyone else do not find it.
     pub(crate) fn owned_by(mut self, owner: Option<&str>) -> Self {
-        self.owner = owner.map(str::to_owned);
+        self.owner = OnceLock::new();
+        if let Some(owner) = owner {
+            let _ = self.owner.set(owner.to_owned());
+        }
+        self.made_anonymous = owner.is_none();
         self
+    }
+
+    /// The caller the session belongs to; `None` while it is anonymous.
+    pub(crate) fn owner(&self) -> Option<&str> {
+        self.owner.get().map(String::as_str)
+    }
+
+    /// Whether the session was made by an anonymous caller (claimed since or not).
+    pub(crate) fn made_anonymous(&self) -> bool {
+        self.made_anonymous
+    }
+
+    /// Makes an anonymous session `user_id`'s: a client that connected without credentials
+    /// and signed in when a call needed it (a 401, then OAuth) goes on in its session. Once
+    /// claimed, it is that caller's alone. Whether it now belongs to `user_id`.
+    pub(crate) fn claim(&self, user_id: &str) -> bool {
+        if self.owner.set(user_id.to_owned()).is_ok() {
+            self.claim_unsaved.store(true, Ordering::Release);
+            return true;
+        }
+        self.owner() == Some(user_id)
+    }
+
+    /// Whether the session was claimed since this was last asked: a transport that shares
+    /// sessions then writes its record, so every instance knows its owner.
+    pub(crate) fn take_unsaved_claim(&self) -> bool {
+        self.claim_unsaved.swap(false, Ordering::AcqRel)
     }
 
     /// The session id.
@@ -196,7 +235,7 @@ impl Session {
 
     /// Whether `user_id` (None for anonymous) is the caller the session belongs to.
     pub(crate) fn belongs_to(&self, user_id: Option<&str>) -> bool {
-        self.owner.as_deref() == user_id
+        self.owner() == user_id
     }
 
     /// The caller whose calls and streams on this session count against its limits.

@@ -51,7 +51,7 @@ impl Record {
         subscriptions.sort_unstable();
         Some(Record {
             format: RECORD_FORMAT,
-            owner: session.owner.clone(),
+            owner: session.owner().map(str::to_owned),
             version: version.to_owned(),
             capabilities: client.capabilities,
             client_name: client.name.into(),
@@ -64,6 +64,16 @@ impl Record {
     /// Whether the session belongs to `user_id` (None for anonymous).
     pub(crate) fn belongs_to(&self, user_id: Option<&str>) -> bool {
         self.owner.as_deref() == user_id
+    }
+
+    /// Whether a signed-in `user_id` takes this session, made anonymous and not claimed yet.
+    pub(crate) fn claimable_by(&self, user_id: Option<&str>) -> bool {
+        self.owner.is_none() && user_id.is_some()
+    }
+
+    /// Makes the session `user_id`'s.
+    pub(crate) fn set_owner(&mut self, user_id: Option<&str>) {
+        self.owner = user_id.map(str::to_owned);
     }
 
     /// The session this record describes, under `id`, as this instance's copy; `None` for a

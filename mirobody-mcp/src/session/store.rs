@@ -30,6 +30,16 @@ pub struct SessionStore {
     idle_timeout: Duration,
 }
 
+// Whether a signed-in caller takes an anonymous session as theirs.
+fn claims(session: &Session, user_id: Option<&str>) -> bool {
+    let Some(user_id) = user_id else { return false };
+    let claimed = session.owner().is_none() && session.claim(user_id);
+    if claimed {
+        tracing::debug!("an anonymous session now belongs to its first signed-in caller");
+    }
+    claimed
+}
+
 #[derive(Default)]
 pub(crate) struct Sessions {
     by_id: foldhash::HashMap<String, Arc<Session>>,
@@ -38,13 +48,13 @@ pub(crate) struct Sessions {
 
 impl Sessions {
     fn insert(&mut self, id: String, session: Arc<Session>) {
-        self.anonymous += usize::from(session.owner.is_none());
+        self.anonymous += usize::from(session.made_anonymous());
         self.by_id.insert(id, session);
     }
 
     fn remove(&mut self, id: &str) -> Option<Arc<Session>> {
         let gone = self.by_id.remove(id)?;
-        self.anonymous -= usize::from(gone.owner.is_none());
+        self.anonymous -= usize::from(gone.made_anonymous());
         gone.close();
         Some(gone)
     }
@@ -110,7 +120,7 @@ impl SessionStore {
         caller: crate::session::limits::Caller,
     ) -> Result<Arc<Session>, SessionRefused> {
         let id = session.id.clone().unwrap_or_default();
-        let signed_in = session.owner.is_some();
+        let signed_in = session.owner().is_some();
         let mut sessions = lock(&self.sessions);
         if let Some(kept) = sessions.by_id.get(&id) {
             return Ok(Arc::clone(kept));
@@ -132,7 +142,7 @@ impl SessionStore {
         if full(&sessions) {
             let anonymous_share_full = !signed_in && sessions.anonymous >= self.max_anonymous;
             let victim = sessions.evictable(|s, idle| {
-                let anonymous = s.owner.is_none();
+                let anonymous = s.owner().is_none();
                 if anonymous_share_full {
                     anonymous && idle >= MIN_IDLE_TO_EVICT
                 } else {
@@ -153,10 +163,11 @@ impl SessionStore {
         Ok(session)
     }
 
-    /// The live session with this id, if it belongs to `user_id`.
+    /// The live session with this id, if it belongs to `user_id`, or is anonymous and becomes
+    /// theirs now (see `Session::claim`).
     pub fn get(&self, id: &str, user_id: Option<&str>) -> Option<Arc<Session>> {
         let mut sessions = lock(&self.sessions);
-        let session = sessions.by_id.get(id).filter(|s| s.belongs_to(user_id))?;
+        let session = sessions.by_id.get(id).filter(|s| s.belongs_to(user_id) || claims(s, user_id))?;
         if !session.renew(self.idle_timeout) {
             sessions.remove(id);
             return None;

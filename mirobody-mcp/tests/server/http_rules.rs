@@ -286,6 +286,25 @@ async fn a_session_belongs_to_the_caller_that_opened_it() {
 }
 
 #[tokio::test]
+async fn an_anonymous_session_becomes_its_first_signed_in_callers() {
+    // A client connects without credentials, meets a 401 on a call that needs a person, signs
+    // in and goes on in the same session: it is theirs from then on, and no one else's.
+    let server = TestServer::new();
+    let anonymous = server.initialized(json!({})).await;
+    let ana = anonymous.as_user(mirobody_core::UserInfo::authenticated("ana"));
+    assert_eq!(ana.call("ping", json!({})).await.status, StatusCode::OK);
+    assert_eq!(anonymous.call("ping", json!({})).await.status, StatusCode::NOT_FOUND, "no longer anonymous");
+    let bo = anonymous.as_user(mirobody_core::UserInfo::authenticated("bo"));
+    assert_eq!(bo.call("ping", json!({})).await.status, StatusCode::NOT_FOUND, "claimed once, by ana");
+    assert_eq!(bo.send(bo.request(http::Method::DELETE, "")).await.status(), StatusCode::NOT_FOUND);
+    assert_eq!(ana.call("ping", json!({})).await.status, StatusCode::OK);
+    // Ended, it leaves nothing counted in the anonymous callers' share.
+    assert_eq!(ana.send(ana.request(http::Method::DELETE, "")).await.status(), StatusCode::NO_CONTENT);
+    assert_eq!(server.http.sessions().anonymous(), 0);
+    assert!(server.http.sessions().is_empty());
+}
+
+#[tokio::test]
 async fn other_http_methods_are_not_allowed() {
     let server = TestServer::new();
     let client = server.initialized(json!({})).await;

@@ -73,6 +73,24 @@ async fn a_session_made_on_one_instance_is_served_by_another_and_only_for_its_ow
 }
 
 #[tokio::test]
+async fn an_anonymous_session_claimed_on_one_instance_is_its_callers_everywhere() {
+    let backplane = Arc::new(MemoryBackplane::new());
+    let (a, b) = two(&backplane).await;
+    let anonymous = a.initialized(json!({})).await;
+    // Signed in on another instance than the one that made it.
+    let ana_on_b = anonymous.via(&b).as_user(UserInfo::authenticated("ana"));
+    assert_eq!(ana_on_b.call("tools/list", json!({})).await.status, StatusCode::OK);
+    assert_eq!(anonymous.via(&b).call("tools/list", json!({})).await.status, StatusCode::NOT_FOUND);
+    // A third instance reads the record: it is ana's.
+    let c = TestServer::sharing(Arc::clone(&backplane) as _, HttpOptions::default()).await;
+    assert_eq!(anonymous.via(&c).call("tools/list", json!({})).await.status, StatusCode::NOT_FOUND);
+    let bo_on_c = anonymous.via(&c).as_user(UserInfo::authenticated("bo"));
+    assert_eq!(bo_on_c.call("tools/list", json!({})).await.status, StatusCode::NOT_FOUND);
+    let ana_on_c = anonymous.via(&c).as_user(UserInfo::authenticated("ana"));
+    assert_eq!(ana_on_c.call("tools/list", json!({})).await.status, StatusCode::OK);
+}
+
+#[tokio::test]
 async fn a_change_through_one_instance_holds_on_the_others() {
     let backplane = Arc::new(MemoryBackplane::new());
     let (a, b) = two(&backplane).await;

@@ -1,8 +1,9 @@
 """Connects to mirobody-server from nothing with the official Python SDK's OAuth client (PyPI `mcp`).
 
-Usage: oauth_client.py <MCP URL> <email> <password> <node> <browser dir> <account page URL> <marker>
+Usage: oauth_client.py <MCP URL> <email> <password> <node> <browser dir> <account page URL> <marker> <auto|legacy>
 
-What a person sees: the client (speaking 2026-07-28, which has no sessions) meets a 401, reads the protected resource metadata and the
+What a person sees: the client (in `auto` mode speaking 2026-07-28, which has no sessions; in
+`legacy` mode 2025-11-25, its session made anonymous and going on once signed in) meets a 401, reads the protected resource metadata and the
 authorization server's metadata, registers itself, and sends the person to sign in and consent
 (headless Chromium does both, through tests/browser/oauth.mjs). Then `whoami` answers as that
 person, and `remember` keeps <marker> among that person's memories; the access token expires (the server runs with a 2 s lifetime and no leeway) and the
@@ -46,7 +47,7 @@ class Memory(TokenStorage):
 
 
 async def main() -> None:
-    mcp_url, email, password, node, browser_dir, account_url, marker = sys.argv[1:8]
+    mcp_url, email, password, node, browser_dir, account_url, marker, mode = sys.argv[1:9]
     storage = Memory()
     redirects: list[str] = []
     report: dict = {}
@@ -79,10 +80,11 @@ async def main() -> None:
     provider = OAuthClientProvider(mcp_url, metadata, storage, redirect_handler, callback_handler)
     try:
         async with httpx2.AsyncClient(auth=provider, timeout=60) as http:
-            async with Client(streamable_http_client(mcp_url, http_client=http)) as client:
+            async with Client(streamable_http_client(mcp_url, http_client=http), mode=mode) as client:
                 first = await client.call_tool("whoami", {})
                 assert not first.is_error, first
                 report["whoami"] = first.structured_content or first.content[0].text
+                report["protocol_version"] = client.protocol_version
                 kept = await client.call_tool("remember", {"text": marker})
                 assert not kept.is_error, kept
                 # Past the 2 s lifetime: the next call needs a refreshed token.

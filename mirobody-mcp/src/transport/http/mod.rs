@@ -408,7 +408,15 @@ impl HttpInner {
             return match &self.shared {
                 // Another instance may have ended it a moment ago: its record is gone at once,
                 // the news of it reaches this instance's copy a little later.
-                Some(shared) => Box::pin(shared::still_kept(self, shared, id, session)).await,
+                Some(shared) => {
+                    let session = Box::pin(shared::still_kept(self, shared, id, session)).await?;
+                    // Claimed by its first signed-in caller just now: every instance must
+                    // know whose it is.
+                    if session.take_unsaved_claim() && shared.save(&session).await.is_err() {
+                        return Err(shared::unreachable_sessions(None));
+                    }
+                    Ok(session)
+                }
                 None => Ok(session),
             };
         }

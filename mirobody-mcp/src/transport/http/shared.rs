@@ -23,14 +23,24 @@ pub(super) async fn adopt(
     if id.len() != 32 || !id.bytes().all(|b| b.is_ascii_hexdigit()) {
         return Err(session_not_found());
     }
-    let record = match shared.load(id).await {
-        Ok(Some(record)) if record.belongs_to(user.user_id()) => record,
+    let mut record = match shared.load(id).await {
+        Ok(Some(record)) if record.belongs_to(user.user_id()) || record.claimable_by(user.user_id()) => record,
         Ok(_) => return Err(session_not_found()),
         Err(_) => return Err(unreachable_sessions(None)),
     };
+    // An anonymous session's first signed-in caller makes it theirs (see `Session::claim`),
+    // here as on the instance that made it.
+    let claimed = record.claimable_by(user.user_id());
+    if claimed {
+        record.set_owner(user.user_id());
+    }
     let session = record.to_session(id, &protocol::SUPPORTED_VERSIONS).ok_or_else(session_not_found)?;
     let caller = inner.callers.caller(CallerKey::of(user, extensions));
-    inner.sessions.adopt(session, caller).map_err(|refused| session_refused(refused, None))
+    let session = inner.sessions.adopt(session, caller).map_err(|refused| session_refused(refused, None))?;
+    if claimed && shared.save(&session).await.is_err() {
+        return Err(unreachable_sessions(None));
+    }
+    Ok(session)
 }
 
 // This instance's copy of session `id`, unless another instance ended the session: a client
@@ -119,7 +129,7 @@ pub(super) async fn send_answer(
 
 const NOT_WAITED_FOR: &str = "No request is waiting for this response";
 
-fn unreachable_sessions(id: Option<&Id>) -> Response {
+pub(super) fn unreachable_sessions(id: Option<&Id>) -> Response {
     over_limit(
         StatusCode::SERVICE_UNAVAILABLE,
         id,
