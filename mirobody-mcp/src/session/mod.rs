@@ -206,7 +206,8 @@ impl Session {
 
     /// Makes an anonymous session `user_id`'s: a client that connected without credentials
     /// and signed in when a call needed it (a 401, then OAuth) goes on in its session. Once
-    /// claimed, it is that caller's alone. Whether it now belongs to `user_id`.
+    /// claimed, it is that caller's alone. Whether it now belongs to `user_id`. The store
+    /// claims only a session with no call running.
     pub(crate) fn claim(&self, user_id: &str) -> bool {
         if self.owner.set(user_id.to_owned()).is_ok() {
             self.claim_unsaved.store(true, Ordering::Release);

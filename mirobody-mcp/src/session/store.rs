@@ -30,10 +30,12 @@ pub struct SessionStore {
     idle_timeout: Duration,
 }
 
-// Whether a signed-in caller takes an anonymous session as theirs.
+// Whether a signed-in caller takes an anonymous session as theirs: only one with no call
+// running, as a client's is when it signs in after a 401 (its refused call never ran), so no
+// one can step into a call under way, or answer the questions it asks.
 fn claims(session: &Session, user_id: Option<&str>) -> bool {
     let Some(user_id) = user_id else { return false };
-    let claimed = session.owner().is_none() && session.claim(user_id);
+    let claimed = session.owner().is_none() && !session.has_running_calls() && session.claim(user_id);
     if claimed {
         tracing::debug!("an anonymous session now belongs to its first signed-in caller");
     }

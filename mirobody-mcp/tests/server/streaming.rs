@@ -253,6 +253,21 @@ async fn an_answer_from_another_session_or_user_is_refused_and_the_question_stil
 }
 
 #[tokio::test]
+async fn a_session_with_a_call_running_is_claimed_by_no_one() {
+    // A question waits in an anonymous session: a signed-in stranger who learned its id can
+    // neither take the session (as a client signing in after a 401 does) nor answer.
+    let server = TestServer::new();
+    let client = server.initialized(json!({"elicitation": {}})).await;
+    let (mut sse, ask) = start_elicitation(&client, 8).await;
+    let stranger = client.as_user(UserInfo::authenticated("eve"));
+    assert_eq!(stranger.call("ping", json!({})).await.status, StatusCode::NOT_FOUND);
+    assert_eq!(stranger.post_json(&answer(&ask["id"], "Eve")).await.status, StatusCode::NOT_FOUND);
+    assert_eq!(client.post(&answer(&ask["id"], "Ada")).await.status(), StatusCode::ACCEPTED);
+    let response = sse.next_message().await;
+    assert_eq!(response["result"]["structuredContent"]["answer"]["content"]["name"], "Ada");
+}
+
+#[tokio::test]
 async fn an_error_answer_reaches_the_tool() {
     let server = TestServer::new();
     let client = server.initialized(json!({"elicitation": {}})).await;
