@@ -1,7 +1,7 @@
 //! The cryptography jsonwebtoken runs on: RustCrypto, but for ES256 checks, which ring does.
 //! An ECDSA P-256 check is the costliest work a forged token makes the server do before any
-//! per-caller limit can refuse it, and ring's (in the tree already, for rustls) costs a
-//! fraction of RustCrypto's (`benches/verify.rs`, "ES256 first verify"). Written here because
+//! per-caller limit can refuse it, and ring's (in the tree already, for rustls) is the
+//! cheaper (`benches/verify.rs`, "ES256 first verify"; figures in `benches/README.md`). Written here because
 //! jsonwebtoken offers ring as no provider of its own; its `CryptoProvider` is made to be filled
 //! in this way.
 

@@ -163,7 +163,7 @@ pub(crate) fn display_name(name: &str) -> Result<Option<String>, &'static str> {
 }
 
 /// What a new password's fields say: the hash, or the message that refuses them. Hashing runs
-/// off the async threads (about 20 ms of argon2).
+/// off the async threads (argon2 is made to be slow).
 pub(crate) async fn new_password_hash(password: &str, again: &str) -> Result<String, &'static str> {
     if password != again {
         return Err("The two new passwords differ.");

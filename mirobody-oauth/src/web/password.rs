@@ -26,8 +26,8 @@ pub enum PasswordError {
     Hashing(String),
 }
 
-// OWASP's argon2id settings (19 MiB, 2 passes, 1 lane): ~20 ms here, so guessing is slow and
-// a sign-in is not.
+// OWASP's argon2id settings (19 MiB, 2 passes, 1 lane): slow enough for guessing, not for a
+// sign-in.
 fn hasher() -> Argon2<'static> {
     let params = Params::new(19 * 1024, 2, 1, None).unwrap_or_default();
     Argon2::new(Algorithm::Argon2id, Version::V0x13, params)
