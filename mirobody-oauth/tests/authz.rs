@@ -471,3 +471,22 @@ async fn revocation_ends_a_grant_only_for_its_own_client() {
     assert!(h.backends.accounts().set_account_disabled("u-ana", true).await.unwrap());
     assert_eq!(h.refresh(&client, &refresh).await.status, StatusCode::BAD_REQUEST);
 }
+
+#[tokio::test]
+async fn oversized_requests_are_refused_before_they_are_read() {
+    let h = harness(OAuthSettings::default()).await;
+    let client = h.public_client().await;
+    let padding = "x".repeat(20 * 1024);
+    for path in ["/token", "/revoke"] {
+        let form = [("grant_type", "refresh_token"), ("refresh_token", padding.as_str()), ("client_id", &client)];
+        assert_eq!(h.post_form(path, &form, false).await.status, StatusCode::PAYLOAD_TOO_LARGE, "{path}");
+    }
+    // An authorization request over 8 KiB is shown as refused, never redirected.
+    let query = h.authorize_query(&client, &[("state", &"s".repeat(9 * 1024))]);
+    let answer = h.get(&format!("/authorize?{query}"), true).await;
+    assert_eq!(answer.status, StatusCode::BAD_REQUEST);
+    assert!(answer.headers.get(header::LOCATION).is_none());
+    let consent = h.post_form("/authorize", &[("request", padding.as_str()), ("csrf", "x")], true).await;
+    assert_eq!(consent.status, StatusCode::PAYLOAD_TOO_LARGE);
+    assert!(h.backends.oauth().grants_of("u-ana").await.unwrap().is_empty(), "nothing was granted");
+}
