@@ -47,11 +47,11 @@ impl OAuthServer {
             return Ok(None);
         }
         let token = random::token(32)?;
-        let now = random::now_ms();
+        let now = mirobody_core::clock::now_ms();
         let ttl = i64::try_from(SIGNUP_LINK_TTL.as_millis()).unwrap_or(i64::MAX);
         let record =
             SignupToken { email, invited_by: invited_by.to_owned(), created_at_ms: now, expires_at_ms: now + ttl };
-        if !accounts.create_signup_token(&random::hash(&token), &record, MAX_LIVE_SIGNUP_LINKS).await? {
+        if !accounts.create_signup_token(&mirobody_auth::hash_secret(&token), &record, MAX_LIVE_SIGNUP_LINKS).await? {
             return Err(InviteLinkError::TooMany);
         }
         tracing::info!(invited_by, "sign-up link made");

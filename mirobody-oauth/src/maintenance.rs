@@ -2,7 +2,6 @@
 
 use std::time::Duration;
 
-use crate::random;
 use crate::server::OAuthServer;
 
 /// How often the store is asked for grants revoked elsewhere.
@@ -36,7 +35,7 @@ impl OAuthServer {
     /// Adds the grants revoked within one access-token lifetime to the revoked list.
     pub async fn learn_revocations(&self) {
         let window = self.inner.settings.access_token_ttl + REVOCATION_POLL * 2;
-        let since = random::now_ms() - i64::try_from(window.as_millis()).unwrap_or(i64::MAX / 2);
+        let since = mirobody_core::clock::now_ms() - i64::try_from(window.as_millis()).unwrap_or(i64::MAX / 2);
         match self.inner.stores.oauth.revoked_grants_since(since).await {
             Ok(ids) => self.inner.revoked.extend(ids.iter().map(String::as_str)),
             Err(e) => tracing::warn!(error = %e, "cannot read revoked grants"),
@@ -45,7 +44,7 @@ impl OAuthServer {
 
     async fn sweep(&self) {
         let stores = &self.inner.stores;
-        let now = random::now_ms();
+        let now = mirobody_core::clock::now_ms();
         let unused = now - i64::try_from(self.inner.settings.unused_client_ttl.as_millis()).unwrap_or(i64::MAX / 2);
         let results = [
             ("codes and refresh tokens", stores.oauth.sweep_oauth(now).await),

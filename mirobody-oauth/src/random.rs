@@ -1,8 +1,7 @@
-//! Random tokens and their stored hashes.
+//! Random tokens (stored as `mirobody_auth::hash_secret` hashes).
 
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use sha2::{Digest, Sha256};
 
 /// Why no random token could be made (the operating system's generator failed).
 #[derive(Debug, thiserror::Error)]
@@ -23,17 +22,6 @@ pub(crate) fn hex(bytes: usize) -> Result<String, RandomError> {
     Ok(buffer.iter().map(|b| format!("{b:02x}")).collect())
 }
 
-/// The SHA-256 a token is stored and looked up under.
-pub(crate) fn hash(token: &str) -> [u8; 32] {
-    Sha256::digest(token.as_bytes()).into()
-}
-
-/// Milliseconds since the Unix epoch.
-pub(crate) fn now_ms() -> i64 {
-    let since = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
-    i64::try_from(since.as_millis()).unwrap_or(i64::MAX)
-}
-
 #[cfg(test)]
 mod tests {
     #[test]
@@ -41,7 +29,6 @@ mod tests {
         let (a, b) = (super::token(32).unwrap(), super::token(32).unwrap());
         assert_eq!(a.len(), 43);
         assert_ne!(a, b);
-        assert_ne!(super::hash(&a), super::hash(&b));
         let hex = super::hex(8).unwrap();
         assert!(hex.len() == 16 && hex.bytes().all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase()));
     }

@@ -306,7 +306,7 @@ async fn decide(State(server): State<OAuthServer>, headers: HeaderMap, body: axu
 impl OAuthServer {
     // Records the grant the person consented to and a code that redeems into it.
     async fn issue_code(&self, checked: &Checked, signed_in: &SignedIn) -> Result<String, String> {
-        let now = random::now_ms();
+        let now = mirobody_core::clock::now_ms();
         let grant = Grant {
             id: random::token(16).map_err(|e| e.to_string())?,
             account_id: signed_in.account.id.clone(),
@@ -327,7 +327,7 @@ impl OAuthServer {
         };
         let store = &self.inner.stores.oauth;
         store.create_grant(&grant).await.map_err(|e| e.to_string())?;
-        store.put_code(&random::hash(&code), &record).await.map_err(|e| e.to_string())?;
+        store.put_code(&mirobody_auth::hash_secret(&code), &record).await.map_err(|e| e.to_string())?;
         tracing::info!(account = %grant.account_id, client = %grant.client_id, grant = %grant.id, "access granted");
         Ok(code)
     }

@@ -22,7 +22,6 @@ use url::{Host, Url};
 
 use super::clients::acceptable_redirect_uri;
 use super::register::{MAX_NAME_CHARS, MAX_REDIRECT_URIS};
-use crate::random;
 use crate::server::OAuthServer;
 use crate::settings::OAuthSettings;
 
@@ -114,7 +113,7 @@ impl OAuthServer {
         }
         let ttl_ms = i64::try_from(settings.cimd_cache_ttl.as_millis()).unwrap_or(i64::MAX / 2);
         let fresh = |client: &OAuthClient| {
-            let age = random::now_ms() - client.created_at_ms;
+            let age = mirobody_core::clock::now_ms() - client.created_at_ms;
             client.registered_from == METADATA && (0..ttl_ms).contains(&age)
         };
         match store.client(client_id).await {
@@ -457,7 +456,7 @@ fn parse_document(client_id: &str, body: &[u8]) -> Result<OAuthClient, Refused> 
         secret_hash: None,
         registered_from: METADATA.to_owned(),
         // The fetch time: the copy is used until the cache TTL after it.
-        created_at_ms: random::now_ms(),
+        created_at_ms: mirobody_core::clock::now_ms(),
     })
 }
 

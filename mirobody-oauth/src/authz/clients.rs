@@ -7,8 +7,6 @@ use mirobody_ports::OAuthClient;
 use subtle::ConstantTimeEq;
 use url::{Host, Url};
 
-use crate::random;
-
 /// The longest redirect URI kept.
 pub(crate) const MAX_REDIRECT_URI_BYTES: usize = 2000;
 
@@ -119,7 +117,7 @@ impl ClientCredentials {
     /// client (compared as hashes, in constant time), nothing for a public one.
     pub(crate) fn authenticate(&self, client: &OAuthClient) -> Result<(), InvalidClient> {
         match (&client.secret_hash, &self.secret) {
-            (Some(expected), Some(given)) if bool::from(random::hash(given).ct_eq(expected)) => Ok(()),
+            (Some(expected), Some(given)) if bool::from(mirobody_auth::hash_secret(given).ct_eq(expected)) => Ok(()),
             (Some(_), _) => Err(InvalidClient("client authentication failed")),
             (None, Some(_)) => Err(InvalidClient("this client has no secret")),
             (None, None) => Ok(()),
@@ -193,9 +191,9 @@ mod tests {
         assert_eq!(credentials.client_id.as_deref(), Some("my id"));
         assert_eq!(credentials.secret.as_deref(), Some("s:cret"));
         let mut confidential = client(&[]);
-        confidential.secret_hash = Some(random::hash("s:cret"));
+        confidential.secret_hash = Some(mirobody_auth::hash_secret("s:cret"));
         assert!(credentials.authenticate(&confidential).is_ok());
-        confidential.secret_hash = Some(random::hash("other"));
+        confidential.secret_hash = Some(mirobody_auth::hash_secret("other"));
         assert!(credentials.authenticate(&confidential).is_err());
         assert!(
             ClientCredentials::default().authenticate(&confidential).is_err(),

@@ -90,14 +90,14 @@ async fn register(State(server): State<OAuthServer>, extensions: Extensions, bod
         (Ok(id), Ok(secret)) => (id, (method != "none").then_some(secret)),
         _ => return invalid("server_error", "no random id could be made"),
     };
-    let now = random::now_ms();
+    let now = mirobody_core::clock::now_ms();
     let from = extensions.get::<ClientAddr>().map_or_else(|| "unknown".to_owned(), |addr| addr.0.to_string());
     let client = OAuthClient {
         client_id: client_id.clone(),
         client_name: client_name.clone().filter(|n| !n.is_empty()),
         client_uri: client_uri.clone(),
         redirect_uris: request.redirect_uris.clone(),
-        secret_hash: secret.as_deref().map(random::hash),
+        secret_hash: secret.as_deref().map(mirobody_auth::hash_secret),
         registered_from: from,
         created_at_ms: now,
     };

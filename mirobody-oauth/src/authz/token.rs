@@ -120,8 +120,8 @@ async fn redeem_code(server: &OAuthServer, client_id: &str, form: &Form) -> Resp
         return invalid_request("code and code_verifier are required");
     };
     let store = &server.inner.stores.oauth;
-    let now = random::now_ms();
-    let record = match store.take_code(&random::hash(code), now).await {
+    let now = mirobody_core::clock::now_ms();
+    let record = match store.take_code(&mirobody_auth::hash_secret(code), now).await {
         Ok(CodeUse::Fresh(record)) => record,
         Ok(CodeUse::Replayed { grant_id }) => {
             // Someone holds a copy of a code already redeemed: whatever it gave stops now.
@@ -159,7 +159,9 @@ async fn redeem_code(server: &OAuthServer, client_id: &str, form: &Form) -> Resp
         Ok(token) => token,
         Err(e) => return unavailable(e),
     };
-    if let Err(e) = store.put_refresh_token(&random::hash(&refresh), &grant.id, now + server.refresh_ttl_ms()).await {
+    if let Err(e) =
+        store.put_refresh_token(&mirobody_auth::hash_secret(&refresh), &grant.id, now + server.refresh_ttl_ms()).await
+    {
         return unavailable(e);
     }
     if let Err(e) = store.touch_grant(&grant.id, now).await {
@@ -182,9 +184,15 @@ async fn refresh(server: &OAuthServer, client_id: &str, form: &Form) -> Response
         Err(e) => return unavailable(e),
     };
     let store = &server.inner.stores.oauth;
-    let now = random::now_ms();
-    let rotated =
-        store.rotate_refresh_token(&random::hash(old), &random::hash(&new), now + server.refresh_ttl_ms(), now).await;
+    let now = mirobody_core::clock::now_ms();
+    let rotated = store
+        .rotate_refresh_token(
+            &mirobody_auth::hash_secret(old),
+            &mirobody_auth::hash_secret(&new),
+            now + server.refresh_ttl_ms(),
+            now,
+        )
+        .await;
     let grant = match rotated {
         Ok(RefreshUse::Rotated(grant)) => grant,
         Ok(RefreshUse::Reused { grant_id }) => {
@@ -262,7 +270,7 @@ async fn revoke(State(server): State<OAuthServer>, headers: HeaderMap, body: Byt
         Err(refusal) => return refusal,
     };
     let Some(token) = field(&form, "token") else { return invalid_request("token is required") };
-    let grant_id = match server.inner.stores.oauth.refresh_token_grant(&random::hash(token)).await {
+    let grant_id = match server.inner.stores.oauth.refresh_token_grant(&mirobody_auth::hash_secret(token)).await {
         Ok(Some(grant_id)) => Some(grant_id),
         Ok(None) => server.access_token_grant(token),
         Err(e) => return unavailable(e),
@@ -306,7 +314,7 @@ impl OAuthServer {
     /// and its access tokens at once on this instance (others learn it from the store within
     /// the sweep interval). Whether a live grant was revoked.
     pub(crate) async fn revoke(&self, grant_id: &str, account_id: Option<&str>) -> bool {
-        match self.inner.stores.oauth.revoke_grant(grant_id, account_id, random::now_ms()).await {
+        match self.inner.stores.oauth.revoke_grant(grant_id, account_id, mirobody_core::clock::now_ms()).await {
             Ok(revoked) => {
                 if revoked {
                     self.inner.revoked.revoke(grant_id);

@@ -11,7 +11,6 @@ use mirobody_ports::Grant;
 use serde::Deserialize;
 
 use crate::page::{escape, page, see_other};
-use crate::random;
 use crate::server::OAuthServer;
 use crate::web::forms::{
     ClientAddress, date, failed, forbidden, message, new_password_hash, retry_after, unreadable, verify_password,
@@ -111,7 +110,7 @@ async fn revoke_app(
     }
     // Scoped to the account: another person's grant id revokes nothing.
     let account = &signed_in.account.id;
-    match server.inner.stores.oauth.revoke_grant(&form.grant, Some(account), random::now_ms()).await {
+    match server.inner.stores.oauth.revoke_grant(&form.grant, Some(account), mirobody_core::clock::now_ms()).await {
         Ok(true) => {
             // Its access tokens stop now, not when they expire.
             server.inner.revoked.revoke(&form.grant);

@@ -10,7 +10,6 @@ use axum::routing::get;
 use http::{HeaderMap, StatusCode};
 use serde::Deserialize;
 
-use crate::random;
 use crate::server::OAuthServer;
 use crate::web::forms::{PreSession, failed, message, unreadable};
 use crate::web::signup::{EXPIRED, Refused, SignUpPage, TAKEN, new_account, sign_up_page, signed_up};
@@ -51,13 +50,13 @@ fn token_hash(token: &str) -> Option<[u8; 32]> {
     let shaped = !token.is_empty()
         && token.len() <= MAX_TOKEN_CHARS
         && token.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
-    shaped.then(|| random::hash(token))
+    shaped.then(|| mirobody_auth::hash_secret(token))
 }
 
 /// The email of the live token, or the answer to give instead.
 async fn email_of(server: &OAuthServer, token: &str) -> Result<([u8; 32], String), Response> {
     let Some(hash) = token_hash(token) else { return Err(gone(server)) };
-    match server.inner.stores.accounts.signup_token_email(&hash, random::now_ms()).await {
+    match server.inner.stores.accounts.signup_token_email(&hash, mirobody_core::clock::now_ms()).await {
         Ok(Some(email)) => Ok((hash, email)),
         Ok(None) => Err(gone(server)),
         Err(e) => Err(failed(server, "cannot read a sign-up link", &e)),
@@ -106,7 +105,7 @@ async fn submit(
         Err(Refused::Failed(answer)) => return answer,
     };
     // Taken before the account is stored: of two forms sent at once, one makes it.
-    match server.inner.stores.accounts.use_signup_token(&hash, random::now_ms()).await {
+    match server.inner.stores.accounts.use_signup_token(&hash, mirobody_core::clock::now_ms()).await {
         Ok(Some(taken)) if taken == email => {}
         Ok(_) => return gone(&server),
         Err(e) => return failed(&server, "cannot use a sign-up link", &e),

@@ -49,9 +49,9 @@ fn cookie_token<'a>(server: &OAuthServer, headers: &'a HeaderMap) -> Option<&'a 
 /// and is not disabled. A store failure counts as signed out (and is logged).
 pub(crate) async fn signed_in(server: &OAuthServer, headers: &HeaderMap) -> Option<SignedIn> {
     let token = cookie_token(server, headers)?;
-    let token_hash = random::hash(token);
+    let token_hash = mirobody_auth::hash_secret(token);
     let stores = &server.inner.stores;
-    let session = match stores.sessions.web_session(&token_hash, random::now_ms()).await {
+    let session = match stores.sessions.web_session(&token_hash, mirobody_core::clock::now_ms()).await {
         Ok(session) => session?,
         Err(e) => {
             tracing::warn!(error = %e, "web session lookup failed");
@@ -71,21 +71,21 @@ pub(crate) async fn signed_in(server: &OAuthServer, headers: &HeaderMap) -> Opti
 /// Starts a session for `account_id`: stores it and returns the `Set-Cookie` value.
 pub(crate) async fn start(server: &OAuthServer, account_id: &str) -> Result<HeaderValue, StartError> {
     let token = random::token(32)?;
-    let now = random::now_ms();
+    let now = mirobody_core::clock::now_ms();
     let ttl = server.inner.settings.session_ttl;
     let session = WebSession {
         account_id: account_id.to_owned(),
         created_at_ms: now,
         expires_at_ms: now.saturating_add(i64::try_from(ttl.as_millis()).unwrap_or(i64::MAX)),
     };
-    server.inner.stores.sessions.create_web_session(&random::hash(&token), &session).await?;
+    server.inner.stores.sessions.create_web_session(&mirobody_auth::hash_secret(&token), &session).await?;
     Ok(cookie(server, &token, ttl.as_secs()))
 }
 
 /// Ends the request's session, if any, and returns the `Set-Cookie` value that clears it.
 pub(crate) async fn end(server: &OAuthServer, headers: &HeaderMap) -> HeaderValue {
     if let Some(token) = cookie_token(server, headers)
-        && let Err(e) = server.inner.stores.sessions.end_web_session(&random::hash(token)).await
+        && let Err(e) = server.inner.stores.sessions.end_web_session(&mirobody_auth::hash_secret(token)).await
     {
         tracing::warn!(error = %e, "cannot end a web session");
     }

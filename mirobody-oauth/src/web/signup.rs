@@ -132,7 +132,14 @@ pub(super) async fn new_account(
         Ok(hex) => format!("u_{hex}"),
         Err(e) => return Err(Refused::Failed(failed(server, "cannot make an account id", &e))),
     };
-    Ok(Account { id, email, display_name, password_hash: Some(hash), disabled: false, created_at_ms: random::now_ms() })
+    Ok(Account {
+        id,
+        email,
+        display_name,
+        password_hash: Some(hash),
+        disabled: false,
+        created_at_ms: mirobody_core::clock::now_ms(),
+    })
 }
 
 /// The answer once a new account is stored: its session starts, and the browser goes on to
