@@ -1,8 +1,8 @@
 //! The traits mirobody's server parts meet at, apart from the tool engine: what the auth layer
 //! looks callers up in ([`SecretStore`]), what the MCP layer records and keeps
 //! ([`AccessLog`], [`TaskStore`], [`SessionBackplane`]), and what people sign in with
-//! ([`AccountStore`], [`WebSessionStore`], [`OAuthStore`]). `mirobody-store` implements them;
-//! `mirobody-auth`, `mirobody-oauth` and `mirobody-mcp` use them.
+//! ([`AccountStore`], [`WebSessionStore`], [`OAuthStore`], [`IdentityStore`]). `mirobody-store`
+//! implements them; `mirobody-auth`, `mirobody-oauth` and `mirobody-mcp` use them.
 //!
 //! They are not in `mirobody-core`, which every tool and every embedder compiles: a tool never
 //! reaches them, and an application that only runs tools in process needs none of them. Nor
@@ -19,6 +19,7 @@
 mod access;
 mod accounts;
 mod client_addr;
+mod identities;
 mod oauth;
 mod secrets;
 mod sessions;
@@ -27,6 +28,7 @@ mod tasks;
 pub use access::{AccessKind, AccessLog, AccessOutcome};
 pub use accounts::{Account, AccountStore, SignupToken, WebSession, WebSessionStore};
 pub use client_addr::ClientAddr;
+pub use identities::{IdentityLink, IdentityStore, UpstreamLogin};
 pub use oauth::{AuthorizationCode, CodeUse, Grant, OAuthClient, OAuthStore, RefreshUse, RegistrationBound};
 pub use secrets::{SecretOwner, SecretStore};
 pub use sessions::{MAX_SESSION_VALUE_BYTES, SessionBackplane};

@@ -40,7 +40,9 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use mirobody_core::{Cache, Memory, Storage};
-use mirobody_ports::{AccessLog, AccountStore, OAuthStore, SecretStore, SessionBackplane, TaskStore, WebSessionStore};
+use mirobody_ports::{
+    AccessLog, AccountStore, IdentityStore, OAuthStore, SecretStore, SessionBackplane, TaskStore, WebSessionStore,
+};
 
 use mirobody_health::{HealthData, HealthStore};
 use serde::Deserialize;
@@ -397,6 +399,11 @@ impl OpenedBackends {
 
     /// The OAuth authorization server's clients, grants, codes and refresh tokens.
     pub fn oauth(&self) -> Arc<dyn OAuthStore> {
+        self.sql.clone()
+    }
+
+    /// The accounts' links to OpenID providers' subjects, and sign-ins in flight to them.
+    pub fn identities(&self) -> Arc<dyn IdentityStore> {
         self.sql.clone()
     }
 

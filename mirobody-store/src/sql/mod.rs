@@ -62,6 +62,7 @@ mod circle;
 mod connect;
 mod db;
 mod files;
+mod identities;
 mod import;
 mod memory;
 mod oauth;
