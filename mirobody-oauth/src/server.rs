@@ -4,11 +4,12 @@ use std::sync::Arc;
 
 use axum::Router;
 use mirobody_auth::{McpEndpoint, RevokedGrants};
-use mirobody_ports::{AccountStore, OAuthStore, SecretStore, WebSessionStore};
+use mirobody_ports::{AccountStore, IdentityStore, OAuthStore, SecretStore, WebSessionStore};
 
 use crate::authz::cimd::Resolver;
 use crate::authz::keys::SigningKey;
 use crate::settings::OAuthSettings;
+use crate::upstream::client::Upstream;
 use crate::web::throttle::SignInThrottle;
 
 /// Every store the sign-in pages and the authorization server keep state in. One
@@ -23,11 +24,17 @@ pub struct OAuthStores {
     pub oauth: Arc<dyn OAuthStore>,
     /// Personal MCP URLs, which the access page mints and revokes; `None` hides that part.
     pub secrets: Option<Arc<dyn SecretStore>>,
+    /// Links to the operator's OpenID providers and sign-ins in flight to them; `None` hides
+    /// the providers' buttons.
+    pub identities: Option<Arc<dyn IdentityStore>>,
 }
 
 impl std::fmt::Debug for OAuthStores {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("OAuthStores").field("secrets", &self.secrets.is_some()).finish_non_exhaustive()
+        f.debug_struct("OAuthStores")
+            .field("secrets", &self.secrets.is_some())
+            .field("identities", &self.identities.is_some())
+            .finish_non_exhaustive()
     }
 }
 
@@ -48,6 +55,8 @@ pub(crate) struct Inner {
     pub(crate) throttle: SignInThrottle,
     /// Client metadata documents being fetched, and those that failed lately.
     pub(crate) cimd: Resolver,
+    /// The operator's OpenID providers.
+    pub(crate) upstream: Upstream,
     /// The issuer: the public base URL and the path prefix.
     pub(crate) issuer: String,
     /// Whether cookies are marked `Secure` (the public URL is https).
@@ -77,6 +86,10 @@ impl OAuthServer {
         let issuer = format!("{}{}", endpoint.base_url(), endpoint.uri_prefix());
         let secure = endpoint.base_url().starts_with("https://");
         let throttle = SignInThrottle::new(settings.sign_in_burst, settings.sign_in_interval);
+        let upstream = Upstream::new(&settings.providers);
+        if !upstream.providers.is_empty() && stores.identities.is_none() {
+            tracing::warn!("oauth.providers are configured, but no identity store is given: their buttons are hidden");
+        }
         OAuthServer {
             inner: Arc::new(Inner {
                 stores,
@@ -86,6 +99,7 @@ impl OAuthServer {
                 revoked,
                 throttle,
                 cimd: Resolver::new(),
+                upstream,
                 issuer,
                 secure,
                 scopes,
@@ -109,9 +123,10 @@ impl OAuthServer {
     }
 
     /// Every route: the metadata, `/authorize`, `/token`, `/register`, `/revoke`, the JWKS,
-    /// and the pages (`/signin`, `/signup`, `/signup/{token}`, `/account`).
+    /// the pages (`/signin`, `/signup`, `/signup/{token}`, `/account`), and sign-in through
+    /// the configured OpenID providers (`/signin/with/{provider}` and its `/callback`).
     pub fn router(&self) -> Router {
-        crate::authz::routes(self).merge(crate::web::routes(self))
+        crate::authz::routes(self).merge(crate::web::routes(self)).merge(crate::upstream::routes(self))
     }
 
     /// The paths whose requests carry credentials of their own (a client's `Authorization:

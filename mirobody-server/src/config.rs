@@ -272,6 +272,7 @@ impl Config {
         self.check_shared()?;
         self.quotas.validate()?;
         self.extraction.validate()?;
+        self.oauth.validate()?;
         let (http, serve, tasks, uploads) = (&self.http, &self.serve, &self.tasks, &self.uploads);
         if http.max_body_bytes < 1024 {
             return Err(format!("http.max_body_bytes must be at least 1024, not {}", http.max_body_bytes));

@@ -5,7 +5,7 @@ pub(crate) mod forms;
 mod invited;
 pub(crate) mod password;
 pub(crate) mod session;
-mod signin;
+pub(crate) mod signin;
 mod signup;
 pub(crate) mod throttle;
 

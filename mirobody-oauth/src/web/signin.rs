@@ -165,7 +165,8 @@ fn sign_in_page(
          autocomplete=\"username\" required autofocus>\n\
          <label for=\"password\">Password</label>\n\
          <input id=\"password\" type=\"password\" name=\"password\" autocomplete=\"current-password\" required>\n\
-         <button type=\"submit\">Sign in</button>\n</form>\n{signup}",
+         <button type=\"submit\">Sign in</button>\n</form>\n{providers}{signup}",
+        providers = crate::upstream::sign_in_buttons(server, next),
         action = escape(&server.path("/signin")),
         csrf = escape(csrf),
         next = escape(next),

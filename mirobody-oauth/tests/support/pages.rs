@@ -209,7 +209,7 @@ async fn harness_at(backing: Backing, settings: serde_json::Value, base_url: &st
     let stores = match backing {
         Backing::Memory => {
             let store = Arc::new(Memory::default());
-            OAuthStores { accounts: store.clone(), sessions: store.clone(), oauth: store.clone(), secrets: Some(store) }
+            OAuthStores { accounts: store.clone(), sessions: store.clone(), oauth: store.clone(), secrets: Some(store), identities: None }
         }
         Backing::Sqlite => {
             let backends = open(&BackendConfig::embedded(dir.join("data"))).await.expect("SQLite opens");
@@ -218,6 +218,7 @@ async fn harness_at(backing: Backing, settings: serde_json::Value, base_url: &st
                 sessions: backends.web_sessions(),
                 oauth: backends.oauth(),
                 secrets: Some(backends.secrets()),
+                identities: Some(backends.identities()),
             }
         }
     };
