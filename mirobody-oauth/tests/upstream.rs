@@ -61,12 +61,24 @@ struct Browser {
 
 impl Browser {
     async fn get(&mut self, harness: &Harness, path: &str) -> Answer {
-        let mut request = Request::builder().uri(path);
+        self.send(harness, "GET", path, String::new()).await
+    }
+
+    async fn post(&mut self, harness: &Harness, path: &str, fields: &[(&str, &str)]) -> Answer {
+        let body = form_urlencoded::Serializer::new(String::new()).extend_pairs(fields).finish();
+        self.send(harness, "POST", path, body).await
+    }
+
+    async fn send(&mut self, harness: &Harness, method: &str, path: &str, body: String) -> Answer {
+        let mut request = Request::builder().method(method).uri(path);
+        if method == "POST" {
+            request = request.header(header::CONTENT_TYPE, "application/x-www-form-urlencoded");
+        }
         if !self.cookies.is_empty() {
             let jar: Vec<String> = self.cookies.iter().map(|(k, v)| format!("{k}={v}")).collect();
             request = request.header(header::COOKIE, jar.join("; "));
         }
-        let response = harness.router.clone().oneshot(request.body(Body::empty()).unwrap()).await.unwrap();
+        let response = harness.router.clone().oneshot(request.body(Body::from(body)).unwrap()).await.unwrap();
         let (parts, body) = response.into_parts();
         let body = String::from_utf8(axum::body::to_bytes(body, 1 << 20).await.unwrap().to_vec()).unwrap();
         for cookie in parts.headers.get_all(header::SET_COOKIE) {
@@ -421,4 +433,57 @@ async fn an_unreachable_provider_is_a_plain_error() {
     let request = Request::builder().uri("/signin/with/down").body(Body::empty()).unwrap();
     let response = server.router().oneshot(request).await.unwrap();
     assert_eq!(response.status(), StatusCode::BAD_GATEWAY);
+}
+
+#[tokio::test]
+async fn the_access_page_lists_links_and_unlinks_with_its_csrf_token() {
+    let harness = harness(false).await;
+    let mut browser = Browser::default();
+    let at = start(&harness, &mut browser, "/account").await;
+    let claims = at.claims(&harness, json!({"sub": "alice-sub", "email": "alice@example.com", "email_verified": true}));
+    assert_eq!(
+        browser.get(&harness, &at.issue(&harness, "c1", claims, Spoil::None)).await.status,
+        StatusCode::SEE_OTHER
+    );
+    // Someone else's link, which Alice's form must not remove.
+    let bob = Account {
+        id: "u_bob".into(),
+        email: "bob@example.com".into(),
+        display_name: None,
+        password_hash: None,
+        disabled: false,
+        created_at_ms: 0,
+    };
+    assert!(harness.accounts.create_account(&bob).await.unwrap());
+    let link = mirobody_ports::IdentityLink {
+        provider: "test".into(),
+        subject: "bob-sub".into(),
+        account_id: "u_bob".into(),
+        email: None,
+        created_at_ms: 0,
+    };
+    assert!(harness.identities.link_identity(&link).await.unwrap());
+
+    let page = browser.get(&harness, "/account").await;
+    assert!(page.body.contains("<strong>Test ID</strong> as alice@example.com"), "{}", page.body);
+    assert!(page.body.contains("name=\"subject\" value=\"alice-sub\""), "{}", page.body);
+    let start = page.body.find("name=\"csrf\" value=\"").unwrap() + 19;
+    let csrf = page.body[start..].split('"').next().unwrap().to_owned();
+    let unlink = "/account/identities/unlink";
+    let fields = |csrf: &str, subject: &str| {
+        vec![("csrf", csrf.to_owned()), ("provider", "test".to_owned()), ("subject", subject.to_owned())]
+    };
+    let forged = browser.post(&harness, unlink, &pairs(&fields("forged", "alice-sub"))).await;
+    assert_eq!(forged.status, StatusCode::FORBIDDEN);
+    browser.post(&harness, unlink, &pairs(&fields(&csrf, "bob-sub"))).await;
+    assert_eq!(harness.identities.identity_account("test", "bob-sub").await.unwrap().as_deref(), Some("u_bob"));
+    assert_eq!(harness.identities.identity_account("test", "alice-sub").await.unwrap().as_deref(), Some("u_alice"));
+    let answer = browser.post(&harness, unlink, &pairs(&fields(&csrf, "alice-sub"))).await;
+    assert_eq!(answer.status, StatusCode::SEE_OTHER);
+    assert_eq!(harness.identities.identity_account("test", "alice-sub").await.unwrap(), None);
+    assert!(browser.get(&harness, "/account").await.body.contains("No identity provider is linked"));
+}
+
+fn pairs<'a>(fields: &'a [(&'static str, String)]) -> Vec<(&'static str, &'a str)> {
+    fields.iter().map(|(k, v)| (*k, v.as_str())).collect()
 }

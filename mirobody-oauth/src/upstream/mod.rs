@@ -5,13 +5,14 @@
 
 mod callback;
 pub(crate) mod client;
+pub(crate) mod linked;
 pub(crate) mod settings;
 
 use axum::Router;
 use axum::extract::rejection::QueryRejection;
-use axum::extract::{Path, Query, State};
+use axum::extract::{DefaultBodyLimit, Path, Query, State};
 use axum::response::Response;
-use axum::routing::get;
+use axum::routing::{get, post};
 use http::{HeaderMap, HeaderValue, StatusCode};
 use mirobody_ports::UpstreamLogin;
 use openidconnect::core::{CoreAuthenticationFlow, CoreJwsSigningAlgorithm};
@@ -47,6 +48,8 @@ pub(crate) fn routes(server: &OAuthServer) -> Router {
     Router::new()
         .route(&server.path("/signin/with/{provider}"), get(start))
         .route(&server.path("/signin/with/{provider}/callback"), get(callback::finish))
+        .route(&server.path("/account/identities/unlink"), post(linked::unlink))
+        .layer(DefaultBodyLimit::max(crate::web::forms::MAX_FORM_BYTES))
         .with_state(server.clone())
 }
 
