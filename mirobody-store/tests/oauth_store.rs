@@ -457,7 +457,7 @@ async fn check_upstream_logins(backends: &OpenedBackends) {
     assert!(!identities.create_upstream_login(&three, &login(now + 600_000), 2).await.unwrap(), "the bound");
     // Taken once, by exactly one of several concurrent takes.
     let takes = futures::future::join_all((0..4).map(|_| identities.take_upstream_login(&one, now))).await;
-    let taken: Vec<_> = takes.into_iter().map(Result::unwrap).flatten().collect();
+    let taken: Vec<_> = takes.into_iter().filter_map(Result::unwrap).collect();
     assert_eq!(taken, vec![login(now + 600_000)]);
     assert_eq!(identities.take_upstream_login(&one, now).await.unwrap(), None, "no replay");
     // An expired one is not given, and is gone.
