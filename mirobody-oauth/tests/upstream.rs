@@ -487,3 +487,24 @@ async fn the_access_page_lists_links_and_unlinks_with_its_csrf_token() {
 fn pairs<'a>(fields: &'a [(&'static str, String)]) -> Vec<(&'static str, &'a str)> {
     fields.iter().map(|(k, v)| (*k, v.as_str())).collect()
 }
+
+#[tokio::test]
+async fn one_address_starts_a_bounded_number_of_sign_ins() {
+    let harness = harness(false).await;
+    let from = |address: &str| {
+        let mut request = Request::builder().uri("/signin/with/test").body(Body::empty()).unwrap();
+        request.extensions_mut().insert(mirobody_ports::ClientAddr(address.parse().unwrap()));
+        request
+    };
+    for n in 0..10 {
+        let response = harness.router.clone().oneshot(from("198.51.100.7")).await.unwrap();
+        assert_eq!(response.status(), StatusCode::SEE_OTHER, "start {n}");
+    }
+    let response = harness.router.clone().oneshot(from("198.51.100.7")).await.unwrap();
+    assert_eq!(response.status(), StatusCode::TOO_MANY_REQUESTS);
+    let wait: u64 = response.headers()[header::RETRY_AFTER].to_str().unwrap().parse().unwrap();
+    assert!((1..=6).contains(&wait), "{wait}");
+    // Another address is not held back.
+    let response = harness.router.clone().oneshot(from("203.0.113.9")).await.unwrap();
+    assert_eq!(response.status(), StatusCode::SEE_OTHER);
+}

@@ -1,8 +1,13 @@
 //! Talking to the providers: one HTTP client with bounded time and size, and each provider's
 //! discovery document (with its keys) kept for a while.
 
+use std::net::IpAddr;
+use std::num::NonZeroU32;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+use governor::clock::{Clock, DefaultClock};
+use governor::{DefaultKeyedRateLimiter, Quota, RateLimiter};
 
 use openidconnect::core::{CoreClient, CoreProviderMetadata};
 use openidconnect::{
@@ -42,10 +47,18 @@ pub(crate) struct Provider {
     metadata: tokio::sync::Mutex<Option<(Instant, Arc<CoreProviderMetadata>)>>,
 }
 
-/// The providers and the HTTP client they are reached with.
+/// Sign-ins one client address may start at once; then one more every [`START_INTERVAL`].
+const START_BURST: u32 = 10;
+const START_INTERVAL: Duration = Duration::from_secs(6);
+/// Addresses whose starts are tracked before the idle ones are dropped.
+const MAX_ADDRESSES_KEPT: usize = 4096;
+
+/// The providers, the HTTP client they are reached with, and the bound on sign-ins started
+/// per address (each stores a row until it expires).
 pub(crate) struct Upstream {
     pub(crate) providers: Vec<Provider>,
     pub(crate) http: reqwest::Client,
+    starts: DefaultKeyedRateLimiter<IpAddr>,
 }
 
 impl Upstream {
@@ -70,7 +83,19 @@ impl Upstream {
             .timeout(FETCH_TIMEOUT)
             .build()
             .unwrap_or_default();
-        Upstream { providers, http }
+        let quota = Quota::with_period(START_INTERVAL)
+            .unwrap_or_else(|| Quota::per_minute(NonZeroU32::MIN))
+            .allow_burst(NonZeroU32::new(START_BURST).unwrap_or(NonZeroU32::MIN));
+        Upstream { providers, http, starts: RateLimiter::dashmap(quota) }
+    }
+
+    /// Whether `address` may start one more sign-in now; else how long until it may.
+    pub(crate) fn may_start(&self, address: Option<IpAddr>) -> Result<(), Duration> {
+        let Some(address) = address else { return Ok(()) };
+        if self.starts.len() > MAX_ADDRESSES_KEPT {
+            self.starts.retain_recent();
+        }
+        self.starts.check_key(&address).map_err(|not_until| not_until.wait_time_from(DefaultClock::default().now()))
     }
 
     /// The provider with this id.

@@ -22,7 +22,7 @@ use self::client::Client;
 use crate::page::{escape, see_other};
 use crate::random;
 use crate::server::OAuthServer;
-use crate::web::forms::{failed, message, safe_next, with_cookies};
+use crate::web::forms::{ClientAddress, failed, message, retry_after, safe_next, with_cookies};
 use crate::web::signin::{Next, next_of};
 
 /// How long a sign-in may stay at the provider.
@@ -118,6 +118,7 @@ fn state_cookie(server: &OAuthServer, value: &str, max_age: i64) -> HeaderValue 
 
 async fn start(
     State(server): State<OAuthServer>,
+    ClientAddress(address): ClientAddress,
     Path(provider_id): Path<String>,
     query: Result<Query<Next>, QueryRejection>,
 ) -> Response {
@@ -125,6 +126,13 @@ async fn start(
     let (Some(identities), Some(provider)) = (&server.inner.stores.identities, upstream.provider(&provider_id)) else {
         return no_such_provider(&server);
     };
+    if let Err(wait) = upstream.may_start(address) {
+        tracing::warn!(address = ?address, "sign-in through a provider refused: too many started from the address");
+        let text = "Too many sign-ins were started from here. Please wait a minute and try again.";
+        let mut response = refused(&server, StatusCode::TOO_MANY_REQUESTS, "Please wait", text);
+        response.headers_mut().insert(http::header::RETRY_AFTER, retry_after(wait));
+        return response;
+    }
     let next = safe_next(&server, &next_of(query));
     let name = &provider.settings.name;
     let client = match upstream.metadata(provider, false).await {
