@@ -49,7 +49,8 @@ pub struct ProviderSettings {
     /// `client_secret_file`; at most one of the three.
     #[serde(default)]
     pub client_secret: Option<SecretString>,
-    /// The environment variable holding the client secret.
+    /// The environment variable holding the client secret (in mirobody-server, not one
+    /// starting with `MIROBODY_`: those are settings).
     #[serde(default)]
     pub client_secret_env: Option<String>,
     /// The file holding the client secret (trailing white space ignored).
