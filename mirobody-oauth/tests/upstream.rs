@@ -406,6 +406,8 @@ async fn provider_errors_and_oversized_answers_are_shown_plainly() {
     let answer = browser.get(&harness, &long).await;
     assert_eq!(answer.status, StatusCode::BAD_REQUEST);
     assert!(answer.body.contains("too long"), "{}", answer.body);
+    let long = format!("/signin/with/test/callback?error=x&error_description={}&state=s", "d".repeat(2049));
+    assert!(browser.get(&harness, &long).await.body.contains("too long"));
 }
 
 #[tokio::test]

@@ -158,5 +158,6 @@ fn a_real_openid_provider_signs_in_only_people_with_accounts() {
     assert_eq!(page["url"], format!("http://127.0.0.1:{port}/account"), "{page}");
 
     let log = std::fs::read_to_string(log).unwrap_or_default();
-    assert!(!log.contains(CLIENT_SECRET), "the client secret is never logged");
+    assert!(log.contains("signed in through an OpenID provider"), "the log is the server's at trace level");
+    assert!(!log.contains(CLIENT_SECRET) && !log.contains("Basic "), "the client secret is never logged");
 }

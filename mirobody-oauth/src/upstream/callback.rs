@@ -20,7 +20,7 @@ use crate::server::OAuthServer;
 use crate::web::forms::{PreSession, display_name, failed, normal_email, with_cookies};
 use crate::web::session;
 
-/// The longest `state`, `code` or `error` read; a longer one is refused.
+/// The longest `state`, `code`, `error` or `error_description` read; a longer one is refused.
 const MAX_PARAM_BYTES: usize = 2048;
 /// The most of a provider's `error_description` shown.
 const MAX_DESCRIPTION_CHARS: usize = 300;
@@ -70,7 +70,8 @@ async fn answer(
     let name = &provider.settings.name;
     let bad = |text: &str| refused(server, StatusCode::BAD_REQUEST, "Sign-in could not be completed", text);
     let Ok(Query(answer)) = query else { return bad("The answer from the identity provider could not be read.") };
-    if [&answer.state, &answer.code, &answer.error].iter().any(|p| p.len() > MAX_PARAM_BYTES) {
+    let params = [&answer.state, &answer.code, &answer.error, &answer.error_description];
+    if params.iter().any(|p| p.len() > MAX_PARAM_BYTES) {
         return bad("The answer from the identity provider is too long.");
     }
     // The browser that started this sign-in holds its state: another's is not taken.
