@@ -41,6 +41,7 @@ fn or_skip<T>(what: &str, set_up: Result<T, String>) -> Option<T> {
 }
 
 fn set_up(dir: &str) -> Result<(), String> {
+    mirobody_testkit::peers_off()?;
     let output =
         Command::new("bash").arg("setup.sh").current_dir(tests_dir().join(dir)).output().map_err(|e| e.to_string())?;
     if output.status.success() { Ok(()) } else { Err(String::from_utf8_lossy(&output.stderr).trim().to_owned()) }
