@@ -13,7 +13,8 @@ impl OAuthServer {
     /// Starts the upkeep on the current tokio runtime: every 5 s the grants revoked on any
     /// instance join this one's revoked list (so an access token stops working everywhere
     /// within seconds), and every 10 minutes expired codes, refresh tokens and sessions, and
-    /// clients no grant names past `unused_client_ttl`, and expired sign-up links and sign-ins in flight to a provider are deleted.
+    /// clients no grant names past `unused_client_ttl`, and expired sign-up links and sign-ins
+    /// in flight to a provider are deleted.
     pub fn spawn_maintenance(&self) -> tokio::task::JoinHandle<()> {
         let server = self.clone();
         tokio::spawn(async move {
