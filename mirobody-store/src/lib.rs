@@ -2,8 +2,9 @@
 //! `mirobody-core`.
 //!
 //! - [`SqlStore`]: [`HealthData`] (every health trait), [`Memory`], [`SecretStore`],
-//!   [`AccessLog`], [`TaskStore`], [`AccountStore`], [`WebSessionStore`] and [`OAuthStore`] on sqlx; one SQLite file (WAL) by default, PostgreSQL when
-//!   the database URL says so (feature `postgres`), migrated on start.
+//!   [`AccessLog`], [`TaskStore`], [`AccountStore`], [`WebSessionStore`], [`OAuthStore`] and
+//!   [`IdentityStore`] on sqlx; one SQLite file (WAL) by default, PostgreSQL when the database
+//!   URL says so (feature `postgres`), migrated on start.
 //! - [`ObjectStorage`]: [`Storage`] on `object_store`; a local folder by default, any
 //!   S3-compatible store when configured (feature `s3`); optional AES-256-GCM encryption at rest
 //!   ([`FileCipher`]); signed read URLs ([`UrlSigner`] for those the server serves).

@@ -208,7 +208,8 @@ async fn account_of(
             if !accounts.create_account(&account).await.map_err(|e| store_failed(&e))? {
                 return Err(Box::new(no_account(server, provider, Some(email))));
             }
-            tracing::info!(account = %account.id, provider = %provider.id, "account made at sign-in through a provider");
+            let (id, provider) = (&account.id, &provider.id);
+            tracing::info!(account = %id, provider = %provider, "account made at sign-in through a provider");
             account
         }
         None => return Err(Box::new(no_account(server, provider, Some(email)))),

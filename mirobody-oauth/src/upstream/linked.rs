@@ -60,7 +60,8 @@ pub(crate) async fn account_section(server: &OAuthServer, account_id: &str, hidd
         format!("<ul class=\"plain\">\n{items}</ul>\n")
     };
     Ok(format!(
-        "<h2>Sign-in with other accounts</h2>\n<p class=\"muted\">These sign you in here without a password.</p>\n{list}"
+        "<h2>Sign-in with other accounts</h2>\n\
+         <p class=\"muted\">These sign you in here without a password.</p>\n{list}"
     ))
 }
 

@@ -80,7 +80,8 @@ pub(crate) fn sign_in_buttons(server: &OAuthServer, next: &str) -> String {
         })
         .collect();
     format!(
-        "<div class=\"card providers\">\n<p class=\"muted\">Or use an account you have elsewhere:</p>\n{buttons}</div>\n"
+        "<div class=\"card providers\">\n\
+         <p class=\"muted\">Or use an account you have elsewhere:</p>\n{buttons}</div>\n"
     )
 }
 

@@ -209,7 +209,13 @@ async fn harness_at(backing: Backing, settings: serde_json::Value, base_url: &st
     let stores = match backing {
         Backing::Memory => {
             let store = Arc::new(Memory::default());
-            OAuthStores { accounts: store.clone(), sessions: store.clone(), oauth: store.clone(), secrets: Some(store), identities: None }
+            OAuthStores {
+                accounts: store.clone(),
+                sessions: store.clone(),
+                oauth: store.clone(),
+                secrets: Some(store),
+                identities: None,
+            }
         }
         Backing::Sqlite => {
             let backends = open(&BackendConfig::embedded(dir.join("data"))).await.expect("SQLite opens");
