@@ -46,6 +46,8 @@ pub(crate) struct Inner {
     pub(crate) key: SigningKey,
     pub(crate) revoked: RevokedGrants,
     pub(crate) throttle: SignInThrottle,
+    /// Sign-up tries, bounded per address as failed sign-ins are (each is counted).
+    pub(crate) signups: SignInThrottle,
     /// Client metadata documents being fetched, and those that failed lately.
     pub(crate) cimd: Resolver,
     /// The issuer: the public base URL and the path prefix.
@@ -77,6 +79,7 @@ impl OAuthServer {
         let issuer = format!("{}{}", endpoint.base_url(), endpoint.uri_prefix());
         let secure = endpoint.base_url().starts_with("https://");
         let throttle = SignInThrottle::new(settings.sign_in_burst, settings.sign_in_interval);
+        let signups = SignInThrottle::new(settings.sign_in_burst, settings.sign_in_interval);
         OAuthServer {
             inner: Arc::new(Inner {
                 stores,
@@ -85,6 +88,7 @@ impl OAuthServer {
                 key,
                 revoked,
                 throttle,
+                signups,
                 cimd: Resolver::new(),
                 issuer,
                 secure,

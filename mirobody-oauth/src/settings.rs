@@ -49,7 +49,8 @@ pub struct OAuthSettings {
     #[serde(deserialize_with = "human_duration::deserialize")]
     pub unused_client_ttl: Duration,
     /// Failed sign-ins allowed per account, and per client address, before each further try
-    /// waits. Default: 5.
+    /// waits; sign-ups (with `open_signup`) are bounded per address and per email alike,
+    /// counting every try. Default: 5.
     pub sign_in_burst: u32,
     /// How often one more try is allowed after the burst. Default: 1 minute.
     #[serde(deserialize_with = "human_duration::deserialize")]

@@ -285,6 +285,7 @@ pub async fn build_with(config: &Config, tools: &[Tool]) -> Result<Server, AppEr
 
     let mut http_options = config.http_options();
     http_options.resource_metadata_url = Some(auth.resource_metadata_url().to_owned());
+    http_options.challenge_scopes = config.auth.scopes_supported.clone();
     let shared = opened.session_backplane().filter(|_| config.shares_sessions()).zip(state_key.as_ref());
     let mcp = match shared {
         Some((backplane, key)) => McpHttp::with_shared_sessions(engine.clone(), http_options, backplane, key)
