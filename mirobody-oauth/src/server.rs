@@ -76,7 +76,7 @@ impl OAuthServer {
         scopes: Vec<String>,
         revoked: RevokedGrants,
     ) -> Self {
-        let issuer = format!("{}{}", endpoint.base_url(), endpoint.uri_prefix());
+        let issuer = Self::issuer_for(&endpoint);
         let secure = endpoint.base_url().starts_with("https://");
         let throttle = SignInThrottle::new(settings.sign_in_burst, settings.sign_in_interval);
         let signups = SignInThrottle::new(settings.sign_in_burst, settings.sign_in_interval);
@@ -95,6 +95,13 @@ impl OAuthServer {
                 scopes,
             }),
         }
+    }
+
+    /// The issuer identifier (RFC 8414) of the server for `endpoint`: its public base URL and
+    /// path prefix. Its tokens' `iss`; verify them with
+    /// `JwtVerifier::with_issuer_jwk(key.public_jwk(), &OAuthServer::issuer_for(&endpoint))`.
+    pub fn issuer_for(endpoint: &McpEndpoint) -> String {
+        format!("{}{}", endpoint.base_url(), endpoint.uri_prefix())
     }
 
     /// The issuer identifier (RFC 8414): the public base URL and the path prefix.
