@@ -283,13 +283,8 @@ impl JwtVerifier {
         // A client sends one token with many requests: a token verified before is found by its
         // text, far cheaper than checking it again.
         let now = jsonwebtoken::get_current_timestamp();
-        if let Some((user, grant)) = self.cache.get(token, now) {
-            if let (Some(revoked), Some(grant)) = (&self.revoked, grant.as_deref())
-                && revoked.contains(grant)
-            {
-                return Err(TokenError::Revoked);
-            }
-            return Ok(user);
+        if let Some(known) = self.cached_at(token, now) {
+            return known;
         }
         let header = peek_header(token)?;
         if header.crit.is_some() {
@@ -357,6 +352,22 @@ impl JwtVerifier {
             }
         }
         Err(TokenError::BadSignature)
+    }
+
+    /// The answer for a token verified before and unexpired, without checking it again;
+    /// `None` for one that would need checking.
+    pub(crate) fn cached(&self, token: &str) -> Option<Result<UserInfo, TokenError>> {
+        self.cached_at(token, jsonwebtoken::get_current_timestamp())
+    }
+
+    fn cached_at(&self, token: &str, now: u64) -> Option<Result<UserInfo, TokenError>> {
+        let (user, grant) = self.cache.get(token, now)?;
+        if let (Some(revoked), Some(grant)) = (&self.revoked, grant.as_deref())
+            && revoked.contains(grant)
+        {
+            return Some(Err(TokenError::Revoked));
+        }
+        Some(Ok(user))
     }
 
     fn knows_kid(&self, jwks: &JwksCache, kid: &str) -> bool {
