@@ -131,6 +131,17 @@ fn benches(c: &mut Criterion) {
             block_on(s.auth.authenticate(black_box(&mut request))).unwrap()
         })
     });
+    // As `mirobody_mcp::serve` sends it: with the client's address, which the bound on
+    // failed credentials reads.
+    group.bench_function("layer_request_hs256_with_address", |b| {
+        let address = mirobody_ports::ClientAddr("203.0.113.7".parse().unwrap());
+        b.iter(|| {
+            let mut request =
+                http::Request::post("/mcp").header("authorization", format!("Bearer {}", s.hs)).body(()).unwrap();
+            request.extensions_mut().insert(address);
+            block_on(s.auth.authenticate(black_box(&mut request))).unwrap()
+        })
+    });
     group.finish();
 
     report_ratios(&s);

@@ -1,16 +1,18 @@
 //! Resolving the caller of one request from its credentials.
 
 use std::fmt;
+use std::net::IpAddr;
 use std::sync::Arc;
 
 use http::{HeaderMap, HeaderName, Request, Response, Uri, header};
 use mirobody_core::UserInfo;
-use mirobody_ports::SecretStore;
+use mirobody_ports::{ClientAddr, SecretStore};
 use serde_json::{Value, json};
 use subtle::ConstantTimeEq;
 
 use crate::config::{AuthConfig, McpEndpoint};
 use crate::error::{AuthConfigError, AuthError};
+use crate::failures::FailureLimiter;
 use crate::jwt::{JwtVerifier, TokenError};
 use crate::layer::AuthService;
 use crate::permission::Permissions;
@@ -60,6 +62,8 @@ struct Inner {
     personal_url_scope: String,
     scopes_supported: Vec<String>,
     authorization_servers: Vec<String>,
+    /// Credentials that failed, per client network.
+    failures: FailureLimiter,
 }
 
 impl fmt::Debug for Authenticator {
@@ -116,6 +120,7 @@ impl Authenticator {
                 },
                 scopes_supported: config.scopes_supported.clone(),
                 authorization_servers: config.authorization_servers.clone(),
+                failures: FailureLimiter::new(config.failed_credentials_burst, config.failed_credentials_interval),
             }),
         }
     }
@@ -244,7 +249,11 @@ impl Authenticator {
             self.admit_anonymous(request);
             return Ok(AuthMethod::Anonymous);
         }
-        let result = self.resolve(request).await;
+        let network = client_network(request.extensions());
+        let result = self.resolve(request, network).await;
+        if let (Some(network), Err(AuthError::InvalidToken(_) | AuthError::InvalidSecret)) = (network, &result) {
+            self.inner.failures.fail(&network);
+        }
         match &result {
             Ok((user, method)) => {
                 tracing::trace!(user = user.user_id().unwrap_or("-"), method = ?method, "caller resolved");
@@ -282,7 +291,11 @@ impl Authenticator {
         request.extensions_mut().insert(AuthMethod::Anonymous);
     }
 
-    async fn resolve<B>(&self, request: &mut Request<B>) -> Result<(UserInfo, AuthMethod), AuthError> {
+    async fn resolve<B>(
+        &self,
+        request: &mut Request<B>,
+        network: Option<IpAddr>,
+    ) -> Result<(UserInfo, AuthMethod), AuthError> {
         if let Some(query) = request.uri().query() {
             check_query(query)?;
         }
@@ -299,12 +312,26 @@ impl Authenticator {
             Some(value) => Some(bearer_token(value)?),
             None => None,
         };
+        // An address whose credentials failed too often gets no fresh check, only the answer
+        // for a token verified before: forging tokens or guessing secrets costs it nothing
+        // more. A token verified before is answered first, so the common path asks no bound.
+        let held_back = || network.and_then(|network| self.inner.failures.check(&network).err());
         let token_user = match token {
-            Some(token) => Some(self.verify_bearer(token).await.map_err(AuthError::InvalidToken)?),
+            Some(token) => Some(match self.inner.verifier.cached(token) {
+                Some(known) => known,
+                None => match held_back() {
+                    Some(wait) => return Err(AuthError::TooManyFailures(wait)),
+                    None => self.verify_bearer(token).await,
+                },
+            }),
             None => None,
         };
+        let token_user = token_user.transpose().map_err(AuthError::InvalidToken)?;
         let secret_user = match secret {
-            Some(secret) => Some(self.user_for_secret(secret).await?),
+            Some(secret) => match held_back() {
+                Some(wait) => return Err(AuthError::TooManyFailures(wait)),
+                None => Some(self.user_for_secret(secret).await?),
+            },
             None => None,
         };
         Ok(match (token_user, secret_user) {
@@ -365,6 +392,16 @@ impl Authenticator {
     pub(crate) fn metadata_paths(&self) -> &[String] {
         &self.inner.metadata_paths
     }
+}
+
+// The network of the request's client, as `mirobody_mcp::serve` (or axum's `ConnectInfo`)
+// recorded it.
+fn client_network(extensions: &http::Extensions) -> Option<IpAddr> {
+    let address = match extensions.get::<ClientAddr>() {
+        Some(address) => *address,
+        None => ClientAddr(extensions.get::<axum::extract::ConnectInfo<std::net::SocketAddr>>()?.0.ip()),
+    };
+    Some(address.network())
 }
 
 fn check_query(query: &str) -> Result<(), AuthError> {

@@ -98,6 +98,15 @@ pub struct AuthConfig {
     /// a plain access token is not enough; a personal secret never is). Default:
     /// [`PERSONAL_URL_SCOPE`](crate::PERSONAL_URL_SCOPE), `mcp:personal_url`.
     pub personal_url_scope: String,
+    /// Credentials that fail to verify (a token, a personal secret) allowed per client
+    /// address (an IPv6 /64) before each further one waits
+    /// [`failed_credentials_interval`](Self::failed_credentials_interval): checking a forged
+    /// token costs a signature check, a forged secret a database lookup. Meanwhile a token
+    /// verified before still works. Zero turns the bound off. Default: 20.
+    pub failed_credentials_burst: u32,
+    /// How often one more failing credential is checked after the burst. Default: 1 s.
+    #[serde(deserialize_with = "mirobody_core::human_duration::deserialize")]
+    pub failed_credentials_interval: Duration,
     /// The claim naming the agent a token was issued for. Default: `agent`.
     pub agent_claim: String,
     /// The claim holding the session (conversation) id. Default: `sid`.
@@ -127,6 +136,8 @@ impl Default for AuthConfig {
             scopes_supported: Vec::new(),
             secret_scopes: Vec::new(),
             personal_url_scope: crate::PERSONAL_URL_SCOPE.into(),
+            failed_credentials_burst: 20,
+            failed_credentials_interval: Duration::from_secs(1),
             agent_claim: "agent".into(),
             session_claim: "sid".into(),
             subject_claim: "subject_user_id".into(),

@@ -64,6 +64,10 @@ pub enum AuthError {
     /// The secret store failed, so the caller cannot be identified now (503).
     #[error("The credential store is unavailable; try again later.")]
     StoreUnavailable,
+    /// Too many credentials from the caller's address failed lately: this one is not checked
+    /// (429, with `Retry-After`). A token verified before is still taken.
+    #[error("Too many invalid credentials from this address; try again in {} s.", retry_after_secs(.0))]
+    TooManyFailures(std::time::Duration),
     /// A valid bearer token without the scope this request needs, named here (403,
     /// `error="insufficient_scope"` with that `scope`: RFC 6750 §3.1).
     #[error("Insufficient scope: this needs a bearer token with the '{0}' scope.")]
@@ -81,6 +85,7 @@ impl AuthError {
         match self {
             AuthError::CredentialInQuery(_) | AuthError::MalformedHeader(_) => StatusCode::BAD_REQUEST,
             AuthError::StoreUnavailable => StatusCode::SERVICE_UNAVAILABLE,
+            AuthError::TooManyFailures(_) => StatusCode::TOO_MANY_REQUESTS,
             AuthError::InsufficientScope(_) | AuthError::Forbidden(_) => StatusCode::FORBIDDEN,
             _ => StatusCode::UNAUTHORIZED,
         }
@@ -129,6 +134,8 @@ impl AuthError {
         match self.status() {
             StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN => -32001,
             StatusCode::BAD_REQUEST => -32600,
+            // As the MCP endpoint's own 429s: a transport-level refusal.
+            StatusCode::TOO_MANY_REQUESTS => -32000,
             _ => -32603,
         }
     }
@@ -146,6 +153,9 @@ impl AuthError {
         let headers = response.headers_mut();
         headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
         headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+        if let AuthError::TooManyFailures(wait) = self {
+            headers.insert(header::RETRY_AFTER, HeaderValue::from(retry_after_secs(wait)));
+        }
         if let Some(challenge) = self.challenge(resource_metadata_url, scopes)
             && let Ok(value) = HeaderValue::from_str(&challenge)
         {
@@ -153,6 +163,11 @@ impl AuthError {
         }
         response
     }
+}
+
+// Whole seconds, rounded up, at least one.
+fn retry_after_secs(wait: &std::time::Duration) -> u64 {
+    (wait.as_secs() + u64::from(wait.subsec_nanos() > 0)).max(1)
 }
 
 // A quoted-string value: no quotes or backslashes inside, no control characters.

@@ -113,6 +113,8 @@ struct VerifyKey {
     kid: Option<String>,
     key: DecodingKey,
     origin: &'static str,
+    /// The rules of a key bound to its own issuer, in place of the configured ones.
+    own_rules: Option<Box<Validation>>,
 }
 
 impl fmt::Debug for VerifyKey {
@@ -281,13 +283,8 @@ impl JwtVerifier {
         // A client sends one token with many requests: a token verified before is found by its
         // text, far cheaper than checking it again.
         let now = jsonwebtoken::get_current_timestamp();
-        if let Some((user, grant)) = self.cache.get(token, now) {
-            if let (Some(revoked), Some(grant)) = (&self.revoked, grant.as_deref())
-                && revoked.contains(grant)
-            {
-                return Err(TokenError::Revoked);
-            }
-            return Ok(user);
+        if let Some(known) = self.cached_at(token, now) {
+            return known;
         }
         let header = peek_header(token)?;
         if header.crit.is_some() {
@@ -331,6 +328,7 @@ impl JwtVerifier {
             _ => &self.es256,
         };
         for key in candidates {
+            let validation = key.own_rules.as_deref().unwrap_or(validation);
             match jsonwebtoken::decode::<Map<String, Value>>(token, &key.key, validation) {
                 Ok(data) => {
                     let exp = data.claims.get("exp").and_then(Value::as_u64);
@@ -356,6 +354,22 @@ impl JwtVerifier {
         Err(TokenError::BadSignature)
     }
 
+    /// The answer for a token verified before and unexpired, without checking it again;
+    /// `None` for one that would need checking.
+    pub(crate) fn cached(&self, token: &str) -> Option<Result<UserInfo, TokenError>> {
+        self.cached_at(token, jsonwebtoken::get_current_timestamp())
+    }
+
+    fn cached_at(&self, token: &str, now: u64) -> Option<Result<UserInfo, TokenError>> {
+        let (user, grant) = self.cache.get(token, now)?;
+        if let (Some(revoked), Some(grant)) = (&self.revoked, grant.as_deref())
+            && revoked.contains(grant)
+        {
+            return Some(Err(TokenError::Revoked));
+        }
+        Some(Ok(user))
+    }
+
     fn knows_kid(&self, jwks: &JwksCache, kid: &str) -> bool {
         self.keys.iter().any(|k| k.kid.as_deref() == Some(kid))
             || jwks.snapshot().iter().any(|k| k.kid.as_deref() == Some(kid))
@@ -365,6 +379,37 @@ impl JwtVerifier {
     /// `jwk` (an authorization server's own signing key, say); a `kid` in the JWK must match
     /// the token's.
     pub fn with_jwk(mut self, jwk: &Jwk) -> Result<Self, AuthConfigError> {
+        let key = self.jwk_key(jwk, None)?;
+        self.keys.push(key);
+        Ok(self)
+    }
+
+    /// This verifier, also taking tokens signed by the key whose public half is `jwk`, when
+    /// their `iss` is `issuer`, whatever issuer the configuration names: a server that issues
+    /// tokens itself verifies them beside those of the identity provider it is configured
+    /// with, and a token of either is taken only with its own issuer's key.
+    ///
+    /// ```
+    /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+    /// use mirobody_auth::{AuthConfig, JwtVerifier};
+    ///
+    /// let config: AuthConfig = serde_json::from_value(serde_json::json!({
+    ///     "hs256_secret": "a-secret-of-at-least-32-bytes-long!!", "issuer": "https://idp.example"
+    /// })).unwrap();
+    /// let jwk = serde_json::from_value(serde_json::json!({"kty": "EC", "crv": "P-256", "kid": "own",
+    ///     "x": "f83OJ3D2xF1Bg8vub9tLe1gHMzV76e8Tus9uPHvRVEU", "y": "x_FEzRu9m36HLN_tue659LNpXW6pCyStikYjKIWI5a0"})).unwrap();
+    /// let verifier = JwtVerifier::load(&config, "https://mcp.example/mcp").await.unwrap()
+    ///     .with_issuer_jwk(&jwk, "https://mcp.example").unwrap();
+    /// assert!(verifier.has_keys());
+    /// # });
+    /// ```
+    pub fn with_issuer_jwk(mut self, jwk: &Jwk, issuer: &str) -> Result<Self, AuthConfigError> {
+        let key = self.jwk_key(jwk, Some(issuer))?;
+        self.keys.push(key);
+        Ok(self)
+    }
+
+    fn jwk_key(&self, jwk: &Jwk, issuer: Option<&str>) -> Result<VerifyKey, AuthConfigError> {
         let name = jwk.common.key_id.clone().unwrap_or_else(|| "jwk".to_owned());
         let alg = match &jwk.algorithm {
             AlgorithmParameters::EllipticCurve(_) => Algorithm::ES256,
@@ -372,8 +417,13 @@ impl JwtVerifier {
             _ => return Err(AuthConfigError::key(&name, "only EC P-256 and RSA keys are taken")),
         };
         let key = DecodingKey::from_jwk(jwk).map_err(|e| AuthConfigError::key(&name, e.to_string()))?;
-        self.keys.push(VerifyKey { alg, kid: jwk.common.key_id.clone(), key, origin: "jwk" });
-        Ok(self)
+        let own_rules = issuer.map(|issuer| {
+            let mut rules = if alg == Algorithm::ES256 { self.es256.clone() } else { self.rs256.clone() };
+            rules.set_issuer(&[issuer]);
+            rules.required_spec_claims.insert("iss".to_owned());
+            Box::new(rules)
+        });
+        Ok(VerifyKey { alg, kid: jwk.common.key_id.clone(), key, origin: "jwk", own_rules })
     }
 
     /// This verifier, refusing tokens whose `gid` claim names a grant in `revoked`.
@@ -489,7 +539,7 @@ fn hs256_key(
     }
     let key =
         DecodingKey::from_secret(secret.as_bytes()).map_err(|_| AuthConfigError::key(name, "invalid HS256 secret"))?;
-    Ok(VerifyKey { alg: Algorithm::HS256, kid, key, origin })
+    Ok(VerifyKey { alg: Algorithm::HS256, kid, key, origin, own_rules: None })
 }
 
 fn read_file(path: &Path, name: &str) -> Result<Vec<u8>, AuthConfigError> {
@@ -534,7 +584,7 @@ fn public_pem_key(pem: &[u8], alg: KeyAlgorithm, name: &str) -> Result<VerifyKey
     if public_components(&key, alg).is_none() {
         return Err(AuthConfigError::key(name, format!("the public key is not a valid {alg:?} key")));
     }
-    Ok(VerifyKey { alg, kid: None, key, origin: "current" })
+    Ok(VerifyKey { alg, kid: None, key, origin: "current", own_rules: None })
 }
 
 fn private_pem_key(pem: &[u8], alg: KeyAlgorithm, name: &str) -> Result<VerifyKey, AuthConfigError> {
@@ -549,7 +599,7 @@ fn private_pem_key(pem: &[u8], alg: KeyAlgorithm, name: &str) -> Result<VerifyKe
         .map_err(|e| AuthConfigError::key(name, format!("cannot derive the public key ({e})")))?;
     let key = DecodingKey::from_jwk(&jwk)
         .map_err(|e| AuthConfigError::key(name, format!("cannot derive the public key ({e})")))?;
-    Ok(VerifyKey { alg, kid: None, key, origin: "current" })
+    Ok(VerifyKey { alg, kid: None, key, origin: "current", own_rules: None })
 }
 
 // The public key as JWK parameters, for comparing keys and checking that they parse.
@@ -777,7 +827,7 @@ fn parse_jwks(bytes: &[u8]) -> Result<Vec<VerifyKey>, String> {
         if public_components(&key, alg).is_none() {
             continue;
         }
-        keys.push(VerifyKey { alg, kid: jwk.common.key_id.clone(), key, origin: "jwks" });
+        keys.push(VerifyKey { alg, kid: jwk.common.key_id.clone(), key, origin: "jwks", own_rules: None });
     }
     Ok(keys)
 }

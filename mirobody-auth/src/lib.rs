@@ -66,6 +66,7 @@
 mod authenticator;
 mod config;
 mod error;
+mod failures;
 mod jwt;
 mod jwt_crypto;
 mod layer;
@@ -82,6 +83,7 @@ pub use config::{
     ToolListKind, flat_tool_list_key,
 };
 pub use error::{AuthConfigError, AuthError};
+pub use failures::FailureLimiter;
 pub use jwt::{ACCESS_TOKEN_TYPES, JwtVerifier, MAX_TOKEN_BYTES, TokenError};
 pub use jwt_crypto::install_jwt_crypto;
 pub use layer::{AuthLayer, AuthService};

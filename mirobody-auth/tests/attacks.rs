@@ -624,3 +624,76 @@ async fn an_unmarked_path_gets_anonymous_callers_without_extensions_and_the_rest
     // A bad credential at the unmarked path is still refused.
     assert_eq!(send(&app, post_to("/mcp", Some(bearer("not-a-token")))).await.status, 401);
 }
+
+/// POST `/mcp` from `address` with an optional bearer token and secret header.
+async fn from_address(app: &axum::Router, address: &str, token: Option<&str>, secret: Option<&str>) -> Reply {
+    let mut builder = request("POST", "/mcp");
+    if let Some(token) = token {
+        builder = builder.header("authorization", bearer(token));
+    }
+    if let Some(secret) = secret {
+        builder = builder.header("x-mcp-secret", secret);
+    }
+    let mut request = builder.body(Body::empty()).unwrap();
+    request.extensions_mut().insert(mirobody_ports::ClientAddr(address.parse().unwrap()));
+    send(app, request).await
+}
+
+#[tokio::test]
+async fn an_address_forging_credentials_is_held_back_before_any_check() {
+    let store = Arc::new(MemorySecrets::default());
+    let mut config = config();
+    config.failed_credentials_burst = 3;
+    config.failed_credentials_interval = std::time::Duration::from_secs(3600);
+    let auth = authenticator(&config, Some(Arc::clone(&store))).await;
+    let app = app(&auth);
+    let secret = generate_secret().unwrap();
+    store.put_secret("bob", &secret.hash(), None, None).await.unwrap();
+    let secret = secret.expose().to_owned();
+
+    // Alice's token is verified once from the address she shares with the forger.
+    let known = hs256(&claims("alice"), HS_KEY);
+    assert_eq!(from_address(&app, "203.0.113.7", Some(&known), None).await.status, 200);
+    let forged = hs256(&claims("alice"), "not the key, but long enough to be taken as one");
+    for _ in 0..3 {
+        let reply = from_address(&app, "203.0.113.7", Some(&forged), None).await;
+        assert_eq!(reply.status, 401, "{}", reply.text);
+    }
+    // Past the burst: refused unchecked, with a time to come back.
+    let held = from_address(&app, "203.0.113.7", Some(&forged), None).await;
+    assert_eq!(held.status, 429, "{}", held.text);
+    let retry: u64 = held.headers["retry-after"].to_str().unwrap().parse().unwrap();
+    assert!((1..=3600).contains(&retry), "{retry}");
+    assert_eq!(held.body["error"]["code"], -32000);
+    // A token checked before still works; a new one, even valid, waits, as does a secret.
+    let reply = from_address(&app, "203.0.113.7", Some(&known), None).await;
+    assert_eq!((reply.status, reply.body["user_id"].as_str()), (200, Some("alice")));
+    let fresh = hs256(&claims("carol"), HS_KEY);
+    assert_eq!(from_address(&app, "203.0.113.7", Some(&fresh), None).await.status, 429);
+    assert_eq!(from_address(&app, "203.0.113.7", None, Some(&secret)).await.status, 429);
+    // An IPv4-mapped form of the address is the same caller; another address is not held back.
+    assert_eq!(from_address(&app, "::ffff:203.0.113.7", Some(&forged), None).await.status, 429);
+    assert_eq!(from_address(&app, "198.51.100.1", Some(&forged), None).await.status, 401);
+    assert_eq!(from_address(&app, "198.51.100.1", Some(&fresh), None).await.status, 200);
+    assert_eq!(from_address(&app, "198.51.100.1", None, Some(&secret)).await.status, 200);
+    // Anonymous requests never touch the bound.
+    assert_eq!(from_address(&app, "203.0.113.7", None, None).await.status, 200);
+}
+
+#[tokio::test]
+async fn guessed_secrets_count_as_failures_too() {
+    let store = Arc::new(MemorySecrets::default());
+    let mut config = config();
+    config.failed_credentials_burst = 2;
+    config.failed_credentials_interval = std::time::Duration::from_secs(3600);
+    let auth = authenticator(&config, Some(Arc::clone(&store))).await;
+    let app = app(&auth);
+    for _ in 0..2 {
+        let guess = generate_secret().unwrap();
+        assert_eq!(from_address(&app, "2001:db8:1:2::10", None, Some(guess.expose())).await.status, 401);
+    }
+    // The same /64 is held back; the next /64 is not.
+    let guess = generate_secret().unwrap();
+    assert_eq!(from_address(&app, "2001:db8:1:2::99", None, Some(guess.expose())).await.status, 429);
+    assert_eq!(from_address(&app, "2001:db8:1:3::10", None, Some(guess.expose())).await.status, 401);
+}

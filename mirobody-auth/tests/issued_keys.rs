@@ -85,3 +85,30 @@ async fn a_jwk_of_another_kind_is_refused() {
     let verifier = JwtVerifier::load(&config(), MCP_URL).await.unwrap();
     assert!(verifier.with_jwk(&jwk).is_err());
 }
+
+#[tokio::test]
+async fn an_own_key_takes_only_its_own_issuer_beside_the_configured_one() {
+    const OWN: &str = "https://mcp.example.com";
+    let (key, jwk) = issuer_key();
+    let config: AuthConfig = serde_json::from_value(json!({"hs256_secret": HS_KEY, "issuer": ISSUER})).unwrap();
+    let verifier = JwtVerifier::load(&config, MCP_URL).await.unwrap().with_issuer_jwk(&jwk, OWN).unwrap();
+
+    // The server's own token, naming itself: taken although the configuration names another issuer.
+    let mut own = claims("ana");
+    own["iss"] = json!(OWN);
+    assert_eq!(verifier.verify(&issued(&key, &own)).await.unwrap().user_id(), Some("ana"));
+    // Signed with the own key but claiming the provider, or no issuer: refused.
+    let borrowed = claims("ana");
+    assert_eq!(verifier.verify(&issued(&key, &borrowed)).await.unwrap_err(), TokenError::WrongIssuer);
+    let mut anonymous = claims("ana");
+    anonymous.as_object_mut().unwrap().remove("iss");
+    assert!(matches!(verifier.verify(&issued(&key, &anonymous)).await, Err(TokenError::MissingClaim(c)) if c == "iss"));
+    // The provider's token keeps its rules: its issuer taken, the server's refused.
+    assert!(verifier.verify(&hs256(&claims("bo"), HS_KEY)).await.is_ok());
+    let mut posing = claims("bo");
+    posing["iss"] = json!(OWN);
+    assert_eq!(verifier.verify(&hs256(&posing, HS_KEY)).await.unwrap_err(), TokenError::WrongIssuer);
+    // The own key's audience rule stays: a token for another resource is refused.
+    own["aud"] = json!("https://elsewhere.example/mcp");
+    assert_eq!(verifier.verify(&issued(&key, &own)).await.unwrap_err(), TokenError::WrongAudience);
+}

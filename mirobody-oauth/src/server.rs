@@ -53,6 +53,8 @@ pub(crate) struct Inner {
     pub(crate) key: SigningKey,
     pub(crate) revoked: RevokedGrants,
     pub(crate) throttle: SignInThrottle,
+    /// Sign-up tries, bounded per address as failed sign-ins are (each is counted).
+    pub(crate) signups: SignInThrottle,
     /// Client metadata documents being fetched, and those that failed lately.
     pub(crate) cimd: Resolver,
     /// The operator's OpenID providers.
@@ -83,9 +85,10 @@ impl OAuthServer {
         scopes: Vec<String>,
         revoked: RevokedGrants,
     ) -> Self {
-        let issuer = format!("{}{}", endpoint.base_url(), endpoint.uri_prefix());
+        let issuer = Self::issuer_for(&endpoint);
         let secure = endpoint.base_url().starts_with("https://");
         let throttle = SignInThrottle::new(settings.sign_in_burst, settings.sign_in_interval);
+        let signups = SignInThrottle::new(settings.sign_in_burst, settings.sign_in_interval);
         let upstream = Upstream::new(&settings.providers);
         if !upstream.providers.is_empty() && stores.identities.is_none() {
             tracing::warn!("oauth.providers are configured, but no identity store is given: their buttons are hidden");
@@ -98,6 +101,7 @@ impl OAuthServer {
                 key,
                 revoked,
                 throttle,
+                signups,
                 cimd: Resolver::new(),
                 upstream,
                 issuer,
@@ -105,6 +109,13 @@ impl OAuthServer {
                 scopes,
             }),
         }
+    }
+
+    /// The issuer identifier (RFC 8414) of the server for `endpoint`: its public base URL and
+    /// path prefix. Its tokens' `iss`; verify them with
+    /// `JwtVerifier::with_issuer_jwk(key.public_jwk(), &OAuthServer::issuer_for(&endpoint))`.
+    pub fn issuer_for(endpoint: &McpEndpoint) -> String {
+        format!("{}{}", endpoint.base_url(), endpoint.uri_prefix())
     }
 
     /// The issuer identifier (RFC 8414): the public base URL and the path prefix.

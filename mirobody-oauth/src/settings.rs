@@ -51,7 +51,8 @@ pub struct OAuthSettings {
     #[serde(deserialize_with = "human_duration::deserialize")]
     pub unused_client_ttl: Duration,
     /// Failed sign-ins allowed per account, and per client address, before each further try
-    /// waits. Default: 5.
+    /// waits; sign-ups (with `open_signup`) are bounded per address and per email alike,
+    /// counting every try. Default: 5.
     pub sign_in_burst: u32,
     /// How often one more try is allowed after the burst. Default: 1 minute.
     #[serde(deserialize_with = "human_duration::deserialize")]
@@ -64,6 +65,12 @@ pub struct OAuthSettings {
     /// 1 minute.
     #[serde(deserialize_with = "human_duration::deserialize")]
     pub cimd_failure_ttl: Duration,
+    /// How long past [`cimd_cache_ttl`](Self::cimd_cache_ttl) the last copy of a metadata
+    /// document is still used while its host cannot be reached (or answers 5xx or 429), so
+    /// an outage there does not lock the client's users out; a document that is fetched and
+    /// found wrong, or gone (4xx), is never covered. Default: 24 hours.
+    #[serde(deserialize_with = "human_duration::deserialize")]
+    pub cimd_stale_grace: Duration,
     /// The whole fetch of a metadata document, name lookup to last byte, at most. Default: 5 s.
     #[serde(deserialize_with = "human_duration::deserialize")]
     pub cimd_fetch_timeout: Duration,
@@ -94,6 +101,7 @@ impl Default for OAuthSettings {
             sign_in_interval: Duration::from_secs(60),
             cimd_cache_ttl: Duration::from_secs(3600),
             cimd_failure_ttl: Duration::from_secs(60),
+            cimd_stale_grace: Duration::from_secs(24 * 3600),
             cimd_fetch_timeout: Duration::from_secs(5),
             cimd_allow_loopback_http: false,
             providers: Vec::new(),

@@ -211,7 +211,7 @@ impl Harness {
         JwtVerifier::load(&config, MCP_URL)
             .await
             .unwrap()
-            .with_jwk(self.server.signing_key().public_jwk())
+            .with_issuer_jwk(self.server.signing_key().public_jwk(), self.server.issuer())
             .unwrap()
             .with_revoked_grants(self.revoked.clone())
     }
@@ -400,7 +400,7 @@ async fn tokens_are_bound_to_this_resource() {
     let elsewhere = JwtVerifier::load(&AuthConfig::default(), "https://other.example/mcp")
         .await
         .unwrap()
-        .with_jwk(h.server.signing_key().public_jwk())
+        .with_issuer_jwk(h.server.signing_key().public_jwk(), h.server.issuer())
         .unwrap();
     assert_eq!(elsewhere.verify(&token).await.unwrap_err(), TokenError::WrongAudience);
     // An unknown scope is refused.

@@ -494,3 +494,54 @@ async fn the_token_endpoint_answers_invalid_client_for_an_unusable_document() {
     assert_eq!(answer.status, StatusCode::UNAUTHORIZED, "{}", answer.body);
     assert_eq!(answer.json()["error"], "invalid_client");
 }
+
+/// Stores, for the document at `url`, a copy of the good client's made `age` ago, named
+/// "Old Name".
+async fn stale_copy(h: &Harness, docs: &Documents, url: &str, age: Duration) {
+    assert_eq!(h.authorize(&docs.url("/client.json")).await.status, StatusCode::OK);
+    let store = h.backends.oauth();
+    let mut old = store.client(&docs.url("/client.json")).await.unwrap().unwrap();
+    old.client_id = url.to_owned();
+    old.client_name = Some("Old Name".into());
+    old.created_at_ms -= i64::try_from(age.as_millis()).unwrap();
+    store.put_client(&old).await.unwrap();
+}
+
+#[tokio::test]
+async fn a_recent_copy_is_used_while_its_host_is_down() {
+    let docs = Documents::start().await;
+    let h = harness(loopback()).await;
+    // Two hours old: past the one-hour cache, within the day of grace; its host answers 500.
+    let url = docs.url("/fail.json");
+    stale_copy(&h, &docs, &url, Duration::from_secs(2 * 3600)).await;
+    for _ in 0..2 {
+        let page = h.authorize(&url).await;
+        assert_eq!(page.status, StatusCode::OK, "{}", page.body);
+        assert!(page.body.contains("Old Name"), "{}", page.body);
+    }
+    assert_eq!(docs.hits("/fail.json"), 1, "the failure is remembered: one fetch");
+
+    // Older than the grace: refused.
+    let h = harness(loopback()).await;
+    stale_copy(&h, &docs, &url, Duration::from_secs(26 * 3600)).await;
+    h.refused(&url, "answered 500", Duration::from_secs(2)).await;
+}
+
+#[tokio::test]
+async fn a_document_gone_or_wrong_is_not_covered_by_its_old_copy() {
+    let docs = Documents::start().await;
+    let h = harness(loopback()).await;
+    // 404: the client withdrew it. Served as text: fetched and found wrong.
+    for (path, says) in [("/gone.json", "answered 404"), ("/text.json", "not served as application/json")] {
+        let url = docs.url(path);
+        stale_copy(&h, &docs, &url, Duration::from_secs(2 * 3600)).await;
+        h.refused(&url, says, Duration::from_secs(2)).await;
+    }
+    // No grace: the host being down refuses too.
+    let mut settings = loopback();
+    settings.cimd_stale_grace = Duration::ZERO;
+    let h = harness(settings).await;
+    let url = docs.url("/fail.json");
+    stale_copy(&h, &docs, &url, Duration::from_secs(2 * 3600)).await;
+    h.refused(&url, "answered 500", Duration::from_secs(2)).await;
+}

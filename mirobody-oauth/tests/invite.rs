@@ -9,6 +9,7 @@
 #[path = "support/memory.rs"]
 mod memory;
 
+use mirobody_core::backend::{BackendError, BackendResult};
 use mirobody_oauth::{InviteLinkError, MAX_LIVE_SIGNUP_LINKS};
 use mirobody_ports::SignupToken;
 use sha2::{Digest, Sha256};
@@ -132,6 +133,98 @@ async fn a_refused_form_keeps_the_link(backing: Backing) {
     assert!(harness.accounts.account_by_email(CAROL).await.unwrap().is_some());
 }
 
+async fn two_forms_at_once_make_one_account(backing: Backing) {
+    let harness = harness(backing, serde_json::json!({})).await;
+    let path = link_path(&harness.server.invite_link(CAROL, "u_alice").await.unwrap().unwrap());
+    let (mut first, mut second) = (Browser::default(), Browser::default());
+    let (a, b) = tokio::join!(sign_up(&mut first, &harness, &path, &[]), sign_up(&mut second, &harness, &path, &[]));
+    let made = [&a, &b].iter().filter(|answer| answer.status == StatusCode::SEE_OTHER).count();
+    assert_eq!(made, 1, "{:?} {:?}", a.status, b.status);
+    let other = if a.status == StatusCode::SEE_OTHER { &b } else { &a };
+    assert!([StatusCode::CONFLICT, StatusCode::GONE].contains(&other.status), "{}", other.body);
+    assert!(other.session_cookie().is_none());
+    assert_eq!(harness.accounts.list_accounts(None, 100).await.unwrap().len(), 3, "Alice, Bob and one Carol");
+    assert_eq!(Browser::default().get(&harness, &path).await.status, StatusCode::GONE, "the link is spent");
+}
+
+/// The accounts of `inner`, whose next account write fails as a broken database's would.
+struct FailingOnce {
+    inner: Arc<dyn AccountStore>,
+    failed: std::sync::atomic::AtomicBool,
+}
+
+#[async_trait::async_trait]
+impl AccountStore for FailingOnce {
+    async fn create_account(&self, account: &Account) -> BackendResult<bool> {
+        if !self.failed.swap(true, Ordering::SeqCst) {
+            return Err(BackendError::new("the database is down"));
+        }
+        self.inner.create_account(account).await
+    }
+    async fn account(&self, id: &str) -> BackendResult<Option<Account>> {
+        self.inner.account(id).await
+    }
+    async fn account_by_email(&self, email: &str) -> BackendResult<Option<Account>> {
+        self.inner.account_by_email(email).await
+    }
+    async fn list_accounts(&self, after: Option<&str>, limit: u32) -> BackendResult<Vec<Account>> {
+        self.inner.list_accounts(after, limit).await
+    }
+    async fn set_password_hash(&self, id: &str, password_hash: Option<&str>) -> BackendResult<bool> {
+        self.inner.set_password_hash(id, password_hash).await
+    }
+    async fn set_account_disabled(&self, id: &str, disabled: bool) -> BackendResult<bool> {
+        self.inner.set_account_disabled(id, disabled).await
+    }
+    async fn create_signup_token(&self, hash: &[u8; 32], token: &SignupToken, max: u32) -> BackendResult<bool> {
+        self.inner.create_signup_token(hash, token, max).await
+    }
+    async fn signup_token_email(&self, hash: &[u8; 32], now_ms: i64) -> BackendResult<Option<String>> {
+        self.inner.signup_token_email(hash, now_ms).await
+    }
+    async fn use_signup_token(&self, hash: &[u8; 32], now_ms: i64) -> BackendResult<Option<String>> {
+        self.inner.use_signup_token(hash, now_ms).await
+    }
+    async fn sweep_signup_tokens(&self, now_ms: i64) -> BackendResult<u64> {
+        self.inner.sweep_signup_tokens(now_ms).await
+    }
+}
+
+async fn a_store_failure_leaves_the_link_working(backing: Backing) {
+    let harness = harness(backing, serde_json::json!({})).await;
+    let accounts = Arc::new(FailingOnce { inner: harness.accounts.clone(), failed: Default::default() });
+    let stores = OAuthStores {
+        accounts: accounts.clone(),
+        sessions: harness.sessions.clone(),
+        oauth: harness.oauth.clone(),
+        secrets: Some(harness.secrets.clone()),
+    };
+    let key = harness.server.signing_key().clone();
+    let endpoint = McpEndpoint::new("http://127.0.0.1:8080", "");
+    let server = OAuthServer::new(stores, endpoint, OAuthSettings::default(), key, vec![], harness.revoked.clone());
+    let path = link_path(&server.invite_link(CAROL, "u_alice").await.unwrap().unwrap());
+    let broken = Harness {
+        router: server.router(),
+        server,
+        accounts: harness.accounts.clone(),
+        sessions: harness.sessions.clone(),
+        oauth: harness.oauth.clone(),
+        secrets: harness.secrets.clone(),
+        revoked: harness.revoked.clone(),
+        dir: harness.dir.join("unused"),
+    };
+
+    let mut browser = Browser::default();
+    let failed = sign_up(&mut browser, &broken, &path, &[]).await;
+    assert_eq!(failed.status, StatusCode::INTERNAL_SERVER_ERROR, "{}", failed.body);
+    assert_eq!(broken.accounts.account_by_email(CAROL).await.unwrap(), None);
+    // The database is back: the same link makes the account.
+    let answer = sign_up(&mut browser, &broken, &path, &[]).await;
+    assert_eq!(answer.status, StatusCode::SEE_OTHER, "{}", answer.body);
+    assert!(broken.accounts.account_by_email(CAROL).await.unwrap().is_some());
+    assert_eq!(Browser::default().get(&broken, &path).await.status, StatusCode::GONE, "and only then is spent");
+}
+
 async fn links_per_inviter_are_bounded(backing: Backing) {
     let harness = harness(backing, serde_json::json!({})).await;
     for n in 0..MAX_LIVE_SIGNUP_LINKS {
@@ -149,4 +242,6 @@ on_both!(
     expired_and_unknown_links_get_one_answer,
     a_refused_form_keeps_the_link,
     links_per_inviter_are_bounded,
+    two_forms_at_once_make_one_account,
+    a_store_failure_leaves_the_link_working,
 );

@@ -186,6 +186,33 @@ async fn sign_up_is_there_only_when_open(backing: Backing) {
     assert!(open.accounts.account_by_email("dan@example.com").await.unwrap().is_none());
 }
 
+async fn sign_ups_from_one_address_are_bounded(backing: Backing) {
+    let settings = serde_json::json!({"open_signup": true, "sign_in_burst": 2, "sign_in_interval": "1h"});
+    let harness = harness(backing, settings).await;
+    // A new browser each time, from `address`.
+    async fn sign_up(harness: &Harness, address: &str, email: &str) -> Answer {
+        let mut browser = Browser::from(address);
+        let csrf = browser.get(harness, "/signup").await.csrf_field();
+        let fields = [("email", email), ("password", "a long password"), ("again", "a long password"), ("csrf", &csrf)];
+        browser.post(harness, "/signup", &fields).await
+    }
+    for email in ["f1@example.com", "f2@example.com"] {
+        let answer = sign_up(&harness, "203.0.113.9", email).await;
+        assert_eq!(answer.status, StatusCode::SEE_OTHER, "{}", answer.body);
+    }
+    // The third from the address waits, before any password is hashed or account made.
+    let refused = sign_up(&harness, "203.0.113.9", "f3@example.com").await;
+    assert_eq!(refused.status, StatusCode::TOO_MANY_REQUESTS);
+    let retry: u64 = refused.headers[http::header::RETRY_AFTER].to_str().unwrap().parse().unwrap();
+    assert!((1..=3600).contains(&retry), "{retry}");
+    assert!(refused.body.contains("Too many sign-ups"));
+    assert!(harness.accounts.account_by_email("f3@example.com").await.unwrap().is_none());
+    // Another address is not held back.
+    let elsewhere = sign_up(&harness, "198.51.100.20", "f3@example.com").await;
+    assert_eq!(elsewhere.status, StatusCode::SEE_OTHER, "{}", elsewhere.body);
+    assert!(harness.accounts.account_by_email("f3@example.com").await.unwrap().is_some());
+}
+
 async fn the_account_page_needs_a_session_and_a_large_form_is_refused(backing: Backing) {
     let harness = harness(backing, serde_json::json!({})).await;
     let mut browser = Browser::default();
@@ -418,6 +445,7 @@ on_both!(
     failures_are_bounded_per_account_and_per_address,
     successes_are_not_counted,
     sign_up_is_there_only_when_open,
+    sign_ups_from_one_address_are_bounded,
     the_account_page_needs_a_session_and_a_large_form_is_refused,
     an_app_is_revoked_by_its_owner_only,
     the_password_changes_only_with_the_current_one,

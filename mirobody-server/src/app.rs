@@ -202,7 +202,8 @@ pub async fn build_with(config: &Config, tools: &[Tool]) -> Result<Server, AppEr
     let mut verifier =
         mirobody_auth::JwtVerifier::load(&config.auth, &endpoint.mcp_url()).await?.with_revoked_grants(revoked.clone());
     if let Some(key) = &oauth_key {
-        verifier = verifier.with_jwk(key.public_jwk())?;
+        // Its own tokens name this server as issuer, whatever `auth.issuer` names.
+        verifier = verifier.with_issuer_jwk(key.public_jwk(), &mirobody_oauth::OAuthServer::issuer_for(&endpoint))?;
     }
     let mut auth = Authenticator::with_verifier(&config.auth, verifier, endpoint.clone(), Some(opened.secrets()))
         .with_permissions(permissions.clone());
@@ -286,6 +287,7 @@ pub async fn build_with(config: &Config, tools: &[Tool]) -> Result<Server, AppEr
 
     let mut http_options = config.http_options();
     http_options.resource_metadata_url = Some(auth.resource_metadata_url().to_owned());
+    http_options.challenge_scopes = config.auth.scopes_supported.clone();
     let shared = opened.session_backplane().filter(|_| config.shares_sessions()).zip(state_key.as_ref());
     let mcp = match shared {
         Some((backplane, key)) => McpHttp::with_shared_sessions(engine.clone(), http_options, backplane, key)

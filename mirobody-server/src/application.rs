@@ -193,7 +193,8 @@ async fn run(
         }
         Command::Circle { action } => {
             let server = app::build_with(&config, tools).await?;
-            let code = cli::run_circle(server.backends.health().as_ref(), action, &mut std::io::stdout()).await?;
+            let health = server.backends.health();
+            let code = cli::run_circle(health.as_ref(), server.oauth.as_ref(), action, &mut std::io::stdout()).await?;
             server.backends.close().await;
             Ok(u8::try_from(code).unwrap_or(1))
         }

@@ -245,17 +245,33 @@ pub async fn run_import(
 
 /// Runs a `circle` subcommand, writing the outcome to `out`; the process exit code (1 when
 /// there was nothing to act on, 2 when the store refused).
+///
+/// An invitation to an email with no account, with `oauth` on, prints the sign-up link to
+/// hand over too (as `POST /circle/invites` answers it).
 pub async fn run_circle(
     sql: &dyn mirobody_health::HealthData,
+    oauth: Option<&mirobody_oauth::OAuthServer>,
     action: CircleCommand,
     out: &mut impl std::io::Write,
 ) -> std::io::Result<i32> {
     let result = match action {
         CircleCommand::List { user } => sql.circle(&user).await.map(|c| (pretty(&serde_json::json!(c)), true)),
-        CircleCommand::Invite { user, invitee, nickname } => sql
-            .invite_to_circle(&user, &invitee, nickname.as_deref())
-            .await
-            .map(|id| (format!("invitation {id}"), true)),
+        CircleCommand::Invite { user, invitee, nickname } => {
+            match sql.invite_to_circle(&user, &invitee, nickname.as_deref()).await {
+                Ok(id) => {
+                    let link = match oauth.filter(|_| invitee.contains('@')) {
+                        Some(oauth) => match oauth.invite_link(&invitee, &user).await {
+                            Ok(Some(url)) => format!("\nsign-up link (hand it to {invitee}): {url}"),
+                            Ok(None) => String::new(),
+                            Err(e) => format!("\nno sign-up link: {e}"),
+                        },
+                        None => String::new(),
+                    };
+                    Ok((format!("invitation {id}{link}"), true))
+                }
+                Err(e) => Err(e),
+            }
+        }
         CircleCommand::Accept { user, id, nickname } => {
             sql.accept_invite(&user, id, nickname.as_deref()).await.map(|owner| match owner {
                 Some(owner) => (format!("{user} now reads {owner}'s health data"), true),

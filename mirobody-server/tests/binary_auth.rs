@@ -48,6 +48,8 @@ fn identity_end_to_end() {
         challenge.contains(&format!(r#"resource_metadata="{base}/.well-known/oauth-protected-resource"#)),
         "{challenge}"
     );
+    // The scopes to ask for, as the auth layer's own 401s name them (the default `mcp`).
+    assert!(challenge.contains(r#"scope="mcp""#), "{challenge}");
     assert_eq!(serde_json::from_str::<Value>(&body).unwrap()["error"]["code"], -32001);
 
     // A bearer token: the tool runs as its subject.

@@ -93,4 +93,12 @@ fn imports_and_the_care_circle_from_the_command_line() {
     assert!(after["error"].is_string(), "{after}");
     let (code, _) = run(&data_dir, &["circle", "revoke", "alice", "--user", "bob"]);
     assert_eq!(code, 1, "nothing left to revoke");
+
+    // An email with no account: the invitation, and the sign-up link to hand over.
+    let (code, out) = run(&data_dir, &["circle", "invite", "Dana@Example.com", "--user", "alice"]);
+    assert_eq!(code, 0, "{out}");
+    let link = out.lines().find_map(|line| line.split_once("): ").map(|(_, url)| url.trim())).expect(&out);
+    assert!(out.starts_with("invitation ") && out.contains("sign-up link (hand it to Dana@Example.com)"), "{out}");
+    let token = link.rsplit_once("/signup/").map(|(_, token)| token).expect(link);
+    assert!(token.len() == 43 && !token.contains('/'), "{link}");
 }

@@ -120,13 +120,7 @@ fn client_addr(extensions: &Extensions) -> Option<IpAddr> {
 
 // One host usually holds a whole IPv6 /64, so an address within it is the same client.
 pub(crate) fn network_of(addr: IpAddr) -> IpAddr {
-    match addr {
-        IpAddr::V4(_) => addr,
-        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
-            Some(v4) => IpAddr::V4(v4),
-            None => v6_network(v6, 64),
-        },
-    }
+    ClientAddr(addr).network()
 }
 
 fn v6_network(v6: Ipv6Addr, prefix: u8) -> IpAddr {

@@ -44,6 +44,21 @@ async fn the_401_challenge_names_the_resource_metadata() {
 }
 
 #[tokio::test]
+async fn the_401_challenge_names_the_scopes_to_ask_for() {
+    let mut options = with_metadata();
+    options.challenge_scopes = vec!["mcp".into(), "health:read".into()];
+    let server = TestServer::with_http(options);
+    let client = server.initialized(json!({})).await;
+    let reply = client.call_tool("whoami", json!({"tag": "auth-scopes"})).await;
+    assert_eq!(reply.status, StatusCode::UNAUTHORIZED);
+    assert_eq!(
+        reply.header("www-authenticate"),
+        format!(r#"Bearer resource_metadata="{METADATA}", scope="mcp health:read""#)
+    );
+    assert_eq!(handler_runs("auth-scopes"), 0);
+}
+
+#[tokio::test]
 async fn a_json_only_client_gets_the_same_401() {
     let server = TestServer::with_http(with_metadata());
     let client = server.initialized(json!({})).await;

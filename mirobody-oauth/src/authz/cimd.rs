@@ -36,10 +36,18 @@ const MAX_CONCURRENT_FETCHES: usize = 8;
 /// URLs remembered as failed, at most.
 const MAX_FAILURES_KEPT: usize = 4096;
 
+/// Why a document could not be used lately.
+#[derive(Clone, Debug)]
+struct Failure {
+    why: String,
+    unreachable: bool,
+}
+
 /// The fetches in flight and the URLs that failed lately, shared by every request.
 pub(crate) struct Resolver {
     fetches: Semaphore,
-    failures: Mutex<HashMap<String, (Instant, String)>>,
+    /// Until when, why, and whether the host was unreachable.
+    failures: Mutex<HashMap<String, (Instant, Failure)>>,
 }
 
 impl Resolver {
@@ -48,12 +56,12 @@ impl Resolver {
     }
 
     // Why `url` failed, if it did within the failure TTL.
-    fn failed_lately(&self, url: &str) -> Option<String> {
+    fn failed_lately(&self, url: &str) -> Option<Failure> {
         let failures = self.failures.lock().unwrap_or_else(|p| p.into_inner());
-        failures.get(url).filter(|(until, _)| Instant::now() < *until).map(|(_, why)| why.clone())
+        failures.get(url).filter(|(until, _)| Instant::now() < *until).map(|(_, failure)| failure.clone())
     }
 
-    fn remember_failure(&self, url: &str, why: &str, ttl: Duration) {
+    fn remember_failure(&self, url: &str, failure: Failure, ttl: Duration) {
         let now = Instant::now();
         let mut failures = self.failures.lock().unwrap_or_else(|p| p.into_inner());
         if failures.len() >= MAX_FAILURES_KEPT {
@@ -65,7 +73,7 @@ impl Resolver {
                 failures.remove(&any);
             }
         }
-        failures.insert(url.to_owned(), (now + ttl, why.to_owned()));
+        failures.insert(url.to_owned(), (now + ttl, failure));
     }
 }
 
@@ -112,29 +120,41 @@ impl OAuthServer {
             return Lookup::Unknown(Some(refused.why));
         }
         let ttl_ms = i64::try_from(settings.cimd_cache_ttl.as_millis()).unwrap_or(i64::MAX / 2);
-        let fresh = |client: &OAuthClient| {
-            let age = mirobody_core::clock::now_ms() - client.created_at_ms;
-            client.registered_from == METADATA && (0..ttl_ms).contains(&age)
-        };
-        match store.client(client_id).await {
-            Ok(Some(client)) if fresh(&client) => return Lookup::Found(client),
-            Ok(_) => {}
+        let grace_ms = i64::try_from(settings.cimd_stale_grace.as_millis()).unwrap_or(i64::MAX / 2);
+        let age = |client: &OAuthClient| mirobody_core::clock::now_ms() - client.created_at_ms;
+        let stored = match store.client(client_id).await {
+            Ok(client) => client.filter(|client| client.registered_from == METADATA),
             Err(e) => return Lookup::Unavailable(e.to_string()),
+        };
+        if let Some(client) = stored.as_ref().filter(|client| (0..ttl_ms).contains(&age(client))) {
+            return Lookup::Found(client.clone());
         }
+        // The document could not be fetched: a copy within the grace is used while its host is
+        // down, so a client whose host has an outage keeps working; a document fetched and
+        // found wrong (or gone, 4xx) is never covered by its old copy.
+        let stale_or_refused = |failure: Failure| match &stored {
+            Some(client) if failure.unreachable && age(client) < ttl_ms.saturating_add(grace_ms) => {
+                tracing::warn!(client_id = ?client_id, why = %failure.why, "client metadata document unreachable: its last copy is used");
+                Lookup::Found(client.clone())
+            }
+            _ => Lookup::Unknown(Some(failure.why)),
+        };
         let resolver = &self.inner.cimd;
-        if let Some(why) = resolver.failed_lately(client_id) {
-            return Lookup::Unknown(Some(why));
+        if let Some(failure) = resolver.failed_lately(client_id) {
+            return stale_or_refused(failure);
         }
         let Ok(Ok(_permit)) = tokio::time::timeout(settings.cimd_fetch_timeout, resolver.fetches.acquire()).await
         else {
             return Lookup::Unavailable("too many client metadata documents are being fetched".into());
         };
         // Another request may have fetched it, or failed to, while this one waited.
-        if let Some(why) = resolver.failed_lately(client_id) {
-            return Lookup::Unknown(Some(why));
+        if let Some(failure) = resolver.failed_lately(client_id) {
+            return stale_or_refused(failure);
         }
         match store.client(client_id).await {
-            Ok(Some(client)) if fresh(&client) => return Lookup::Found(client),
+            Ok(Some(client)) if client.registered_from == METADATA && (0..ttl_ms).contains(&age(&client)) => {
+                return Lookup::Found(client);
+            }
             Ok(_) => {}
             Err(e) => return Lookup::Unavailable(e.to_string()),
         }
@@ -148,8 +168,9 @@ impl OAuthServer {
             },
             Err(refused) => {
                 tracing::info!(client_id = ?client_id, why = %refused.why, detail = ?refused.detail, "client metadata document refused");
-                resolver.remember_failure(client_id, &refused.why, settings.cimd_failure_ttl);
-                Lookup::Unknown(Some(refused.why))
+                let failure = Failure { why: refused.why, unreachable: refused.unreachable };
+                resolver.remember_failure(client_id, failure.clone(), settings.cimd_failure_ttl);
+                stale_or_refused(failure)
             }
         }
     }
@@ -161,10 +182,18 @@ impl OAuthServer {
 struct Refused {
     why: String,
     detail: Option<String>,
+    /// The host could not be reached, or answered that it is failing (5xx, 429): the
+    /// document may be fine, so a recent copy stays usable (`cimd_stale_grace`). A document
+    /// that was fetched and is wrong, or an address that must not be fetched from, never is.
+    unreachable: bool,
 }
 
 fn refused(why: impl Into<String>) -> Refused {
-    Refused { why: why.into(), detail: None }
+    Refused { why: why.into(), detail: None, unreachable: false }
+}
+
+fn unreachable(why: impl Into<String>, detail: Option<String>) -> Refused {
+    Refused { why: why.into(), detail, unreachable: true }
 }
 
 /// Fetches, checks and returns the client `client_id` describes.
@@ -178,7 +207,7 @@ async fn fetch_client(client_id: &str, settings: &OAuthSettings) -> Result<OAuth
         fetch(&url, &addrs, cap).await
     })
     .await
-    .map_err(|_| refused(too_slow(cap)))??;
+    .map_err(|_| unreachable(too_slow(cap), None))??;
     parse_document(client_id, &body)
 }
 
@@ -235,7 +264,7 @@ async fn resolve(url: &Url, allow_loopback: bool) -> Result<Vec<SocketAddr>, Ref
         Some(Host::Ipv6(ip)) => vec![SocketAddr::new(IpAddr::V6(ip), port)],
         Some(Host::Domain(name)) => tokio::net::lookup_host((name, port))
             .await
-            .map_err(|e| Refused { why: format!("the host {name} cannot be resolved"), detail: Some(e.to_string()) })?
+            .map_err(|e| unreachable(format!("the host {name} cannot be resolved"), Some(e.to_string())))?
             .collect(),
         None => Vec::new(),
     };
@@ -339,9 +368,9 @@ fn classify_v6(ip: Ipv6Addr) -> AddressClass {
 
 /// GETs the document from `addrs` (and nowhere else), reading at most `MAX_DOCUMENT_BYTES`.
 async fn fetch(url: &Url, addrs: &[SocketAddr], cap: Duration) -> Result<Vec<u8>, Refused> {
-    let failed = |e: reqwest::Error| Refused {
-        why: if e.is_timeout() { too_slow(cap) } else { "the document could not be fetched".into() },
-        detail: Some(chain(&e)),
+    let failed = |e: reqwest::Error| {
+        let why = if e.is_timeout() { too_slow(cap) } else { "the document could not be fetched".into() };
+        unreachable(why, Some(chain(&e)))
     };
     let mut builder = reqwest::Client::builder()
         .no_proxy()
@@ -359,6 +388,9 @@ async fn fetch(url: &Url, addrs: &[SocketAddr], cap: Duration) -> Result<Vec<u8>
     let status = response.status();
     if status.is_redirection() {
         return Err(refused("the document's URL answered with a redirect, which is not followed"));
+    }
+    if status.is_server_error() || status == reqwest::StatusCode::TOO_MANY_REQUESTS {
+        return Err(unreachable(format!("the document's URL answered {}", status.as_u16()), None));
     }
     if status != reqwest::StatusCode::OK {
         return Err(refused(format!("the document's URL answered {}", status.as_u16())));
@@ -413,7 +445,7 @@ struct Document {
 /// registration would take.
 fn parse_document(client_id: &str, body: &[u8]) -> Result<OAuthClient, Refused> {
     let document: Document = serde_json::from_slice(body)
-        .map_err(|e| Refused { why: "the document is not client metadata".into(), detail: Some(e.to_string()) })?;
+        .map_err(|e| Refused { detail: Some(e.to_string()), ..refused("the document is not client metadata") })?;
     if document.client_id != client_id {
         return Err(refused("the document's client_id is not its URL"));
     }

@@ -104,18 +104,22 @@ async fn submit(
         }
         Err(Refused::Failed(answer)) => return answer,
     };
-    // Taken before the account is stored: of two forms sent at once, one makes it.
-    match server.inner.stores.accounts.use_signup_token(&hash, mirobody_core::clock::now_ms()).await {
-        Ok(Some(taken)) if taken == email => {}
-        Ok(_) => return gone(&server),
-        Err(e) => return failed(&server, "cannot use a sign-up link", &e),
-    }
+    // The account first, then the link is spent: a store failure in between leaves the
+    // link working rather than spent for nothing. The link makes one account all the same:
+    // it is of one email, and of two forms sent at once only one stores an account by it.
     match server.inner.stores.accounts.create_account(&account).await {
         Ok(true) => {}
         Ok(false) => {
             return message(StatusCode::CONFLICT, "You have an account", TAKEN, (&server.path("/signin"), "Sign in"));
         }
         Err(e) => return failed(&server, "cannot store an account", &e),
+    }
+    match server.inner.stores.accounts.use_signup_token(&hash, mirobody_core::clock::now_ms()).await {
+        Ok(Some(_)) => {}
+        // Spent or swept meanwhile: the account is made all the same, and the link can make
+        // no other (its email has an account now).
+        Ok(None) => tracing::warn!(account = %account.id, "a sign-up link was spent while its account was made"),
+        Err(e) => tracing::warn!(account = %account.id, error = %e, "a sign-up link could not be marked used"),
     }
     tracing::info!(account = %account.id, "account made through a sign-up link");
     signed_up(&server, &account.id, &next).await

@@ -7,7 +7,7 @@ use axum::extract::rejection::{FormRejection, QueryRejection};
 use axum::extract::{Form, Query, State};
 use axum::response::Response;
 use axum::routing::get;
-use http::{HeaderMap, StatusCode};
+use http::{HeaderMap, StatusCode, header};
 use mirobody_ports::Account;
 use serde::Deserialize;
 
@@ -15,7 +15,8 @@ use crate::page::{escape, page, see_other};
 use crate::random;
 use crate::server::OAuthServer;
 use crate::web::forms::{
-    PreSession, display_name, failed, message, new_password_hash, normal_email, safe_next, unreadable, with_cookies,
+    ClientAddress, PreSession, display_name, failed, message, new_password_hash, normal_email, retry_after, safe_next,
+    unreadable, with_cookies,
 };
 use crate::web::session;
 use crate::web::signin::{Next, next_of};
@@ -72,6 +73,7 @@ async fn show(
 
 async fn submit(
     State(server): State<OAuthServer>,
+    ClientAddress(address): ClientAddress,
     headers: HeaderMap,
     form: Result<Form<SignUpForm>, FormRejection>,
 ) -> Response {
@@ -92,6 +94,18 @@ async fn submit(
     let Some(email) = normal_email(&form.email) else {
         return refuse("That email address does not look right.");
     };
+    // Every try that gets this far hashes a password and may make an account: bounded per
+    // address (and per email), as failed sign-ins are, before any of that work.
+    let signups = &server.inner.signups;
+    if let Err(wait) = signups.check(&email, address) {
+        tracing::warn!(address = ?address, "sign-up refused: too many from the address");
+        let minutes = wait.as_secs().div_ceil(60).max(1);
+        let text = format!("Too many sign-ups from here. Please wait {minutes} minute(s) and try again.");
+        let mut response = sign_up_page(&server, StatusCode::TOO_MANY_REQUESTS, &view(&form.csrf), Some(&text));
+        response.headers_mut().insert(header::RETRY_AFTER, retry_after(wait));
+        return response;
+    }
+    signups.failed(&email, address);
     let account = match new_account(&server, email, &form.name, &form.password, &form.again).await {
         Ok(account) => account,
         Err(Refused::Form(text)) => return refuse(text),

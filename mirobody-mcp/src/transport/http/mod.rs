@@ -90,6 +90,11 @@ pub struct HttpOptions {
     /// (not read from configuration: the application knows it).
     #[serde(skip)]
     pub resource_metadata_url: Option<String>,
+    /// The scopes a 401 from the endpoint itself names (`scope=` in `WWW-Authenticate`), so a
+    /// client asks for them when it signs in; empty names none (not read from configuration:
+    /// the application knows them).
+    #[serde(skip)]
+    pub challenge_scopes: Vec<String>,
     /// The most `subscriptions/listen` streams (MCP 2026-07-28) open at once.
     pub max_subscriptions: usize,
     /// How many of [`max_sessions`](Self::max_sessions) anonymous callers may hold; the rest
@@ -117,6 +122,7 @@ impl Default for HttpOptions {
             session_idle_timeout: Duration::from_secs(30 * 60),
             keep_alive: Duration::from_secs(15),
             resource_metadata_url: None,
+            challenge_scopes: Vec::new(),
             max_subscriptions: 1024,
             max_anonymous_sessions: 5_000,
             request_body_timeout: Duration::from_secs(30),
@@ -443,21 +449,24 @@ impl HttpInner {
         if matches!(status, Status::Ok) {
             return response;
         }
-        let metadata = self
-            .options
-            .resource_metadata_url
-            .as_deref()
-            .map(|url| format!(r#" resource_metadata="{url}""#))
-            .unwrap_or_default();
+        let metadata = self.options.resource_metadata_url.as_deref().map(|url| format!(r#"resource_metadata="{url}""#));
         let (code, value) = match status {
             Status::Ok => return response,
-            Status::Unauthenticated => (StatusCode::UNAUTHORIZED, format!("Bearer{metadata}")),
+            Status::Unauthenticated => {
+                // The scopes tell a client what to ask for when it signs in (MCP 2025-11-25).
+                let scopes = &self.options.challenge_scopes;
+                let scope = (!scopes.is_empty()).then(|| format!(r#"scope="{}""#, scopes.join(" ")));
+                let params: Vec<String> = metadata.into_iter().chain(scope).collect();
+                let value =
+                    if params.is_empty() { "Bearer".to_owned() } else { format!("Bearer {}", params.join(", ")) };
+                (StatusCode::UNAUTHORIZED, value)
+            }
             Status::Forbidden(scopes) => (
                 StatusCode::FORBIDDEN,
                 format!(
                     r#"Bearer error="insufficient_scope", scope="{}"{}"#,
                     scopes.join(" "),
-                    metadata.replacen(' ', ", ", 1)
+                    metadata.map(|metadata| format!(", {metadata}")).unwrap_or_default()
                 ),
             ),
         };
