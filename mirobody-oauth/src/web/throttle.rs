@@ -136,6 +136,15 @@ impl<C: Clock + Clone> SignInThrottle<C> {
         }
     }
 
+    /// Whether `address` may try again, asking nothing of an account (a passkey sign-in names
+    /// none until it is verified); `Err` with how long to wait. Charges nothing.
+    pub(crate) fn check_address(&self, address: Option<IpAddr>) -> Result<(), Duration> {
+        let (Some(limiters), Some(address)) = (&self.limiters, address) else { return Ok(()) };
+        self.sweep_now_and_then(limiters);
+        let now = limiters.clock.now();
+        limiters.addresses.check_key(&self.address_key(address, true)).map_err(|n| n.wait_time_from(now))
+    }
+
     /// Charges a failed try for `email` from `address`.
     pub(crate) fn failed(&self, email: &str, address: Option<IpAddr>) {
         let Some(limiters) = &self.limiters else { return };
@@ -172,7 +181,7 @@ impl<C: Clock + Clone> SignInThrottle<C> {
 }
 
 // An IPv4 address (or an IPv4-mapped IPv6 one) as itself, any other IPv6 address by its /64.
-fn network_of(address: IpAddr) -> IpAddr {
+pub(crate) fn network_of(address: IpAddr) -> IpAddr {
     match address {
         IpAddr::V4(_) => address,
         IpAddr::V6(v6) => match v6.to_ipv4_mapped() {

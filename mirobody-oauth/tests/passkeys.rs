@@ -1,0 +1,319 @@
+//! The passkey routes, driven through `OAuthServer::router` over `SqlStore` on SQLite: what
+//! they refuse (another origin, a missing or wrong CSRF header, no session, oversize bodies, a
+//! replayed or expired ceremony, another person's passkey), the bound on ceremonies under
+//! way, and where passkeys are off. A real authenticator signing in is
+//! `mirobody-server/tests/passkeys_in_browser.rs`.
+
+// The shared harness has more than these tests use.
+#![allow(dead_code, unused_macros)]
+
+#[path = "support/memory.rs"]
+mod memory;
+
+use mirobody_ports::{Passkey, PasskeyCeremony};
+use serde_json::{Value, json};
+
+include!("support/pages.rs");
+
+const ORIGIN: &str = "http://localhost:8080";
+
+async fn passkey_harness() -> Harness {
+    harness_full(Backing::Sqlite, serde_json::json!({}), ORIGIN, true).await
+}
+
+fn passkeys(harness: &Harness) -> Arc<dyn PasskeyStore> {
+    harness.passkeys.clone().expect("passkeys are on")
+}
+
+/// A JSON POST as the passkey script sends it: from `origin`, with `csrf` in the header.
+async fn json_post(
+    browser: &mut Browser,
+    harness: &Harness,
+    path: &str,
+    origin: Option<&str>,
+    csrf: Option<&str>,
+    body: &str,
+) -> (StatusCode, Value) {
+    let mut request = browser.request("POST", path, Body::from(body.to_owned()), false);
+    let headers = request.headers_mut();
+    headers.insert(header::CONTENT_TYPE, "application/json".parse().unwrap());
+    if let Some(origin) = origin {
+        headers.insert(header::ORIGIN, origin.parse().unwrap());
+    }
+    if let Some(csrf) = csrf {
+        headers.insert("x-csrf-token", csrf.parse().unwrap());
+    }
+    let answer = send(harness, request).await;
+    browser.keep(&answer);
+    let json = serde_json::from_str(&answer.body).unwrap_or(Value::Null);
+    (answer.status, json)
+}
+
+/// The pre-session CSRF token of the sign-in page (in the passkey block's `data-csrf`).
+async fn sign_in_csrf(browser: &mut Browser, harness: &Harness) -> String {
+    let page = browser.get(harness, "/signin").await;
+    let start = page.body.find("data-csrf=\"").expect("a passkey block") + 11;
+    page.body[start..].split('"').next().unwrap().to_owned()
+}
+
+fn stored(id: &[u8], account: &str) -> Passkey {
+    Passkey {
+        credential_id: id.to_vec(),
+        account_id: account.into(),
+        credential: "{}".into(),
+        name: "Bob's key".into(),
+        created_at_ms: 1_700_000_000_000,
+        last_used_at_ms: None,
+    }
+}
+
+// A registration answer that parses but proves nothing.
+fn junk_registration(ceremony: &str) -> String {
+    json!({
+        "ceremony": ceremony,
+        "name": "Laptop",
+        "credential": {"id": "AAAA", "rawId": "AAAA", "type": "public-key",
+            "response": {"attestationObject": "AAAA", "clientDataJSON": "AAAA"}}
+    })
+    .to_string()
+}
+
+// A sign-in answer that parses but proves nothing.
+fn junk_assertion(ceremony: &str) -> String {
+    json!({
+        "ceremony": ceremony,
+        "credential": {"id": "AAAA", "rawId": "AAAA", "type": "public-key",
+            "response": {"authenticatorData": "AAAA", "clientDataJSON": "AAAA", "signature": "AAAA",
+                "userHandle": "AAAAAAAAAAAAAAAAAAAAAA"}}
+    })
+    .to_string()
+}
+
+#[tokio::test]
+async fn pages_offer_passkeys_with_the_script_policy_and_its_script() {
+    let harness = passkey_harness().await;
+    let mut browser = Browser::from("192.0.2.1");
+    let page = browser.get(&harness, "/signin").await;
+    let policy = page.headers[header::CONTENT_SECURITY_POLICY].to_str().unwrap();
+    assert!(policy.contains("script-src 'self'") && policy.contains("connect-src 'self'"), "{policy}");
+    assert!(policy.contains("default-src 'none'") && policy.contains("frame-ancestors 'none'"), "{policy}");
+    assert!(page.body.contains("Sign in with a passkey") && page.body.contains("src=\"/assets/passkey.js\""));
+    assert!(!page.body.contains("<script>"), "no inline script");
+
+    browser.sign_in(&harness, ALICE, ALICE_PASSWORD, "").await;
+    let account = browser.get(&harness, "/account").await;
+    assert!(account.body.contains("<h2>Passkeys</h2>") && account.body.contains("Add a passkey"));
+    assert!(account.headers[header::CONTENT_SECURITY_POLICY].to_str().unwrap().contains("script-src 'self'"));
+
+    let script = browser.get(&harness, "/assets/passkey.js").await;
+    assert_eq!(script.status, StatusCode::OK);
+    assert!(script.headers[header::CONTENT_TYPE].to_str().unwrap().starts_with("text/javascript"));
+    assert!(script.headers[header::CACHE_CONTROL].to_str().unwrap().contains("max-age"));
+    assert!(script.body.contains("navigator.credentials.create") && script.body.contains("navigator.credentials.get"));
+}
+
+#[tokio::test]
+async fn without_passkeys_pages_keep_the_strict_policy_and_the_routes_are_gone() {
+    // Passkeys on, but the public URL is an IP address, which WebAuthn refuses; and off.
+    for harness in [
+        harness_full(Backing::Sqlite, serde_json::json!({}), "http://127.0.0.1:8080", true).await,
+        harness(Backing::Sqlite, serde_json::json!({})).await,
+    ] {
+        let mut browser = Browser::default();
+        let page = browser.get(&harness, "/signin").await;
+        let policy = page.headers[header::CONTENT_SECURITY_POLICY].to_str().unwrap();
+        assert!(!policy.contains("script-src") && !page.body.contains("passkey"), "{policy}");
+        assert_eq!(browser.get(&harness, "/assets/passkey.js").await.status, StatusCode::NOT_FOUND);
+        let (status, _) = json_post(&mut browser, &harness, "/signin/passkey/begin", None, None, "{}").await;
+        assert_eq!(status, StatusCode::NOT_FOUND);
+    }
+}
+
+#[tokio::test]
+async fn adding_needs_this_origin_the_session_and_its_csrf_header() {
+    let harness = passkey_harness().await;
+    let mut alice = Browser::from("192.0.2.1");
+    alice.sign_in(&harness, ALICE, ALICE_PASSWORD, "").await;
+    let csrf = alice.account_csrf(&harness).await;
+    let begin = "/account/passkeys/begin";
+    for (origin, token, refused) in [
+        (None, Some(csrf.as_str()), StatusCode::FORBIDDEN),
+        (Some("https://evil.example"), Some(csrf.as_str()), StatusCode::FORBIDDEN),
+        (Some(ORIGIN), None, StatusCode::FORBIDDEN),
+        (Some(ORIGIN), Some("forged"), StatusCode::FORBIDDEN),
+    ] {
+        let (status, answer) = json_post(&mut alice, &harness, begin, origin, token, "{}").await;
+        assert_eq!(status, refused, "{origin:?} {token:?}: {answer}");
+        assert!(answer["error"].is_string());
+    }
+    // A browser that is not signed in, even with a session's token, is refused.
+    let mut stranger = Browser::from("192.0.2.2");
+    let (status, _) = json_post(&mut stranger, &harness, begin, Some(ORIGIN), Some(&csrf), "{}").await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+
+    // The real request gets creation options for a discoverable passkey, under a hashed id.
+    let (status, begun) = json_post(&mut alice, &harness, begin, Some(ORIGIN), Some(&csrf), "{}").await;
+    assert_eq!(status, StatusCode::OK, "{begun}");
+    let options = &begun["options"]["publicKey"];
+    assert_eq!(options["rp"]["id"], "localhost");
+    assert_eq!(options["authenticatorSelection"]["residentKey"], "required");
+    assert_eq!(options["user"]["name"], ALICE);
+    assert_ne!(options["user"]["id"], json!("u_alice"), "the user handle is not the account id");
+    let ceremony = begun["ceremony"].as_str().unwrap();
+
+    // Bob's session cannot finish Alice's ceremony, and spends it trying.
+    let mut bob = Browser::from("192.0.2.3");
+    bob.sign_in(&harness, BOB, BOB_PASSWORD, "").await;
+    let bob_csrf = bob.account_csrf(&harness).await;
+    let finish = "/account/passkeys/finish";
+    let (status, answer) =
+        json_post(&mut bob, &harness, finish, Some(ORIGIN), Some(&bob_csrf), &junk_registration(ceremony)).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{answer}");
+    assert!(answer["error"].as_str().unwrap().contains("expired"), "{answer}");
+    let (status, answer) =
+        json_post(&mut alice, &harness, finish, Some(ORIGIN), Some(&csrf), &junk_registration(ceremony)).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert!(answer["error"].as_str().unwrap().contains("expired"), "taken once: {answer}");
+
+    // A fresh ceremony with an answer that does not verify stores nothing; a replay is expired.
+    let (_, begun) = json_post(&mut alice, &harness, begin, Some(ORIGIN), Some(&csrf), "{}").await;
+    let body = junk_registration(begun["ceremony"].as_str().unwrap());
+    let (status, answer) = json_post(&mut alice, &harness, finish, Some(ORIGIN), Some(&csrf), &body).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert!(answer["error"].as_str().unwrap().contains("could not be verified"), "{answer}");
+    let (_, answer) = json_post(&mut alice, &harness, finish, Some(ORIGIN), Some(&csrf), &body).await;
+    assert!(answer["error"].as_str().unwrap().contains("expired"), "a replay: {answer}");
+    assert!(passkeys(&harness).passkeys_of("u_alice", 100).await.unwrap().is_empty());
+
+    // A name over 64 characters is refused before the ceremony is spent.
+    let (_, begun) = json_post(&mut alice, &harness, begin, Some(ORIGIN), Some(&csrf), "{}").await;
+    let mut long: Value = serde_json::from_str(&junk_registration(begun["ceremony"].as_str().unwrap())).unwrap();
+    long["name"] = json!("n".repeat(65));
+    let (status, answer) = json_post(&mut alice, &harness, finish, Some(ORIGIN), Some(&csrf), &long.to_string()).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert!(answer["error"].as_str().unwrap().contains("64"), "{answer}");
+}
+
+#[tokio::test]
+async fn oversize_and_unreadable_bodies_are_refused() {
+    let harness = passkey_harness().await;
+    let mut alice = Browser::from("192.0.2.1");
+    let pre = sign_in_csrf(&mut alice, &harness).await;
+    let huge = format!("{{\"ceremony\": \"{}\"}}", "x".repeat(64 * 1024));
+    let (status, _) = json_post(&mut alice, &harness, "/signin/passkey/finish", Some(ORIGIN), Some(&pre), &huge).await;
+    assert_eq!(status, StatusCode::PAYLOAD_TOO_LARGE);
+    let (status, answer) =
+        json_post(&mut alice, &harness, "/signin/passkey/finish", Some(ORIGIN), Some(&pre), "{\"no\": 1}").await;
+    assert!(status.is_client_error() && answer["error"].is_string(), "{status} {answer}");
+
+    alice.sign_in(&harness, ALICE, ALICE_PASSWORD, "").await;
+    let csrf = alice.account_csrf(&harness).await;
+    let (status, _) =
+        json_post(&mut alice, &harness, "/account/passkeys/finish", Some(ORIGIN), Some(&csrf), &huge).await;
+    assert_eq!(status, StatusCode::PAYLOAD_TOO_LARGE);
+}
+
+#[tokio::test]
+async fn signing_in_needs_the_pre_session_token_and_a_live_ceremony() {
+    let harness = passkey_harness().await;
+    let mut browser = Browser::from("192.0.2.1");
+    let pre = sign_in_csrf(&mut browser, &harness).await;
+    let begin = "/signin/passkey/begin";
+    for (origin, token) in [(Some(ORIGIN), None), (Some(ORIGIN), Some("forged")), (Some("http://evil"), Some(&*pre))] {
+        let (status, _) = json_post(&mut browser, &harness, begin, origin, token, "{}").await;
+        assert_eq!(status, StatusCode::FORBIDDEN, "{origin:?} {token:?}");
+    }
+    let (status, begun) = json_post(&mut browser, &harness, begin, Some(ORIGIN), Some(&pre), "{}").await;
+    assert_eq!(status, StatusCode::OK, "{begun}");
+    assert_eq!(begun["options"]["publicKey"]["allowCredentials"], json!([]), "usernameless");
+    assert!(begun["options"].get("mediation").is_none());
+
+    // An answer that proves nothing, then its replay: not verified, then expired.
+    let finish = "/signin/passkey/finish";
+    let body = junk_assertion(begun["ceremony"].as_str().unwrap());
+    let (status, answer) = json_post(&mut browser, &harness, finish, Some(ORIGIN), Some(&pre), &body).await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED, "{answer}");
+    let (status, answer) = json_post(&mut browser, &harness, finish, Some(ORIGIN), Some(&pre), &body).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{answer}");
+    assert!(answer["error"].as_str().unwrap().contains("expired"), "{answer}");
+
+    // An expired ceremony is refused like a replay.
+    let id = "an-expired-ceremony-id";
+    let hash = mirobody_auth::hash_secret(id);
+    let now = mirobody_core::clock::now_ms();
+    let old = PasskeyCeremony {
+        purpose: "authenticate".into(),
+        owner: "x".into(),
+        state: "{}".into(),
+        created_at_ms: now - 600_000,
+        expires_at_ms: now - 300_000,
+    };
+    assert!(passkeys(&harness).put_ceremony(&hash, &old, 10).await.unwrap());
+    let (status, answer) =
+        json_post(&mut browser, &harness, finish, Some(ORIGIN), Some(&pre), &junk_assertion(id)).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{answer}");
+    assert!(!browser.signed_in());
+}
+
+#[tokio::test]
+async fn failures_count_in_the_throttle_and_ceremonies_are_bounded_per_address() {
+    let harness = passkey_harness().await;
+    let mut browser = Browser::from("192.0.2.9");
+    let pre = sign_in_csrf(&mut browser, &harness).await;
+    let (begin, finish) = ("/signin/passkey/begin", "/signin/passkey/finish");
+    // The default burst is 5 failures per address.
+    for _ in 0..5 {
+        let (_, begun) = json_post(&mut browser, &harness, begin, Some(ORIGIN), Some(&pre), "{}").await;
+        let body = junk_assertion(begun["ceremony"].as_str().unwrap());
+        let (status, _) = json_post(&mut browser, &harness, finish, Some(ORIGIN), Some(&pre), &body).await;
+        assert_eq!(status, StatusCode::UNAUTHORIZED);
+    }
+    let (status, _) = json_post(&mut browser, &harness, begin, Some(ORIGIN), Some(&pre), "{}").await;
+    assert_eq!(status, StatusCode::TOO_MANY_REQUESTS, "the address is held back");
+
+    // Begun and never finished: at most 10 under way per address.
+    let mut other = Browser::from("198.51.100.7");
+    let pre = sign_in_csrf(&mut other, &harness).await;
+    for _ in 0..10 {
+        let (status, _) = json_post(&mut other, &harness, begin, Some(ORIGIN), Some(&pre), "{}").await;
+        assert_eq!(status, StatusCode::OK);
+    }
+    let (status, answer) = json_post(&mut other, &harness, begin, Some(ORIGIN), Some(&pre), "{}").await;
+    assert_eq!(status, StatusCode::TOO_MANY_REQUESTS, "{answer}");
+}
+
+#[tokio::test]
+async fn a_passkey_is_removed_by_its_owner_only() {
+    let harness = passkey_harness().await;
+    let store = passkeys(&harness);
+    assert!(store.add_passkey(&stored(b"bob-credential", "u_bob"), 20).await.unwrap());
+    assert!(store.add_passkey(&stored(b"alice-credential", "u_alice"), 20).await.unwrap());
+    let encoded = |id: &[u8]| {
+        use base64::Engine;
+        base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(id)
+    };
+    let mut alice = Browser::from("192.0.2.1");
+    alice.sign_in(&harness, ALICE, ALICE_PASSWORD, "").await;
+    let page = alice.get(&harness, "/account").await;
+    assert!(page.body.contains("Bob&#39;s key") && page.body.contains(&encoded(b"alice-credential")));
+    assert!(!page.body.contains(&encoded(b"bob-credential")), "only her own are listed");
+    let csrf = page.csrf_field();
+
+    // Bob's credential id in Alice's form removes nothing; a wrong CSRF token neither.
+    let bob_id = encoded(b"bob-credential");
+    let answer = alice.post(&harness, "/account/passkeys/remove", &[("csrf", &csrf), ("credential", &bob_id)]).await;
+    assert_eq!(answer.location(), "/account");
+    assert!(store.passkey(b"bob-credential").await.unwrap().is_some());
+    let alice_id = encoded(b"alice-credential");
+    let answer =
+        alice.post(&harness, "/account/passkeys/remove", &[("csrf", "forged"), ("credential", &alice_id)]).await;
+    assert_eq!(answer.status, StatusCode::FORBIDDEN);
+    let answer = alice.post(&harness, "/account/passkeys/remove", &[("csrf", &csrf), ("credential", "%%%")]).await;
+    assert_eq!(answer.location(), "/account", "an unreadable id removes nothing");
+
+    let answer = alice.post(&harness, "/account/passkeys/remove", &[("csrf", &csrf), ("credential", &alice_id)]).await;
+    assert_eq!(answer.location(), "/account?done=passkey-removed");
+    assert!(store.passkey(b"alice-credential").await.unwrap().is_none());
+    let page = alice.get(&harness, "/account?done=passkey-removed").await;
+    assert!(page.body.contains("no longer signs you in") && page.body.contains("You have no passkey"));
+}
