@@ -317,3 +317,196 @@ async fn a_passkey_is_removed_by_its_owner_only() {
     let page = alice.get(&harness, "/account?done=passkey-removed").await;
     assert!(page.body.contains("no longer signs you in") && page.body.contains("You have no passkey"));
 }
+
+/// A software authenticator: one ES256 passkey, made and used as a platform authenticator
+/// would (no attestation, user verified), so a whole ceremony runs without a browser.
+struct SoftKey {
+    key: p256::ecdsa::SigningKey,
+    id: Vec<u8>,
+    handle: String,
+    counter: u32,
+}
+
+fn b64(bytes: &[u8]) -> String {
+    use base64::Engine;
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes)
+}
+
+fn sha256(bytes: &[u8]) -> Vec<u8> {
+    use sha2::Digest;
+    sha2::Sha256::digest(bytes).to_vec()
+}
+
+fn client_data(kind: &str, challenge: &Value) -> Vec<u8> {
+    json!({"type": kind, "challenge": challenge, "origin": ORIGIN, "crossOrigin": false}).to_string().into_bytes()
+}
+
+/// CBOR's head of a byte string of `len` (< 65536) bytes.
+fn cbor_bytes(len: usize) -> Vec<u8> {
+    match len {
+        0..24 => vec![0x40 | len as u8],
+        24..256 => vec![0x58, len as u8],
+        _ => vec![0x59, (len >> 8) as u8, len as u8],
+    }
+}
+
+impl SoftKey {
+    fn new(seed: u8) -> SoftKey {
+        let key = p256::ecdsa::SigningKey::from_slice(&[seed; 32]).unwrap();
+        SoftKey { key, id: format!("soft credential {seed}").into_bytes(), handle: String::new(), counter: 0 }
+    }
+
+    /// The answer to creation options: the key, its id and an empty ("none") attestation.
+    fn create(&mut self, ceremony: &Value, name: &str) -> String {
+        let options = &ceremony["options"]["publicKey"];
+        self.handle = options["user"]["id"].as_str().unwrap().to_owned();
+        let point = self.key.verifying_key().to_sec1_point(false);
+        let (x, y) = (&point.as_bytes()[1..33], &point.as_bytes()[33..65]);
+        // COSE_Key {1: 2 (EC2), 3: -7 (ES256), -1: 1 (P-256), -2: x, -3: y}.
+        let mut cose = vec![0xa5, 0x01, 0x02, 0x03, 0x26, 0x20, 0x01, 0x21, 0x58, 0x20];
+        cose.extend_from_slice(x);
+        cose.extend_from_slice(&[0x22, 0x58, 0x20]);
+        cose.extend_from_slice(y);
+        let mut auth_data = sha256(b"localhost");
+        auth_data.push(0x45); // user present, user verified, attested credential data
+        auth_data.extend_from_slice(&0u32.to_be_bytes());
+        auth_data.extend_from_slice(&[0; 16]);
+        auth_data.extend_from_slice(&(self.id.len() as u16).to_be_bytes());
+        auth_data.extend_from_slice(&self.id);
+        auth_data.extend_from_slice(&cose);
+        // {"fmt": "none", "attStmt": {}, "authData": auth_data}
+        let mut attestation = vec![0xa3, 0x63, b'f', b'm', b't', 0x64, b'n', b'o', b'n', b'e'];
+        attestation.extend_from_slice(&[0x67, b'a', b't', b't', b'S', b't', b'm', b't', 0xa0]);
+        attestation.extend_from_slice(&[0x68, b'a', b'u', b't', b'h', b'D', b'a', b't', b'a']);
+        attestation.extend_from_slice(&cbor_bytes(auth_data.len()));
+        attestation.extend_from_slice(&auth_data);
+        json!({
+            "ceremony": ceremony["ceremony"],
+            "name": name,
+            "credential": {"id": b64(&self.id), "rawId": b64(&self.id), "type": "public-key",
+                "response": {"attestationObject": b64(&attestation),
+                    "clientDataJSON": b64(&client_data("webauthn.create", &options["challenge"]))}}
+        })
+        .to_string()
+    }
+
+    /// The answer to request options, signed, with the counter moved on, and `handle` as the
+    /// user handle instead of its own when given.
+    fn get(&mut self, ceremony: &Value, next: &str, handle: Option<&str>) -> String {
+        use p256::ecdsa::signature::Signer;
+        self.counter += 1;
+        let mut auth_data = sha256(b"localhost");
+        auth_data.push(0x05); // user present, user verified
+        auth_data.extend_from_slice(&self.counter.to_be_bytes());
+        let client = client_data("webauthn.get", &ceremony["options"]["publicKey"]["challenge"]);
+        let mut signed = auth_data.clone();
+        signed.extend_from_slice(&sha256(&client));
+        let signature: p256::ecdsa::Signature = self.key.sign(&signed);
+        json!({
+            "ceremony": ceremony["ceremony"],
+            "next": next,
+            "credential": {"id": b64(&self.id), "rawId": b64(&self.id), "type": "public-key",
+                "response": {"authenticatorData": b64(&auth_data), "clientDataJSON": b64(&client),
+                    "signature": b64(signature.to_der().as_bytes()),
+                    "userHandle": handle.unwrap_or(&self.handle)}}
+        })
+        .to_string()
+    }
+}
+
+/// Alice, signed in, adds `key` as "Soft key"; the finish answer.
+async fn add_soft_key(harness: &Harness, key: &mut SoftKey) -> (StatusCode, Value) {
+    let mut alice = Browser::from("192.0.2.1");
+    alice.sign_in(harness, ALICE, ALICE_PASSWORD, "").await;
+    let csrf = alice.account_csrf(harness).await;
+    let (_, begun) = json_post(&mut alice, harness, "/account/passkeys/begin", Some(ORIGIN), Some(&csrf), "{}").await;
+    let body = key.create(&begun, "Soft key");
+    json_post(&mut alice, harness, "/account/passkeys/finish", Some(ORIGIN), Some(&csrf), &body).await
+}
+
+/// A fresh browser signs in with `key`; the finish answer, and whether it holds a session.
+async fn sign_in_with(
+    harness: &Harness,
+    key: &mut SoftKey,
+    next: &str,
+    handle: Option<&str>,
+) -> (StatusCode, Value, bool) {
+    let mut browser = Browser::from("203.0.113.5");
+    let pre = sign_in_csrf(&mut browser, harness).await;
+    let (_, begun) = json_post(&mut browser, harness, "/signin/passkey/begin", Some(ORIGIN), Some(&pre), "{}").await;
+    let body = key.get(&begun, next, handle);
+    let (status, answer) =
+        json_post(&mut browser, harness, "/signin/passkey/finish", Some(ORIGIN), Some(&pre), &body).await;
+    (status, answer, browser.signed_in())
+}
+
+#[tokio::test]
+async fn a_passkey_added_signs_its_owner_in_and_no_one_else() {
+    let harness = passkey_harness().await;
+    let mut key = SoftKey::new(7);
+    let (status, answer) = add_soft_key(&harness, &mut key).await;
+    assert_eq!((status, &answer["next"]), (StatusCode::OK, &json!("/account?done=passkey-added")), "{answer}");
+    let stored = passkeys(&harness).passkeys_of("u_alice", 100).await.unwrap();
+    assert_eq!((stored.len(), stored[0].name.as_str(), stored[0].last_used_at_ms), (1, "Soft key", None));
+    // The same credential again (excluded in the options, which a real authenticator obeys)
+    // is refused: one passkey, not two.
+    let (status, answer) = add_soft_key(&harness, &mut key).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{answer}");
+    assert_eq!(passkeys(&harness).passkeys_of("u_alice", 100).await.unwrap().len(), 1);
+
+    // Signed in, to a local next only, and the use is noted.
+    let (status, answer, signed_in) = sign_in_with(&harness, &mut key, "/account?x=1", None).await;
+    assert_eq!((status, &answer["next"], signed_in), (StatusCode::OK, &json!("/account?x=1"), true), "{answer}");
+    let (_, answer, _) = sign_in_with(&harness, &mut key, "//evil.example/", None).await;
+    assert_eq!(answer["next"], "/account");
+    assert!(passkeys(&harness).passkey(&key.id).await.unwrap().unwrap().last_used_at_ms.is_some());
+
+    // A counter that did not move is a cloned authenticator: refused, with the usual answer.
+    key.counter -= 1;
+    let (status, answer, signed_in) = sign_in_with(&harness, &mut key, "", None).await;
+    assert_eq!((status, answer["error"].as_str(), signed_in), (StatusCode::UNAUTHORIZED, Some(NOT_VERIFIED), false));
+
+    // Another account's user handle with this credential proves nothing.
+    let bob = b64(&sha256(b"not alice's handle")[..16]);
+    let (status, answer, _) = sign_in_with(&harness, &mut key, "", Some(&bob)).await;
+    assert_eq!((status, answer["error"].as_str()), (StatusCode::UNAUTHORIZED, Some(NOT_VERIFIED)));
+
+    // A disabled account is not signed in, whatever its passkey proves.
+    harness.accounts.set_account_disabled("u_alice", true).await.unwrap();
+    let (status, answer, signed_in) = sign_in_with(&harness, &mut key, "", None).await;
+    assert_eq!((status, answer["error"].as_str(), signed_in), (StatusCode::UNAUTHORIZED, Some(NOT_VERIFIED), false));
+    harness.accounts.set_account_disabled("u_alice", false).await.unwrap();
+    let (status, _, signed_in) = sign_in_with(&harness, &mut key, "", None).await;
+    assert_eq!((status, signed_in), (StatusCode::OK, true));
+}
+
+#[tokio::test]
+async fn a_signed_assertion_is_good_for_one_ceremony_only() {
+    let harness = passkey_harness().await;
+    let mut key = SoftKey::new(9);
+    assert_eq!(add_soft_key(&harness, &mut key).await.0, StatusCode::OK);
+    let mut browser = Browser::from("203.0.113.6");
+    let pre = sign_in_csrf(&mut browser, &harness).await;
+    let (_, begun) = json_post(&mut browser, &harness, "/signin/passkey/begin", Some(ORIGIN), Some(&pre), "{}").await;
+    let body = key.get(&begun, "", None);
+    let finish = "/signin/passkey/finish";
+    let (status, _) = json_post(&mut browser, &harness, finish, Some(ORIGIN), Some(&pre), &body).await;
+    assert_eq!(status, StatusCode::OK);
+    // Replayed by someone else holding the pre-session token: the ceremony is spent.
+    let mut thief = Browser::from("203.0.113.7");
+    thief.cookies = browser.cookies.clone();
+    thief.cookies.remove("mirobody_session");
+    thief.cookies.insert("mirobody_csrf".into(), pre.clone());
+    let (status, answer) = json_post(&mut thief, &harness, finish, Some(ORIGIN), Some(&pre), &body).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{answer}");
+    assert!(!thief.signed_in());
+    // Signed for one challenge, it does not answer another.
+    let (_, other) = json_post(&mut thief, &harness, "/signin/passkey/begin", Some(ORIGIN), Some(&pre), "{}").await;
+    let mut moved: Value = serde_json::from_str(&body).unwrap();
+    moved["ceremony"] = other["ceremony"].clone();
+    let (status, _) = json_post(&mut thief, &harness, finish, Some(ORIGIN), Some(&pre), &moved.to_string()).await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+    assert!(!thief.signed_in());
+}
+
+const NOT_VERIFIED: &str = "That passkey could not be verified here.";

@@ -124,6 +124,15 @@ fn json_answer(status: StatusCode, body: Value) -> Response {
     response
 }
 
+/// Why a request is refused before any work: its status and the text the script shows.
+struct Refused(StatusCode, &'static str);
+
+impl From<Refused> for Response {
+    fn from(Refused(status, text): Refused) -> Response {
+        error(status, text)
+    }
+}
+
 fn store_failed(what: &str, e: &dyn std::fmt::Display) -> Response {
     tracing::error!(error = %e, "{what}");
     error(StatusCode::INTERNAL_SERVER_ERROR, "The server could not do that just now. Please try again.")
@@ -131,13 +140,13 @@ fn store_failed(what: &str, e: &dyn std::fmt::Display) -> Response {
 
 /// The request comes from a page of this server: its `Origin` is ours (browsers send it with
 /// every `fetch` POST) and, when the browser says, the fetch is same-origin.
-fn same_origin(passkeys: &Passkeys, headers: &HeaderMap) -> Result<(), Response> {
+fn same_origin(passkeys: &Passkeys, headers: &HeaderMap) -> Result<(), Refused> {
     let origin = headers.get(header::ORIGIN).and_then(|v| v.to_str().ok());
     let site = headers.get("sec-fetch-site").and_then(|v| v.to_str().ok());
     if origin == Some(passkeys.origin.as_str()) && site.is_none_or(|site| site == "same-origin") {
         Ok(())
     } else {
-        Err(error(StatusCode::FORBIDDEN, "This request must come from this server's own pages."))
+        Err(Refused(StatusCode::FORBIDDEN, "This request must come from this server's own pages."))
     }
 }
 
@@ -146,7 +155,7 @@ fn csrf_header(headers: &HeaderMap) -> &str {
 }
 
 /// The JSON body, or the answer that refuses it (too large, not JSON, wrong shape).
-fn body<T>(body: Result<Json<T>, JsonRejection>) -> Result<T, Response> {
+fn body<T>(body: Result<Json<T>, JsonRejection>) -> Result<T, Refused> {
     body.map(|Json(body)| body).map_err(|rejection| {
         let status = rejection.status();
         let text = if status == StatusCode::PAYLOAD_TOO_LARGE {
@@ -154,7 +163,7 @@ fn body<T>(body: Result<Json<T>, JsonRejection>) -> Result<T, Response> {
         } else {
             "The request could not be read."
         };
-        error(status, text)
+        Refused(status, text)
     })
 }
 
@@ -273,7 +282,7 @@ async fn register_finish(
     };
     let request = match body(request) {
         Ok(request) => request,
-        Err(response) => return response,
+        Err(refused) => return refused.into(),
     };
     let name = match passkey_name(&request.name) {
         Ok(name) => name,
@@ -343,13 +352,13 @@ fn address_owner(address: Option<IpAddr>) -> String {
 }
 
 /// The passkeys, from this origin, with the pre-session CSRF token in the header.
-fn signed_out_request(server: &OAuthServer, headers: &HeaderMap) -> Result<Passkeys, Response> {
+fn signed_out_request(server: &OAuthServer, headers: &HeaderMap) -> Result<Passkeys, Refused> {
     let Some(passkeys) = server.inner.passkeys.clone() else {
-        return Err(error(StatusCode::NOT_FOUND, "No passkeys here."));
+        return Err(Refused(StatusCode::NOT_FOUND, "No passkeys here."));
     };
     same_origin(&passkeys, headers)?;
     if !PreSession::matches(server, headers, csrf_header(headers)) {
-        return Err(error(StatusCode::FORBIDDEN, "This page has expired. Please reload it."));
+        return Err(Refused(StatusCode::FORBIDDEN, "This page has expired. Please reload it."));
     }
     Ok(passkeys)
 }
@@ -368,7 +377,7 @@ async fn sign_in_begin(
 ) -> Response {
     let passkeys = match signed_out_request(&server, &headers) {
         Ok(passkeys) => passkeys,
-        Err(response) => return response,
+        Err(refused) => return refused.into(),
     };
     // An address past its failures gets no new challenge.
     if let Err(wait) = server.inner.throttle.check_address(address) {
@@ -403,11 +412,11 @@ async fn sign_in_finish(
 ) -> Response {
     let passkeys = match signed_out_request(&server, &headers) {
         Ok(passkeys) => passkeys,
-        Err(response) => return response,
+        Err(refused) => return refused.into(),
     };
     let request = match body(request) {
         Ok(request) => request,
-        Err(response) => return response,
+        Err(refused) => return refused.into(),
     };
     // Failures count per credential (the account half of the throttle) and per address.
     let key = format!("passkey {}", hex_prefix(request.credential.get_credential_id()));
@@ -491,4 +500,25 @@ async fn verify(server: &OAuthServer, passkeys: &Passkeys, request: &SignInFinis
     }
     tracing::info!(account = %stored.account_id, "signed in with a passkey");
     Ok(Some(stored.account_id))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_user_handle_is_stable_per_account_and_not_the_id() {
+        assert_eq!(user_handle("u_alice"), user_handle("u_alice"));
+        assert_ne!(user_handle("u_alice"), user_handle("u_bob"));
+        assert!(!user_handle("u_alice").as_bytes().windows(7).any(|w| w == b"u_alice"));
+    }
+
+    #[test]
+    fn passkey_names_are_bounded() {
+        assert_eq!(passkey_name("  Laptop "), Ok("Laptop".to_owned()));
+        assert_eq!(passkey_name(" "), Ok("Passkey".to_owned()));
+        assert!(passkey_name(&"é".repeat(64)).is_ok());
+        assert!(passkey_name(&"é".repeat(65)).is_err());
+        assert!(passkey_name("a\nb").is_err());
+    }
 }
