@@ -283,6 +283,27 @@ async fn failures_count_in_the_throttle_and_ceremonies_are_bounded_per_address()
 }
 
 #[tokio::test]
+async fn an_account_has_at_most_ten_registrations_under_way() {
+    let harness = passkey_harness().await;
+    let mut alice = Browser::from("192.0.2.1");
+    alice.sign_in(&harness, ALICE, ALICE_PASSWORD, "").await;
+    let csrf = alice.account_csrf(&harness).await;
+    let begin = "/account/passkeys/begin";
+    for _ in 0..10 {
+        let (status, _) = json_post(&mut alice, &harness, begin, Some(ORIGIN), Some(&csrf), "{}").await;
+        assert_eq!(status, StatusCode::OK);
+    }
+    let (status, answer) = json_post(&mut alice, &harness, begin, Some(ORIGIN), Some(&csrf), "{}").await;
+    assert_eq!(status, StatusCode::TOO_MANY_REQUESTS, "{answer}");
+    // Bob's are his own.
+    let mut bob = Browser::from("192.0.2.1");
+    bob.sign_in(&harness, BOB, BOB_PASSWORD, "").await;
+    let csrf = bob.account_csrf(&harness).await;
+    let (status, _) = json_post(&mut bob, &harness, begin, Some(ORIGIN), Some(&csrf), "{}").await;
+    assert_eq!(status, StatusCode::OK);
+}
+
+#[tokio::test]
 async fn a_passkey_is_removed_by_its_owner_only() {
     let harness = passkey_harness().await;
     let store = passkeys(&harness);

@@ -26,12 +26,15 @@ fn browser_dir() -> &'static Path {
 // Sets up Chromium and playwright-core, or reports the test skipped (failing under
 // MIROBODY_REQUIRE_EXTERNAL=1).
 fn browser_ready() -> bool {
-    let output = Command::new("bash").arg("setup.sh").current_dir(browser_dir()).output();
-    let why = match output {
-        Ok(output) if output.status.success() => return true,
-        Ok(output) => String::from_utf8_lossy(&output.stderr).trim().to_owned(),
-        Err(e) => e.to_string(),
-    };
+    let set_up = mirobody_testkit::peers_off().and_then(|()| {
+        let output = Command::new("bash").arg("setup.sh").current_dir(browser_dir()).output();
+        match output {
+            Ok(output) if output.status.success() => Ok(()),
+            Ok(output) => Err(String::from_utf8_lossy(&output.stderr).trim().to_owned()),
+            Err(e) => Err(e.to_string()),
+        }
+    });
+    let Err(why) = set_up else { return true };
     if std::env::var("MIROBODY_REQUIRE_EXTERNAL").as_deref() == Ok("1") {
         panic!("the browser could not be set up, and MIROBODY_REQUIRE_EXTERNAL=1 requires it: {why}");
     }
