@@ -530,4 +530,60 @@ async fn a_signed_assertion_is_good_for_one_ceremony_only() {
     assert!(!thief.signed_in());
 }
 
+/// A second instance over the same stores as `harness` (its own key and process state).
+fn second_instance(harness: &Harness) -> Harness {
+    let dir = harness.dir.with_extension("second");
+    std::fs::create_dir_all(&dir).unwrap();
+    let key = SigningKey::load_or_create(&dir.join("key.pem")).unwrap();
+    let stores = OAuthStores {
+        accounts: harness.accounts.clone(),
+        sessions: harness.sessions.clone(),
+        oauth: harness.oauth.clone(),
+        secrets: Some(harness.secrets.clone()),
+        passkeys: harness.passkeys.clone(),
+    };
+    let revoked = RevokedGrants::new(Duration::from_secs(900));
+    let settings: OAuthSettings = serde_json::from_value(json!({})).unwrap();
+    let server = OAuthServer::new(stores, McpEndpoint::new(ORIGIN, ""), settings, key, vec![], revoked.clone());
+    Harness {
+        router: server.router(),
+        server,
+        accounts: harness.accounts.clone(),
+        sessions: harness.sessions.clone(),
+        oauth: harness.oauth.clone(),
+        secrets: harness.secrets.clone(),
+        passkeys: harness.passkeys.clone(),
+        revoked,
+        dir,
+    }
+}
+
+#[tokio::test]
+async fn a_ceremony_begun_on_one_instance_finishes_on_another() {
+    let first = passkey_harness().await;
+    let second = second_instance(&first);
+    let mut key = SoftKey::new(11);
+    // Added: begun on the first, finished on the second.
+    let mut alice = Browser::from("192.0.2.1");
+    alice.sign_in(&first, ALICE, ALICE_PASSWORD, "").await;
+    let csrf = alice.account_csrf(&first).await;
+    let (_, begun) = json_post(&mut alice, &first, "/account/passkeys/begin", Some(ORIGIN), Some(&csrf), "{}").await;
+    let body = key.create(&begun, "Soft key");
+    let (status, answer) =
+        json_post(&mut alice, &second, "/account/passkeys/finish", Some(ORIGIN), Some(&csrf), &body).await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    // Signed in the same way, and the session works on both.
+    let mut browser = Browser::from("203.0.113.8");
+    let pre = sign_in_csrf(&mut browser, &second).await;
+    let (_, begun) = json_post(&mut browser, &second, "/signin/passkey/begin", Some(ORIGIN), Some(&pre), "{}").await;
+    let body = key.get(&begun, "", None);
+    let (status, answer) =
+        json_post(&mut browser, &first, "/signin/passkey/finish", Some(ORIGIN), Some(&pre), &body).await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    for instance in [&first, &second] {
+        let page = browser.get(instance, "/account").await;
+        assert!(page.body.contains(ALICE) && page.body.contains("Soft key"), "{}", page.body);
+    }
+}
+
 const NOT_VERIFIED: &str = "That passkey could not be verified here.";
