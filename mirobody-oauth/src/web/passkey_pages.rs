@@ -92,7 +92,7 @@ pub(crate) async fn account_section(
     } else {
         format!(
             "<form id=\"passkey-add\" class=\"card\" hidden data-begin=\"{begin}\" data-finish=\"{finish}\" \
-             data-csrf=\"{csrf}\">\n<label for=\"passkey-name\">Name</label>\n\
+             data-csrf=\"{csrf}\">\n<label for=\"passkey-name\">Name of a new passkey</label>\n\
              <input id=\"passkey-name\" type=\"text\" name=\"name\" maxlength=\"{MAX_PASSKEY_NAME_CHARS}\" \
              placeholder=\"This laptop\">\n<button type=\"submit\">Add a passkey</button>\n\
              <p class=\"error\" role=\"alert\" hidden></p>\n</form>\n\
