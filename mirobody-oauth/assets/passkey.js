@@ -101,7 +101,7 @@
             var r = credential.response;
             return post(form.dataset.finish, form.dataset.csrf, {
               ceremony: begun.ceremony,
-              name: form.elements.name.value,
+              name: form.elements.namedItem("name").value,
               credential: {
                 id: credential.id,
                 rawId: toText(credential.rawId),

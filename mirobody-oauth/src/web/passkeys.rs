@@ -343,7 +343,8 @@ pub(crate) fn passkey_name(name: &str) -> Result<String, &'static str> {
 }
 
 /// Whose sign-in ceremonies a request's count among: its address's network (as the throttle
-/// counts it), or one shared owner for requests with no address.
+/// counts it), or one shared owner for requests with no address (an embedder that passes no
+/// `ClientAddr` nor `ConnectInfo` shares one bound among all its visitors).
 fn address_owner(address: Option<IpAddr>) -> String {
     match address {
         Some(address) => format!("address {}", crate::web::throttle::network_of(address)),
