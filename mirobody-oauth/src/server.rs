@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use axum::Router;
 use mirobody_auth::{McpEndpoint, RevokedGrants};
-use mirobody_ports::{AccountStore, OAuthStore, SecretStore, WebSessionStore};
+use mirobody_ports::{AccountStore, OAuthStore, PasskeyStore, SecretStore, WebSessionStore};
 
 use crate::authz::cimd::Resolver;
 use crate::authz::keys::SigningKey;
@@ -23,11 +23,17 @@ pub struct OAuthStores {
     pub oauth: Arc<dyn OAuthStore>,
     /// Personal MCP URLs, which the access page mints and revokes; `None` hides that part.
     pub secrets: Option<Arc<dyn SecretStore>>,
+    /// Passkeys and their ceremonies; `None` hides passkeys (so does a public URL whose host
+    /// is not a domain name, which WebAuthn refuses).
+    pub passkeys: Option<Arc<dyn PasskeyStore>>,
 }
 
 impl std::fmt::Debug for OAuthStores {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("OAuthStores").field("secrets", &self.secrets.is_some()).finish_non_exhaustive()
+        f.debug_struct("OAuthStores")
+            .field("secrets", &self.secrets.is_some())
+            .field("passkeys", &self.passkeys.is_some())
+            .finish_non_exhaustive()
     }
 }
 
@@ -56,6 +62,8 @@ pub(crate) struct Inner {
     pub(crate) secure: bool,
     /// The scopes clients may ask for.
     pub(crate) scopes: Vec<String>,
+    /// The passkey relying party, when passkeys are on.
+    pub(crate) passkeys: Option<crate::web::passkeys::Passkeys>,
 }
 
 impl std::fmt::Debug for OAuthServer {
@@ -80,6 +88,7 @@ impl OAuthServer {
         let secure = endpoint.base_url().starts_with("https://");
         let throttle = SignInThrottle::new(settings.sign_in_burst, settings.sign_in_interval);
         let signups = SignInThrottle::new(settings.sign_in_burst, settings.sign_in_interval);
+        let passkeys = stores.passkeys.clone().and_then(|store| crate::web::passkeys::Passkeys::new(&endpoint, store));
         OAuthServer {
             inner: Arc::new(Inner {
                 stores,
@@ -93,6 +102,7 @@ impl OAuthServer {
                 issuer,
                 secure,
                 scopes,
+                passkeys,
             }),
         }
     }
@@ -120,7 +130,8 @@ impl OAuthServer {
     }
 
     /// Every route: the metadata, `/authorize`, `/token`, `/register`, `/revoke`, the JWKS,
-    /// and the pages (`/signin`, `/signup`, `/signup/{token}`, `/account`).
+    /// the pages (`/signin`, `/signup`, `/signup/{token}`, `/account`) and, with passkeys, their
+    /// JSON routes and script.
     pub fn router(&self) -> Router {
         crate::authz::routes(self).merge(crate::web::routes(self))
     }

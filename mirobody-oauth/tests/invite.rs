@@ -198,6 +198,7 @@ async fn a_store_failure_leaves_the_link_working(backing: Backing) {
         sessions: harness.sessions.clone(),
         oauth: harness.oauth.clone(),
         secrets: Some(harness.secrets.clone()),
+        passkeys: None,
     };
     let key = harness.server.signing_key().clone();
     let endpoint = McpEndpoint::new("http://127.0.0.1:8080", "");
@@ -210,6 +211,7 @@ async fn a_store_failure_leaves_the_link_working(backing: Backing) {
         sessions: harness.sessions.clone(),
         oauth: harness.oauth.clone(),
         secrets: harness.secrets.clone(),
+        passkeys: None,
         revoked: harness.revoked.clone(),
         dir: harness.dir.join("unused"),
     };

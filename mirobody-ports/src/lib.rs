@@ -1,7 +1,7 @@
 //! The traits mirobody's server parts meet at, apart from the tool engine: what the auth layer
 //! looks callers up in ([`SecretStore`]), what the MCP layer records and keeps
 //! ([`AccessLog`], [`TaskStore`], [`SessionBackplane`]), and what people sign in with
-//! ([`AccountStore`], [`WebSessionStore`], [`OAuthStore`]). `mirobody-store` implements them;
+//! ([`AccountStore`], [`WebSessionStore`], [`OAuthStore`], [`PasskeyStore`]). `mirobody-store` implements them;
 //! `mirobody-auth`, `mirobody-oauth` and `mirobody-mcp` use them.
 //!
 //! They are not in `mirobody-core`, which every tool and every embedder compiles: a tool never
@@ -20,6 +20,7 @@ mod access;
 mod accounts;
 mod client_addr;
 mod oauth;
+mod passkeys;
 mod secrets;
 mod sessions;
 mod tasks;
@@ -28,6 +29,7 @@ pub use access::{AccessKind, AccessLog, AccessOutcome};
 pub use accounts::{Account, AccountStore, SignupToken, WebSession, WebSessionStore};
 pub use client_addr::ClientAddr;
 pub use oauth::{AuthorizationCode, CodeUse, Grant, OAuthClient, OAuthStore, RefreshUse, RegistrationBound};
+pub use passkeys::{MAX_CREDENTIAL_ID_BYTES, MAX_PASSKEYS_PER_ACCOUNT, Passkey, PasskeyCeremony, PasskeyStore};
 pub use secrets::{SecretOwner, SecretStore};
 pub use sessions::{MAX_SESSION_VALUE_BYTES, SessionBackplane};
 pub use tasks::{ANONYMOUS_OWNER_PREFIX, TaskRecord, TaskState, TaskStore};

@@ -88,6 +88,12 @@ pub(super) const MIGRATIONS: &[(i64, &str, &str, &str)] = &[
         include_str!("../../migrations/sqlite/0011_signup_tokens.sql"),
         include_str!("../../migrations/postgres/0011_signup_tokens.sql"),
     ),
+    (
+        12,
+        "passkeys",
+        include_str!("../../migrations/sqlite/0012_passkeys.sql"),
+        include_str!("../../migrations/postgres/0012_passkeys.sql"),
+    ),
 ];
 
 /// Where a SQLite migration hands over to Rust to compute every memory's indexed terms.
