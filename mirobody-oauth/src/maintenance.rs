@@ -13,8 +13,8 @@ impl OAuthServer {
     /// Starts the upkeep on the current tokio runtime: every 5 s the grants revoked on any
     /// instance join this one's revoked list (so an access token stops working everywhere
     /// within seconds), and every 10 minutes expired codes, refresh tokens and sessions, and
-    /// clients no grant names past `unused_client_ttl`, and expired sign-up links and sign-ins
-    /// in flight to a provider are deleted.
+    /// clients no grant names past `unused_client_ttl`, expired sign-up links, passkey
+    /// ceremonies and sign-ins in flight to a provider are deleted.
     pub fn spawn_maintenance(&self) -> tokio::task::JoinHandle<()> {
         let server = self.clone();
         tokio::spawn(async move {
@@ -47,11 +47,16 @@ impl OAuthServer {
         let stores = &self.inner.stores;
         let now = mirobody_core::clock::now_ms();
         let unused = now - i64::try_from(self.inner.settings.unused_client_ttl.as_millis()).unwrap_or(i64::MAX / 2);
+        let ceremonies = match &stores.passkeys {
+            Some(passkeys) => passkeys.sweep_ceremonies(now).await,
+            None => Ok(0),
+        };
         let results = [
             ("codes and refresh tokens", stores.oauth.sweep_oauth(now).await),
             ("unused clients", stores.oauth.sweep_unused_clients(unused).await),
             ("web sessions", stores.sessions.sweep_web_sessions(now).await),
             ("sign-up links", stores.accounts.sweep_signup_tokens(now).await),
+            ("passkey ceremonies", ceremonies),
         ];
         let logins = crate::upstream::sweep(self, now).await.map(|result| ("sign-ins in flight", result));
         for (what, result) in results.into_iter().chain(logins) {

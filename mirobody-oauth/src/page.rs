@@ -1,4 +1,5 @@
-//! The pages' shell: one stylesheet, no script, no external asset, a strict policy.
+//! The pages' shell: one stylesheet, no external asset, a strict policy; no script but the
+//! passkey one, on the pages that offer passkeys.
 
 use axum::body::Body;
 use axum::response::Response;
@@ -14,6 +15,11 @@ const POLICY: &str = "default-src 'none'; style-src 'unsafe-inline'; img-src dat
 /// own address).
 const CONSENT_POLICY: &str =
     "default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'; frame-ancestors 'none'";
+
+/// The policy of the pages that offer passkeys: the strict one, plus this server's own script
+/// (`passkey.js`, no inline script) and `fetch` back here, which WebAuthn needs.
+const SCRIPT_POLICY: &str = "default-src 'none'; script-src 'self'; connect-src 'self'; style-src 'unsafe-inline'; \
+     img-src data:; form-action 'self'; base-uri 'none'; frame-ancestors 'none'";
 
 const STYLE: &str = include_str!("../assets/style.css");
 
@@ -36,6 +42,11 @@ pub(crate) fn escape(text: &str) -> String {
 /// A page: `title` (plain text) and `body` (HTML the caller escaped), with the strict policy.
 pub(crate) fn page(status: StatusCode, title: &str, body: &str) -> Response {
     render(status, title, body, POLICY)
+}
+
+/// A page that loads this server's passkey script (see [`SCRIPT_POLICY`]).
+pub(crate) fn script_page(status: StatusCode, title: &str, body: &str) -> Response {
+    render(status, title, body, SCRIPT_POLICY)
 }
 
 /// The consent page (see [`CONSENT_POLICY`]).

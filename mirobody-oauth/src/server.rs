@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use axum::Router;
 use mirobody_auth::{McpEndpoint, RevokedGrants};
-use mirobody_ports::{AccountStore, IdentityStore, OAuthStore, SecretStore, WebSessionStore};
+use mirobody_ports::{AccountStore, IdentityStore, OAuthStore, PasskeyStore, SecretStore, WebSessionStore};
 
 use crate::authz::cimd::Resolver;
 use crate::authz::keys::SigningKey;
@@ -24,6 +24,9 @@ pub struct OAuthStores {
     pub oauth: Arc<dyn OAuthStore>,
     /// Personal MCP URLs, which the access page mints and revokes; `None` hides that part.
     pub secrets: Option<Arc<dyn SecretStore>>,
+    /// Passkeys and their ceremonies; `None` hides passkeys (so does a public URL whose host
+    /// is not a domain name, which WebAuthn refuses).
+    pub passkeys: Option<Arc<dyn PasskeyStore>>,
     /// Links to the operator's OpenID providers and sign-ins in flight to them; `None` hides
     /// the providers' buttons.
     pub identities: Option<Arc<dyn IdentityStore>>,
@@ -33,6 +36,7 @@ impl std::fmt::Debug for OAuthStores {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("OAuthStores")
             .field("secrets", &self.secrets.is_some())
+            .field("passkeys", &self.passkeys.is_some())
             .field("identities", &self.identities.is_some())
             .finish_non_exhaustive()
     }
@@ -65,6 +69,8 @@ pub(crate) struct Inner {
     pub(crate) secure: bool,
     /// The scopes clients may ask for.
     pub(crate) scopes: Vec<String>,
+    /// The passkey relying party, when passkeys are on.
+    pub(crate) passkeys: Option<crate::web::passkeys::Passkeys>,
 }
 
 impl std::fmt::Debug for OAuthServer {
@@ -89,6 +95,7 @@ impl OAuthServer {
         let secure = endpoint.base_url().starts_with("https://");
         let throttle = SignInThrottle::new(settings.sign_in_burst, settings.sign_in_interval);
         let signups = SignInThrottle::new(settings.sign_in_burst, settings.sign_in_interval);
+        let passkeys = stores.passkeys.clone().and_then(|store| crate::web::passkeys::Passkeys::new(&endpoint, store));
         let upstream = Upstream::new(&settings.providers);
         if !upstream.providers.is_empty() && stores.identities.is_none() {
             tracing::warn!("oauth.providers are configured, but no identity store is given: their buttons are hidden");
@@ -107,6 +114,7 @@ impl OAuthServer {
                 issuer,
                 secure,
                 scopes,
+                passkeys,
             }),
         }
     }
@@ -134,8 +142,9 @@ impl OAuthServer {
     }
 
     /// Every route: the metadata, `/authorize`, `/token`, `/register`, `/revoke`, the JWKS,
-    /// the pages (`/signin`, `/signup`, `/signup/{token}`, `/account`), and sign-in through
-    /// the configured OpenID providers (`/signin/with/{provider}` and its `/callback`).
+    /// the pages (`/signin`, `/signup`, `/signup/{token}`, `/account`) and, with passkeys, their
+    /// JSON routes and script, and sign-in through the configured OpenID providers
+    /// (`/signin/with/{provider}` and its `/callback`).
     pub fn router(&self) -> Router {
         crate::authz::routes(self).merge(crate::web::routes(self)).merge(crate::upstream::routes(self))
     }

@@ -54,6 +54,7 @@ async fn harness(settings: OAuthSettings) -> Harness {
         sessions: backends.web_sessions(),
         oauth: backends.oauth(),
         secrets: Some(backends.secrets()),
+        passkeys: None,
         identities: Some(backends.identities()),
     };
     let key = SigningKey::load_or_create(&dir.join("key.pem")).unwrap();

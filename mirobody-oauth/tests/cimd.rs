@@ -179,6 +179,7 @@ async fn harness(settings: OAuthSettings) -> Harness {
         sessions: backends.web_sessions(),
         oauth: backends.oauth(),
         secrets: None,
+        passkeys: None,
         identities: None,
     };
     let key = SigningKey::load_or_create(&dir.join("key.pem")).unwrap();

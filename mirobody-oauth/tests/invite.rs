@@ -198,6 +198,7 @@ async fn a_store_failure_leaves_the_link_working(backing: Backing) {
         sessions: harness.sessions.clone(),
         oauth: harness.oauth.clone(),
         secrets: Some(harness.secrets.clone()),
+        passkeys: None,
         identities: None,
     };
     let key = harness.server.signing_key().clone();
@@ -211,6 +212,7 @@ async fn a_store_failure_leaves_the_link_working(backing: Backing) {
         sessions: harness.sessions.clone(),
         oauth: harness.oauth.clone(),
         secrets: harness.secrets.clone(),
+        passkeys: None,
         revoked: harness.revoked.clone(),
         dir: harness.dir.join("unused"),
     };

@@ -213,6 +213,7 @@ pub async fn build_with(config: &Config, tools: &[Tool]) -> Result<Server, AppEr
             sessions: opened.web_sessions(),
             oauth: opened.oauth(),
             secrets: Some(opened.secrets()),
+            passkeys: Some(opened.passkeys()),
             identities: Some(opened.identities()),
         };
         let scopes = config.auth.scopes_supported.clone();

@@ -42,7 +42,8 @@ use std::sync::Arc;
 
 use mirobody_core::{Cache, Memory, Storage};
 use mirobody_ports::{
-    AccessLog, AccountStore, IdentityStore, OAuthStore, SecretStore, SessionBackplane, TaskStore, WebSessionStore,
+    AccessLog, AccountStore, IdentityStore, OAuthStore, PasskeyStore, SecretStore, SessionBackplane, TaskStore,
+    WebSessionStore,
 };
 
 use mirobody_health::{HealthData, HealthStore};
@@ -400,6 +401,11 @@ impl OpenedBackends {
 
     /// The OAuth authorization server's clients, grants, codes and refresh tokens.
     pub fn oauth(&self) -> Arc<dyn OAuthStore> {
+        self.sql.clone()
+    }
+
+    /// People's passkeys, and the state of passkey ceremonies under way.
+    pub fn passkeys(&self) -> Arc<dyn PasskeyStore> {
         self.sql.clone()
     }
 

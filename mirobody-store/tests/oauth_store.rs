@@ -6,8 +6,9 @@ use std::sync::Arc;
 
 use mirobody_health::testing::unique_id;
 use mirobody_ports::{
-    Account, AccountStore, AuthorizationCode, CodeUse, Grant, IdentityLink, OAuthClient, OAuthStore, RefreshUse,
-    RegistrationBound, SignupToken, UpstreamLogin, WebSession,
+    Account, AccountStore, AuthorizationCode, CodeUse, Grant, IdentityLink, MAX_PASSKEYS_PER_ACCOUNT, OAuthClient,
+    OAuthStore, Passkey, PasskeyCeremony, PasskeyStore, RefreshUse, RegistrationBound, SignupToken, UpstreamLogin,
+    WebSession,
 };
 use mirobody_store::{BackendConfig, OpenedBackends, open};
 use sha2::{Digest, Sha256};
@@ -473,6 +474,110 @@ async fn check_upstream_logins(backends: &OpenedBackends) {
     assert!(identities.take_upstream_login(&three, now + 5).await.unwrap().is_some());
 }
 
+fn passkey(credential_id: &[u8], account_id: &str, created_at_ms: i64) -> Passkey {
+    Passkey {
+        credential_id: credential_id.to_vec(),
+        account_id: account_id.into(),
+        credential: r#"{"cred":"opaque"}"#.into(),
+        name: format!("key {created_at_ms}"),
+        created_at_ms,
+        last_used_at_ms: None,
+    }
+}
+
+async fn check_passkeys(store: &dyn PasskeyStore) {
+    let run = unique_id("pk");
+    let (alice, bob) = (format!("{run}-alice"), format!("{run}-bob"));
+    let id = |n: u32| format!("{run}-cred-{n}").into_bytes();
+    assert!(store.add_passkey(&passkey(&id(0), &alice, 10), MAX_PASSKEYS_PER_ACCOUNT).await.unwrap());
+    assert_eq!(store.passkey(&id(0)).await.unwrap(), Some(passkey(&id(0), &alice, 10)));
+    assert_eq!(store.passkey(&id(99)).await.unwrap(), None);
+    // A credential id is one passkey's, whichever account asks.
+    assert!(!store.add_passkey(&passkey(&id(0), &bob, 11), MAX_PASSKEYS_PER_ACCOUNT).await.unwrap());
+    assert_eq!(store.passkey(&id(0)).await.unwrap().unwrap().account_id, alice);
+
+    // The bound per account is checked in the insert; another account is not held back.
+    for n in 1..MAX_PASSKEYS_PER_ACCOUNT {
+        assert!(
+            store.add_passkey(&passkey(&id(n), &alice, 10 + i64::from(n)), MAX_PASSKEYS_PER_ACCOUNT).await.unwrap()
+        );
+    }
+    let over = id(MAX_PASSKEYS_PER_ACCOUNT);
+    assert!(!store.add_passkey(&passkey(&over, &alice, 100), MAX_PASSKEYS_PER_ACCOUNT).await.unwrap());
+    assert_eq!(store.passkey(&over).await.unwrap(), None, "nothing stored past the bound");
+    assert!(store.add_passkey(&passkey(&id(50), &bob, 5), MAX_PASSKEYS_PER_ACCOUNT).await.unwrap());
+
+    // Listing is the account's own, oldest first, and bounded.
+    let listed = store.passkeys_of(&alice, 1000).await.unwrap();
+    assert_eq!(listed.len(), MAX_PASSKEYS_PER_ACCOUNT as usize);
+    assert_eq!(listed[0].credential_id, id(0));
+    assert!(listed.iter().all(|p| p.account_id == alice));
+    assert_eq!(store.passkeys_of(&alice, 3).await.unwrap().len(), 3);
+
+    // A use replaces the credential and notes when.
+    assert!(store.passkey_used(&id(0), r#"{"cred":"counter 2"}"#, 500).await.unwrap());
+    let used = store.passkey(&id(0)).await.unwrap().unwrap();
+    assert_eq!((used.credential.as_str(), used.last_used_at_ms), (r#"{"cred":"counter 2"}"#, Some(500)));
+    assert!(!store.passkey_used(&id(99), "{}", 500).await.unwrap());
+
+    // Deleting is scoped to the account: Bob's id for Alice's passkey deletes nothing.
+    assert!(!store.delete_passkey(&bob, &id(0)).await.unwrap());
+    assert!(store.passkey(&id(0)).await.unwrap().is_some());
+    assert!(store.delete_passkey(&alice, &id(0)).await.unwrap());
+    assert!(!store.delete_passkey(&alice, &id(0)).await.unwrap(), "once");
+    assert_eq!(store.passkey(&id(0)).await.unwrap(), None);
+    // A freed place takes a new passkey.
+    assert!(store.add_passkey(&passkey(&over, &alice, 100), MAX_PASSKEYS_PER_ACCOUNT).await.unwrap());
+    assert_eq!(store.delete_passkeys_of(&alice).await.unwrap(), u64::from(MAX_PASSKEYS_PER_ACCOUNT));
+    assert!(store.passkeys_of(&alice, 100).await.unwrap().is_empty());
+    assert_eq!(store.passkeys_of(&bob, 100).await.unwrap().len(), 1, "Bob keeps his");
+}
+
+fn ceremony(owner: &str, created_at_ms: i64, expires_at_ms: i64) -> PasskeyCeremony {
+    PasskeyCeremony {
+        purpose: "authenticate".into(),
+        owner: owner.into(),
+        state: r#"{"state":1}"#.into(),
+        created_at_ms,
+        expires_at_ms,
+    }
+}
+
+async fn check_ceremonies(store: &dyn PasskeyStore) {
+    let owner = unique_id("owner");
+    let now = 1_000_000;
+    let first = hash("ceremony-1");
+    assert!(store.put_ceremony(&first, &ceremony(&owner, now, now + 300_000), 3).await.unwrap());
+    // Taken once: a replay finds nothing.
+    assert_eq!(store.take_ceremony(&first, now + 1).await.unwrap(), Some(ceremony(&owner, now, now + 300_000)));
+    assert_eq!(store.take_ceremony(&first, now + 2).await.unwrap(), None);
+
+    // An expired one is refused, and gone after.
+    let late = hash("ceremony-late");
+    assert!(store.put_ceremony(&late, &ceremony(&owner, now, now + 10), 3).await.unwrap());
+    assert_eq!(store.take_ceremony(&late, now + 10).await.unwrap(), None);
+
+    // At most 3 live per owner; expired ones do not count, and another owner is not held back.
+    let live: Vec<[u8; 32]> = (0..3).map(|n| hash(&format!("live-{n}"))).collect();
+    for id in &live {
+        assert!(store.put_ceremony(id, &ceremony(&owner, now, now + 300_000), 3).await.unwrap());
+    }
+    let extra = hash("extra");
+    assert!(!store.put_ceremony(&extra, &ceremony(&owner, now, now + 300_000), 3).await.unwrap());
+    assert_eq!(store.take_ceremony(&extra, now).await.unwrap(), None, "nothing stored past the bound");
+    assert!(store.put_ceremony(&extra, &ceremony(&unique_id("other"), now, now + 300_000), 3).await.unwrap());
+    assert!(store.put_ceremony(&hash("later"), &ceremony(&owner, now + 300_000, now + 600_000), 3).await.unwrap());
+
+    // Two takes at once: one gets it.
+    let raced = hash("raced");
+    assert!(store.put_ceremony(&raced, &ceremony(&unique_id("race"), now, now + 300_000), 3).await.unwrap());
+    let (a, b) = tokio::join!(store.take_ceremony(&raced, now), store.take_ceremony(&raced, now));
+    assert_eq!(usize::from(a.unwrap().is_some()) + usize::from(b.unwrap().is_some()), 1);
+
+    assert!(store.sweep_ceremonies(now + 300_000).await.unwrap() >= 4);
+    assert_eq!(store.take_ceremony(&live[0], now).await.unwrap(), None, "swept");
+}
+
 async fn check_all(backends: &OpenedBackends, users: &UsersTable) {
     check_accounts(backends, users).await;
     check_signup_tokens(backends).await;
@@ -482,6 +587,8 @@ async fn check_all(backends: &OpenedBackends, users: &UsersTable) {
     check_codes(backends).await;
     check_refresh_tokens(backends).await;
     check_sweeps(backends).await;
+    check_passkeys(backends.passkeys().as_ref()).await;
+    check_ceremonies(backends.passkeys().as_ref()).await;
     check_identities(backends).await;
     check_upstream_logins(backends).await;
 }

@@ -68,6 +68,8 @@ fn notice(done: &str) -> Option<&'static str> {
         "app-revoked" => Some("The app no longer has access to your data."),
         "url-revoked" => Some("Your personal MCP URL no longer works."),
         "password" => Some("Your password is changed. Other browsers were signed out."),
+        "passkey-added" => Some("The passkey is added: you can sign in with it."),
+        "passkey-removed" => Some("The passkey is removed: it no longer signs you in."),
         _ => None,
     }
 }
@@ -278,6 +280,10 @@ async fn account_page(
         Ok(section) => section,
         Err(e) => return failed(server, "cannot look up a personal MCP URL", &e),
     };
+    let passkeys = match crate::web::passkey_pages::account_section(server, &account.id, &signed_in.csrf()).await {
+        Ok(section) => section,
+        Err(e) => return failed(server, "cannot list passkeys", &e),
+    };
     let linked = match crate::upstream::linked::account_section(server, &account.id, &hidden).await {
         Ok(section) => section,
         Err(e) => return failed(server, "cannot list linked identities", &e),
@@ -289,7 +295,7 @@ async fn account_page(
         "<h1>Your account</h1>\n{notice}<div class=\"card\"><p><strong>{name}</strong><br>\
          <span class=\"muted\">{email}</span></p></div>\n\
          <h2>Connected apps</h2>\n<p class=\"muted\">These apps can reach your data. Revoke one and it stops \
-         at once.</p>\n{apps}\n{personal}{linked}\
+         at once.</p>\n{apps}\n{personal}{passkeys}{linked}\
          <h2>Password</h2>\n{password_error}<form method=\"post\" action=\"{password}\" class=\"card\">\n{hidden}\n\
          <input type=\"text\" name=\"username\" value=\"{email}\" autocomplete=\"username\" hidden>\n\
          <label for=\"current\">Current password</label>\n\
@@ -312,7 +318,7 @@ async fn account_page(
         signout = escape(&server.path("/signout")),
         everywhere = escape(&server.path("/account/signout-everywhere")),
     );
-    page(status, "Your account", &body)
+    crate::web::passkey_pages::page_for(server, status, "Your account", &body)
 }
 
 // One connected app: its name and the domain it sends people back to, when it was let in and

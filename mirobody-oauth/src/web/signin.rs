@@ -8,7 +8,7 @@ use axum::routing::{get, post};
 use http::{HeaderMap, StatusCode, header};
 use serde::Deserialize;
 
-use crate::page::{escape, page, see_other};
+use crate::page::{escape, see_other};
 use crate::server::OAuthServer;
 use crate::web::forms::{
     ClientAddress, PreSession, failed, forbidden, retry_after, safe_next, unreadable, verify_password, with_cookies,
@@ -165,12 +165,13 @@ fn sign_in_page(
          autocomplete=\"username\" required autofocus>\n\
          <label for=\"password\">Password</label>\n\
          <input id=\"password\" type=\"password\" name=\"password\" autocomplete=\"current-password\" required>\n\
-         <button type=\"submit\">Sign in</button>\n</form>\n{providers}{signup}",
+         <button type=\"submit\">Sign in</button>\n</form>\n{passkey}{providers}{signup}",
+        passkey = crate::web::passkey_pages::sign_in_block(server, csrf, next),
         providers = crate::upstream::sign_in_buttons(server, next),
         action = escape(&server.path("/signin")),
         csrf = escape(csrf),
         next = escape(next),
         email = escape(email.trim()),
     );
-    page(status, "Sign in", &body)
+    crate::web::passkey_pages::page_for(server, status, "Sign in", &body)
 }

@@ -44,6 +44,12 @@ impl<C: Clock + Clone> SignInThrottle<C> {
         }
     }
 
+    /// Whether `address` may try again, asking nothing of an account (a passkey sign-in names
+    /// none until it is verified); `Err` with how long to wait. Charges nothing.
+    pub(crate) fn check_address(&self, address: Option<IpAddr>) -> Result<(), Duration> {
+        address.map_or(Ok(()), |address| self.addresses.check(&ClientAddr(address).network()))
+    }
+
     /// Charges a failed try for `email` from `address`.
     pub(crate) fn failed(&self, email: &str, address: Option<IpAddr>) {
         self.accounts.fail(&email.to_lowercase());

@@ -16,7 +16,7 @@ use http::{Request, Response, StatusCode, header};
 use memory::Memory;
 use mirobody_auth::{McpEndpoint, RevokedGrants};
 use mirobody_oauth::{OAuthServer, OAuthSettings, OAuthStores, SigningKey, hash_password};
-use mirobody_ports::{Account, AccountStore, ClientAddr, OAuthStore, SecretStore, WebSessionStore};
+use mirobody_ports::{Account, AccountStore, ClientAddr, OAuthStore, PasskeyStore, SecretStore, WebSessionStore};
 use mirobody_store::{BackendConfig, open};
 use tower::ServiceExt;
 
@@ -43,6 +43,9 @@ struct Harness {
     sessions: Arc<dyn WebSessionStore>,
     oauth: Arc<dyn OAuthStore>,
     secrets: Arc<dyn SecretStore>,
+    /// The passkey store, when passkeys are on.
+    #[allow(dead_code)] // only passkeys.rs reads it
+    passkeys: Option<Arc<dyn PasskeyStore>>,
     revoked: RevokedGrants,
     dir: PathBuf,
 }
@@ -199,6 +202,11 @@ async fn harness(backing: Backing, settings: serde_json::Value) -> Harness {
 }
 
 async fn harness_at(backing: Backing, settings: serde_json::Value, base_url: &str) -> Harness {
+    harness_full(backing, settings, base_url, false).await
+}
+
+/// [`harness_at`], with passkeys on when `passkeys` (over SQLite only).
+async fn harness_full(backing: Backing, settings: serde_json::Value, base_url: &str, passkeys: bool) -> Harness {
     let dir = std::env::temp_dir().join(format!(
         "mirobody-oauth-web-{}-{}",
         std::process::id(),
@@ -214,6 +222,7 @@ async fn harness_at(backing: Backing, settings: serde_json::Value, base_url: &st
                 sessions: store.clone(),
                 oauth: store.clone(),
                 secrets: Some(store),
+                passkeys: None,
                 identities: None,
             }
         }
@@ -224,12 +233,14 @@ async fn harness_at(backing: Backing, settings: serde_json::Value, base_url: &st
                 sessions: backends.web_sessions(),
                 oauth: backends.oauth(),
                 secrets: Some(backends.secrets()),
+                passkeys: passkeys.then(|| backends.passkeys()),
                 identities: Some(backends.identities()),
             }
         }
     };
     let (accounts, sessions, oauth) = (stores.accounts.clone(), stores.sessions.clone(), stores.oauth.clone());
     let secrets = stores.secrets.clone().unwrap();
+    let passkeys = stores.passkeys.clone();
     let settings: OAuthSettings = serde_json::from_value(settings).unwrap();
     let revoked = RevokedGrants::new(Duration::from_secs(900));
     let endpoint = McpEndpoint::new(base_url, "");
@@ -247,5 +258,5 @@ async fn harness_at(backing: Backing, settings: serde_json::Value, base_url: &st
         };
         assert!(accounts.create_account(&account).await.unwrap());
     }
-    Harness { router: server.router(), server, accounts, sessions, oauth, secrets, revoked, dir }
+    Harness { router: server.router(), server, accounts, sessions, oauth, secrets, passkeys, revoked, dir }
 }

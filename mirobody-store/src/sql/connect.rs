@@ -89,6 +89,12 @@ pub(super) const MIGRATIONS: &[(i64, &str, &str, &str)] = &[
         include_str!("../../migrations/postgres/0011_signup_tokens.sql"),
     ),
     (
+        12,
+        "passkeys",
+        include_str!("../../migrations/sqlite/0012_passkeys.sql"),
+        include_str!("../../migrations/postgres/0012_passkeys.sql"),
+    ),
+    (
         13,
         "identity_links",
         include_str!("../../migrations/sqlite/0013_identity_links.sql"),

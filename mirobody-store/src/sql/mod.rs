@@ -3,7 +3,8 @@
 //! [`Memory`](mirobody_core::Memory), [`SecretStore`](mirobody_ports::SecretStore),
 //! [`AccessLog`](mirobody_ports::AccessLog), [`AccountStore`](mirobody_ports::AccountStore),
 //! [`WebSessionStore`](mirobody_ports::WebSessionStore) and
-//! [`OAuthStore`](mirobody_ports::OAuthStore) over either.
+//! [`OAuthStore`](mirobody_ports::OAuthStore) and [`PasskeyStore`](mirobody_ports::PasskeyStore)
+//! over either.
 //!
 //! Both databases run the same SQL wherever they agree (SQLite reads `$1` placeholders as
 //! PostgreSQL does); the schema and full-text search are written once per database. Queries
@@ -13,7 +14,7 @@
 //! This file holds the store and its pool; `connect.rs` opens and migrates it, `setup.rs` has
 //! the writes the tool traits leave out, and one file each implements a trait: `db.rs`,
 //! `memory.rs`, `secrets.rs`, `access_log.rs`, `tasks.rs`; `accounts.rs` (accounts and web
-//! sessions) and `oauth.rs` (the authorization server's state).
+//! sessions), `oauth.rs` (the authorization server's state) and `passkeys.rs`.
 
 use std::fmt;
 
@@ -66,6 +67,7 @@ mod identities;
 mod import;
 mod memory;
 mod oauth;
+mod passkeys;
 mod quotas;
 mod secrets;
 mod series;
