@@ -133,6 +133,7 @@ async fn harness(allow_signup: bool) -> Harness {
         sessions: backends.web_sessions(),
         oauth: backends.oauth(),
         secrets: None,
+        passkeys: None,
         identities: Some(backends.identities()),
     };
     let settings: OAuthSettings = serde_json::from_value(json!({"providers": [{
@@ -423,6 +424,7 @@ async fn an_unreachable_provider_is_a_plain_error() {
         sessions: backends.web_sessions(),
         oauth: backends.oauth(),
         secrets: None,
+        passkeys: None,
         identities: Some(backends.identities()),
     };
     let settings: OAuthSettings = serde_json::from_value(json!({"providers": [{
