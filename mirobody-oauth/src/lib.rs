@@ -15,6 +15,7 @@ mod page;
 mod random;
 mod server;
 mod settings;
+mod upstream;
 mod web;
 
 pub use authz::DEFAULT_SCOPE;
@@ -23,4 +24,5 @@ pub use invite::{InviteLinkError, MAX_LIVE_SIGNUP_LINKS, SIGNUP_LINK_TTL};
 pub use random::RandomError;
 pub use server::{OAuthServer, OAuthStores};
 pub use settings::OAuthSettings;
+pub use upstream::settings::ProviderSettings;
 pub use web::password::{MAX_PASSWORD_BYTES, MIN_PASSWORD_CHARS, PasswordError, hash_password, verify_password};

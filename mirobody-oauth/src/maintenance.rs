@@ -13,8 +13,8 @@ impl OAuthServer {
     /// Starts the upkeep on the current tokio runtime: every 5 s the grants revoked on any
     /// instance join this one's revoked list (so an access token stops working everywhere
     /// within seconds), and every 10 minutes expired codes, refresh tokens and sessions, and
-    /// clients no grant names past `unused_client_ttl`, expired sign-up links and passkey
-    /// ceremonies are deleted.
+    /// clients no grant names past `unused_client_ttl`, expired sign-up links, passkey
+    /// ceremonies and sign-ins in flight to a provider are deleted.
     pub fn spawn_maintenance(&self) -> tokio::task::JoinHandle<()> {
         let server = self.clone();
         tokio::spawn(async move {
@@ -58,7 +58,8 @@ impl OAuthServer {
             ("sign-up links", stores.accounts.sweep_signup_tokens(now).await),
             ("passkey ceremonies", ceremonies),
         ];
-        for (what, result) in results {
+        let logins = crate::upstream::sweep(self, now).await.map(|result| ("sign-ins in flight", result));
+        for (what, result) in results.into_iter().chain(logins) {
             match result {
                 Ok(0) => {}
                 Ok(count) => tracing::debug!(count, what, "expired sign-in records deleted"),

@@ -4,11 +4,12 @@ use std::sync::Arc;
 
 use axum::Router;
 use mirobody_auth::{McpEndpoint, RevokedGrants};
-use mirobody_ports::{AccountStore, OAuthStore, PasskeyStore, SecretStore, WebSessionStore};
+use mirobody_ports::{AccountStore, IdentityStore, OAuthStore, PasskeyStore, SecretStore, WebSessionStore};
 
 use crate::authz::cimd::Resolver;
 use crate::authz::keys::SigningKey;
 use crate::settings::OAuthSettings;
+use crate::upstream::client::Upstream;
 use crate::web::throttle::SignInThrottle;
 
 /// Every store the sign-in pages and the authorization server keep state in. One
@@ -26,6 +27,9 @@ pub struct OAuthStores {
     /// Passkeys and their ceremonies; `None` hides passkeys (so does a public URL whose host
     /// is not a domain name, which WebAuthn refuses).
     pub passkeys: Option<Arc<dyn PasskeyStore>>,
+    /// Links to the operator's OpenID providers and sign-ins in flight to them; `None` hides
+    /// the providers' buttons.
+    pub identities: Option<Arc<dyn IdentityStore>>,
 }
 
 impl std::fmt::Debug for OAuthStores {
@@ -33,6 +37,7 @@ impl std::fmt::Debug for OAuthStores {
         f.debug_struct("OAuthStores")
             .field("secrets", &self.secrets.is_some())
             .field("passkeys", &self.passkeys.is_some())
+            .field("identities", &self.identities.is_some())
             .finish_non_exhaustive()
     }
 }
@@ -56,6 +61,8 @@ pub(crate) struct Inner {
     pub(crate) signups: SignInThrottle,
     /// Client metadata documents being fetched, and those that failed lately.
     pub(crate) cimd: Resolver,
+    /// The operator's OpenID providers.
+    pub(crate) upstream: Upstream,
     /// The issuer: the public base URL and the path prefix.
     pub(crate) issuer: String,
     /// Whether cookies are marked `Secure` (the public URL is https).
@@ -89,6 +96,10 @@ impl OAuthServer {
         let throttle = SignInThrottle::new(settings.sign_in_burst, settings.sign_in_interval);
         let signups = SignInThrottle::new(settings.sign_in_burst, settings.sign_in_interval);
         let passkeys = stores.passkeys.clone().and_then(|store| crate::web::passkeys::Passkeys::new(&endpoint, store));
+        let upstream = Upstream::new(&settings.providers);
+        if !upstream.providers.is_empty() && stores.identities.is_none() {
+            tracing::warn!("oauth.providers are configured, but no identity store is given: their buttons are hidden");
+        }
         OAuthServer {
             inner: Arc::new(Inner {
                 stores,
@@ -99,6 +110,7 @@ impl OAuthServer {
                 throttle,
                 signups,
                 cimd: Resolver::new(),
+                upstream,
                 issuer,
                 secure,
                 scopes,
@@ -131,9 +143,10 @@ impl OAuthServer {
 
     /// Every route: the metadata, `/authorize`, `/token`, `/register`, `/revoke`, the JWKS,
     /// the pages (`/signin`, `/signup`, `/signup/{token}`, `/account`) and, with passkeys, their
-    /// JSON routes and script.
+    /// JSON routes and script, and sign-in through the configured OpenID providers
+    /// (`/signin/with/{provider}` and its `/callback`).
     pub fn router(&self) -> Router {
-        crate::authz::routes(self).merge(crate::web::routes(self))
+        crate::authz::routes(self).merge(crate::web::routes(self)).merge(crate::upstream::routes(self))
     }
 
     /// The paths whose requests carry credentials of their own (a client's `Authorization:

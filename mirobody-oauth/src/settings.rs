@@ -6,6 +6,8 @@ use std::time::Duration;
 use mirobody_core::human_duration;
 use serde::Deserialize;
 
+use crate::upstream::settings::{ProviderSettings, validate_all};
+
 /// The `[oauth]` settings. Every key is optional.
 ///
 /// ```
@@ -77,6 +79,9 @@ pub struct OAuthSettings {
     /// who can start an authorization make this server fetch from its own loopback services.
     /// Default: off.
     pub cimd_allow_loopback_http: bool,
+    /// The OpenID providers people may sign in with besides a password (a button each on
+    /// the sign-in page). Default: none.
+    pub providers: Vec<ProviderSettings>,
 }
 
 impl Default for OAuthSettings {
@@ -99,6 +104,15 @@ impl Default for OAuthSettings {
             cimd_stale_grace: Duration::from_secs(24 * 3600),
             cimd_fetch_timeout: Duration::from_secs(5),
             cimd_allow_loopback_http: false,
+            providers: Vec::new(),
         }
+    }
+}
+
+impl OAuthSettings {
+    /// What is wrong with the settings, if anything: for now, the providers' (see
+    /// [`ProviderSettings::validate`]; ids are unique besides).
+    pub fn validate(&self) -> Result<(), String> {
+        validate_all(&self.providers)
     }
 }

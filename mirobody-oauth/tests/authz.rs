@@ -55,6 +55,7 @@ async fn harness(settings: OAuthSettings) -> Harness {
         oauth: backends.oauth(),
         secrets: Some(backends.secrets()),
         passkeys: None,
+        identities: Some(backends.identities()),
     };
     let key = SigningKey::load_or_create(&dir.join("key.pem")).unwrap();
     let revoked = RevokedGrants::new(Duration::from_secs(900));

@@ -180,6 +180,7 @@ async fn harness(settings: OAuthSettings) -> Harness {
         oauth: backends.oauth(),
         secrets: None,
         passkeys: None,
+        identities: None,
     };
     let key = SigningKey::load_or_create(&dir.join("key.pem")).unwrap();
     let revoked = RevokedGrants::new(Duration::from_secs(900));

@@ -199,6 +199,7 @@ async fn a_store_failure_leaves_the_link_working(backing: Backing) {
         oauth: harness.oauth.clone(),
         secrets: Some(harness.secrets.clone()),
         passkeys: None,
+        identities: None,
     };
     let key = harness.server.signing_key().clone();
     let endpoint = McpEndpoint::new("http://127.0.0.1:8080", "");

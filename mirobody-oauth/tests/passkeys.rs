@@ -541,6 +541,7 @@ fn second_instance(harness: &Harness) -> Harness {
         oauth: harness.oauth.clone(),
         secrets: Some(harness.secrets.clone()),
         passkeys: harness.passkeys.clone(),
+        identities: None,
     };
     let revoked = RevokedGrants::new(Duration::from_secs(900));
     let settings: OAuthSettings = serde_json::from_value(json!({})).unwrap();

@@ -214,6 +214,7 @@ pub async fn build_with(config: &Config, tools: &[Tool]) -> Result<Server, AppEr
             oauth: opened.oauth(),
             secrets: Some(opened.secrets()),
             passkeys: Some(opened.passkeys()),
+            identities: Some(opened.identities()),
         };
         let scopes = config.auth.scopes_supported.clone();
         mirobody_oauth::OAuthServer::new(stores, endpoint.clone(), config.oauth.clone(), key, scopes, revoked)

@@ -272,6 +272,7 @@ impl Config {
         self.check_shared()?;
         self.quotas.validate()?;
         self.extraction.validate()?;
+        self.oauth.validate()?;
         let (http, serve, tasks, uploads) = (&self.http, &self.serve, &self.tasks, &self.uploads);
         if http.max_body_bytes < 1024 {
             return Err(format!("http.max_body_bytes must be at least 1024, not {}", http.max_body_bytes));
@@ -498,6 +499,26 @@ mod tests {
         assert_eq!(config.auth.disallowed_tools["BASELINE"].0, ["whoami"]);
         let err = Config::load(None, env(&[("MIROBODY_BACKENDS__REDIS_ULR", "x")])).unwrap_err().to_string();
         assert!(err.contains("redis_ulr"), "{err}");
+    }
+
+    #[test]
+    fn identity_providers_are_read_and_checked_at_start() {
+        let dir = std::env::temp_dir().join(format!("mirobody-config-providers-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("config.yaml");
+        let google = "{id: google, name: Google, issuer: 'https://accounts.google.com', client_id: c, \
+                      client_secret: hush-hush-value}";
+        std::fs::write(&path, format!("oauth:\n  providers:\n    - {google}\n")).unwrap();
+        let config = Config::load(Some(&path), env(&[])).unwrap();
+        assert_eq!(config.oauth.providers[0].scopes, ["openid", "email", "profile"]);
+        assert!(!format!("{config:?}").contains("hush-hush-value"), "Debug hides the client secret");
+        std::fs::write(&path, format!("oauth:\n  providers: [{google}, {google}]\n")).unwrap();
+        let err = Config::load(Some(&path), env(&[])).unwrap_err().to_string();
+        assert!(err.contains("oauth.providers: the id google is used twice"), "{err}");
+        let plain =
+            [("MIROBODY_OAUTH__PROVIDERS", "[{id: x, name: X, issuer: 'http://id.example.com', client_id: c}]")];
+        let err = Config::load(None, env(&plain)).unwrap_err().to_string();
+        assert!(err.contains("must be https"), "{err}");
     }
 
     #[test]

@@ -2,8 +2,9 @@
 //! `mirobody-core`.
 //!
 //! - [`SqlStore`]: [`HealthData`] (every health trait), [`Memory`], [`SecretStore`],
-//!   [`AccessLog`], [`TaskStore`], [`AccountStore`], [`WebSessionStore`] and [`OAuthStore`] on sqlx; one SQLite file (WAL) by default, PostgreSQL when
-//!   the database URL says so (feature `postgres`), migrated on start.
+//!   [`AccessLog`], [`TaskStore`], [`AccountStore`], [`WebSessionStore`], [`OAuthStore`] and
+//!   [`IdentityStore`] on sqlx; one SQLite file (WAL) by default, PostgreSQL when the database
+//!   URL says so (feature `postgres`), migrated on start.
 //! - [`ObjectStorage`]: [`Storage`] on `object_store`; a local folder by default, any
 //!   S3-compatible store when configured (feature `s3`); optional AES-256-GCM encryption at rest
 //!   ([`FileCipher`]); signed read URLs ([`UrlSigner`] for those the server serves).
@@ -41,7 +42,8 @@ use std::sync::Arc;
 
 use mirobody_core::{Cache, Memory, Storage};
 use mirobody_ports::{
-    AccessLog, AccountStore, OAuthStore, PasskeyStore, SecretStore, SessionBackplane, TaskStore, WebSessionStore,
+    AccessLog, AccountStore, IdentityStore, OAuthStore, PasskeyStore, SecretStore, SessionBackplane, TaskStore,
+    WebSessionStore,
 };
 
 use mirobody_health::{HealthData, HealthStore};
@@ -404,6 +406,11 @@ impl OpenedBackends {
 
     /// People's passkeys, and the state of passkey ceremonies under way.
     pub fn passkeys(&self) -> Arc<dyn PasskeyStore> {
+        self.sql.clone()
+    }
+
+    /// The accounts' links to OpenID providers' subjects, and sign-ins in flight to them.
+    pub fn identities(&self) -> Arc<dyn IdentityStore> {
         self.sql.clone()
     }
 

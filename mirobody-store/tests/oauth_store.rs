@@ -6,8 +6,9 @@ use std::sync::Arc;
 
 use mirobody_health::testing::unique_id;
 use mirobody_ports::{
-    Account, AccountStore, AuthorizationCode, CodeUse, Grant, MAX_PASSKEYS_PER_ACCOUNT, OAuthClient, OAuthStore,
-    Passkey, PasskeyCeremony, PasskeyStore, RefreshUse, RegistrationBound, SignupToken, WebSession,
+    Account, AccountStore, AuthorizationCode, CodeUse, Grant, IdentityLink, MAX_PASSKEYS_PER_ACCOUNT, OAuthClient,
+    OAuthStore, Passkey, PasskeyCeremony, PasskeyStore, RefreshUse, RegistrationBound, SignupToken, UpstreamLogin,
+    WebSession,
 };
 use mirobody_store::{BackendConfig, OpenedBackends, open};
 use sha2::{Digest, Sha256};
@@ -404,6 +405,75 @@ async fn check_signup_tokens(backends: &OpenedBackends) {
     assert_eq!(accounts.signup_token_email(&old, now).await.unwrap(), None, "swept");
 }
 
+async fn check_identities(backends: &OpenedBackends) {
+    let (accounts, identities) = (backends.accounts(), backends.identities());
+    let run = unique_id("ident").to_lowercase();
+    let (ada, bob) = (format!("{run}-ada"), format!("{run}-bob"));
+    for id in [&ada, &bob] {
+        assert!(accounts.create_account(&account(id, &format!("{id}@example.com"))).await.unwrap());
+    }
+    let link = |provider: &str, subject: &str, account_id: &str, at: i64| IdentityLink {
+        provider: provider.into(),
+        subject: subject.into(),
+        account_id: account_id.into(),
+        email: Some(format!("{account_id}@example.com")),
+        created_at_ms: at,
+    };
+    assert!(identities.link_identity(&link("google", &run, &ada, 1)).await.unwrap());
+    assert!(identities.link_identity(&link("keycloak", &run, &ada, 2)).await.unwrap(), "one account, two links");
+    // The pair is unique: neither another account nor the same one links it again.
+    assert!(!identities.link_identity(&link("google", &run, &bob, 3)).await.unwrap());
+    assert!(!identities.link_identity(&link("google", &run, &ada, 3)).await.unwrap());
+    assert_eq!(identities.identity_account("google", &run).await.unwrap(), Some(ada.clone()));
+    assert_eq!(identities.identity_account("google", "someone else").await.unwrap(), None);
+    assert_eq!(
+        identities.identities_of(&ada).await.unwrap(),
+        vec![link("google", &run, &ada, 1), link("keycloak", &run, &ada, 2)]
+    );
+    assert!(identities.identities_of(&bob).await.unwrap().is_empty());
+    // Unlinking is scoped to the account.
+    assert!(!identities.unlink_identity(&bob, "google", &run).await.unwrap(), "not bob's link");
+    assert!(identities.unlink_identity(&ada, "google", &run).await.unwrap());
+    assert!(!identities.unlink_identity(&ada, "google", &run).await.unwrap(), "already gone");
+    assert_eq!(identities.identity_account("google", &run).await.unwrap(), None);
+    assert!(identities.link_identity(&link("google", &run, &bob, 4)).await.unwrap(), "free again");
+}
+
+async fn check_upstream_logins(backends: &OpenedBackends) {
+    let identities = backends.identities();
+    let now = 1_800_000_000_000;
+    // Other tests' rows expire long before this run's `now`: a clean slate for the bound.
+    identities.sweep_upstream_logins(now).await.unwrap();
+    let login = |expires_at_ms: i64| UpstreamLogin {
+        provider: "google".into(),
+        pkce_verifier: "verifier".into(),
+        nonce: "nonce".into(),
+        next: "/account".into(),
+        created_at_ms: now,
+        expires_at_ms,
+    };
+    let (one, two, three) = (hash("state-1"), hash("state-2"), hash("state-3"));
+    assert!(identities.create_upstream_login(&one, &login(now + 600_000), 2).await.unwrap());
+    assert!(identities.create_upstream_login(&two, &login(now + 600_000), 2).await.unwrap());
+    assert!(!identities.create_upstream_login(&three, &login(now + 600_000), 2).await.unwrap(), "the bound");
+    // Taken once, by exactly one of several concurrent takes.
+    let takes = futures::future::join_all((0..4).map(|_| identities.take_upstream_login(&one, now))).await;
+    let taken: Vec<_> = takes.into_iter().filter_map(Result::unwrap).collect();
+    assert_eq!(taken, vec![login(now + 600_000)]);
+    assert_eq!(identities.take_upstream_login(&one, now).await.unwrap(), None, "no replay");
+    // An expired one is not given, and is gone.
+    assert!(identities.create_upstream_login(&three, &login(now + 10), 2).await.unwrap(), "room again");
+    assert_eq!(identities.take_upstream_login(&three, now + 10).await.unwrap(), None);
+    assert_eq!(identities.take_upstream_login(&two, now).await.unwrap(), Some(login(now + 600_000)));
+    // The sweep deletes what expired, and the bound counts only what is live.
+    assert!(identities.create_upstream_login(&one, &login(now + 5), 2).await.unwrap());
+    assert!(identities.create_upstream_login(&two, &login(now + 5), 2).await.unwrap());
+    let later = UpstreamLogin { created_at_ms: now + 5, ..login(now + 600_000) };
+    assert!(identities.create_upstream_login(&three, &later, 2).await.unwrap(), "the others expired by then");
+    assert_eq!(identities.sweep_upstream_logins(now + 5).await.unwrap(), 2);
+    assert!(identities.take_upstream_login(&three, now + 5).await.unwrap().is_some());
+}
+
 fn passkey(credential_id: &[u8], account_id: &str, created_at_ms: i64) -> Passkey {
     Passkey {
         credential_id: credential_id.to_vec(),
@@ -519,6 +589,8 @@ async fn check_all(backends: &OpenedBackends, users: &UsersTable) {
     check_sweeps(backends).await;
     check_passkeys(backends.passkeys().as_ref()).await;
     check_ceremonies(backends.passkeys().as_ref()).await;
+    check_identities(backends).await;
+    check_upstream_logins(backends).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -1,5 +1,6 @@
 //! `<prefix>/account`: who is signed in, the apps they let in (and revoking them), their
-//! personal MCP URL, their password, and signing out everywhere.
+//! personal MCP URL, the identity providers they sign in with, their password, and signing out
+//! everywhere.
 
 use axum::Router;
 use axum::extract::rejection::{FormRejection, QueryRejection};
@@ -283,6 +284,10 @@ async fn account_page(
         Ok(section) => section,
         Err(e) => return failed(server, "cannot list passkeys", &e),
     };
+    let linked = match crate::upstream::linked::account_section(server, &account.id, &hidden).await {
+        Ok(section) => section,
+        Err(e) => return failed(server, "cannot list linked identities", &e),
+    };
     let notice = notice.map(|text| format!("<p class=\"notice\" role=\"status\">{}</p>\n", escape(text)));
     let password_error = password_error.map(|text| format!("<p class=\"error\" role=\"alert\">{}</p>\n", escape(text)));
     let name = account.display_name.as_deref().unwrap_or(&account.email);
@@ -290,7 +295,7 @@ async fn account_page(
         "<h1>Your account</h1>\n{notice}<div class=\"card\"><p><strong>{name}</strong><br>\
          <span class=\"muted\">{email}</span></p></div>\n\
          <h2>Connected apps</h2>\n<p class=\"muted\">These apps can reach your data. Revoke one and it stops \
-         at once.</p>\n{apps}\n{personal}{passkeys}\
+         at once.</p>\n{apps}\n{personal}{passkeys}{linked}\
          <h2>Password</h2>\n{password_error}<form method=\"post\" action=\"{password}\" class=\"card\">\n{hidden}\n\
          <input type=\"text\" name=\"username\" value=\"{email}\" autocomplete=\"username\" hidden>\n\
          <label for=\"current\">Current password</label>\n\

@@ -7,7 +7,7 @@ mod passkey_pages;
 pub(crate) mod passkeys;
 pub(crate) mod password;
 pub(crate) mod session;
-mod signin;
+pub(crate) mod signin;
 mod signup;
 pub(crate) mod throttle;
 

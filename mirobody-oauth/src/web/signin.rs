@@ -165,8 +165,9 @@ fn sign_in_page(
          autocomplete=\"username\" required autofocus>\n\
          <label for=\"password\">Password</label>\n\
          <input id=\"password\" type=\"password\" name=\"password\" autocomplete=\"current-password\" required>\n\
-         <button type=\"submit\">Sign in</button>\n</form>\n{passkey}{signup}",
+         <button type=\"submit\">Sign in</button>\n</form>\n{passkey}{providers}{signup}",
         passkey = crate::web::passkey_pages::sign_in_block(server, csrf, next),
+        providers = crate::upstream::sign_in_buttons(server, next),
         action = escape(&server.path("/signin")),
         csrf = escape(csrf),
         next = escape(next),

@@ -223,6 +223,7 @@ async fn harness_full(backing: Backing, settings: serde_json::Value, base_url: &
                 oauth: store.clone(),
                 secrets: Some(store),
                 passkeys: None,
+                identities: None,
             }
         }
         Backing::Sqlite => {
@@ -233,6 +234,7 @@ async fn harness_full(backing: Backing, settings: serde_json::Value, base_url: &
                 oauth: backends.oauth(),
                 secrets: Some(backends.secrets()),
                 passkeys: passkeys.then(|| backends.passkeys()),
+                identities: Some(backends.identities()),
             }
         }
     };

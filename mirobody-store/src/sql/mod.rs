@@ -63,6 +63,7 @@ mod circle;
 mod connect;
 mod db;
 mod files;
+mod identities;
 mod import;
 mod memory;
 mod oauth;
