@@ -55,6 +55,8 @@ pub(crate) struct Inner {
     pub(crate) endpoint: McpEndpoint,
     pub(crate) settings: OAuthSettings,
     pub(crate) key: SigningKey,
+    /// Keys that signed before a rotation: published, never used to sign.
+    pub(crate) previous_keys: std::sync::OnceLock<Vec<SigningKey>>,
     pub(crate) revoked: RevokedGrants,
     pub(crate) throttle: SignInThrottle,
     /// Sign-up tries, bounded per address as failed sign-ins are (each is counted).
@@ -106,6 +108,7 @@ impl OAuthServer {
                 endpoint,
                 settings,
                 key,
+                previous_keys: std::sync::OnceLock::new(),
                 revoked,
                 throttle,
                 signups,
@@ -139,6 +142,21 @@ impl OAuthServer {
     /// The key tokens are signed with.
     pub fn signing_key(&self) -> &SigningKey {
         &self.inner.key
+    }
+
+    /// This server, also publishing `previous` at the JWKS URL: keys that signed tokens before
+    /// a rotation ([`SigningKey::rotate`]), kept so those tokens verify until they expire
+    /// (give them to the resource side's verifier too). They never sign.
+    /// Set once, before [`router`](Self::router): a later call changes nothing.
+    pub fn with_previous_keys(self, previous: Vec<SigningKey>) -> Self {
+        let _ = self.inner.previous_keys.set(previous);
+        self
+    }
+
+    /// The public keys tokens of this server may be signed with: the current one first.
+    pub fn public_jwks(&self) -> Vec<&jsonwebtoken::jwk::Jwk> {
+        let previous = self.inner.previous_keys.get().into_iter().flatten();
+        std::iter::once(&self.inner.key).chain(previous).map(SigningKey::public_jwk).collect()
     }
 
     /// Every route: the metadata, `/authorize`, `/token`, `/register`, `/revoke`, the JWKS,

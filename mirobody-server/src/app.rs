@@ -138,6 +138,12 @@ pub fn oauth_key_path(config: &Config) -> std::path::PathBuf {
     config.oauth.signing_key_file.clone().unwrap_or_else(|| config.backends.data_dir.join("oauth-es256.pem"))
 }
 
+/// Where the key before the last rotation is kept, beside the signing key:
+/// `oauth-es256.pem` → `oauth-es256.previous.pem`.
+pub fn previous_oauth_key_path(current: &Path) -> std::path::PathBuf {
+    current.with_extension("previous.pem")
+}
+
 // A random HS256 key kept in `<data_dir>/token.key` (owner-only, written atomically), so
 // tokens minted by `mirobody-server demo` or `token` stay valid across restarts with no set-up.
 fn embedded_token_key(data_dir: &Path) -> Result<String, String> {
@@ -201,7 +207,16 @@ pub async fn build_with(config: &Config, tools: &[Tool]) -> Result<Server, AppEr
     config.auth.validate()?;
     let mut verifier =
         mirobody_auth::JwtVerifier::load(&config.auth, &endpoint.mcp_url()).await?.with_revoked_grants(revoked.clone());
-    if let Some(key) = &oauth_key {
+    // The key before the last rotation (`rotate-signing-key`): its tokens verify until they
+    // expire, and it stays published.
+    let previous_key = match &oauth_key {
+        Some(_) => {
+            let path = previous_oauth_key_path(&oauth_key_path(config));
+            path.exists().then(|| mirobody_oauth::SigningKey::load(&path)).transpose()?
+        }
+        None => None,
+    };
+    for key in oauth_key.iter().chain(&previous_key) {
         // Its own tokens name this server as issuer, whatever `auth.issuer` names.
         verifier = verifier.with_issuer_jwk(key.public_jwk(), &mirobody_oauth::OAuthServer::issuer_for(&endpoint))?;
     }
@@ -218,6 +233,7 @@ pub async fn build_with(config: &Config, tools: &[Tool]) -> Result<Server, AppEr
         };
         let scopes = config.auth.scopes_supported.clone();
         mirobody_oauth::OAuthServer::new(stores, endpoint.clone(), config.oauth.clone(), key, scopes, revoked)
+            .with_previous_keys(previous_key.into_iter().collect())
     });
     if let Some(oauth) = &oauth {
         auth = auth.with_open_paths(oauth.open_paths());

@@ -198,6 +198,15 @@ async fn run(
             server.backends.close().await;
             Ok(u8::try_from(code).unwrap_or(1))
         }
+        Command::RotateSigningKey => {
+            let current = app::oauth_key_path(&config);
+            let previous = app::previous_oauth_key_path(&current);
+            let key = mirobody_oauth::SigningKey::rotate(&current, &previous)?;
+            println!("signing with key {} from {}", key.kid(), current.display());
+            println!("the previous key, kept to verify its tokens: {}", previous.display());
+            println!("restart every instance sharing these files to sign with the new key");
+            Ok(0)
+        }
         Command::User { action } => {
             let backends = mirobody_store::open(&config.backends).await?;
             let (accounts, web_sessions, oauth) = (backends.accounts(), backends.web_sessions(), backends.oauth());

@@ -71,6 +71,11 @@ pub enum Command {
         #[command(subcommand)]
         action: UserCommand,
     },
+    /// Replace the key the authorization server signs access tokens with. The old key moves
+    /// to `<key file stem>.previous.pem`, where servers keep verifying what it signed until
+    /// those tokens expire; restart every instance (they share the files) to sign with the
+    /// new one. A second rotation drops the key before the previous one.
+    RotateSigningKey,
     /// Make or end a person's links to the upload page.
     UploadLink {
         /// What to do.

@@ -75,6 +75,41 @@ impl SigningKey {
         Err(file_error("keeps changing; is another server writing it?".into()))
     }
 
+    /// The key in `path`, which must exist (a previous key, kept to verify what it signed).
+    pub fn load(path: &Path) -> Result<Self, KeyError> {
+        let pem = std::fs::read(path)
+            .map_err(|e| KeyError::File { path: path.display().to_string(), message: e.to_string() })?;
+        Self::from_pem(&pem, &path.display().to_string())
+    }
+
+    /// Rotates the key in `path`: it moves to `previous` (replacing what was there), and a new
+    /// key is made in `path`; the new key is returned. Servers that load both (the new one to
+    /// sign, the previous one to verify) keep taking tokens signed before the rotation until
+    /// they expire. Running servers sign with the new key once restarted.
+    ///
+    /// ```
+    /// use mirobody_oauth::SigningKey;
+    ///
+    /// let dir = std::env::temp_dir().join(format!("mirobody-rotate-doc-{}", std::process::id()));
+    /// let (current, previous) = (dir.join("oauth-es256.pem"), dir.join("oauth-es256.previous.pem"));
+    /// let old = SigningKey::load_or_create(&current).unwrap();
+    /// let new = SigningKey::rotate(&current, &previous).unwrap();
+    /// assert_ne!(old.kid(), new.kid());
+    /// assert_eq!(SigningKey::load(&previous).unwrap().kid(), old.kid());
+    /// assert_eq!(SigningKey::load(&current).unwrap().kid(), new.kid());
+    /// # std::fs::remove_dir_all(&dir).unwrap();
+    /// ```
+    pub fn rotate(path: &Path, previous: &Path) -> Result<Self, KeyError> {
+        let file_error = |path: &Path, e: std::io::Error| KeyError::File {
+            path: path.display().to_string(),
+            message: e.to_string(),
+        };
+        // The current key must be a key: a rotation never throws away a file it cannot read.
+        Self::load(path)?;
+        std::fs::rename(path, previous).map_err(|e| file_error(previous, e))?;
+        Self::load_or_create(path)
+    }
+
     /// The key id tokens name.
     pub fn kid(&self) -> &str {
         &self.kid

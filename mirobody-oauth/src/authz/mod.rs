@@ -29,7 +29,7 @@ pub(crate) const JWKS_PATH: &str = "/oauth/jwks.json";
 /// The authorization server's routes.
 pub(crate) fn routes(server: &OAuthServer) -> Router {
     let metadata = document(&server.metadata());
-    let jwks = document(&json!({"keys": [server.inner.key.public_jwk()]}));
+    let jwks = document(&json!({"keys": server.public_jwks()}));
     let mut router = Router::new();
     for path in metadata_paths(server) {
         let metadata = metadata.clone();
