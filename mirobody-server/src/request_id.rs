@@ -51,7 +51,7 @@ where
             "request",
             request_id = %id,
             trace_id = tracing::field::Empty,
-            method = %request.method(),
+            http_method = %request.method(),
         );
         if let Some(trace_id) = trace_id(request.headers()) {
             span.record("trace_id", trace_id);
