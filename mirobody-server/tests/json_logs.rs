@@ -185,3 +185,11 @@ fn json_logs_carry_request_ids_and_no_secret_or_health_value() {
         assert!(found.is_none(), "the logs hold {value:?}: {}", found.unwrap_or_default());
     }
 }
+
+#[test]
+fn an_unknown_log_format_stops_the_start_naming_it() {
+    let output = clean_command().args(["tools", "list"]).env(JSON.0, "xml").output().unwrap();
+    let err = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{err}");
+    assert!(err.contains("log_format") && err.contains("json"), "{err}");
+}
