@@ -145,7 +145,14 @@ fn json_logs_carry_request_ids_and_no_secret_or_health_value() {
         assert_eq!(status, expected, "{head}");
     }
     drop(server);
-    logs.push_str(&std::fs::read_to_string(&log_path).unwrap());
+    let served = std::fs::read_to_string(&log_path).unwrap();
+    // The import over HTTP runs in a task of its own, still in its request's span.
+    let imports: Vec<&str> = served.lines().filter(|line| line.contains("INSERT INTO observations")).collect();
+    assert!(!imports.is_empty(), "the import's statements are logged at TRACE");
+    for line in imports {
+        assert!(line.contains("\"request_id\""), "{line}");
+    }
+    logs.push_str(&served);
 
     let mut request_lines = 0;
     let mut traced = 0;
