@@ -14,10 +14,16 @@ use serde_json::{Value, json};
 
 // Runs the binary on `data_dir`: exit code, stdout, stderr.
 fn run(data_dir: &Path, args: &[&str]) -> (i32, String, String) {
+    run_with(data_dir, &[], args)
+}
+
+// `run`, with more settings.
+fn run_with(data_dir: &Path, env: &[(&str, &str)], args: &[&str]) -> (i32, String, String) {
     let output = clean_command()
         .args(args)
         .env("MIROBODY_BACKENDS__DATA_DIR", data_dir)
         .env("RUST_LOG", "error")
+        .envs(env.iter().copied())
         .output()
         .expect("run the binary");
     let text = |bytes: &[u8]| String::from_utf8_lossy(bytes).into_owned();
@@ -26,7 +32,11 @@ fn run(data_dir: &Path, args: &[&str]) -> (i32, String, String) {
 
 // A tool's whole MCP result, called with `tools call` as `user`.
 fn call(data_dir: &Path, user: &str, tool: &str, arguments: &Value) -> Value {
-    let (_, out, err) = run(data_dir, &["tools", "call", tool, &arguments.to_string(), "--user", user]);
+    call_with(data_dir, &[], user, tool, arguments)
+}
+
+fn call_with(data_dir: &Path, env: &[(&str, &str)], user: &str, tool: &str, arguments: &Value) -> Value {
+    let (_, out, err) = run_with(data_dir, env, &["tools", "call", tool, &arguments.to_string(), "--user", user]);
     serde_json::from_str(&out).unwrap_or_else(|e| panic!("{tool}: {e}: {out} {err}"))
 }
 
@@ -246,4 +256,51 @@ fn a_restore_refuses_an_incomplete_altered_or_newer_backup() {
     let err = String::from_utf8_lossy(&output.stderr);
     assert!(!output.status.success() && err.contains("pg_dump") && err.contains("pg_restore"), "{err}");
     assert!(!err.contains("pw@"), "no password in the message: {err}");
+}
+
+#[test]
+fn encrypted_files_stay_encrypted_in_the_backup_and_need_their_key() {
+    let key = [(
+        "MIROBODY_BACKENDS__FILE_ENCRYPTION_KEY",
+        "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff",
+    )];
+    let data_dir = fresh_data_dir("backup-encrypted");
+    let (code, out, err) = run_with(&data_dir, &key, &["demo"]);
+    assert_eq!(code, 0, "{out} {err}");
+    let backup = data_dir.join("backup");
+    let (code, out, err) = run_with(&data_dir, &key, &["backup", backup.to_str().unwrap(), "--with-keys"]);
+    assert_eq!(code, 0, "{out} {err}");
+    assert!(out.contains("encrypted") && out.contains("key backends.file_encryption_key"), "named: {out}");
+    let manifest: Value = serde_json::from_slice(&std::fs::read(backup.join("manifest.json")).unwrap()).unwrap();
+    assert_eq!(manifest["files_encrypted"], true, "{manifest}");
+    let mut stored = 0;
+    for file in std::fs::read_dir(backup.join("files")).unwrap() {
+        let bytes = std::fs::read(file.unwrap().path()).unwrap();
+        assert!(!String::from_utf8_lossy(&bytes).contains("Triglycerides"), "a file in the backup is plaintext");
+        stored += 1;
+    }
+    assert!(stored >= 3, "the demo's files are in the backup");
+    let key_text = key[0].1;
+    assert!(
+        !std::fs::read_dir(backup.join("keys"))
+            .unwrap()
+            .any(|file| { std::fs::read_to_string(file.unwrap().path()).unwrap_or_default().contains(key_text) })
+    );
+
+    // Restored with the key, the files read as before; without it, they do not.
+    let lab = |dir: &Path, env: &[(&str, &str)]| {
+        let files = call_with(dir, env, "demo", "list_files", &json!({}));
+        let file =
+            files["structuredContent"]["files"].as_array().unwrap().iter().find(|f| f["filename"] == "lab-results.txt");
+        let file_key = file.expect("the lab results")["file_key"].clone();
+        call_with(dir, env, "demo", "read_file", &json!({"file_key": file_key})).to_string()
+    };
+    let restored = fresh_data_dir("backup-encrypted-restored");
+    let (code, out, err) = run_with(&restored, &key, &["restore", backup.to_str().unwrap()]);
+    assert_eq!(code, 0, "{out} {err}");
+    assert!(lab(&restored, &key).contains("Triglycerides"));
+    let keyless = fresh_data_dir("backup-encrypted-keyless");
+    let (code, out, err) = run(&keyless, &["restore", backup.to_str().unwrap()]);
+    assert_eq!(code, 0, "{out} {err}");
+    assert!(!lab(&keyless, &[]).contains("Triglycerides"));
 }

@@ -46,6 +46,9 @@ pub enum BackupError {
     /// The destination, or the data folder to restore into, is not empty.
     #[error("{dir} is not empty; {1}", dir = .0.display())]
     NotEmpty(PathBuf, &'static str),
+    /// A file to restore (a key kept outside the data folder) is already there.
+    #[error("{path} exists; restore replaces nothing: move it away first", path = .0.display())]
+    Exists(PathBuf),
     /// The backup is incomplete, altered or from a newer program.
     #[error("{0}")]
     BadBackup(String),
@@ -203,24 +206,30 @@ pub async fn restore(config: &Config, backup: &Path) -> Result<String, BackupErr
     ensure_empty(&backends.data_dir, refusal)?;
     ensure_empty(&files_dir, refusal)?;
     if database.exists() {
-        return Err(BackupError::NotEmpty(database, refusal));
+        return Err(BackupError::Exists(database));
     }
-    create_private_dir(&backends.data_dir)?;
 
-    let mut files = 0usize;
+    // Where each file goes, all of them free, before the first is copied.
+    let mut plan = Vec::with_capacity(manifest.entries.len());
     for entry in &manifest.entries {
-        let from = backup.join(&entry.path);
         let to = if entry.path == DATABASE {
             database.clone()
         } else if let Some(rest) = entry.path.strip_prefix("files/") {
-            files += 1;
             files_dir.join(rest)
         } else {
             let kind = entry.path.strip_prefix("keys/").unwrap_or_default();
             key_file(config, kind).ok_or_else(|| BackupError::BadBackup(format!("unknown file {}", entry.path)))?
         };
-        copy_file(&from, &to)?;
+        if std::fs::symlink_metadata(&to).is_ok() {
+            return Err(BackupError::Exists(to));
+        }
+        plan.push((backup.join(&entry.path), to));
     }
+    create_private_dir(&backends.data_dir)?;
+    for (from, to) in &plan {
+        copy_file(from, to)?;
+    }
+    let files = manifest.entries.iter().filter(|entry| entry.path.starts_with("files/")).count();
     let mut done = summary("restored", &backends.data_dir, &manifest);
     done.push_str(&format!("\n{files} uploaded files restored; start the server on this data folder"));
     Ok(done)
