@@ -246,6 +246,10 @@ fn a_restore_refuses_an_incomplete_altered_or_newer_backup() {
     });
     assert!(err.contains("larger than"), "{err}");
 
+    let (code, _, err) = run(&data_dir, &["backup", data_dir.join("files/backup").to_str().unwrap()]);
+    assert_ne!(code, 0);
+    assert!(err.contains("inside the uploaded files"), "{err}");
+
     // PostgreSQL: the way to back it up, not a copy.
     let output = clean_command()
         .args(["backup", data_dir.join("pg").to_str().unwrap()])

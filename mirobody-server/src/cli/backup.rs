@@ -115,7 +115,18 @@ pub async fn backup(config: &Config, dest: &Path, with_keys: bool) -> Result<Str
         return Err(BackupError::Unsupported(format!("no database at {}: nothing to back up", source.display())));
     }
     ensure_empty(dest, "back up into a new or empty folder")?;
+    let (storage, files_dir) = match &backends.storage {
+        StorageConfig::Local { dir } => ("local", Some(dir.clone().unwrap_or_else(|| backends.data_dir.join("files")))),
+        StorageConfig::S3 { .. } => ("s3 (not copied: keep the bucket's versioning or replication)", None),
+        _ => ("none", None),
+    };
     create_private_dir(dest)?;
+    // A backup inside the files it copies would copy itself.
+    let inside = |dir: &Path| Some(dest.canonicalize().ok()?.starts_with(dir.canonicalize().ok()?));
+    if files_dir.as_deref().and_then(inside) == Some(true) {
+        let _ = std::fs::remove_dir(dest);
+        return Err(BackupError::Unsupported("the backup folder cannot be inside the uploaded files' folder".into()));
+    }
 
     // One read transaction in the live database (WAL: writers go on meanwhile), written out as
     // a database of its own with no -wal beside it.
@@ -131,11 +142,6 @@ pub async fn backup(config: &Config, dest: &Path, with_keys: bool) -> Result<Str
     let schema_version = schema_version(&copy).await?;
     let mut entries = vec![entry_of(dest, &copy)?];
 
-    let (storage, files_dir) = match &backends.storage {
-        StorageConfig::Local { dir } => ("local", Some(dir.clone().unwrap_or_else(|| backends.data_dir.join("files")))),
-        StorageConfig::S3 { .. } => ("s3 (not copied: keep the bucket's versioning or replication)", None),
-        _ => ("none", None),
-    };
     if let Some(files_dir) = files_dir.filter(|dir| dir.is_dir()) {
         copy_tree(&files_dir, dest, Path::new("files"), &mut entries)?;
     }
