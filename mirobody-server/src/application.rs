@@ -9,7 +9,7 @@ use mirobody_mcp::stdio;
 use tracing_subscriber::EnvFilter;
 
 use crate::cli::{Cli, Command, SecretAction};
-use crate::config::Config;
+use crate::config::{Config, LogFormat};
 use crate::shutdown::Shutdown;
 use crate::{app, cli};
 
@@ -73,11 +73,12 @@ impl Application {
         }
         // Logs always go to stderr: stdout belongs to the stdio transport and to `tools` output.
         let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(&config.log));
-        tracing_subscriber::fmt()
-            .with_env_filter(filter)
-            .with_writer(std::io::stderr)
-            .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-            .init();
+        let logs = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+        match config.log_format {
+            LogFormat::Text => logs.with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr())).init(),
+            // The request's span (`request_id`, `trace_id`) goes on each line with the event's fields.
+            LogFormat::Json => logs.json().flatten_event(true).with_current_span(true).with_span_list(true).init(),
+        }
 
         let runtime = match config.runtime() {
             Ok(runtime) => runtime,
@@ -108,6 +109,10 @@ async fn run(
 ) -> Result<u8, Box<dyn std::error::Error>> {
     // Listening first, so that the default public URL names the port really bound.
     let listener = if matches!(command, Command::Serve) { Some(listen(&mut config).await?) } else { None };
+    // Before `resolved`, which makes keys in the data folder: `restore` needs it empty.
+    if let Command::Backup { .. } | Command::Restore { .. } = command {
+        return cli::backup::run(command, &config).await;
+    }
     let config = app::resolved(&config)?;
     match command {
         Command::Serve => {
@@ -128,7 +133,8 @@ async fn run(
                 server.backends.settle().await;
                 release_startup_pages();
             }
-            mirobody_mcp::serve_until(listener, server.app, server.engine.clone(), options, shutdown.signal()).await?;
+            let app = crate::request_id::RequestIds::new(server.app);
+            mirobody_mcp::serve_until(listener, app, server.engine.clone(), options, shutdown.signal()).await?;
             if shutdown.within(server.backends.close()).await.is_none() {
                 tracing::warn!("the backends did not close within the shutdown grace; stopping without them");
             }
@@ -231,6 +237,7 @@ async fn run(
             server.backends.close().await;
             Ok(u8::try_from(code).unwrap_or(1))
         }
+        Command::Backup { .. } | Command::Restore { .. } => unreachable!("run above"),
         Command::Demo => {
             let server = app::build_with(&config, tools).await?;
             let info = mirobody_tools::demo::load_demo(&server.backends).await?;

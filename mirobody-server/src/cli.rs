@@ -8,6 +8,7 @@ use std::path::PathBuf;
 use clap::{Parser, Subcommand};
 use mirobody_core::{Format, Registry, ToolContext, UserInfo};
 
+pub mod backup;
 pub mod users;
 
 pub use users::UserCommand;
@@ -81,6 +82,22 @@ pub enum Command {
         /// What to do.
         #[command(subcommand)]
         action: UploadLinkCommand,
+    },
+    /// Copy the database, the uploaded files and a manifest into an empty folder while the
+    /// server runs (SQLite; with PostgreSQL it prints the `pg_dump` command to use instead).
+    Backup {
+        /// The folder to write (made if missing; must be empty).
+        dest: PathBuf,
+        /// Copy the key files too (the token and OAuth signing keys, the file URL key): the
+        /// backup then lets anyone holding it mint tokens. Without it, the manifest names them.
+        #[arg(long)]
+        with_keys: bool,
+    },
+    /// Bring a backup back into an empty data folder (`backends.data_dir`), checking every
+    /// file against the manifest; then start the server on it.
+    Restore {
+        /// The backup's folder.
+        backup: PathBuf,
     },
     /// Mint an access token for a user, signed with the configured HS256 key (the embedded
     /// default generates one). For trying the server; production tokens come from your

@@ -65,6 +65,9 @@ pub struct Config {
     pub instructions: Option<String>,
     /// The log filter (`info`, `debug`, `mirobody_mcp=debug,info`, ...). `RUST_LOG` wins.
     pub log: String,
+    /// How log lines are written (to stderr): `text` for people, `json` (one object a line,
+    /// with the request's `request_id` and `trace_id`) for a log collector.
+    pub log_format: LogFormat,
     /// The key (32+ bytes) that signs 2026-07-28 `requestState`s; instances behind one load
     /// balancer need the same one. A random key per process when unset.
     pub request_state_key: Option<SecretString>,
@@ -115,6 +118,7 @@ impl Default for Config {
             server_name: ServerInfo::default().name,
             instructions: None,
             log: "info".into(),
+            log_format: LogFormat::Text,
             request_state_key: None,
             request_state_ttl: Duration::from_secs(600),
             list_ttl: Duration::from_secs(60),
@@ -131,6 +135,17 @@ impl Default for Config {
             backends: BackendConfig::default(),
         }
     }
+}
+
+/// How log lines are written.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LogFormat {
+    /// Lines for people to read.
+    #[default]
+    Text,
+    /// One JSON object a line.
+    Json,
 }
 
 /// A configuration that cannot be used.

@@ -12,6 +12,7 @@ use mirobody_health::import::{self, ImportResponse};
 use serde_json::Value;
 
 use super::Routes;
+use tracing::Instrument;
 
 pub(super) fn router(prefix: &str, routes: Routes) -> Router {
     Router::new()
@@ -69,13 +70,16 @@ async fn receive(routes: Routes, request: Request<Body>, observation_only: bool)
     // mid-import must not leave half of it stored (a failed import deletes what it wrote).
     let sql = routes.backends().health();
     let importer = owner.clone();
-    let imported = tokio::spawn(async move {
-        let _held = (tree_memory, _body_memory);
-        match import::CheckedJson::check(&bytes) {
-            Ok(checked) => import::import_fhir_checked(sql.as_ref(), &importer, checked, observation_only).await,
-            Err(refused) => refused,
+    let imported = tokio::spawn(
+        async move {
+            let _held = (tree_memory, _body_memory);
+            match import::CheckedJson::check(&bytes) {
+                Ok(checked) => import::import_fhir_checked(sql.as_ref(), &importer, checked, observation_only).await,
+                Err(refused) => refused,
+            }
         }
-    });
+        .in_current_span(),
+    );
     let Ok(ImportResponse { status, body, summary, .. }) = imported.await else {
         return fhir_response(
             500,

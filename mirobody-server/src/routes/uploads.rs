@@ -24,6 +24,7 @@ use serde::Deserialize;
 use sha2::{Digest, Sha256};
 
 use super::{Routes, error};
+use tracing::Instrument;
 
 /// The upload page.
 const PAGE: &str = include_str!("../../assets/upload.html");
@@ -90,21 +91,24 @@ async fn upload_by_link(
     };
     // Received and settled in a task of its own: a client that hangs up once the file is stored
     // must not drop the request there and so get the use back for a file that was kept.
-    let settled = tokio::spawn(async move {
-        let owner = taken.user().to_owned();
-        let key = CallerKey::User(Arc::from(owner.as_str()));
-        let mut response = receive(&routes, &owner, key, request).await;
-        match response.status() {
-            StatusCode::CREATED => {
-                // The page reads it to say the link is used up rather than try the next file.
-                response.headers_mut().insert(USES_LEFT, HeaderValue::from(taken.uses_left()));
-                taken.keep();
+    let settled = tokio::spawn(
+        async move {
+            let owner = taken.user().to_owned();
+            let key = CallerKey::User(Arc::from(owner.as_str()));
+            let mut response = receive(&routes, &owner, key, request).await;
+            match response.status() {
+                StatusCode::CREATED => {
+                    // The page reads it to say the link is used up rather than try the next file.
+                    response.headers_mut().insert(USES_LEFT, HeaderValue::from(taken.uses_left()));
+                    taken.keep();
+                }
+                StatusCode::REQUEST_TIMEOUT => taken.keep(),
+                _ => taken.give_back().await,
             }
-            StatusCode::REQUEST_TIMEOUT => taken.keep(),
-            _ => taken.give_back().await,
+            response
         }
-        response
-    });
+        .in_current_span(),
+    );
     // A panic in the task dropped the use unsettled, which gives it back.
     settled.await.unwrap_or_else(|_| error(StatusCode::INTERNAL_SERVER_ERROR, "The upload failed; try again."))
 }

@@ -40,6 +40,7 @@ use crate::jsonrpc::{RpcError, code};
 use crate::protocol::changes::{Change, ChangeNotifier};
 use crate::protocol::outcome::{CallFailure, call_failure};
 use crate::session::{Event, SharedSessions, lock, random_token};
+use tracing::Instrument;
 
 /// How long `tasks/update` for a task running in another instance waits for it to take the
 /// answers before acknowledging them.
@@ -495,10 +496,14 @@ impl Tasks {
         // lock, which that first save waits for.
         let tasks = self.clone();
         let running = live.clone();
-        let handle = tokio::spawn(async move {
-            let outcome = renewing(&running, job, tasks.options.lease).await;
-            tasks.end(&running, outcome).await;
-        });
+        // In the span of the request that started it, so its log lines name that request.
+        let handle = tokio::spawn(
+            async move {
+                let outcome = renewing(&running, job, tasks.options.lease).await;
+                tasks.end(&running, outcome).await;
+            }
+            .in_current_span(),
+        );
         {
             let mut state = lock(&live.state);
             if state.record.state == TaskState::Cancelled {

@@ -1,0 +1,165 @@
+//! A request id and a trace id on every log line of an HTTP request: the span that
+//! [`RequestIds`] opens around each request carries `request_id` (the client's sane
+//! `x-request-id`, else one made here, and echoed in the response) and, when the request has a
+//! valid W3C `traceparent`, its `trace_id`. The path is left out of the span on purpose: a
+//! personal MCP URL carries its secret in the path.
+
+use std::convert::Infallible;
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use axum::response::Response;
+use http::{HeaderMap, HeaderValue, Request};
+use tracing::Instrument;
+
+/// The header a request id is read from and answered in.
+pub(crate) const REQUEST_ID_HEADER: &str = "x-request-id";
+
+/// The longest request id taken from a client; a longer one is replaced, not cut.
+pub(crate) const MAX_REQUEST_ID_CHARS: usize = 128;
+
+/// Wraps the server's service: each request runs in a `request` span with its ids.
+#[derive(Clone, Debug)]
+pub(crate) struct RequestIds<S> {
+    inner: S,
+}
+
+impl<S> RequestIds<S> {
+    /// `inner`, with ids on its requests.
+    pub(crate) fn new(inner: S) -> RequestIds<S> {
+        RequestIds { inner }
+    }
+}
+
+impl<S, B> tower::Service<Request<B>> for RequestIds<S>
+where
+    S: tower::Service<Request<B>, Response = Response, Error = Infallible>,
+    S::Future: Send + 'static,
+{
+    type Response = Response;
+    type Error = Infallible;
+    type Future = Pin<Box<dyn Future<Output = Result<Response, Infallible>> + Send>>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, request: Request<B>) -> Self::Future {
+        let id = request_id(request.headers());
+        let span = tracing::info_span!(
+            "request",
+            request_id = %id,
+            trace_id = tracing::field::Empty,
+            http_method = %request.method(),
+        );
+        if let Some(trace_id) = trace_id(request.headers()) {
+            span.record("trace_id", trace_id);
+        }
+        // Entered while the inner service starts too: some of it runs before the first poll.
+        let future = span.in_scope(|| self.inner.call(request));
+        Box::pin(async move {
+            let mut response = future.instrument(span).await?;
+            if let Ok(value) = HeaderValue::from_str(&id) {
+                response.headers_mut().insert(REQUEST_ID_HEADER, value);
+            }
+            Ok(response)
+        })
+    }
+}
+
+/// The request's id: its `x-request-id` when that is 1 to [`MAX_REQUEST_ID_CHARS`] of
+/// `A-Z a-z 0-9 - _ . :` (nothing a log line or a header could be bent with), else 32 random
+/// hex digits.
+pub(crate) fn request_id(headers: &HeaderMap) -> String {
+    let given = headers.get(REQUEST_ID_HEADER).and_then(|value| value.to_str().ok());
+    match given {
+        Some(id) if sane_id(id) => id.to_owned(),
+        _ => new_id(),
+    }
+}
+
+fn sane_id(id: &str) -> bool {
+    (1..=MAX_REQUEST_ID_CHARS).contains(&id.len())
+        && id.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b':'))
+}
+
+fn new_id() -> String {
+    let mut bytes = [0u8; 16];
+    // Without randomness the id is still unique enough to follow one request: the clock.
+    if getrandom::fill(&mut bytes).is_err() {
+        let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_nanos();
+        bytes = nanos.to_le_bytes();
+    }
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The trace id of a valid W3C `traceparent` (`00-<32 hex>-<16 hex>-<2 hex>`; a later version
+/// may add fields after those), or none. All-zero ids and version `ff` are invalid, as the
+/// recommendation says.
+pub(crate) fn trace_id(headers: &HeaderMap) -> Option<&str> {
+    let value = headers.get("traceparent")?.to_str().ok()?;
+    // A traceparent is 55 characters; a later version's may be longer, but not unboundedly.
+    if value.len() > 512 {
+        return None;
+    }
+    let mut parts = value.split('-');
+    let (version, trace, parent, flags) = (parts.next()?, parts.next()?, parts.next()?, parts.next()?);
+    let lower_hex =
+        |s: &str, n: usize| s.len() == n && s.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b));
+    let valid = lower_hex(version, 2)
+        && version != "ff"
+        && (version != "00" || parts.next().is_none())
+        && lower_hex(trace, 32)
+        && trace.bytes().any(|b| b != b'0')
+        && lower_hex(parent, 16)
+        && parent.bytes().any(|b| b != b'0')
+        && lower_hex(flags, 2);
+    valid.then_some(trace)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn headers(name: &'static str, value: &str) -> HeaderMap {
+        let mut headers = HeaderMap::new();
+        headers.insert(name, HeaderValue::from_str(value).unwrap());
+        headers
+    }
+
+    #[test]
+    fn a_sane_request_id_is_kept_and_any_other_replaced() {
+        assert_eq!(request_id(&headers(REQUEST_ID_HEADER, "abc-123_x.y:z")), "abc-123_x.y:z");
+        let longest = "a".repeat(MAX_REQUEST_ID_CHARS);
+        assert_eq!(request_id(&headers(REQUEST_ID_HEADER, &longest)), longest);
+        for bad in ["a".repeat(MAX_REQUEST_ID_CHARS + 1), "with space".into(), "quote\"d".into(), String::new()] {
+            let made = request_id(&headers(REQUEST_ID_HEADER, &bad));
+            assert_ne!(made, bad);
+            assert_eq!(made.len(), 32, "{made}");
+            assert!(made.bytes().all(|b| b.is_ascii_hexdigit()), "{made}");
+        }
+        assert_ne!(request_id(&HeaderMap::new()), request_id(&HeaderMap::new()), "made ids differ");
+    }
+
+    #[test]
+    fn only_a_valid_traceparent_gives_a_trace_id() {
+        let good = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+        assert_eq!(trace_id(&headers("traceparent", good)), Some("4bf92f3577b34da6a3ce929d0e0e4736"));
+        let later = "01-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-more";
+        assert_eq!(trace_id(&headers("traceparent", later)), Some("4bf92f3577b34da6a3ce929d0e0e4736"));
+        for bad in [
+            "00-00000000000000000000000000000000-00f067aa0ba902b7-01",
+            "00-4bf92f3577b34da6a3ce929d0e0e4736-0000000000000000-01",
+            "ff-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+            "00-4BF92F3577B34DA6A3CE929D0E0E4736-00f067aa0ba902b7-01",
+            "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-extra",
+            "00-4bf92f3577b34da6a3ce929d0e0e47-00f067aa0ba902b7-01",
+            "not a traceparent",
+        ] {
+            assert_eq!(trace_id(&headers("traceparent", bad)), None, "{bad}");
+        }
+        let huge = format!("01-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-{}", "a".repeat(600));
+        assert_eq!(trace_id(&headers("traceparent", &huge)), None, "too long");
+    }
+}
