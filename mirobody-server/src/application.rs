@@ -133,7 +133,13 @@ async fn run(
                 server.backends.settle().await;
                 release_startup_pages();
             }
-            let app = crate::request_id::RequestIds::new(server.app);
+            // With JSON logs every line carries the request's ids; in text they come with
+            // debug logging only, so a server logging at INFO pays nothing per request.
+            let level = match config.log_format {
+                LogFormat::Json => tracing::Level::INFO,
+                LogFormat::Text => tracing::Level::DEBUG,
+            };
+            let app = crate::request_id::RequestIds::new(server.app, level);
             mirobody_mcp::serve_until(listener, app, server.engine.clone(), options, shutdown.signal()).await?;
             if shutdown.within(server.backends.close()).await.is_none() {
                 tracing::warn!("the backends did not close within the shutdown grace; stopping without them");

@@ -10,6 +10,7 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 
 use axum::response::Response;
+use futures::future::BoxFuture;
 use http::{HeaderMap, HeaderValue, Request};
 use tracing::Instrument;
 
@@ -23,12 +24,15 @@ pub(crate) const MAX_REQUEST_ID_CHARS: usize = 128;
 #[derive(Clone, Debug)]
 pub(crate) struct RequestIds<S> {
     inner: S,
+    /// The span's level: INFO where every line must carry the ids (JSON logs), else DEBUG,
+    /// so a server logging at INFO makes no span, no id and no header per request.
+    level: tracing::Level,
 }
 
 impl<S> RequestIds<S> {
-    /// `inner`, with ids on its requests.
-    pub(crate) fn new(inner: S) -> RequestIds<S> {
-        RequestIds { inner }
+    /// `inner`, with ids on its requests, in a span at `level`.
+    pub(crate) fn new(inner: S, level: tracing::Level) -> RequestIds<S> {
+        RequestIds { inner, level }
     }
 }
 
@@ -39,32 +43,47 @@ where
 {
     type Response = Response;
     type Error = Infallible;
-    type Future = Pin<Box<dyn Future<Output = Result<Response, Infallible>> + Send>>;
+    type Future = futures::future::Either<S::Future, BoxFuture<'static, Result<Response, Infallible>>>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
         self.inner.poll_ready(cx)
     }
 
     fn call(&mut self, request: Request<B>) -> Self::Future {
+        let span = if self.level == tracing::Level::INFO {
+            tracing::info_span!(
+                "request",
+                request_id = tracing::field::Empty,
+                trace_id = tracing::field::Empty,
+                http_method = tracing::field::Empty
+            )
+        } else {
+            tracing::debug_span!(
+                "request",
+                request_id = tracing::field::Empty,
+                trace_id = tracing::field::Empty,
+                http_method = tracing::field::Empty
+            )
+        };
+        // Nothing listens: the request goes through untouched, at no cost.
+        if span.is_disabled() {
+            return futures::future::Either::Left(self.inner.call(request));
+        }
         let id = request_id(request.headers());
-        let span = tracing::info_span!(
-            "request",
-            request_id = %id,
-            trace_id = tracing::field::Empty,
-            http_method = %request.method(),
-        );
+        span.record("request_id", id.as_str());
+        span.record("http_method", request.method().as_str());
         if let Some(trace_id) = trace_id(request.headers()) {
             span.record("trace_id", trace_id);
         }
         // Entered while the inner service starts too: some of it runs before the first poll.
         let future = span.in_scope(|| self.inner.call(request));
-        Box::pin(async move {
+        futures::future::Either::Right(Box::pin(async move {
             let mut response = future.instrument(span).await?;
             if let Ok(value) = HeaderValue::from_str(&id) {
                 response.headers_mut().insert(REQUEST_ID_HEADER, value);
             }
             Ok(response)
-        })
+        }))
     }
 }
 
@@ -84,14 +103,22 @@ fn sane_id(id: &str) -> bool {
         && id.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b':'))
 }
 
+// A per-process random prefix and a count: unique across instances (8 random bytes each),
+// and no system call or allocation per digit on the request path.
 fn new_id() -> String {
-    let mut bytes = [0u8; 16];
-    // Without randomness the id is still unique enough to follow one request: the clock.
-    if getrandom::fill(&mut bytes).is_err() {
-        let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_nanos();
-        bytes = nanos.to_le_bytes();
-    }
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
+    static PREFIX: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+    static COUNT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let prefix = *PREFIX.get_or_init(|| {
+        let mut bytes = [0u8; 8];
+        // Without randomness, the start time still tells instances apart.
+        if getrandom::fill(&mut bytes).is_err() {
+            let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+            bytes = (nanos.as_nanos() as u64).to_le_bytes();
+        }
+        u64::from_le_bytes(bytes)
+    });
+    let count = COUNT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    format!("{prefix:016x}{count:016x}")
 }
 
 /// The trace id of a valid W3C `traceparent` (`00-<32 hex>-<16 hex>-<2 hex>`; a later version
