@@ -307,7 +307,10 @@ async fn run_apple_import(
     write_summary(&response, out)
 }
 
-fn write_summary(response: &mirobody_health::import::ImportResponse, out: &mut impl std::io::Write) -> std::io::Result<i32> {
+fn write_summary(
+    response: &mirobody_health::import::ImportResponse,
+    out: &mut impl std::io::Write,
+) -> std::io::Result<i32> {
     let summary = &response.summary;
     writeln!(
         out,

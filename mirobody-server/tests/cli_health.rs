@@ -111,7 +111,10 @@ fn an_apple_health_export_is_told_by_its_content() {
         out.contains("HKQuantityTypeIdentifierStepCount: 72 read, 6 stored, 0 already there, 72 in daily totals or nights, 36 of another source"),
         "{out}"
     );
-    assert!(out.contains("HKQuantityTypeIdentifierBloodPressureSystolic: 12 read, 6 stored, 0 already there, 6 copies"), "{out}");
+    assert!(
+        out.contains("HKQuantityTypeIdentifierBloodPressureSystolic: 12 read, 6 stored, 0 already there, 6 copies"),
+        "{out}"
+    );
     let (code, out) = run(&data_dir, &["import", "apple", zip, "--user", "ana"]);
     assert_eq!(code, 0, "{out}");
     assert!(out.starts_with("0 stored, 141 already there"), "imported once: {out}");

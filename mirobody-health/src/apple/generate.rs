@@ -65,7 +65,7 @@ fn date(d: u64, extra_days: i64, hh: u32, mm: u32) -> String {
 /// The steps each source counts per sample on day `d`: the Watch more on even days, the
 /// iPhone on odd ones.
 pub fn steps_per_sample(d: u64) -> (u64, u64) {
-    (400 + (d % 5) * 10, if d % 2 == 0 { 450 } else { 350 })
+    (400 + (d % 5) * 10, if d.is_multiple_of(2) { 450 } else { 350 })
 }
 
 /// The daily step total an import must store for day `d`: the larger source's, not the sum.
@@ -155,7 +155,7 @@ pub fn write_xml<W: Write>(days: u64, out: W) -> io::Result<Generated> {
     }
     for d in 0..days {
         let t = date(d, 0, 7, 20);
-        let (unit, value) = if d % 2 == 0 { ("mg/dL", "97") } else { ("mmol&lt;180.15588000005408&gt;/L", "5.4") };
+        let (unit, value) = if d.is_multiple_of(2) { ("mg/dL", "97") } else { ("mmol&lt;180.15588000005408&gt;/L", "5.4") };
         record(&mut out, "BloodGlucose", IPHONE, unit, &t, &t, value)?;
     }
     for (hk, value) in [("BloodPressureSystolic", "121"), ("BloodPressureDiastolic", "79")] {
@@ -217,9 +217,8 @@ pub fn write_xml<W: Write>(days: u64, out: W) -> io::Result<Generated> {
 /// `export_cda.xml` beside it (a small HL7 CDA document, which is not imported).
 pub fn write_zip<W: Write + Seek>(days: u64, out: W) -> io::Result<Generated> {
     let mut zip = zip::ZipWriter::new(out);
-    let options = zip::write::SimpleFileOptions::default()
-        .compression_method(zip::CompressionMethod::Deflated)
-        .large_file(true);
+    let options =
+        zip::write::SimpleFileOptions::default().compression_method(zip::CompressionMethod::Deflated).large_file(true);
     zip.start_file("apple_health_export/export_cda.xml", options).map_err(io::Error::other)?;
     zip.write_all(CDA.as_bytes())?;
     zip.start_file("apple_health_export/export.xml", options).map_err(io::Error::other)?;

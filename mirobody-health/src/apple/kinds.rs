@@ -237,8 +237,13 @@ mod tests {
         assert_eq!(date_text(local_day(ms, off)), "2026-01-02");
         assert_eq!(date_text(local_day(ms, 0)), "2026-01-03", "in UTC it is the next day");
         assert_eq!(rfc3339_local("2026-01-02 23:30:00 -0500"), "2026-01-02T23:30:00-05:00");
-        for bad in ["2026-01-02T08:00:00+0800", "2026-02-30 08:00:00 +0800", "2026-01-02 08:00:00", "", "2026-01-02 8:00:00 +08000"]
-        {
+        for bad in [
+            "2026-01-02T08:00:00+0800",
+            "2026-02-30 08:00:00 +0800",
+            "2026-01-02 08:00:00",
+            "",
+            "2026-01-02 8:00:00 +08000",
+        ] {
             assert_eq!(parse_date(bad), None, "{bad}");
         }
         assert_eq!(civil_from_days(days_from_civil(2024, 2, 29)), (2024, 2, 29));

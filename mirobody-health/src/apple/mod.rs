@@ -80,7 +80,8 @@ pub fn sniff(head: &[u8]) -> Option<ExportKind> {
 
 /// Whether the zip holds an Apple Health export (an entry under `apple_health_export/`).
 pub fn zip_is_export<R: Read + Seek>(zip: R) -> bool {
-    zip::ZipArchive::new(zip).is_ok_and(|archive| archive.file_names().any(|name| name.is_ok_and(|name| name.starts_with(EXPORT_DIR))))
+    zip::ZipArchive::new(zip)
+        .is_ok_and(|archive| archive.file_names().any(|name| name.is_ok_and(|name| name.starts_with(EXPORT_DIR))))
 }
 
 /// Imports an `export.zip` as `subject`'s: its `apple_health_export/export.xml` (or, in a

@@ -185,7 +185,9 @@ impl<R: BufRead> ExportReader<R> {
         if depth == 0 {
             if name != b"HealthData" {
                 let shown = String::from_utf8_lossy(&name[..name.len().min(40)]).into_owned();
-                return Err(self.fail(format!("the root element is <{shown}>, not <HealthData>: not an Apple Health export")));
+                return Err(
+                    self.fail(format!("the root element is <{shown}>, not <HealthData>: not an Apple Health export"))
+                );
             }
             if empty {
                 self.done = true;
@@ -193,7 +195,9 @@ impl<R: BufRead> ExportReader<R> {
             return Ok(None);
         }
         match name {
-            b"Record" if depth == 1 || (self.correlations > 0 && self.open.last().is_some_and(|p| p == b"Correlation")) => {
+            b"Record"
+                if depth == 1 || (self.correlations > 0 && self.open.last().is_some_and(|p| p == b"Correlation")) =>
+            {
                 let mut record = Record { in_correlation: depth > 1, ..Record::default() };
                 self.attributes(e, |key, value| {
                     let field = match key {
@@ -219,7 +223,8 @@ impl<R: BufRead> ExportReader<R> {
             b"Workout" if depth == 1 => {
                 let mut workout = Workout::default();
                 let (mut duration, mut duration_unit) = (None, String::new());
-                let (mut distance, mut distance_unit, mut energy, mut energy_unit) = (None, String::new(), None, String::new());
+                let (mut distance, mut distance_unit, mut energy, mut energy_unit) =
+                    (None, String::new(), None, String::new());
                 self.attributes(e, |key, value| {
                     match key {
                         b"workoutActivityType" => workout.activity = value.to_owned(),
@@ -277,7 +282,9 @@ impl<R: BufRead> ExportReader<R> {
                 Ok(None)
             }
             b"Me" if depth == 1 => Ok(None),
-            _ if depth == 1 => Ok(Some(Element::Other(String::from_utf8_lossy(&name[..name.len().min(60)]).into_owned()))),
+            _ if depth == 1 => {
+                Ok(Some(Element::Other(String::from_utf8_lossy(&name[..name.len().min(60)]).into_owned())))
+            }
             _ => Ok(None),
         }
     }
@@ -307,7 +314,8 @@ impl<R: BufRead> ExportReader<R> {
             ) {
                 continue;
             }
-            let value = attribute.unescape_value().map_err(|err| self.fail(format!("an attribute cannot be read: {err}")))?;
+            let value =
+                attribute.unescape_value().map_err(|err| self.fail(format!("an attribute cannot be read: {err}")))?;
             take(key, &value);
         }
         Ok(())

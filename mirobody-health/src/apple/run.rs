@@ -63,15 +63,15 @@ pub async fn import_apple_health<R: BufRead>(store: &dyn RecordStore, subject: &
         }
     };
     // What was read before an error is whole samples: kept, and said so.
-    if !matches!(stop, Some(Stop::Store(..))) {
-        if let Err(flush_stop) = run.flush().await {
-            stop = Some(flush_stop);
-        }
+    if !matches!(stop, Some(Stop::Store(..)))
+        && let Err(flush_stop) = run.flush().await
+    {
+        stop = Some(flush_stop);
     }
-    if stop.is_none() {
-        if let Err(end_stop) = run.finish(reader.export_ms).await {
-            stop = Some(end_stop);
-        }
+    if stop.is_none()
+        && let Err(end_stop) = run.finish(reader.export_ms).await
+    {
+        stop = Some(end_stop);
     }
     run.response(stop)
 }
@@ -225,7 +225,8 @@ impl<'a> Run<'a> {
             unit: Some(unit.to_owned()),
         };
         let source_id = format!("apple#{}", hex::encode(hash));
-        let item = NewObservation { source_id, code: code.to_owned(), time_ms: start_ms, resource, points: vec![point] };
+        let item =
+            NewObservation { source_id, code: code.to_owned(), time_ms: start_ms, resource, points: vec![point] };
         self.pending.push((n, ImportItem::Observation(item)));
         Ok(())
     }

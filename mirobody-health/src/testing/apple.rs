@@ -76,7 +76,8 @@ fn check_counts(response: &ImportResponse, days: u64, again: bool) {
     expect("HKCategoryTypeIdentifierSleepAnalysis", 7 * days, 2 * nights, 7 * days, 0, 0, 0);
     expect("Workout", workouts, workouts, 0, 0, 0, 0);
     expect("ActivitySummary", days, 0, 0, 0, 0, days);
-    let records: u64 = response.summary.by_type.iter().filter(|(k, _)| k.starts_with("HK")).map(|(_, c)| c.records).sum();
+    let records: u64 =
+        response.summary.by_type.iter().filter(|(k, _)| k.starts_with("HK")).map(|(_, c)| c.records).sum();
     assert_eq!(records, RECORDS_PER_DAY * days, "store contract `{FAMILY}`: every Record counted");
     let duplicates: u64 = response.summary.by_type.values().map(|c| c.duplicates).sum();
     assert_eq!(duplicates, DUPLICATES_PER_DAY * days);
@@ -174,8 +175,13 @@ async fn broken_exports_are_reported(store: &dyn HealthData) {
     let bytes = zip.finish().expect("a zip in memory").into_inner();
     let response = import_apple_health_zip(records, &unique_id("apple-zip"), Cursor::new(bytes)).await;
     assert_eq!(response.status, 400);
-    assert!(response.summary.invalid[0].contains("no apple_health_export/export.xml"), "{:?}", response.summary.invalid);
-    let response = import_apple_health_zip(records, &unique_id("apple-zip"), Cursor::new(b"PK\x03\x04 no".to_vec())).await;
+    assert!(
+        response.summary.invalid[0].contains("no apple_health_export/export.xml"),
+        "{:?}",
+        response.summary.invalid
+    );
+    let response =
+        import_apple_health_zip(records, &unique_id("apple-zip"), Cursor::new(b"PK\x03\x04 no".to_vec())).await;
     assert!(response.summary.invalid[0].contains("not a zip"), "{:?}", response.summary.invalid);
 }
 
