@@ -9,9 +9,9 @@ use std::collections::HashMap;
 use super::kinds::{KINDS, SleepState};
 
 /// The most day buckets (type, day, unit, source) kept.
-pub(super) const MAX_BUCKETS: usize = 1_000_000;
+pub(super) const MAX_BUCKETS: usize = 500_000;
 /// The most sleep intervals kept.
-pub(super) const MAX_SLEEP_INTERVALS: usize = 2_000_000;
+pub(super) const MAX_SLEEP_INTERVALS: usize = 1_000_000;
 /// The most distinct source names and units.
 pub(super) const MAX_NAMES: usize = 4096;
 
