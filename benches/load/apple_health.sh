@@ -3,7 +3,8 @@
 # import (mirobody_health::apple, into a fresh embedded SQLite store), against its two
 # baselines measured in the same run: a bare quick-xml pass over the same file, and a bare
 # batched sqlx insert of the rows the import stored. Each step is its own process under
-# /usr/bin/time -v (src/bin/apple-health.rs); the import with a store that keeps nothing
+# /usr/bin/time -v (src/bin/apple-health.rs). The bare insert is measured two ways: one row a
+# statement (as the health_data bench's baseline) and multi-row statements; the import with a store that keeps nothing
 # (`parse`) tells the import's own work from the database's. Prints TIME/RSS lines and the ratio
 # import / (xml + insert) (target: at most 1.5) and the import's peak RSS (target: 128 MiB).
 # Usage: benches/load/apple_health.sh [MiB]   (default 1024: 51,400 days, 2.57 million records)
@@ -31,12 +32,14 @@ step xml "$bin" xml "$scratch/export.xml"
 step parse "$bin" parse "$scratch/export.xml"
 step import "$bin" import "$scratch/export.xml" "$scratch/import"
 step insert "$bin" insert "$scratch/import" "$scratch/bare"
+step multi "$bin" insert-multi "$scratch/import" "$scratch/bare-multi"
 bytes=$(stat -c %s "$scratch/export.xml")
 awk -v bytes="$bytes" '
-  /^TIME/ {t[$2] = $3} /^RSS/ {r[$2] = $3} /^RECORDS/ && !rec {rec = $2}
+  /^TIME/ {t[$2 == "insert-multi" ? "multi" : $2] = $3} /^RSS/ {r[$2] = $3} /^RECORDS/ && !rec {rec = $2}
   END {
     printf "RATE import: %.1f MB/s, %.0f records/s (%d records, %.0f MB)\n", bytes / t["import"] / 1e6, rec / t["import"], rec, bytes / 1e6
-    printf "RATIO import/(xml+insert): %.2f (xml %.1f s, insert %.1f s, import %.1f s; target <= 1.5)\n", t["import"] / (t["xml"] + t["insert"]), t["xml"], t["insert"], t["import"]
+    printf "RATIO import/(xml+insert): %.2f (xml %.1f s, insert one row a statement %.1f s, import %.1f s; target <= 1.5)\n", t["import"] / (t["xml"] + t["insert"]), t["xml"], t["insert"], t["import"]
+    printf "RATIO import/(xml+multi-row insert): %.2f (multi-row insert %.1f s)\n", t["import"] / (t["xml"] + t["multi"]), t["multi"]
     printf "PARSE the import with a store that keeps nothing: %.1f s, %.2f x the xml pass\n", t["parse"], t["parse"] / t["xml"]
     printf "PEAK import %.1f MiB (target <= 128), xml pass %.1f MiB\n", r["import"] / 1024, r["xml"] / 1024
   }' "$scratch"/*.out <(for f in "$scratch"/*.time; do awk -v n="$(basename "$f" .time)" '/Maximum resident set size/ {print "RSS " n " " $NF}' "$f"; done)

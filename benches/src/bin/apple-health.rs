@@ -10,8 +10,11 @@
 //! - `parse FILE`: the import with a store that keeps nothing: the import's own work (reading,
 //!   sorting, building the values) without the database's.
 //! - `insert FROM_DATA_DIR DATA_DIR`: the second baseline, the rows the import stored (read
-//!   from its database) written again into a fresh one by bare batched sqlx INSERTs, 500 rows
-//!   a transaction as the store writes them; only the inserts are timed.
+//!   from its database) written again into a fresh one by bare sqlx INSERTs, one a row, in
+//!   transactions of 250 observations and their points (about the store's 500 rows), as the
+//!   `health_data` bench's bare baseline writes; only the inserts are timed.
+//! - `insert-multi FROM_DATA_DIR DATA_DIR`: the same rows by multi-row INSERTs (250
+//!   observations, then their points 200 a statement), the fastest plain SQL can write them.
 //!
 //! Each prints one `TIME <step> <seconds>` line.
 
@@ -40,7 +43,8 @@ fn main() {
         ["import", file, data_dir] => runtime.block_on(import(Path::new(file), Path::new(data_dir))),
         ["xml", file] => xml_pass(Path::new(file)),
         ["parse", file] => runtime.block_on(parse_only(Path::new(file))),
-        ["insert", from, data_dir] => runtime.block_on(insert(Path::new(from), Path::new(data_dir))),
+        ["insert", from, data_dir] => runtime.block_on(insert(Path::new(from), Path::new(data_dir), false)),
+        ["insert-multi", from, data_dir] => runtime.block_on(insert(Path::new(from), Path::new(data_dir), true)),
         _ => {
             eprintln!(
                 "usage: apple-health generate DAYS FILE | import FILE DATA_DIR | xml FILE | insert FROM DATA_DIR"
@@ -155,7 +159,7 @@ async fn pool(data_dir: &Path) -> SqlitePool {
     SqlitePoolOptions::new().max_connections(1).connect_with(options).await.expect("the database opens")
 }
 
-async fn insert(from: &Path, data_dir: &Path) -> Duration {
+async fn insert(from: &Path, data_dir: &Path, multi_row: bool) -> Duration {
     // The store makes the schema; the rows go in bare.
     let backends =
         mirobody_store::open(&mirobody_store::BackendConfig::embedded(data_dir)).await.expect("the store opens");
@@ -185,34 +189,70 @@ async fn insert(from: &Path, data_dir: &Path) -> Duration {
         .expect("the import's points read");
         let started = Instant::now();
         let mut tx = target.begin().await.expect("a transaction");
-        let mut statement = sqlx::QueryBuilder::new(
-            "INSERT INTO observations (id, subject, code, effective_ms, resource, created_at_ms, source_id) ",
-        );
-        statement.push_values(&observations, |mut b, row| {
-            b.push_bind(row.get::<i64, _>(0))
-                .push_bind(row.get::<String, _>(1))
-                .push_bind(row.get::<String, _>(2))
-                .push_bind(row.get::<i64, _>(3))
-                .push_bind(row.get::<String, _>(4))
-                .push_bind(row.get::<i64, _>(5))
-                .push_bind(row.get::<String, _>(6));
-        });
-        statement.build().execute(&mut *tx).await.expect("the bare observation insert");
-        for chunk in points.chunks(200) {
+        if multi_row {
             let mut statement = sqlx::QueryBuilder::new(
-                "INSERT INTO health_points (subject, observation_id, code, display, time_ms, value, value_text, unit) ",
+                "INSERT INTO observations (id, subject, code, effective_ms, resource, created_at_ms, source_id) ",
             );
-            statement.push_values(chunk, |mut b, row| {
-                b.push_bind(row.get::<String, _>(0))
-                    .push_bind(row.get::<i64, _>(1))
+            statement.push_values(&observations, |mut b, row| {
+                b.push_bind(row.get::<i64, _>(0))
+                    .push_bind(row.get::<String, _>(1))
                     .push_bind(row.get::<String, _>(2))
-                    .push_bind(row.get::<String, _>(3))
-                    .push_bind(row.get::<i64, _>(4))
-                    .push_bind(row.get::<Option<f64>, _>(5))
-                    .push_bind(row.get::<Option<String>, _>(6))
-                    .push_bind(row.get::<Option<String>, _>(7));
+                    .push_bind(row.get::<i64, _>(3))
+                    .push_bind(row.get::<String, _>(4))
+                    .push_bind(row.get::<i64, _>(5))
+                    .push_bind(row.get::<String, _>(6));
             });
-            statement.build().execute(&mut *tx).await.expect("the bare point insert");
+            statement.build().execute(&mut *tx).await.expect("the bare observation insert");
+            for chunk in points.chunks(200) {
+                let mut statement = sqlx::QueryBuilder::new(
+                    "INSERT INTO health_points (subject, observation_id, code, display, time_ms, value, value_text, unit) ",
+                );
+                statement.push_values(chunk, |mut b, row| {
+                    b.push_bind(row.get::<String, _>(0))
+                        .push_bind(row.get::<i64, _>(1))
+                        .push_bind(row.get::<String, _>(2))
+                        .push_bind(row.get::<String, _>(3))
+                        .push_bind(row.get::<i64, _>(4))
+                        .push_bind(row.get::<Option<f64>, _>(5))
+                        .push_bind(row.get::<Option<String>, _>(6))
+                        .push_bind(row.get::<Option<String>, _>(7));
+                });
+                statement.build().execute(&mut *tx).await.expect("the bare point insert");
+            }
+        } else {
+            for row in &observations {
+                sqlx::query(
+                    "INSERT INTO observations (id, subject, code, effective_ms, resource, created_at_ms, source_id) \
+                     VALUES ($1, $2, $3, $4, $5, $6, $7)",
+                )
+                .bind(row.get::<i64, _>(0))
+                .bind(row.get::<String, _>(1))
+                .bind(row.get::<String, _>(2))
+                .bind(row.get::<i64, _>(3))
+                .bind(row.get::<String, _>(4))
+                .bind(row.get::<i64, _>(5))
+                .bind(row.get::<String, _>(6))
+                .execute(&mut *tx)
+                .await
+                .expect("the bare observation insert");
+            }
+            for row in &points {
+                sqlx::query(
+                    "INSERT INTO health_points (subject, observation_id, code, display, time_ms, value, value_text, unit) \
+                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+                )
+                .bind(row.get::<String, _>(0))
+                .bind(row.get::<i64, _>(1))
+                .bind(row.get::<String, _>(2))
+                .bind(row.get::<String, _>(3))
+                .bind(row.get::<i64, _>(4))
+                .bind(row.get::<Option<f64>, _>(5))
+                .bind(row.get::<Option<String>, _>(6))
+                .bind(row.get::<Option<String>, _>(7))
+                .execute(&mut *tx)
+                .await
+                .expect("the bare point insert");
+            }
         }
         tx.commit().await.expect("the commit");
         took += started.elapsed();
