@@ -155,7 +155,8 @@ pub fn write_xml<W: Write>(days: u64, out: W) -> io::Result<Generated> {
     }
     for d in 0..days {
         let t = date(d, 0, 7, 20);
-        let (unit, value) = if d.is_multiple_of(2) { ("mg/dL", "97") } else { ("mmol&lt;180.15588000005408&gt;/L", "5.4") };
+        let (unit, value) =
+            if d.is_multiple_of(2) { ("mg/dL", "97") } else { ("mmol&lt;180.15588000005408&gt;/L", "5.4") };
         record(&mut out, "BloodGlucose", IPHONE, unit, &t, &t, value)?;
     }
     for (hk, value) in [("BloodPressureSystolic", "121"), ("BloodPressureDiastolic", "79")] {

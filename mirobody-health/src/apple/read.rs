@@ -136,6 +136,9 @@ impl<R: BufRead> ExportReader<R> {
     fn step(&mut self, buf: &mut Vec<u8>) -> Result<Option<Option<Element>>, ReadError> {
         let event = match self.reader.read_event_into(buf) {
             Ok(event) => event,
+            Err(quick_xml::Error::Io(e)) => {
+                return Err(self.fail(format!("the export cannot be read (a damaged zip, or a bound): {e}")));
+            }
             Err(e) => {
                 let offset = self.reader.error_position();
                 return Err(ReadError { message: format!("the export is not well-formed XML: {e}"), offset });

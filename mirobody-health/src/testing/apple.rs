@@ -180,6 +180,17 @@ async fn broken_exports_are_reported(store: &dyn HealthData) {
         "{:?}",
         response.summary.invalid
     );
+    // A zip whose export.xml is damaged in the middle: refused, never taken as whole.
+    let mut zip = Cursor::new(Vec::new());
+    generate::write_zip(4, &mut zip).expect("the generator writes to memory");
+    let mut bytes = zip.into_inner();
+    let middle = bytes.len() / 2;
+    for b in &mut bytes[middle..middle + 64] {
+        *b ^= 0x5a;
+    }
+    let response = import_apple_health_zip(records, &unique_id("apple-damaged"), Cursor::new(bytes)).await;
+    assert_eq!(response.status, 400, "store contract `{FAMILY}`: a damaged zip is refused: {}", response.body);
+    assert_eq!(response.body["complete"], false);
     let response =
         import_apple_health_zip(records, &unique_id("apple-zip"), Cursor::new(b"PK\x03\x04 no".to_vec())).await;
     assert!(response.summary.invalid[0].contains("not a zip"), "{:?}", response.summary.invalid);
