@@ -66,12 +66,12 @@ pub(super) struct DailyTotal {
     pub(super) kind: usize,
     /// The local day (days since 1970-01-01).
     pub(super) day: i64,
-    /// Its unit, as Apple wrote it.
-    pub(super) unit: String,
+    /// Its unit, as Apple wrote it: its number in [`Days::units`].
+    pub(super) unit: u16,
     /// The total.
     pub(super) value: f64,
-    /// The source it is of.
-    pub(super) source: String,
+    /// The source it is of: its number in [`Days::sources`].
+    pub(super) source: u16,
     /// The samples added up.
     pub(super) samples: u64,
     /// The samples of the other sources that day, left out.
@@ -114,9 +114,9 @@ impl Days {
 
     /// The daily totals, in order of type, day and unit: for each, the source with the
     /// largest total that day. `export_ms` (when the export was made) tells which days had
-    /// not ended.
-    pub(super) fn totals(self, export_ms: Option<i64>) -> Vec<DailyTotal> {
-        let mut keys: Vec<(DayKey, DaySum)> = self.sums.into_iter().collect();
+    /// not ended. The sums are emptied; the names stay, to read the totals' units and sources.
+    pub(super) fn totals(&mut self, export_ms: Option<i64>) -> Vec<DailyTotal> {
+        let mut keys: Vec<(DayKey, DaySum)> = std::mem::take(&mut self.sums).into_iter().collect();
         keys.sort_by_key(|(k, _)| *k);
         let mut out: Vec<DailyTotal> = Vec::new();
         for group in keys.chunk_by(|(a, _), (b, _)| (a.kind, a.day, a.unit) == (b.kind, b.day, b.unit)) {
@@ -133,9 +133,9 @@ impl Days {
             out.push(DailyTotal {
                 kind: usize::from(best.kind),
                 day,
-                unit: self.units.get(best.unit).to_owned(),
+                unit: best.unit,
                 value: (sum.sum * 1e6).round() / 1e6,
-                source: self.sources.get(best.source).to_owned(),
+                source: best.source,
                 samples: u64::from(sum.samples),
                 left_out: all - u64::from(sum.samples),
                 complete: export_ms.is_none_or(|export| export >= day_end_ms),
@@ -162,8 +162,23 @@ pub(super) struct NightTotal {
 }
 
 struct Night {
+    /// Sorted, none overlapping another: a sample is merged in as it comes, so a night of
+    /// contiguous stages from two sources is one interval.
     intervals: Vec<(i64, i64)>,
+    samples: u32,
     offset: i32,
+}
+
+/// Adds `(start, end)` to `list` (sorted, none overlapping), merging what it overlaps.
+fn merge_in(list: &mut Vec<(i64, i64)>, (start, end): (i64, i64)) {
+    let first = list.partition_point(|&(_, e)| e < start);
+    let after = list.partition_point(|&(s, _)| s <= end);
+    if first >= after {
+        list.insert(first, (start, end));
+    } else {
+        let merged = (start.min(list[first].0), end.max(list[after - 1].1));
+        list.splice(first..after, [merged]);
+    }
 }
 
 /// Sleep samples, gathered per night: the 24 hours from noon to noon, named by the day they
@@ -187,8 +202,9 @@ impl Nights {
         }
         self.intervals += 1;
         let night = Self::night_of(start_ms, offset);
-        let entry = self.nights.entry((night, state)).or_insert(Night { intervals: Vec::new(), offset });
-        entry.intervals.push((start_ms, end_ms.max(start_ms)));
+        let entry = self.nights.entry((night, state)).or_insert(Night { intervals: Vec::new(), samples: 0, offset });
+        entry.samples += 1;
+        merge_in(&mut entry.intervals, (start_ms, end_ms.max(start_ms)));
         Ok(())
     }
 
@@ -198,22 +214,14 @@ impl Nights {
         let mut out: Vec<NightTotal> = self
             .nights
             .into_iter()
-            .map(|((day, state), mut night)| {
-                night.intervals.sort_unstable();
-                let (mut total, mut reach) = (0i64, i64::MIN);
-                for &(start, end) in &night.intervals {
-                    let from = start.max(reach);
-                    if end > from {
-                        total += end - from;
-                    }
-                    reach = reach.max(end);
-                }
+            .map(|((day, state), night)| {
+                let total: i64 = night.intervals.iter().map(|(start, end)| end - start).sum();
                 let noon_ms = (day * 86_400 + 12 * 3600 - i64::from(night.offset)) * 1000;
                 NightTotal {
                     day,
                     state,
                     ms: total,
-                    samples: night.intervals.len() as u64,
+                    samples: u64::from(night.samples),
                     complete: export_ms.is_none_or(|export| export >= noon_ms),
                 }
             })
@@ -236,7 +244,8 @@ mod tests {
         days.add(0, 11, 0, "count", "Watch", 5.0).unwrap();
         let totals = days.totals(Some(12 * 86_400_000));
         assert_eq!(totals.len(), 2);
-        assert_eq!((totals[0].value, totals[0].source.as_str(), totals[0].left_out), (160.0, "Watch", 2));
+        let source = days.sources.get(totals[0].source);
+        assert_eq!((totals[0].value, source, totals[0].left_out), (160.0, "Watch", 2));
         assert_eq!((totals[1].value, totals[1].complete), (5.0, true));
         let mut days = Days::default();
         days.add(0, 11, 0, "count", "Watch", 5.0).unwrap();
@@ -255,5 +264,16 @@ mod tests {
         assert_eq!(totals.len(), 2);
         assert_eq!((totals[0].day, totals[0].ms, totals[0].samples), (1, 9 * h, 2));
         assert_eq!((totals[1].state, totals[1].ms), (SleepState::InBed, 10 * h));
+    }
+
+    #[test]
+    fn intervals_merge_as_they_come() {
+        let mut list = Vec::new();
+        for interval in [(10, 20), (30, 40), (50, 60), (15, 35), (0, 5), (70, 80), (5, 10), (60, 70)] {
+            merge_in(&mut list, interval);
+        }
+        assert_eq!(list, [(0, 40), (50, 80)]);
+        merge_in(&mut list, (-10, 100));
+        assert_eq!(list, [(-10, 100)]);
     }
 }

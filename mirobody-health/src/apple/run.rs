@@ -332,7 +332,8 @@ impl<'a> Run<'a> {
 
     /// At the end of the export: the daily totals and the nights.
     async fn finish(&mut self, export_ms: Option<i64>) -> Result<(), Stop> {
-        for total in std::mem::take(&mut self.days).totals(export_ms) {
+        let mut days = std::mem::take(&mut self.days);
+        for total in days.totals(export_ms) {
             let kind = &KINDS[total.kind];
             let n = self.type_of(kind.hk);
             self.counts(n).other_source += total.left_out;
@@ -341,14 +342,16 @@ impl<'a> Run<'a> {
                 continue;
             }
             let date = kinds::date_text(total.day);
-            let (code, display) = kinds::code_for_unit(kind, &total.unit);
-            let source_id = format!("apple#day:{}:{date}:{}", kind.hk, total.unit);
-            let item = daily(code, display, total.day, total.value, &total.unit, source_id, Some(&total.source));
+            let (unit, source) = (days.units.get(total.unit), days.sources.get(total.source));
+            let (code, display) = kinds::code_for_unit(kind, unit);
+            let source_id = format!("apple#day:{}:{date}:{unit}", kind.hk);
+            let item = daily(code, display, total.day, total.value, unit, source_id, Some(source));
             self.pending.push((n, item));
             if self.pending.len() >= BATCH {
                 self.flush().await?;
             }
         }
+        drop(days);
         let n = self.type_of(SLEEP);
         for night in std::mem::take(&mut self.nights).totals(export_ms) {
             if !night.complete {
