@@ -6,7 +6,7 @@
 //! valid entries and reports each invalid one by index. A resource imported twice (the same
 //! source id) is stored once.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, LazyLock, Mutex, Weak};
 
 use serde::Serialize;
@@ -40,6 +40,39 @@ pub struct ImportSummary {
     pub skipped: usize,
     /// Entries refused, each as `entry N: reason` (0-based N; for CSV, `line N: reason`).
     pub invalid: Vec<String>,
+    /// For an Apple Health export, what became of each type's samples, by HealthKit type
+    /// (`Workout` and other elements by name); empty for other imports.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub by_type: BTreeMap<String, TypeCounts>,
+}
+
+/// What an Apple Health import did with the samples of one type. Every sample read is in
+/// exactly one of the counts after `records`, or, folded into a daily total or a night, in
+/// `folded` (and the stored totals in `created` / `unchanged`).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
+pub struct TypeCounts {
+    /// Elements of this type read.
+    pub records: u64,
+    /// Values stored (samples, or daily totals and nights for the types folded into them).
+    pub created: u64,
+    /// Values stored by an earlier import (the same source id), left as they were.
+    pub unchanged: u64,
+    /// Samples added into a daily total or a night rather than stored one by one.
+    pub folded: u64,
+    /// Of those, samples of another source on a day whose total is one source's (a phone's
+    /// and a watch's steps for the same minutes are not added together).
+    pub other_source: u64,
+    /// Copies of a `Correlation`'s member at the top level (blood pressure), stored once.
+    pub duplicates: u64,
+    /// Daily totals and nights not stored because they had not ended when the export was
+    /// made (the next export brings them whole).
+    pub not_ended: u64,
+    /// Elements of a type that is not imported.
+    pub skipped: u64,
+    /// Samples that could not be read (a value that is not a number, a date that is not
+    /// Apple's), each also in [`ImportSummary::invalid`] up to a bound.
+    pub invalid: u64,
 }
 
 /// A JSON import body whose shape has been checked ([`CheckedJson::check`]), with what parsing
@@ -148,7 +181,7 @@ fn refused(status: u16, issues: Vec<(Option<usize>, String)>) -> ImportResponse 
 static IMPORTING: LazyLock<Mutex<HashMap<String, Weak<tokio::sync::Mutex<()>>>>> = LazyLock::new(Mutex::default);
 
 /// The lock of `subject`'s imports in this process.
-fn import_lock(subject: &str) -> Arc<tokio::sync::Mutex<()>> {
+pub(crate) fn import_lock(subject: &str) -> Arc<tokio::sync::Mutex<()>> {
     let mut locks = IMPORTING.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
     if let Some(lock) = locks.get(subject).and_then(Weak::upgrade) {
         return lock;

@@ -141,6 +141,7 @@ static CATALOG: &[Indicator] = &[
         "Number of steps in 24 hour Measured",
         &["steps", "daily steps", "steps per day", "step count"],
     ),
+    indicator("41981-2", "Calories burned", &["calories burned", "active energy", "active calories", "energy burned"]),
     indicator("93832-4", "Sleep duration", &["sleep", "sleep duration", "sleep time", "time asleep", "hours of sleep"]),
 ];
 

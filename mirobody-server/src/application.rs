@@ -196,7 +196,14 @@ async fn run(
             server.backends.close().await;
             Ok(0)
         }
-        Command::Import { format, file, user } => {
+        Command::Import { args, user } => {
+            let (format, file) = match cli::ImportFormat::from_args(&args) {
+                Ok(parsed) => parsed,
+                Err(e) => {
+                    eprintln!("{e}");
+                    return Ok(2);
+                }
+            };
             let server = app::build_with(&config, tools).await?;
             let code = cli::run_import(server.backends.health().as_ref(), format, &file, &user, &mut std::io::stdout())
                 .await?;

@@ -49,13 +49,15 @@ pub enum Command {
     /// print a token and a personal MCP URL to try every tool with.
     Demo,
     /// Import a person's health data from a file, as `POST /fhir` does; prints what was
-    /// stored, and exits 1 when anything was refused.
+    /// stored, and exits 1 when anything was refused. `import FILE` tells the format by the
+    /// content (an Apple Health export.zip or export.xml, FHIR JSON, else CSV); `import FORMAT
+    /// FILE` names it.
     Import {
-        /// fhir (a Bundle or one resource, JSON) or csv (a wearable's export with columns
-        /// time, indicator, value and unit).
-        format: ImportFormat,
-        /// The file.
-        file: PathBuf,
+        /// [FORMAT] FILE: fhir (a Bundle or one resource, JSON), csv (a wearable's export with
+        /// columns time, indicator, value and unit) or apple (the Health app's export.zip or
+        /// export.xml), then the file.
+        #[arg(num_args = 1..=2, required = true, value_names = ["FORMAT", "FILE"])]
+        args: Vec<String>,
         /// Whose data it is.
         #[arg(long)]
         user: String,
@@ -138,6 +140,47 @@ pub enum ImportFormat {
     Fhir,
     /// CSV with a header row naming time, indicator, value and (optionally) unit.
     Csv,
+    /// The iPhone Health app's export: `export.zip`, or the `export.xml` in it, read as a
+    /// stream.
+    Apple,
+}
+
+impl ImportFormat {
+    /// The format `import`'s arguments name (`[FORMAT] FILE`), and the file; `None` for the
+    /// format when only the file is given (it is told by the content).
+    pub fn from_args(args: &[String]) -> Result<(Option<Self>, PathBuf), String> {
+        match args {
+            [file] => Ok((None, PathBuf::from(file))),
+            [format, file] => {
+                let format = <Self as clap::ValueEnum>::from_str(format, true)
+                    .map_err(|_| format!("unknown import format {format:?}: fhir, csv or apple"))?;
+                Ok((Some(format), PathBuf::from(file)))
+            }
+            _ => Err("import takes [FORMAT] FILE".to_owned()),
+        }
+    }
+
+    /// The format of `file` by its content: an Apple Health export (a zip with
+    /// `apple_health_export/`, or XML whose root is `HealthData`), JSON (FHIR), else CSV.
+    pub fn detect(file: &std::path::Path) -> std::io::Result<Self> {
+        use mirobody_health::apple::{ExportKind, sniff, zip_is_export};
+        let mut head = Vec::with_capacity(256 * 1024);
+        std::fs::File::open(file)?.take(256 * 1024).read_to_end(&mut head)?;
+        Ok(match sniff(&head) {
+            Some(ExportKind::Xml) => Self::Apple,
+            Some(ExportKind::Zip) if zip_is_export(std::fs::File::open(file)?) => Self::Apple,
+            Some(ExportKind::Zip) => {
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::InvalidData,
+                    "a zip that is not an Apple Health export (no apple_health_export/ in it)",
+                ));
+            }
+            None => match head.iter().find(|b| !b.is_ascii_whitespace() && **b != 0xEF && **b != 0xBB && **b != 0xBF) {
+                Some(b'{' | b'[') => Self::Fhir,
+                _ => Self::Csv,
+            },
+        })
+    }
 }
 
 /// A `circle` subcommand; the operator acts for `--user`.
@@ -225,14 +268,25 @@ pub async fn run_upload_link(
 }
 
 /// Runs `import`, writing what happened to `out`; the process exit code (1 when anything was
-/// refused, 2 when the file cannot be read).
+/// refused, 2 when the file cannot be read). With no `format`, it is told by the content
+/// ([`ImportFormat::detect`]).
 pub async fn run_import(
     sql: &dyn mirobody_health::HealthData,
-    format: ImportFormat,
+    format: Option<ImportFormat>,
     file: &std::path::Path,
     user: &str,
     out: &mut impl std::io::Write,
 ) -> std::io::Result<i32> {
+    let format = match format.map_or_else(|| ImportFormat::detect(file), Ok) {
+        Ok(format) => format,
+        Err(e) => {
+            writeln!(out, "cannot read {}: {e}", file.display())?;
+            return Ok(2);
+        }
+    };
+    if let ImportFormat::Apple = format {
+        return run_apple_import(sql, file, user, out).await;
+    }
     let text = match std::fs::read_to_string(file) {
         Ok(text) => text,
         Err(e) => {
@@ -242,7 +296,7 @@ pub async fn run_import(
     };
     let response = match format {
         ImportFormat::Csv => mirobody_health::import::import_csv(sql, user, &text).await,
-        ImportFormat::Fhir => match serde_json::from_str(&text) {
+        ImportFormat::Fhir | ImportFormat::Apple => match serde_json::from_str(&text) {
             Ok(body) => mirobody_health::import::import_fhir(sql, user, &body).await,
             Err(e) => {
                 writeln!(out, "{} is not JSON: {e}", file.display())?;
@@ -250,6 +304,35 @@ pub async fn run_import(
             }
         },
     };
+    write_summary(&response, out)
+}
+
+/// `import` of an Apple Health export, streamed from the file.
+async fn run_apple_import(
+    sql: &dyn mirobody_health::HealthData,
+    file: &std::path::Path,
+    user: &str,
+    out: &mut impl std::io::Write,
+) -> std::io::Result<i32> {
+    let opened = match std::fs::File::open(file) {
+        Ok(opened) => opened,
+        Err(e) => {
+            writeln!(out, "cannot read {}: {e}", file.display())?;
+            return Ok(2);
+        }
+    };
+    let reader = std::io::BufReader::with_capacity(1 << 16, opened);
+    let Some(response) = mirobody_health::apple::import_apple_health_auto(sql, user, reader).await else {
+        writeln!(out, "{} is not an Apple Health export (export.zip or export.xml)", file.display())?;
+        return Ok(2);
+    };
+    write_summary(&response, out)
+}
+
+fn write_summary(
+    response: &mirobody_health::import::ImportResponse,
+    out: &mut impl std::io::Write,
+) -> std::io::Result<i32> {
     let summary = &response.summary;
     writeln!(
         out,
@@ -259,6 +342,22 @@ pub async fn run_import(
         summary.skipped,
         summary.invalid.len()
     )?;
+    for (name, c) in &summary.by_type {
+        let mut line = format!("  {name}: {} read, {} stored, {} already there", c.records, c.created, c.unchanged);
+        for (n, what) in [
+            (c.folded, "in daily totals or nights"),
+            (c.other_source, "of another source that day, left out"),
+            (c.duplicates, "copies of a correlation's member"),
+            (c.not_ended, "days or nights not ended at the export"),
+            (c.skipped, "skipped (not imported)"),
+            (c.invalid, "unreadable"),
+        ] {
+            if n > 0 {
+                line.push_str(&format!(", {n} {what}"));
+            }
+        }
+        writeln!(out, "{line}")?;
+    }
     for reason in &summary.invalid {
         writeln!(out, "  {reason}")?;
     }

@@ -102,3 +102,49 @@ fn imports_and_the_care_circle_from_the_command_line() {
     let token = link.rsplit_once("/signup/").map(|(_, token)| token).expect(link);
     assert!(token.len() == 43 && !token.contains('/'), "{link}");
 }
+
+#[test]
+fn an_apple_health_export_is_told_by_its_content() {
+    let data_dir = fresh_data_dir("cli-apple");
+    let zip = data_dir.join("export.zip");
+    let generated = mirobody_health::apple::generate::write_zip(6, std::fs::File::create(&zip).unwrap()).unwrap();
+    assert_eq!(generated.records, 300);
+    let zip = zip.to_str().unwrap();
+
+    let (code, out) = run(&data_dir, &["import", zip, "--user", "ana"]);
+    assert_eq!(code, 0, "{out}");
+    // 18 samples a day, 3 daily totals, 2 nights, a workout every other day.
+    assert!(out.starts_with("141 stored, 0 already there, 12 skipped"), "{out}");
+    assert!(
+        out.contains("HKQuantityTypeIdentifierStepCount: 72 read, 6 stored, 0 already there, 72 in daily totals or nights, 36 of another source"),
+        "{out}"
+    );
+    assert!(
+        out.contains("HKQuantityTypeIdentifierBloodPressureSystolic: 12 read, 6 stored, 0 already there, 6 copies"),
+        "{out}"
+    );
+    let (code, out) = run(&data_dir, &["import", "apple", zip, "--user", "ana"]);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.starts_with("0 stored, 141 already there"), "imported once: {out}");
+
+    let steps = call(&data_dir, "ana", "fetch_health_data", json!({"indicators": ["41950-7"]}));
+    let values: Vec<f64> = steps["indicators"]
+        .as_object()
+        .and_then(|series| series.values().next())
+        .map(|series| series["data"].as_array().unwrap().iter().map(|p| p["value"].as_f64().unwrap()).collect())
+        .unwrap_or_default();
+    let expected: Vec<f64> = (0..6).map(|d| mirobody_health::apple::generate::expected_steps(d) as f64).collect();
+    assert_eq!(values, expected, "{steps}");
+
+    // An XML export cut short: refused with where, the exit code 1.
+    let mut xml = Vec::new();
+    mirobody_health::apple::generate::write_xml(2, &mut xml).unwrap();
+    let cut = data_dir.join("export.xml");
+    std::fs::write(&cut, &xml[..xml.len() * 2 / 3]).unwrap();
+    let (code, out) = run(&data_dir, &["import", cut.to_str().unwrap(), "--user", "ana"]);
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("at byte") && out.contains("are kept"), "{out}");
+
+    let (code, out) = run(&data_dir, &["import", "gpx", zip, "--user", "ana"]);
+    assert_eq!(code, 2, "{out}");
+}

@@ -22,6 +22,8 @@
 //!   the people they concern, and the circle overview both ways.
 //! - [`file_index`]: the file quota (nothing written when refused), files scoped to their
 //!   owner, and the queue of texts to read (leases, settling, the state read back).
+//! - [`apple_health`]: a generated Apple Health export stored with the right values per type,
+//!   once however often it is imported; one cut short or malformed reported.
 //! - [`upload_links`]: the bound on live links, uses taken and given back, revocation, and the
 //!   count of live links.
 //!
@@ -31,6 +33,7 @@
 //! already there. Quotas a store is configured with (observations, invitations waiting) are
 //! the store's own and are not checked here; the suite stays well within any sensible one.
 
+mod apple;
 mod circle;
 mod files;
 mod imports;
@@ -38,6 +41,7 @@ mod links;
 mod scoping;
 mod support;
 
+pub use apple::{apple_health, apple_health_at_scale};
 pub use circle::circle;
 pub use files::file_index;
 pub use imports::imports;
@@ -48,11 +52,12 @@ pub use support::unique_id;
 use crate::store::HealthData;
 
 /// Every contract of the suite, one family after another: [`scoping`], [`imports`],
-/// [`circle`], [`file_index`], [`upload_links`]. Panics at the first broken one.
+/// [`circle`], [`file_index`], [`upload_links`], [`apple_health`]. Panics at the first broken one.
 pub async fn check_all(store: &dyn HealthData) {
     scoping(store).await;
     imports(store).await;
     circle(store).await;
     file_index(store).await;
     upload_links(store).await;
+    apple_health(store).await;
 }

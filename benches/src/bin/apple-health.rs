@@ -1,0 +1,264 @@
+//! The Apple Health import benchmark's steps, each its own process so that `/usr/bin/time -v`
+//! measures its peak resident memory alone (run by `benches/load/apple_health.sh`):
+//!
+//! - `generate DAYS FILE`: writes an `export.xml` of DAYS days (50 records each) with
+//!   `mirobody_health::apple::generate`; prints its records and bytes.
+//! - `import FILE DATA_DIR`: imports it into a fresh embedded store (SQLite) under DATA_DIR
+//!   through `apple::import_apple_health_auto`, as `mirobody-server import` does.
+//! - `xml FILE`: the first baseline, a bare `quick-xml` pass over the same file (every event
+//!   read, every `Record`'s attributes unescaped, nothing kept).
+//! - `parse FILE`: the import with a store that keeps nothing: the import's own work (reading,
+//!   sorting, building the values) without the database's.
+//! - `insert FROM_DATA_DIR DATA_DIR`: the second baseline, the rows the import stored (read
+//!   from its database) written again into a fresh one by bare sqlx INSERTs, one a row, in
+//!   transactions of 250 observations and their points (about the store's 500 rows), as the
+//!   `health_data` bench's bare baseline writes; only the inserts are timed.
+//! - `insert-multi FROM_DATA_DIR DATA_DIR`: the same rows by multi-row INSERTs (250
+//!   observations, then their points 200 a statement), the fastest plain SQL can write them.
+//!
+//! Each prints one `TIME <step> <seconds>` line.
+
+use std::io::BufReader;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
+use sqlx::{Row, SqlitePool};
+
+/// Observations per bare transaction (with their points, about the store's 500 rows).
+const PER_TRANSACTION: i64 = 250;
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("a runtime");
+    let started = Instant::now();
+    let timed = match args.iter().map(String::as_str).collect::<Vec<_>>()[..] {
+        ["generate", days, file] => {
+            let days: u64 = days.parse().expect("DAYS is a number");
+            let out = std::fs::File::create(file).expect("FILE can be written");
+            let generated = mirobody_health::apple::generate::write_xml(days, out).expect("the export is written");
+            println!("RECORDS {} BYTES {}", generated.records, generated.xml_bytes);
+            started.elapsed()
+        }
+        ["import", file, data_dir] => runtime.block_on(import(Path::new(file), Path::new(data_dir))),
+        ["xml", file] => xml_pass(Path::new(file)),
+        ["parse", file] => runtime.block_on(parse_only(Path::new(file))),
+        ["insert", from, data_dir] => runtime.block_on(insert(Path::new(from), Path::new(data_dir), false)),
+        ["insert-multi", from, data_dir] => runtime.block_on(insert(Path::new(from), Path::new(data_dir), true)),
+        _ => {
+            eprintln!(
+                "usage: apple-health generate DAYS FILE | import FILE DATA_DIR | xml FILE | insert FROM DATA_DIR"
+            );
+            std::process::exit(2);
+        }
+    };
+    println!("TIME {} {:.3}", args[0], timed.as_secs_f64());
+}
+
+async fn import(file: &Path, data_dir: &Path) -> Duration {
+    let backends =
+        mirobody_store::open(&mirobody_store::BackendConfig::embedded(data_dir)).await.expect("the store opens");
+    let started = Instant::now();
+    let reader = BufReader::with_capacity(1 << 16, std::fs::File::open(file).expect("FILE opens"));
+    let response = mirobody_health::apple::import_apple_health_auto(backends.health().as_ref(), "bench", reader)
+        .await
+        .expect("FILE is an Apple Health export");
+    let took = started.elapsed();
+    println!(
+        "STATUS {} CREATED {} UNCHANGED {}",
+        response.status, response.summary.created, response.summary.unchanged
+    );
+    assert_eq!(response.status, 200, "{}", response.body);
+    backends.close().await;
+    took
+}
+
+/// A store that keeps nothing and calls every value new.
+struct NullStore;
+
+#[async_trait::async_trait]
+impl mirobody_health::RecordStore for NullStore {
+    async fn upsert_user(
+        &self,
+        _: &str,
+        _: Option<&str>,
+        _: Option<&str>,
+    ) -> mirobody_core::backend::BackendResult<()> {
+        Ok(())
+    }
+
+    async fn import_items(
+        &self,
+        _: &str,
+        items: &[&mirobody_health::fhir::ImportItem],
+        _: Option<&str>,
+    ) -> mirobody_core::backend::BackendResult<Result<Vec<bool>, mirobody_health::QuotaExceeded>> {
+        // What the store does first with each: its JSON as text.
+        let bytes: usize = items
+            .iter()
+            .map(|item| match item {
+                mirobody_health::fhir::ImportItem::Observation(o) => o.resource.to_string().len(),
+                mirobody_health::fhir::ImportItem::Record(r) => r.resource.to_string().len(),
+            })
+            .sum();
+        std::hint::black_box(bytes);
+        Ok(Ok(vec![true; items.len()]))
+    }
+
+    async fn add_observations(
+        &self,
+        _: &str,
+        _: &[serde_json::Value],
+    ) -> mirobody_core::backend::BackendResult<Vec<i64>> {
+        Ok(Vec::new())
+    }
+}
+
+async fn parse_only(file: &Path) -> Duration {
+    let started = Instant::now();
+    let reader = BufReader::with_capacity(1 << 16, std::fs::File::open(file).expect("FILE opens"));
+    let response = mirobody_health::apple::import_apple_health_auto(&NullStore, "bench", reader)
+        .await
+        .expect("FILE is an Apple Health export");
+    println!("STATUS {} VALUES {}", response.status, response.summary.created);
+    started.elapsed()
+}
+
+fn xml_pass(file: &Path) -> Duration {
+    use quick_xml::events::Event;
+    let started = Instant::now();
+    let mut reader = quick_xml::Reader::from_reader(BufReader::with_capacity(
+        1 << 16,
+        std::fs::File::open(file).expect("FILE opens"),
+    ));
+    let mut buf = Vec::with_capacity(4096);
+    let (mut records, mut chars) = (0u64, 0usize);
+    loop {
+        buf.clear();
+        match reader.read_event_into(&mut buf).expect("well-formed XML") {
+            Event::Eof => break,
+            Event::Start(e) | Event::Empty(e) if e.name().as_ref() == b"Record" => {
+                records += 1;
+                for attribute in e.attributes() {
+                    chars += attribute.expect("an attribute").unescape_value().expect("unescaped").len();
+                }
+            }
+            _ => {}
+        }
+    }
+    println!("RECORDS {records} CHARS {chars}");
+    started.elapsed()
+}
+
+async fn pool(data_dir: &Path) -> SqlitePool {
+    let options = SqliteConnectOptions::new()
+        .filename(data_dir.join("mirobody.db"))
+        .journal_mode(SqliteJournalMode::Wal)
+        .synchronous(SqliteSynchronous::Full)
+        .busy_timeout(Duration::from_secs(10));
+    SqlitePoolOptions::new().max_connections(1).connect_with(options).await.expect("the database opens")
+}
+
+async fn insert(from: &Path, data_dir: &Path, multi_row: bool) -> Duration {
+    // The store makes the schema; the rows go in bare.
+    let backends =
+        mirobody_store::open(&mirobody_store::BackendConfig::embedded(data_dir)).await.expect("the store opens");
+    backends.close().await;
+    let (source, target) = (pool(from).await, pool(data_dir).await);
+    let mut took = Duration::ZERO;
+    let (mut last, mut rows) = (0i64, 0u64);
+    loop {
+        let observations = sqlx::query(
+            "SELECT id, subject, code, effective_ms, resource, created_at_ms, source_id FROM observations \
+             WHERE id > $1 ORDER BY id LIMIT $2",
+        )
+        .bind(last)
+        .bind(PER_TRANSACTION)
+        .fetch_all(&source)
+        .await
+        .expect("the import's rows read");
+        let Some(end) = observations.last().map(|row| row.get::<i64, _>(0)) else { break };
+        let points = sqlx::query(
+            "SELECT subject, observation_id, code, display, time_ms, value, value_text, unit FROM health_points \
+             WHERE observation_id > $1 AND observation_id <= $2",
+        )
+        .bind(last)
+        .bind(end)
+        .fetch_all(&source)
+        .await
+        .expect("the import's points read");
+        let started = Instant::now();
+        let mut tx = target.begin().await.expect("a transaction");
+        if multi_row {
+            let mut statement = sqlx::QueryBuilder::new(
+                "INSERT INTO observations (id, subject, code, effective_ms, resource, created_at_ms, source_id) ",
+            );
+            statement.push_values(&observations, |mut b, row| {
+                b.push_bind(row.get::<i64, _>(0))
+                    .push_bind(row.get::<String, _>(1))
+                    .push_bind(row.get::<String, _>(2))
+                    .push_bind(row.get::<i64, _>(3))
+                    .push_bind(row.get::<String, _>(4))
+                    .push_bind(row.get::<i64, _>(5))
+                    .push_bind(row.get::<String, _>(6));
+            });
+            statement.build().execute(&mut *tx).await.expect("the bare observation insert");
+            for chunk in points.chunks(200) {
+                let mut statement = sqlx::QueryBuilder::new(
+                    "INSERT INTO health_points (subject, observation_id, code, display, time_ms, value, value_text, unit) ",
+                );
+                statement.push_values(chunk, |mut b, row| {
+                    b.push_bind(row.get::<String, _>(0))
+                        .push_bind(row.get::<i64, _>(1))
+                        .push_bind(row.get::<String, _>(2))
+                        .push_bind(row.get::<String, _>(3))
+                        .push_bind(row.get::<i64, _>(4))
+                        .push_bind(row.get::<Option<f64>, _>(5))
+                        .push_bind(row.get::<Option<String>, _>(6))
+                        .push_bind(row.get::<Option<String>, _>(7));
+                });
+                statement.build().execute(&mut *tx).await.expect("the bare point insert");
+            }
+        } else {
+            for row in &observations {
+                sqlx::query(
+                    "INSERT INTO observations (id, subject, code, effective_ms, resource, created_at_ms, source_id) \
+                     VALUES ($1, $2, $3, $4, $5, $6, $7)",
+                )
+                .bind(row.get::<i64, _>(0))
+                .bind(row.get::<String, _>(1))
+                .bind(row.get::<String, _>(2))
+                .bind(row.get::<i64, _>(3))
+                .bind(row.get::<String, _>(4))
+                .bind(row.get::<i64, _>(5))
+                .bind(row.get::<String, _>(6))
+                .execute(&mut *tx)
+                .await
+                .expect("the bare observation insert");
+            }
+            for row in &points {
+                sqlx::query(
+                    "INSERT INTO health_points (subject, observation_id, code, display, time_ms, value, value_text, unit) \
+                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+                )
+                .bind(row.get::<String, _>(0))
+                .bind(row.get::<i64, _>(1))
+                .bind(row.get::<String, _>(2))
+                .bind(row.get::<String, _>(3))
+                .bind(row.get::<i64, _>(4))
+                .bind(row.get::<Option<f64>, _>(5))
+                .bind(row.get::<Option<String>, _>(6))
+                .bind(row.get::<Option<String>, _>(7))
+                .execute(&mut *tx)
+                .await
+                .expect("the bare point insert");
+            }
+        }
+        tx.commit().await.expect("the commit");
+        took += started.elapsed();
+        rows += observations.len() as u64 + points.len() as u64;
+        last = end;
+    }
+    println!("ROWS {rows}");
+    took
+}
