@@ -1,12 +1,13 @@
 //! The whole chart through the real binary over SQLite: a Synthea-shaped patient and HL7's
 //! example resources imported with `import fhir`, every resource then either found through the
-//! tools or counted as skipped, and the command's exit code following its summary.
+//! tools or counted as skipped, the command's exit code following its summary, and a report's
+//! inline document stored as the person's file when imported through `POST /fhir`.
 
 mod common;
 
 use std::path::Path;
 
-use common::{clean_command, fresh_data_dir};
+use common::{clean_command, fresh_data_dir, request, server_port, session, start_with, token, tool};
 use serde_json::{Value, json};
 
 const SYNTHEA: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/fhir/synthea_patient.json");
@@ -125,4 +126,30 @@ fn the_exit_code_follows_the_summary() {
     let (code, out) = run(&data_dir, &["import", "fhir", bad.to_str().unwrap(), "--user", "ramon"]);
     assert_eq!(code, 1, "refused: {out}");
     assert!(out.contains("1 refused") && out.contains("Procedure.code is missing"), "{out}");
+}
+
+#[test]
+fn a_reports_document_becomes_the_persons_file() {
+    let data_dir = fresh_data_dir("chart-forms");
+    let port = server_port();
+    let alice = token(&data_dir, port, "alice");
+    let _server = common::KillOnDrop(start_with(&data_dir, port, std::process::Stdio::null(), &[]));
+    let bearer = format!("Bearer {alice}");
+    let headers = [("Authorization", bearer.as_str()), ("Content-Type", "application/fhir+json")];
+    let sid = session(port, &alice);
+    let synthea = std::fs::read(SYNTHEA).unwrap();
+    for round in 0..2 {
+        let (status, _, body) = request(port, "POST", "/fhir", &headers, &synthea);
+        assert_eq!(status, 200, "round {round}: {}", String::from_utf8_lossy(&body));
+    }
+    // Stored once, though imported twice; its text read as an upload's is.
+    let listed = tool(port, &alice, &sid, "list_files", json!({}));
+    let files = listed["files"].as_array().unwrap_or_else(|| panic!("{listed}"));
+    assert_eq!(files.len(), 1, "{listed}");
+    let name = "Lipid panel with direct LDL - Serum or Plasma.txt";
+    assert_eq!(files[0]["filename"], name, "{listed}");
+    let read = tool(port, &alice, &sid, "read_file", json!({"file_key": files[0]["file_key"]}));
+    assert!(read["content"].as_str().unwrap_or_default().contains("LDL cholesterol 131 mg/dL"), "{read}");
+    let profile = tool(port, &alice, &sid, "get_user_health_profile", json!({}));
+    assert_eq!(profile["reports"][0]["attachments"][0]["filename"], name, "{profile}");
 }

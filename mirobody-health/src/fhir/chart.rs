@@ -62,7 +62,7 @@ pub(super) fn report(resource: &Value, object: &Map<String, Value>, refs: &Refs<
         if !results.is_empty() {
             detail.insert("results".into(), Value::Array(results));
         }
-        let attachments = attachments(object, base)?;
+        let attachments = attachments(object, base, &display)?;
         if !attachments.is_empty() {
             detail.insert("attachments".into(), Value::Array(attachments));
         }
@@ -199,7 +199,7 @@ fn results(object: &Map<String, Value>, refs: &Refs<'_>, base: &str) -> Result<V
 /// A report's `presentedForm` attachments described: content type, title, size and whether
 /// the bytes came inline. One whose inline data decodes past [`MAX_ATTACHMENT_BYTES`] is an
 /// error.
-fn attachments(object: &Map<String, Value>, base: &str) -> Result<Vec<Value>, String> {
+fn attachments(object: &Map<String, Value>, base: &str, display: &str) -> Result<Vec<Value>, String> {
     let mut out = Vec::new();
     let forms = array_field(object, "presentedForm", base)?.into_iter().flatten();
     for (i, form) in forms.enumerate().take(MAX_ATTACHMENTS) {
@@ -212,15 +212,69 @@ fn attachments(object: &Map<String, Value>, base: &str) -> Result<Vec<Value>, St
             return Err(format!("{path}.data is larger than {} MiB", MAX_ATTACHMENT_BYTES / (1024 * 1024)));
         }
         let size = decoded.or_else(|| field(form, "size").and_then(Value::as_u64).map(|n| n as usize));
+        let content_type = text_field(form, "contentType", &path)?;
+        let title = text_field(form, "title", &path)?.map(|t| cap_chars(t, 200).0);
+        // The name its file is stored under, so the report and `list_files` agree.
+        let filename = data.map(|_| match title {
+            Some(title) => title.to_owned(),
+            None => format!("{}{}", cap_chars(display, 120).0, extension(content_type)),
+        });
         out.push(json!({
-            "content_type": text_field(form, "contentType", &path)?,
-            "title": text_field(form, "title", &path)?.map(|t| cap_chars(t, 200).0),
+            "content_type": content_type,
+            "title": title,
+            "filename": filename,
             "size": size,
             "inline": data.is_some(),
             "url": text_field(form, "url", &path)?.map(|u| cap_chars(u, 500).0),
         }));
     }
     Ok(out)
+}
+
+/// The extension a file of `content_type` is named with.
+fn extension(content_type: Option<&str>) -> &'static str {
+    match content_type.map(|t| t.split(';').next().unwrap_or(t).trim()) {
+        Some("application/pdf") => ".pdf",
+        Some("text/html") => ".html",
+        Some("text/plain") => ".txt",
+        Some("application/vnd.openxmlformats-officedocument.wordprocessingml.document") => ".docx",
+        _ => "",
+    }
+}
+
+/// A report's document sent inline (`presentedForm` with `data`), to be stored as the person's
+/// file once the report is new to them.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ReportForm {
+    /// The report's source id.
+    pub report: String,
+    /// The name it is stored under (as its record's `attachments` say).
+    pub filename: String,
+    /// The type the resource declares; the stored type is read from the content.
+    pub content_type: Option<String>,
+    /// The bytes, base64 as received.
+    pub data_base64: String,
+}
+
+/// The inline documents of a report as read into `record` (none for another kind).
+pub(crate) fn report_forms(record: &NewRecord) -> Vec<ReportForm> {
+    let (RecordKind::Report, Some(detail)) = (record.kind, &record.detail) else { return Vec::new() };
+    let forms = record.resource.get("presentedForm").and_then(Value::as_array);
+    let described = detail.get("attachments").and_then(Value::as_array);
+    let (Some(forms), Some(described)) = (forms, described) else { return Vec::new() };
+    forms
+        .iter()
+        .zip(described)
+        .filter_map(|(form, described)| {
+            Some(ReportForm {
+                report: record.source_id.clone(),
+                filename: described.get("filename")?.as_str()?.to_owned(),
+                content_type: described.get("content_type").and_then(Value::as_str).map(str::to_owned),
+                data_base64: form.get("data")?.as_str()?.trim().to_owned(),
+            })
+        })
+        .collect()
 }
 
 #[cfg(test)]

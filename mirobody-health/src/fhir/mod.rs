@@ -35,6 +35,8 @@ use sha2::{Digest, Sha256};
 
 use crate::text::{cap_chars, parse_time_ms};
 
+pub use self::chart::ReportForm;
+pub(crate) use self::chart::report_forms;
 pub use self::csv::parse_csv;
 pub use response::{operation_outcome, response};
 
