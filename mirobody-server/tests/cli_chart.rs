@@ -38,7 +38,12 @@ fn call(data_dir: &Path, tool: &str, arguments: Value) -> Value {
 
 /// The names listed under `key` of the profile.
 fn names<'a>(profile: &'a Value, key: &str) -> Vec<&'a str> {
-    profile[key].as_array().unwrap_or_else(|| panic!("{key}: {profile}")).iter().map(|r| r["name"].as_str().unwrap()).collect()
+    profile[key]
+        .as_array()
+        .unwrap_or_else(|| panic!("{key}: {profile}"))
+        .iter()
+        .map(|r| r["name"].as_str().unwrap())
+        .collect()
 }
 
 /// What a resource is called, as the importer names it: its concept's text, else the first
@@ -75,10 +80,14 @@ fn every_resource_of_the_fixtures_is_found_or_skipped() {
     assert!(medications.contains(&"Oral Form Oxycodone (product)"), "by Medication/id: {medications:?}");
     assert_eq!(names(&profile, "conditions")[0], "Hyperlipidemia", "active first: {profile}");
     assert_eq!(profile["counts"]["medication"], 4);
-    let lipids = profile["reports"].as_array().unwrap().iter().find(|r| r["name"].as_str().unwrap().starts_with("Lipid"));
+    let lipids =
+        profile["reports"].as_array().unwrap().iter().find(|r| r["name"].as_str().unwrap().starts_with("Lipid"));
     let lipids = lipids.unwrap_or_else(|| panic!("{profile}"));
-    assert_eq!(lipids["results"][1], json!({"source_id": "Observation/o2",
-        "name": "Cholesterol in LDL [Mass/volume] in Serum or Plasma by Direct assay", "value": "131.2 mg/dL"}));
+    assert_eq!(
+        lipids["results"][1],
+        json!({"source_id": "Observation/o2",
+        "name": "Cholesterol in LDL [Mass/volume] in Serum or Plasma by Direct assay", "value": "131.2 mg/dL"})
+    );
     assert_eq!(lipids["attachments"][0]["content_type"], "text/plain");
 
     // Every resource: a record in the profile, an Observation's indicator, or one of the

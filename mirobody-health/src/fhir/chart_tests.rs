@@ -27,11 +27,10 @@ fn a_statement_names_its_drug_three_ways() {
         "effectivePeriod": {"start": "2024-02-01", "end": "2024-08-01"},
         "dosage": [{"text": "one tablet twice a day"}],
     }));
-    assert_eq!((concept.kind, concept.display.as_str(), concept.status.as_deref()), (
-        RecordKind::Medication,
-        "Metformin 500 MG",
-        Some("active")
-    ));
+    assert_eq!(
+        (concept.kind, concept.display.as_str(), concept.status.as_deref()),
+        (RecordKind::Medication, "Metformin 500 MG", Some("active"))
+    );
     assert_eq!(concept.time_ms, parse_time_ms("2024-02-01"));
     assert_eq!(concept.detail, Some(json!({"dosage": "one tablet twice a day"})));
     // The HL7 shape: a contained Medication referenced as `#id`.
@@ -43,10 +42,10 @@ fn a_statement_names_its_drug_three_ways() {
         "medicationReference": {"reference": "#med0309"},
         "effectiveDateTime": "2015-01-23",
     }));
-    assert_eq!((contained.display.as_str(), contained.source_id.as_str()), (
-        "Tylenol PM",
-        "MedicationStatement/example001"
-    ));
+    assert_eq!(
+        (contained.display.as_str(), contained.source_id.as_str()),
+        ("Tylenol PM", "MedicationStatement/example001")
+    );
     // A Medication elsewhere in the Bundle, by `urn:uuid:` and by `Medication/id`.
     let bundle = json!({"resourceType": "Bundle", "type": "collection", "entry": [
         {"fullUrl": "urn:uuid:m-1", "resource": {"resourceType": "Medication", "id": "m1",
@@ -68,11 +67,14 @@ fn a_statement_names_its_drug_three_ways() {
             other => panic!("{other:?}"),
         })
         .collect();
-    assert_eq!(names, [
-        ("Atorvastatin 20 MG".to_owned(), Some("active".to_owned())),
-        ("Atorvastatin 20 MG".to_owned(), Some("completed".to_owned())),
-        ("Aspirin".to_owned(), None),
-    ]);
+    assert_eq!(
+        names,
+        [
+            ("Atorvastatin 20 MG".to_owned(), Some("active".to_owned())),
+            ("Atorvastatin 20 MG".to_owned(), Some("completed".to_owned())),
+            ("Aspirin".to_owned(), None),
+        ]
+    );
     let EntryInput::Item(ImportItem::Record(request)) = &entries[1] else { unreachable!() };
     assert_eq!(request.source_id, "MedicationRequest/r1");
     assert_eq!(request.time_ms, parse_time_ms("2025-03-04"));
@@ -144,10 +146,13 @@ fn a_report_links_its_results_and_describes_its_attachments() {
     let EntryInput::Item(ImportItem::Record(report)) = &entries[1] else { panic!("{entries:?}") };
     assert_eq!((report.kind, report.display.as_str()), (RecordKind::Report, "Lipid panel"));
     let detail = report.detail.as_ref().unwrap();
-    assert_eq!(detail["results"], json!([
-        {"source_id": "Observation/ldl", "name": "LDL", "value": "128 mg/dL"},
-        {"source_id": "Observation/elsewhere", "name": "HDL"},
-    ]));
+    assert_eq!(
+        detail["results"],
+        json!([
+            {"source_id": "Observation/ldl", "name": "LDL", "value": "128 mg/dL"},
+            {"source_id": "Observation/elsewhere", "name": "HDL"},
+        ])
+    );
     assert_eq!(detail["attachments"][0]["size"], json!(9));
     assert_eq!(detail["attachments"][0]["content_type"], json!("application/pdf"));
     assert_eq!(detail["conclusion"], json!("LDL high"));

@@ -15,14 +15,14 @@
 //! or a time that does not parse makes that entry [`EntryInput::Invalid`] with a sentence
 //! naming the field.
 
+/// MedicationRequests and Statements, Immunizations, Procedures, DiagnosticReports.
+mod chart;
 /// A wearable's CSV export.
 mod csv;
 /// Observations into points.
 mod observation;
 /// Conditions, AllergyIntolerances.
 mod records;
-/// MedicationRequests and Statements, Immunizations, Procedures, DiagnosticReports.
-mod chart;
 /// The FHIR answers.
 mod response;
 /// The bounds a JSON body's shape is checked against before it is parsed.
@@ -161,6 +161,8 @@ pub enum ImportItem {
 
 /// One entry of a request as parsed.
 #[derive(Clone, Debug, PartialEq)]
+// Nearly every entry is an item: boxing it would add an allocation per entry and save nothing.
+#[allow(clippy::large_enum_variant)]
 pub enum EntryInput {
     /// Something to store.
     Item(ImportItem),
@@ -231,7 +233,10 @@ pub fn parse_import(body: &Value) -> Result<ImportRequest, String> {
         Some(_) => return Err("The body's resourceType must be a string.".to_owned()),
     };
     if resource_type != "Bundle" {
-        return Ok(ImportRequest { kind: RequestKind::Resource, entries: vec![parse_resource(body, &Refs::default())] });
+        return Ok(ImportRequest {
+            kind: RequestKind::Resource,
+            entries: vec![parse_resource(body, &Refs::default())],
+        });
     }
     let kind = match object.get("type").and_then(Value::as_str) {
         Some("batch") => RequestKind::Batch,
@@ -703,10 +708,16 @@ mod tests {
 
         let mut bad = glucose();
         bad["id"] = json!(7);
-        assert_eq!(parse_resource(&bad, &Refs::default()), EntryInput::Invalid("Observation.id must be a string".into()));
+        assert_eq!(
+            parse_resource(&bad, &Refs::default()),
+            EntryInput::Invalid("Observation.id must be a string".into())
+        );
         let mut bad = glucose();
         bad["identifier"] = json!({"value": "1"});
-        assert_eq!(parse_resource(&bad, &Refs::default()), EntryInput::Invalid("Observation.identifier must be an array".into()));
+        assert_eq!(
+            parse_resource(&bad, &Refs::default()),
+            EntryInput::Invalid("Observation.identifier must be an array".into())
+        );
     }
 
     #[test]
