@@ -46,7 +46,7 @@ async fn get_user_health_profile(
             })
         })
         .collect();
-    let of_kind = |kind: &str| -> Vec<Value> { listed(&records, kind) };
+    let of_kind = |kind: &str| -> Vec<Value> { listed(&records, kind, MAX_LISTED) };
     let mut counts = serde_json::Map::new();
     for kind in ["condition", "medication", "allergy", "immunization", "procedure", "report"] {
         counts.insert(kind.to_owned(), json!(records.iter().filter(|r| r.kind == kind).count()));
@@ -62,7 +62,7 @@ async fn get_user_health_profile(
         "allergies": of_kind("allergy"),
         "immunizations": of_kind("immunization"),
         "procedures": of_kind("procedure"),
-        "reports": of_kind("report"),
+        "reports": listed(&records, "report", MAX_REPORTS),
         "counts": counts,
         "covered": {"from": from, "to": to},
     });
@@ -73,19 +73,21 @@ async fn get_user_health_profile(
     Ok(ToolResult::ok(out))
 }
 
-/// The most records of one kind listed; the count says how many there are.
+/// The most records of one kind listed; the answer's `counts` says how many there are.
 const MAX_LISTED: usize = 50;
+/// The most reports listed, the newest: each carries its results.
+const MAX_REPORTS: usize = 10;
 
 /// The records of `kind`, current ones (`active`, or no status) first, then newest first, at
-/// most [`MAX_LISTED`] of them (the answer's `counts` says how many there are).
-fn listed(records: &[HealthRecord], kind: &str) -> Vec<Value> {
+/// most `max` of them.
+fn listed(records: &[HealthRecord], kind: &str, max: usize) -> Vec<Value> {
     let mut of_kind: Vec<&HealthRecord> = records.iter().filter(|r| r.kind == kind).collect();
     let current = |r: &HealthRecord| matches!(r.status.as_deref(), None | Some("active" | "recurrence" | "relapse"));
     // RFC 3339 UTC times sort as text; a record with no time goes last.
     of_kind.sort_by(|a, b| current(b).cmp(&current(a)).then_with(|| b.time.cmp(&a.time)));
     of_kind
         .into_iter()
-        .take(MAX_LISTED)
+        .take(max)
         .map(|r| {
             let mut item = json!({"name": r.display, "status": r.status, "since": r.time});
             if let (Some(Value::Object(detail)), Value::Object(out)) = (&r.detail, &mut item) {
