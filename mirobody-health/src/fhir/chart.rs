@@ -207,7 +207,8 @@ fn attachments(object: &Map<String, Value>, base: &str, display: &str) -> Result
         let form = form.as_object().ok_or_else(|| format!("{path} must be an object"))?;
         let data = text_field(form, "data", &path)?;
         // Base64: three bytes per four characters, less the padding.
-        let decoded = data.map(|d| (d.len() / 4) * 3 - d.bytes().rev().take_while(|b| *b == b'=').count());
+        let decoded =
+            data.map(|d| ((d.len() / 4) * 3).saturating_sub(d.bytes().rev().take_while(|b| *b == b'=').count()));
         if decoded.is_some_and(|n| n > MAX_ATTACHMENT_BYTES) {
             return Err(format!("{path}.data is larger than {} MiB", MAX_ATTACHMENT_BYTES / (1024 * 1024)));
         }
