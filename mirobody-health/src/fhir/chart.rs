@@ -220,14 +220,18 @@ fn attachments(object: &Map<String, Value>, base: &str, display: &str) -> Result
             Some(title) => title.to_owned(),
             None => format!("{}{}", cap_chars(display, 120).0, extension(content_type)),
         });
-        out.push(json!({
+        let mut described = json!({
             "content_type": content_type,
             "title": title,
             "filename": filename,
             "size": size,
             "inline": data.is_some(),
             "url": text_field(form, "url", &path)?.map(|u| cap_chars(u, 500).0),
-        }));
+        });
+        if let Value::Object(members) = &mut described {
+            members.retain(|_, v| !v.is_null());
+        }
+        out.push(described);
     }
     Ok(out)
 }
