@@ -26,6 +26,10 @@ pub struct ImportResponse {
     pub body: Value,
     /// What happened, counted.
     pub summary: ImportSummary,
+    /// The documents of the reports this import stored (`presentedForm` sent inline), for the
+    /// caller to store as the person's files: a report already stored brings none again.
+    #[serde(skip)]
+    pub report_forms: Vec<fhir::ReportForm>,
 }
 
 /// What an import did, counted.
@@ -172,7 +176,8 @@ fn refused(status: u16, issues: Vec<(Option<usize>, String)>) -> ImportResponse 
         })
         .collect();
     let (status, body) = fhir::operation_outcome(status, &issues);
-    ImportResponse { status, body, summary: ImportSummary { invalid, ..ImportSummary::default() } }
+    let summary = ImportSummary { invalid, ..ImportSummary::default() };
+    ImportResponse { status, body, summary, report_forms: Vec::new() }
 }
 
 /// One import at a time per person in this process: a failed import deletes what it wrote,
@@ -223,13 +228,17 @@ async fn run(store: &dyn RecordStore, subject: &str, request: ImportRequest) -> 
     };
     let mut created = created.into_iter();
     let mut summary = ImportSummary::default();
+    let mut report_forms = Vec::new();
     let outcomes: Vec<EntryOutcome> = request
         .entries
         .into_iter()
         .enumerate()
         .map(|(i, entry)| match entry {
-            EntryInput::Item(_) => {
+            EntryInput::Item(item) => {
                 if created.next().unwrap_or(false) {
+                    if let fhir::ImportItem::Record(record) = &item {
+                        report_forms.extend(fhir::report_forms(record));
+                    }
                     summary.created += 1;
                     EntryOutcome::Created
                 } else {
@@ -248,5 +257,5 @@ async fn run(store: &dyn RecordStore, subject: &str, request: ImportRequest) -> 
         })
         .collect();
     let (status, body) = fhir::response(request.kind, &outcomes);
-    ImportResponse { status, body, summary }
+    ImportResponse { status, body, summary, report_forms }
 }

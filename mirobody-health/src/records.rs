@@ -127,10 +127,10 @@ pub struct SeriesPoint {
     pub file_key: Option<String>,
 }
 
-/// A condition, medication or allergy on record.
+/// A record of the chart: a condition, medication, allergy, immunization, procedure or report.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct HealthRecord {
-    /// `condition`, `medication` or `allergy`.
+    /// `condition`, `medication`, `allergy`, `immunization`, `procedure` or `report`.
     pub kind: String,
     /// What it is.
     pub display: String,
@@ -138,6 +138,10 @@ pub struct HealthRecord {
     pub status: Option<String>,
     /// When it started or was recorded, RFC 3339.
     pub time: Option<String>,
+    /// What else is shown of it, as imported ([`NewRecord::detail`](crate::fhir::NewRecord::detail)):
+    /// a medication's dosage, a report's results and attachments.
+    #[serde(default)]
+    pub detail: Option<Value>,
 }
 
 /// One value of a series: [`SeriesPoint`] without the code and name the series is asked by.

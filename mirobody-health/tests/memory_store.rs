@@ -303,6 +303,7 @@ impl RecordStore for MemoryStore {
                             display: r.display.clone(),
                             status: r.status.clone(),
                             time: r.time_ms.map(rfc3339),
+                            detail: r.detail.clone(),
                         };
                         let (subject, source_id) = (subject.to_owned(), r.source_id.clone());
                         data.records.push(StoredRecord { subject, source_id, record, time_ms: r.time_ms });

@@ -361,7 +361,10 @@ fn write_summary(
     for reason in &summary.invalid {
         writeln!(out, "  {reason}")?;
     }
-    Ok(i32::from(!summary.invalid.is_empty() || response.status >= 400))
+    // A lone resource of a type not imported answers 422, yet nothing was refused: the exit
+    // code follows the summary printed above.
+    let failed = response.status >= 400 && summary.skipped == 0;
+    Ok(i32::from(!summary.invalid.is_empty() || failed))
 }
 
 /// Runs a `circle` subcommand, writing the outcome to `out`; the process exit code (1 when

@@ -5,8 +5,6 @@
 //! personal MCP URL carries its secret in the path.
 
 use std::convert::Infallible;
-use std::future::Future;
-use std::pin::Pin;
 use std::task::{Context, Poll};
 
 use axum::response::Response;

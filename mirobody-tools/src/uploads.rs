@@ -163,6 +163,33 @@ impl Uploader {
         }
         Ok(uploaded)
     }
+
+    /// Stores the documents of the reports an import stored (`presentedForm` sent inline) as
+    /// `owner`'s files, exactly as uploads are (checked by content, within the quota, text
+    /// queued): each one's file, or why it was not stored. A form that fails does not undo the
+    /// import: its report keeps the document in its resource.
+    pub async fn store_report_forms(
+        &self,
+        owner: &str,
+        forms: &[mirobody_health::fhir::ReportForm],
+    ) -> Vec<Result<Uploaded, String>> {
+        use base64::Engine as _;
+        let mut stored = Vec::with_capacity(forms.len());
+        for form in forms {
+            let result = match base64::engine::general_purpose::STANDARD.decode(form.data_base64.as_bytes()) {
+                Ok(bytes) => {
+                    let declared = form.content_type.as_deref();
+                    self.store(owner, &form.filename, declared, bytes).await.map_err(|e| e.to_string())
+                }
+                Err(e) => Err(format!("{}: presentedForm.data is not base64: {e}", form.report)),
+            };
+            if let Err(why) = &result {
+                tracing::warn!(owner, report = form.report, why, "a report's document was not stored");
+            }
+            stored.push(result);
+        }
+        stored
+    }
 }
 
 /// Stores `bytes` as `owner`'s file `filename` (the client's `declared` type is only a hint:

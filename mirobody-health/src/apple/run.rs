@@ -79,7 +79,12 @@ pub async fn import_apple_health<R: BufRead>(store: &dyn RecordStore, subject: &
 /// A refusal before anything was read.
 pub(super) fn refused(status: u16, reason: String) -> ImportResponse {
     let body = json!({"format": "apple-health", "complete": false, "error": reason});
-    ImportResponse { status, body, summary: ImportSummary { invalid: vec![reason], ..ImportSummary::default() } }
+    ImportResponse {
+        status,
+        body,
+        summary: ImportSummary { invalid: vec![reason], ..ImportSummary::default() },
+        report_forms: Vec::new(),
+    }
 }
 
 fn capitalised(text: &str) -> String {
@@ -411,7 +416,7 @@ impl<'a> Run<'a> {
             "invalid": summary.invalid,
             "by_type": summary.by_type,
         });
-        ImportResponse { status, body, summary }
+        ImportResponse { status, body, summary, report_forms: Vec::new() }
     }
 }
 

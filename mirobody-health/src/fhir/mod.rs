@@ -2,8 +2,11 @@
 //! health store writes, and building the FHIR answers to them.
 //!
 //! Imported: Observation (one [`HealthPoint`] per value, a blood-pressure panel's components
-//! each their own), Condition, MedicationStatement and AllergyIntolerance. Any other type is
-//! skipped, not refused. The person the data belongs to is never read from a resource:
+//! each their own), Condition (with its clinical status), MedicationStatement and
+//! MedicationRequest (the drug named by a concept, a contained `Medication` or one elsewhere in
+//! the Bundle), AllergyIntolerance, Immunization, Procedure and DiagnosticReport (its results
+//! linked to the Observations' source ids, its `presentedForm` attachments described). Any
+//! other type is skipped, not refused. The person the data belongs to is never read from a resource:
 //! `subject`, `patient` and every other reference are ignored, and the caller stores everything
 //! as the authenticated person's. Each item carries a source id (its `id`, else its first
 //! `identifier`, else a hash of its JSON) so importing the same resource twice stores it once.
@@ -12,22 +15,28 @@
 //! or a time that does not parse makes that entry [`EntryInput::Invalid`] with a sentence
 //! naming the field.
 
+/// MedicationRequests and Statements, Immunizations, Procedures, DiagnosticReports.
+mod chart;
 /// A wearable's CSV export.
 mod csv;
 /// Observations into points.
 mod observation;
-/// Conditions, MedicationStatements, AllergyIntolerances.
+/// Conditions, AllergyIntolerances.
 mod records;
 /// The FHIR answers.
 mod response;
 /// The bounds a JSON body's shape is checked against before it is parsed.
 pub mod shape;
 
+use std::collections::HashMap;
+
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
 use crate::text::{cap_chars, parse_time_ms};
 
+pub use self::chart::ReportForm;
+pub(crate) use self::chart::report_forms;
 pub use self::csv::parse_csv;
 pub use response::{operation_outcome, response};
 
@@ -38,7 +47,8 @@ pub const MAX_ENTRIES: usize = 10_000;
 const MAX_SOURCE_ID_BYTES: usize = 256;
 
 /// The resource types that are imported, as the answer for a skipped one lists them.
-pub const SUPPORTED_TYPES: &str = "Observation, Condition, MedicationStatement, AllergyIntolerance";
+pub const SUPPORTED_TYPES: &str = "Observation, Condition, MedicationStatement, MedicationRequest, \
+     AllergyIntolerance, Immunization, Procedure, DiagnosticReport";
 
 /// One value of one indicator at one time: what series queries read.
 #[derive(Clone, Debug, PartialEq)]
@@ -79,33 +89,47 @@ pub struct NewObservation {
 pub enum RecordKind {
     /// A Condition (a diagnosis, a problem).
     Condition,
-    /// A MedicationStatement.
+    /// A MedicationStatement or MedicationRequest.
     Medication,
     /// An AllergyIntolerance.
     Allergy,
+    /// An Immunization.
+    Immunization,
+    /// A Procedure.
+    Procedure,
+    /// A DiagnosticReport.
+    Report,
 }
 
 impl RecordKind {
-    /// The name the store keeps: `condition`, `medication` or `allergy`.
+    /// The name the store keeps: `condition`, `medication`, `allergy`, `immunization`,
+    /// `procedure` or `report`.
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Condition => "condition",
             Self::Medication => "medication",
             Self::Allergy => "allergy",
+            Self::Immunization => "immunization",
+            Self::Procedure => "procedure",
+            Self::Report => "report",
         }
     }
 
-    /// The FHIR resource type.
+    /// The FHIR resource type (for a medication, the statement; a MedicationRequest is one
+    /// too).
     pub fn resource_type(self) -> &'static str {
         match self {
             Self::Condition => "Condition",
             Self::Medication => "MedicationStatement",
             Self::Allergy => "AllergyIntolerance",
+            Self::Immunization => "Immunization",
+            Self::Procedure => "Procedure",
+            Self::Report => "DiagnosticReport",
         }
     }
 }
 
-/// A Condition, MedicationStatement or AllergyIntolerance ready to store.
+/// A record of the chart (anything but an Observation) ready to store.
 #[derive(Clone, Debug, PartialEq)]
 pub struct NewRecord {
     /// Which kind it is.
@@ -118,6 +142,9 @@ pub struct NewRecord {
     pub status: Option<String>,
     /// When it began or was recorded, in milliseconds since the epoch (UTC).
     pub time_ms: Option<i64>,
+    /// What else a reader is shown, as a JSON object: a medication's `dosage`, a report's
+    /// `results` (each Observation's `source_id`, name and value) and `attachments`.
+    pub detail: Option<Value>,
     /// The resource as received.
     pub resource: Value,
 }
@@ -127,12 +154,15 @@ pub struct NewRecord {
 pub enum ImportItem {
     /// An Observation and its values.
     Observation(NewObservation),
-    /// A Condition, MedicationStatement or AllergyIntolerance.
+    /// Any other imported resource: a condition, medication, allergy, immunization,
+    /// procedure or report.
     Record(NewRecord),
 }
 
 /// One entry of a request as parsed.
 #[derive(Clone, Debug, PartialEq)]
+// Nearly every entry is an item: boxing it would add an allocation per entry and save nothing.
+#[allow(clippy::large_enum_variant)]
 pub enum EntryInput {
     /// Something to store.
     Item(ImportItem),
@@ -203,7 +233,10 @@ pub fn parse_import(body: &Value) -> Result<ImportRequest, String> {
         Some(_) => return Err("The body's resourceType must be a string.".to_owned()),
     };
     if resource_type != "Bundle" {
-        return Ok(ImportRequest { kind: RequestKind::Resource, entries: vec![parse_resource(body)] });
+        return Ok(ImportRequest {
+            kind: RequestKind::Resource,
+            entries: vec![parse_resource(body, &Refs::default())],
+        });
     }
     let kind = match object.get("type").and_then(Value::as_str) {
         Some("batch") => RequestKind::Batch,
@@ -229,7 +262,8 @@ pub fn parse_import(body: &Value) -> Result<ImportRequest, String> {
             entries.len()
         ));
     }
-    Ok(ImportRequest { kind, entries: entries.iter().map(parse_entry).collect() })
+    let refs = Refs::of_bundle(entries);
+    Ok(ImportRequest { kind, entries: entries.iter().map(|entry| parse_entry(entry, &refs)).collect() })
 }
 
 /// Reads the body of `POST /fhir/Observation`: exactly one Observation (which may still be an
@@ -248,7 +282,7 @@ pub fn parse_observation(body: &Value) -> Result<ImportRequest, String> {
 }
 
 /// One Bundle entry: its `resource`, read as [`parse_resource`] does.
-fn parse_entry(entry: &Value) -> EntryInput {
+fn parse_entry(entry: &Value, refs: &Refs<'_>) -> EntryInput {
     let Some(entry) = entry.as_object() else {
         return EntryInput::Invalid("entry must be an object".to_owned());
     };
@@ -272,12 +306,12 @@ fn parse_entry(entry: &Value) -> EntryInput {
     match field(entry, "resource") {
         None => EntryInput::Invalid("entry has no resource".to_owned()),
         Some(resource) if !resource.is_object() => EntryInput::Invalid("entry.resource must be an object".to_owned()),
-        Some(resource) => parse_resource(resource),
+        Some(resource) => parse_resource(resource, refs),
     }
 }
 
 /// One resource: an item to store, skipped (a type that is not imported), or invalid.
-fn parse_resource(resource: &Value) -> EntryInput {
+fn parse_resource(resource: &Value, refs: &Refs<'_>) -> EntryInput {
     let Some(object) = resource.as_object() else {
         return EntryInput::Invalid("the resource must be an object".to_owned());
     };
@@ -289,9 +323,55 @@ fn parse_resource(resource: &Value) -> EntryInput {
     match resource_type {
         "Observation" => observation::parse(resource, object),
         "Condition" => records::parse(RecordKind::Condition, resource, object),
-        "MedicationStatement" => records::parse(RecordKind::Medication, resource, object),
+        "MedicationStatement" | "MedicationRequest" => chart::medication(resource_type, resource, object, refs),
         "AllergyIntolerance" => records::parse(RecordKind::Allergy, resource, object),
+        "Immunization" => chart::immunization(resource, object),
+        "Procedure" => chart::procedure(resource, object),
+        "DiagnosticReport" => chart::report(resource, object, refs),
         other => EntryInput::Skipped { resource_type: cap_chars(other, 64).0.to_owned() },
+    }
+}
+
+/// The resources of a Bundle by what another entry may call them: `fullUrl` (a `urn:uuid:`)
+/// and `Type/id`.
+#[derive(Debug, Default)]
+struct Refs<'a>(HashMap<String, &'a Value>);
+
+impl<'a> Refs<'a> {
+    /// Indexes the resources of `entries` (an entry that is not an object is skipped here; it
+    /// is refused on its own).
+    fn of_bundle(entries: &'a [Value]) -> Self {
+        let mut refs = HashMap::new();
+        for entry in entries.iter().filter_map(Value::as_object) {
+            let Some(resource) = field(entry, "resource") else { continue };
+            if let Some(url) = field(entry, "fullUrl").and_then(Value::as_str) {
+                refs.insert(url.to_owned(), resource);
+            }
+            let kind = resource.get("resourceType").and_then(Value::as_str);
+            if let (Some(kind), Some(id)) = (kind, resource.get("id").and_then(Value::as_str)) {
+                refs.insert(format!("{kind}/{id}"), resource);
+            }
+        }
+        Refs(refs)
+    }
+
+    /// The resource `reference` names: `#id` among `contained` of the resource holding it,
+    /// else an entry of the Bundle by its `fullUrl` or `Type/id` (a full URL ending so too).
+    fn resolve<'b>(&self, reference: &str, holder: &'b Map<String, Value>) -> Option<&'b Value>
+    where
+        'a: 'b,
+    {
+        if let Some(id) = reference.strip_prefix('#') {
+            let contained = holder.get("contained").and_then(Value::as_array)?;
+            return contained.iter().find(|c| c.get("id").and_then(Value::as_str) == Some(id));
+        }
+        if let Some(found) = self.0.get(reference) {
+            return Some(found);
+        }
+        // `https://server/fhir/Medication/1` names `Medication/1`.
+        let mut parts = reference.rsplitn(3, '/');
+        let (id, kind) = (parts.next()?, parts.next()?);
+        self.0.get(&format!("{kind}/{id}")).copied()
     }
 }
 
@@ -596,7 +676,7 @@ mod tests {
     }
 
     fn id_of(resource: &Value) -> String {
-        match parse_resource(resource) {
+        match parse_resource(resource, &Refs::default()) {
             EntryInput::Item(ImportItem::Observation(o)) => o.source_id,
             EntryInput::Item(ImportItem::Record(r)) => r.source_id,
             other => panic!("{other:?}"),
@@ -628,10 +708,16 @@ mod tests {
 
         let mut bad = glucose();
         bad["id"] = json!(7);
-        assert_eq!(parse_resource(&bad), EntryInput::Invalid("Observation.id must be a string".into()));
+        assert_eq!(
+            parse_resource(&bad, &Refs::default()),
+            EntryInput::Invalid("Observation.id must be a string".into())
+        );
         let mut bad = glucose();
         bad["identifier"] = json!({"value": "1"});
-        assert_eq!(parse_resource(&bad), EntryInput::Invalid("Observation.identifier must be an array".into()));
+        assert_eq!(
+            parse_resource(&bad, &Refs::default()),
+            EntryInput::Invalid("Observation.identifier must be an array".into())
+        );
     }
 
     #[test]
@@ -641,7 +727,7 @@ mod tests {
         let mut mine = glucose();
         mine["subject"] = json!({"reference": "Patient/me"});
         let (EntryInput::Item(ImportItem::Observation(a)), EntryInput::Item(ImportItem::Observation(b))) =
-            (parse_resource(&theirs), parse_resource(&mine))
+            (parse_resource(&theirs, &Refs::default()), parse_resource(&mine, &Refs::default()))
         else {
             panic!("both are observations");
         };

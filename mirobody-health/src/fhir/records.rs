@@ -1,9 +1,9 @@
-//! Conditions, MedicationStatements and AllergyIntolerances read into [`NewRecord`]s: a name,
+//! Conditions and AllergyIntolerances read into [`NewRecord`]s: a name,
 //! a status and a time each, with the resource kept as received.
 
 use serde_json::{Map, Value};
 
-use super::{Concept, EntryInput, ImportItem, NewRecord, RecordKind, first_time, object_field, source_id, text_field};
+use super::{Concept, EntryInput, ImportItem, NewRecord, RecordKind, first_time, source_id};
 
 /// Reads one resource of `kind` (`object` is `resource` as an object).
 pub(super) fn parse(kind: RecordKind, resource: &Value, object: &Map<String, Value>) -> EntryInput {
@@ -25,22 +25,8 @@ fn read(kind: RecordKind, resource: &Value, object: &Map<String, Value>) -> Resu
             let time_ms = first_time(object, base, &["onsetDateTime", "recordedDate"])?;
             (display, status.as_ref().and_then(Concept::first_code), time_ms, in_error)
         }
-        RecordKind::Medication => {
-            let concept = Concept::read_field(object, "medicationCodeableConcept", base)?;
-            let reference = match object_field(object, "medicationReference", base)? {
-                Some(reference) => text_field(reference, "display", &format!("{base}.medicationReference"))?,
-                None => None,
-            };
-            let display = concept.as_ref().and_then(Concept::label).or(reference).ok_or_else(|| {
-                format!(
-                    "{base} names no medication: medicationCodeableConcept has no text, coding display or code, \
-                     and there is no medicationReference.display"
-                )
-            })?;
-            let status = text_field(object, "status", base)?;
-            let time_ms = first_time(object, base, &["effectiveDateTime", "effectivePeriod.start", "dateAsserted"])?;
-            (display, status, time_ms, status == Some("entered-in-error"))
-        }
+        // The rest of the chart is read in `chart`.
+        _ => return Err(format!("{base} is not read as a condition or allergy")),
     };
     if in_error {
         return Ok(EntryInput::Skipped { resource_type: format!("{base} (entered-in-error)") });
@@ -51,6 +37,7 @@ fn read(kind: RecordKind, resource: &Value, object: &Map<String, Value>) -> Resu
         display: display.to_owned(),
         status: status.map(str::to_owned),
         time_ms,
+        detail: None,
         resource: resource.clone(),
     })))
 }
@@ -111,50 +98,6 @@ mod tests {
     }
 
     #[test]
-    fn medications_take_the_concept_or_the_reference() {
-        let r = record(
-            RecordKind::Medication,
-            json!({
-                "resourceType": "MedicationStatement", "status": "active",
-                "medicationCodeableConcept": {"coding": [
-                    {"system": "http://www.nlm.nih.gov/research/umls/rxnorm", "code": "860975",
-                     "display": "Metformin 500 MG"},
-                ]},
-                "effectivePeriod": {"start": "2024-02-01", "end": "2024-08-01"},
-                "dateAsserted": "2024-03-01",
-            }),
-        );
-        assert_eq!(
-            (r.kind, r.display.as_str(), r.status.as_deref()),
-            (RecordKind::Medication, "Metformin 500 MG", Some("active"))
-        );
-        assert_eq!(r.time_ms, parse_time_ms("2024-02-01"));
-        let by_reference = record(
-            RecordKind::Medication,
-            json!({
-                "medicationReference": {"reference": "#m1", "display": "Atorvastatin 20 mg"},
-                "dateAsserted": "2025-01-02",
-            }),
-        );
-        assert_eq!(
-            (by_reference.display.as_str(), by_reference.time_ms),
-            ("Atorvastatin 20 mg", parse_time_ms("2025-01-02"))
-        );
-        assert!(invalid(RecordKind::Medication, json!({"status": "active"})).contains("names no medication"));
-        assert_eq!(
-            invalid(RecordKind::Medication, json!({"medicationReference": "Medication/1"})),
-            "MedicationStatement.medicationReference must be an object"
-        );
-        assert_eq!(
-            parsed(
-                RecordKind::Medication,
-                json!({"status": "entered-in-error", "medicationCodeableConcept": {"text": "x"}})
-            ),
-            EntryInput::Skipped { resource_type: "MedicationStatement (entered-in-error)".into() }
-        );
-    }
-
-    #[test]
     fn allergies_take_the_substance() {
         let r = record(
             RecordKind::Allergy,
@@ -195,8 +138,8 @@ mod tests {
             "Condition.onsetDateTime \"yesterday\" is not a FHIR date or dateTime"
         );
         assert_eq!(
-            invalid(RecordKind::Medication, json!({"medicationCodeableConcept": {"text": "x"}, "status": 3})),
-            "MedicationStatement.status must be a string"
+            invalid(RecordKind::Report, json!({"code": {"text": "x"}})),
+            "DiagnosticReport is not read as a condition or allergy"
         );
     }
 }

@@ -91,6 +91,11 @@ fn bundle(kind: &str, outcomes: &[EntryOutcome]) -> Value {
 
 /// What a skipped resource's issue says.
 fn skipped(resource_type: &str) -> String {
+    if resource_type == "Medication" {
+        return "Medication resources are not stored on their own; their name is read into the \
+                MedicationStatements and MedicationRequests that point at them"
+            .to_owned();
+    }
     match resource_type.strip_suffix(" (entered-in-error)") {
         Some(base) => format!("{base} resources with status entered-in-error are not imported"),
         None => format!("{resource_type} resources are not imported; supported: {SUPPORTED_TYPES}"),
@@ -145,7 +150,7 @@ mod tests {
         assert_eq!(
             body["issue"][0]["diagnostics"],
             "Patient resources are not imported; supported: Observation, Condition, MedicationStatement, \
-             AllergyIntolerance"
+             MedicationRequest, AllergyIntolerance, Immunization, Procedure, DiagnosticReport"
         );
         assert_eq!(body["issue"][0]["severity"], "error");
         let (status, body) = response(

@@ -27,7 +27,8 @@ pub async fn imports(store: &dyn HealthData) {
     values_keep_the_file_they_were_read_from(store).await;
 }
 
-/// Glucose in two units, a condition, a medication and an allergy, and a Patient to skip.
+/// Glucose in two units, a condition, a medication with its dosage, an allergy, an
+/// immunization, and a Patient to skip.
 fn bundle() -> Value {
     batch(vec![
         observation("a", GLUCOSE, 5.4, "mmol/L", "2026-01-01T08:00:00Z"),
@@ -35,8 +36,11 @@ fn bundle() -> Value {
         observation("c", GLUCOSE, 6.0, "mmol/L", "2026-03-01T08:00:00Z"),
         condition("d", "Asthma"),
         json!({"resourceType": "MedicationStatement", "id": "e", "status": "active",
-            "medicationCodeableConcept": {"text": "Metformin"}, "effectiveDateTime": "2025-06-01T00:00:00Z"}),
+            "medicationCodeableConcept": {"text": "Metformin"}, "effectiveDateTime": "2025-06-01T00:00:00Z",
+            "dosage": [{"text": "500 mg twice a day"}]}),
         json!({"resourceType": "AllergyIntolerance", "id": "f", "code": {"text": "Penicillin"}}),
+        json!({"resourceType": "Immunization", "id": "g", "status": "completed",
+            "vaccineCode": {"text": "Influenza"}, "occurrenceDateTime": "2025-10-01T00:00:00Z"}),
         json!({"resourceType": "Patient", "id": "p"}),
     ])
 }
@@ -53,7 +57,7 @@ async fn fhir_bundles_are_stored_once_per_person(store: &dyn HealthData) {
     let counts = (first.status, first.summary.created, first.summary.unchanged, first.summary.skipped);
     assert_eq!(
         counts,
-        (200, 6, 0, 1),
+        (200, 7, 0, 1),
         "store contract `{FAMILY}`: a first import creates every resource: {}",
         first.body
     );
@@ -61,13 +65,13 @@ async fn fhir_bundles_are_stored_once_per_person(store: &dyn HealthData) {
     let counts = (again.status, again.summary.created, again.summary.unchanged);
     assert_eq!(
         counts,
-        (200, 0, 6),
+        (200, 0, 7),
         "store contract `{FAMILY}`: importing the same source ids again changes nothing: {}",
         again.body
     );
     let theirs = import_fhir(records, &other, &bundle()).await;
     assert_eq!(
-        theirs.summary.created, 6,
+        theirs.summary.created, 7,
         "store contract `{FAMILY}`: another person's import of the same source ids is new for them: {}",
         theirs.body
     );
@@ -116,8 +120,19 @@ async fn fhir_bundles_are_stored_once_per_person(store: &dyn HealthData) {
         ok(FAMILY, "health_records", store.health_records(&subject, &subject).await).expect("one's own records");
     let mut kinds: Vec<(&str, &str)> = records.iter().map(|r| (r.kind.as_str(), r.display.as_str())).collect();
     kinds.sort();
-    let expected = [("allergy", "Penicillin"), ("condition", "Asthma"), ("medication", "Metformin")];
+    let expected = [
+        ("allergy", "Penicillin"),
+        ("condition", "Asthma"),
+        ("immunization", "Influenza"),
+        ("medication", "Metformin"),
+    ];
     assert_eq!(kinds, expected, "store contract `{FAMILY}`: the records imported, each once");
+    let medication = records.iter().find(|r| r.kind == "medication").map(|r| &r.detail);
+    assert_eq!(
+        medication,
+        Some(&Some(json!({"dosage": "500 mg twice a day"}))),
+        "store contract `{FAMILY}`: a record's detail reads back as imported"
+    );
 }
 
 /// The values of a range, `[start, end)`, the newest `limit` of them, oldest first.

@@ -80,7 +80,7 @@ async fn receive(routes: Routes, request: Request<Body>, observation_only: bool)
         }
         .in_current_span(),
     );
-    let Ok(ImportResponse { status, body, summary, .. }) = imported.await else {
+    let Ok(ImportResponse { status, body, summary, report_forms, .. }) = imported.await else {
         return fhir_response(
             500,
             serde_json::json!({"resourceType": "OperationOutcome", "issue": [{"severity": "error", "code": "exception", "diagnostics": "The import failed; try again."}]}),
@@ -95,6 +95,9 @@ async fn receive(routes: Routes, request: Request<Body>, observation_only: bool)
         invalid = summary.invalid.len(),
         "FHIR import"
     );
+    // A report's document sent inline becomes the person's file, its text read as an
+    // upload's is.
+    routes.inner.uploader.store_report_forms(&owner, &report_forms).await;
     fhir_response(status, body)
 }
 

@@ -100,6 +100,12 @@ pub(super) const MIGRATIONS: &[(i64, &str, &str, &str)] = &[
         include_str!("../../migrations/sqlite/0013_identity_links.sql"),
         include_str!("../../migrations/postgres/0013_identity_links.sql"),
     ),
+    (
+        14,
+        "record_detail",
+        include_str!("../../migrations/sqlite/0014_record_detail.sql"),
+        include_str!("../../migrations/postgres/0014_record_detail.sql"),
+    ),
 ];
 
 /// Where a SQLite migration hands over to Rust to compute every memory's indexed terms.

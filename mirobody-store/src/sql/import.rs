@@ -31,8 +31,8 @@ pub(super) const INSERT_POINT: &str = "INSERT INTO health_points \
      (subject, observation_id, code, display, time_ms, value, value_text, unit, file_key) \
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)";
 const INSERT_RECORD: &str = "INSERT INTO health_records \
-     (subject, kind, source_id, display, status, time_ms, resource, created_at_ms) \
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (subject, kind, source_id) DO NOTHING RETURNING id";
+     (subject, kind, source_id, display, status, time_ms, resource, created_at_ms, detail) \
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT (subject, kind, source_id) DO NOTHING RETURNING id";
 
 /// Inserts one Observation and its points on `$conn` (a transaction of either database): the
 /// new row's id, or `None` when `subject` already has one with its source id.
@@ -233,6 +233,7 @@ impl SqlStore {
                             .bind(r.time_ms)
                             .bind(r.resource.to_string())
                             .bind(now)
+                            .bind(r.detail.as_ref().map(Value::to_string))
                             .fetch_optional(&mut *tx)
                             .await
                             .map_err(db_error)?;

@@ -151,7 +151,7 @@ impl SqlStore {
         subject: &str,
     ) -> BackendResult<Option<Vec<HealthRecord>>> {
         const SQL: [&str; 2] = scoped!(
-            "SELECT kind, display, status, time_ms FROM health_records WHERE subject = $1 AND ";
+            "SELECT kind, display, status, time_ms, detail FROM health_records WHERE subject = $1 AND ";
             " ORDER BY kind, time_ms DESC, id DESC"
         );
         let found = on_pool!(self, |pool| {
@@ -164,11 +164,14 @@ impl SqlStore {
             rows.iter()
                 .map(|row| {
                     let time: Option<i64> = row.try_get("time_ms")?;
+                    let detail: Option<String> = row.try_get("detail")?;
                     Ok(HealthRecord {
                         kind: row.try_get("kind")?,
                         display: row.try_get("display")?,
                         status: row.try_get("status")?,
                         time: time.map(rfc3339),
+                        // Written by the import as JSON; a row that is not is shown without it.
+                        detail: detail.and_then(|d| serde_json::from_str(&d).ok()),
                     })
                 })
                 .collect::<Result<Vec<_>, sqlx::Error>>()

@@ -1,5 +1,6 @@
 //! `get_user_health_profile`: a person's health at a glance: the newest value of each
-//! indicator, their conditions, medications and allergies, and the dates the data covers.
+//! indicator, their conditions, medications, allergies, immunizations, procedures and recent
+//! reports (what is current first), and the dates the data covers.
 //!
 //! Named as upstream named it; its answer is built from the person's own imported data, not a
 //! profile text, and an empty profile says so plainly (and how to add data) instead of
@@ -10,10 +11,12 @@ use serde_json::{Value, json};
 
 use super::{caller, fail, member, query};
 use mirobody_health::health_store;
+use mirobody_health::records::HealthRecord;
 
 /// The user's health profile: the latest value of each indicator they have data for, their
-/// conditions, medications and allergies, and the dates their data covers. Call it first to see
-/// what is known about the user's health.
+/// conditions and medications (active first), allergies, immunizations, procedures and recent
+/// reports with their results, and the dates their data covers. Call it first to see what is
+/// known about the user's health.
 ///
 /// Args:
 ///     member: Whose profile: leave empty for the user; otherwise a care-circle member's nickname, email or id.
@@ -43,13 +46,11 @@ async fn get_user_health_profile(
             })
         })
         .collect();
-    let of_kind = |kind: &str| -> Vec<Value> {
-        records
-            .iter()
-            .filter(|r| r.kind == kind)
-            .map(|r| json!({"name": r.display, "status": r.status, "since": r.time}))
-            .collect()
-    };
+    let of_kind = |kind: &str| -> Vec<Value> { listed(&records, kind, MAX_LISTED) };
+    let mut counts = serde_json::Map::new();
+    for kind in ["condition", "medication", "allergy", "immunization", "procedure", "report"] {
+        counts.insert(kind.to_owned(), json!(records.iter().filter(|r| r.kind == kind).count()));
+    }
     // RFC 3339 UTC times sort as text.
     let from = indicators.iter().map(|i| i.first.as_str()).min();
     let to = indicators.iter().map(|i| i.last.as_str()).max();
@@ -59,6 +60,10 @@ async fn get_user_health_profile(
         "conditions": of_kind("condition"),
         "medications": of_kind("medication"),
         "allergies": of_kind("allergy"),
+        "immunizations": of_kind("immunization"),
+        "procedures": of_kind("procedure"),
+        "reports": listed(&records, "report", MAX_REPORTS),
+        "counts": counts,
         "covered": {"from": from, "to": to},
     });
     if latest.is_empty() && records.is_empty() {
@@ -66,4 +71,29 @@ async fn get_user_health_profile(
         query::NothingFound::new(ctx, subject == me, format!("{who} no health data yet.")).add_to(&mut out);
     }
     Ok(ToolResult::ok(out))
+}
+
+/// The most records of one kind listed; the answer's `counts` says how many there are.
+const MAX_LISTED: usize = 50;
+/// The most reports listed, the newest: each carries its results.
+const MAX_REPORTS: usize = 10;
+
+/// The records of `kind`, current ones (`active`, or no status) first, then newest first, at
+/// most `max` of them.
+fn listed(records: &[HealthRecord], kind: &str, max: usize) -> Vec<Value> {
+    let mut of_kind: Vec<&HealthRecord> = records.iter().filter(|r| r.kind == kind).collect();
+    let current = |r: &HealthRecord| matches!(r.status.as_deref(), None | Some("active" | "recurrence" | "relapse"));
+    // RFC 3339 UTC times sort as text; a record with no time goes last.
+    of_kind.sort_by(|a, b| current(b).cmp(&current(a)).then_with(|| b.time.cmp(&a.time)));
+    of_kind
+        .into_iter()
+        .take(max)
+        .map(|r| {
+            let mut item = json!({"name": r.display, "status": r.status, "since": r.time});
+            if let (Some(Value::Object(detail)), Value::Object(out)) = (&r.detail, &mut item) {
+                out.extend(detail.iter().map(|(k, v)| (k.clone(), v.clone())));
+            }
+            item
+        })
+        .collect()
 }
