@@ -5,7 +5,8 @@
 //! - [`store`]: the traits a store implements, reads ([`HealthStore`]) and writes
 //!   ([`RecordStore`], [`CircleStore`], [`FileIndex`], [`UploadLinkStore`]); [`HealthData`]
 //!   is all of them. `mirobody-store` implements them over SQLite or PostgreSQL.
-//! - [`apple`] imports the iPhone Health app's export (zip or XML) as a stream.
+//! - `apple` (feature `apple`) imports the iPhone Health app's export (zip or XML) as a
+//!   stream.
 //! - [`fhir`] reads FHIR R4 resources and a wearable's CSV into what [`RecordStore`] stores,
 //!   and [`import`] runs an import through it; [`indicators`] knows the common names of
 //!   indicators.
@@ -24,6 +25,7 @@
 //! # }
 //! ```
 
+#[cfg(feature = "apple")]
 pub mod apple;
 pub mod fhir;
 pub mod import;

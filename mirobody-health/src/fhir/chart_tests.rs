@@ -1,3 +1,6 @@
+//! The chart resources' parsing, tested: medications named three ways, immunizations,
+//! procedures, reports and their links, and what is refused.
+
 use super::*;
 use crate::fhir::{ImportRequest, parse_import};
 use crate::text::parse_time_ms;
