@@ -57,13 +57,14 @@ measure() {
   local dump; dump=$(ls "$out/$name".*.1 | head -1)
   local total in_task
   total=$(awk -v n="$n" '/^totals:/{printf "%.0f", $2/n}' "$dump")
+  # awk reads to the end: leaving early would fail the pipe (callgrind_annotate gets SIGPIPE).
   in_task=$(callgrind_annotate --inclusive=yes "$dump" 2>/dev/null |
-    awk -v n="$n" -v task="$task [" 'index($0, task) {gsub(",", "", $1); printf "%.0f", $1/n; exit}')
+    awk -v n="$n" -v task="$task [" 'index($0, task) && !found {gsub(",", "", $1); found = $1 / n} END {if (found) printf "%.0f", found}')
   echo "$total ${in_task:-0}"
 }
 
 bare_task='bare_hyper::main::{{closure}}::{{closure}}'
-mcp_task='mirobody_mcp::serve_until::{{closure}}::{{closure}}'
+mcp_task='mirobody_mcp::transport::serve::serve_until::{{closure}}::{{closure}}'
 read -r bare bare_task_n < <(measure bare 18281 / benches/load/post.lua "$bare_task" MCP-Protocol-Version=2025-11-25 \
   -- "$bin/bare-hyper" 127.0.0.1:18281)
 read -r json json_task_n < <(measure json 18283 / benches/load/post.lua "$bare_task" MCP-Protocol-Version=2025-11-25 \
