@@ -9,6 +9,7 @@
 //! embeds the MCP endpoint mounts [`OAuthServer::router`] beside it.
 
 mod authz;
+mod error_chain;
 mod invite;
 mod maintenance;
 mod page;

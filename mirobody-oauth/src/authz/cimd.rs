@@ -22,6 +22,7 @@ use url::{Host, Url};
 
 use super::clients::acceptable_redirect_uri;
 use super::register::{MAX_NAME_CHARS, MAX_REDIRECT_URIS};
+use crate::error_chain::chain;
 use crate::server::OAuthServer;
 use crate::settings::OAuthSettings;
 
@@ -413,17 +414,6 @@ async fn fetch(url: &Url, addrs: &[SocketAddr], cap: Duration) -> Result<Vec<u8>
         body.extend_from_slice(&chunk);
     }
     Ok(body)
-}
-
-// An error and its causes (reqwest's message alone leaves out why a connection failed).
-fn chain(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        text = format!("{text}: {cause}");
-        source = cause.source();
-    }
-    text
 }
 
 // The document's fields this server uses; others are ignored.

@@ -12,8 +12,8 @@ use openidconnect::{AuthorizationCode, Nonce, PkceCodeVerifier, TokenResponse};
 use serde::Deserialize;
 use subtle::ConstantTimeEq;
 
-use super::client::chain;
 use super::{ID_TOKEN_ALGORITHMS, redirect_uri, refused, take_state_cookie};
+use crate::error_chain::chain;
 use crate::page::see_other;
 use crate::random;
 use crate::server::OAuthServer;

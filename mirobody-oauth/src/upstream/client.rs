@@ -16,6 +16,7 @@ use openidconnect::{
 };
 
 use super::settings::ProviderSettings;
+use crate::error_chain::chain;
 use mirobody_auth::ExposeSecret;
 
 /// The whole of one request to a provider, connection to last byte, at most.
@@ -161,16 +162,4 @@ pub(crate) async fn send(http: reqwest::Client, request: HttpRequest) -> Result<
         answer = answer.header(name.as_str(), value.as_bytes());
     }
     answer.body(body).map_err(|e| FetchError::Http(e.to_string()))
-}
-
-/// An error and its causes, on one line.
-pub(crate) fn chain(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
 }
