@@ -38,6 +38,8 @@ pub(crate) enum ContentKind {
     Json,
     /// A PNG, JPEG, GIF, WebP, HEIC or TIFF image: stored, but it has no text (no OCR).
     Image,
+    /// A zip whose data is imported (an Apple Health export): stored, no text read.
+    Archive,
 }
 
 /// An accepted upload: its kind and the MIME type to store it under.
@@ -213,7 +215,7 @@ fn kind_from_extension(filename: &str) -> Option<ContentKind> {
 /// At most MAX_TEXT_BYTES of text (cut on a char boundary). Never panics, whatever the bytes.
 pub(crate) fn extract_text(kind: ContentKind, bytes: &[u8]) -> Result<Option<String>, ExtractError> {
     let text = match kind {
-        ContentKind::Image => return Ok(None),
+        ContentKind::Image | ContentKind::Archive => return Ok(None),
         ContentKind::Pdf => pdf::extract(bytes)?,
         ContentKind::Docx => docx::extract(bytes)?,
         ContentKind::PlainText | ContentKind::Markdown | ContentKind::Csv | ContentKind::Json => {
