@@ -281,7 +281,11 @@ impl ImportReport {
         let counted: u64 = summary.by_type.values().map(|c| c.invalid).sum();
         report.refused_count = counted.max(listed.len() as u64);
         for reason in listed {
-            push_bounded(&mut report.refused, reason.clone());
+            // A CSV's rows are named by line: the entry number says nothing more.
+            let by_line = reason
+                .split_once(": ")
+                .filter(|(entry, rest)| entry.starts_with("entry ") && rest.starts_with("line "));
+            push_bounded(&mut report.refused, by_line.map_or(reason.as_str(), |(_, rest)| rest).to_owned());
         }
         report
     }
