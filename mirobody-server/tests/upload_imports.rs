@@ -91,6 +91,29 @@ fn a_fhir_bundle_through_an_upload_link_feeds_the_health_tools() {
     assert_eq!((again["import"]["imported"].as_u64(), again["import"]["already_there"].as_u64()), (Some(0), Some(10)));
     assert_eq!(files(port, &alice, &sid).len(), 2, "the bundle and the report's document, once each");
     assert_eq!(values(port, &alice, &sid, "2093-3").len(), 1);
+
+    // A transaction with bad entries stores none of its good ones, and says why.
+    let observation = |value: Value| {
+        json!({"resource": {"resourceType": "Observation", "status": "final",
+            "code": {"coding": [{"system": "http://loinc.org", "code": "2085-9"}]},
+            "effectiveDateTime": "2026-04-01", "valueQuantity": {"value": value, "unit": "mg/dL"}}})
+    };
+    let transaction = json!({"resourceType": "Bundle", "type": "transaction",
+        "entry": [observation(json!(61)), observation(json!("high")), observation(json!("low"))]});
+    let bearer = format!("Bearer {alice}");
+    let (status, _, body) = request(
+        port,
+        "POST",
+        "/files?filename=t.json",
+        &[("Authorization", &bearer)],
+        transaction.to_string().as_bytes(),
+    );
+    assert_eq!(status, 201, "{}", String::from_utf8_lossy(&body));
+    let report = json_of(&body)["import"].clone();
+    assert_eq!((report["complete"].as_bool(), report["imported"].as_u64()), (Some(false), Some(0)), "{report}");
+    assert!(report["error"].as_str().unwrap().contains("2 entries are invalid"), "{report}");
+    assert_eq!(report["refused"].as_array().map(Vec::len), Some(2), "{report}");
+    assert_eq!(values(port, &alice, &sid, "2085-9").len(), 1, "only the bundle's HDL");
 }
 
 #[test]

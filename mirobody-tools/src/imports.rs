@@ -266,18 +266,27 @@ impl ImportReport {
         reasons.sort_by_key(|s| std::cmp::Reverse(s.count));
         reasons.truncate(MAX_LISTED);
         report.skipped = reasons;
+        let mut listed: Vec<&String> = summary.invalid.iter().collect();
         if let Some(stop) = stopped {
+            // The importer's first reason is the stop, with what was kept before it.
             report.complete = false;
-            report.error = Some(stop);
+            let first = listed.first().filter(|reason| reason.starts_with(stop.as_str()));
+            report.error = Some(first.map_or(stop, |reason| (*reason).clone()));
+            listed.retain(|reason| report.error.as_ref().is_none_or(|error| *reason != error));
         } else if whole_refused {
             report.complete = false;
-            report.error = summary.invalid.first().cloned();
+            report.error = match listed[..] {
+                [one] => {
+                    let one = one.clone();
+                    listed.clear();
+                    Some(one)
+                }
+                _ => Some(format!(
+                    "Nothing was imported: {} entries are invalid, and a transaction is all or nothing.",
+                    listed.len()
+                )),
+            };
         }
-        let listed: Vec<&String> = summary
-            .invalid
-            .iter()
-            .filter(|reason| report.error.as_ref().is_none_or(|error| !reason.starts_with(error.as_str())))
-            .collect();
         let counted: u64 = summary.by_type.values().map(|c| c.invalid).sum();
         report.refused_count = counted.max(listed.len() as u64);
         for reason in listed {

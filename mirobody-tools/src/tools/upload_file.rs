@@ -19,9 +19,10 @@ use crate::uploads::Uploader;
 /// 4 MiB request body with room for the envelope).
 pub(crate) const MAX_INLINE_BYTES: usize = 2_900_000;
 
-/// Stores a file the user picked in the upload view (called by the view, not by the model); health
-/// data (FHIR JSON or NDJSON, a CSV of measurements, an Apple Health export.zip) is imported as the
-/// user's, and the answer's import says what was imported, skipped and refused.
+/// Stores a file the user picked in the upload view (called by the view, not by the model).
+///
+/// Health data (FHIR JSON or NDJSON, a CSV of measurements, an Apple Health export.zip) is imported
+/// as the user's, and the answer's import says what was imported, skipped and refused.
 ///
 /// Args:
 ///     filename: The file's name.
