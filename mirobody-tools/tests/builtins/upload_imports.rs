@@ -4,7 +4,6 @@
 
 use std::time::Duration;
 
-use mirobody_health::prelude::*;
 use mirobody_tools::uploads::{UploadLimits, Uploader};
 
 use crate::support::{Env, within};
