@@ -44,8 +44,9 @@ pub struct ImportSummary {
     pub skipped: usize,
     /// Entries refused, each as `entry N: reason` (0-based N; for CSV, `line N: reason`).
     pub invalid: Vec<String>,
-    /// For an Apple Health export, what became of each type's samples, by HealthKit type
-    /// (`Workout` and other elements by name); empty for other imports.
+    /// What became of each type's entries: for FHIR and CSV by resource type (at most
+    /// [`MAX_TYPE_NAMES`] names, the rest as `other`), for an Apple Health export by HealthKit
+    /// type (`Workout` and other elements by name).
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub by_type: BTreeMap<String, TypeCounts>,
 }
@@ -167,7 +168,7 @@ pub async fn import_csv(store: &dyn RecordStore, subject: &str, text: &str) -> I
     }
 }
 
-fn refused(status: u16, issues: Vec<(Option<usize>, String)>) -> ImportResponse {
+pub(crate) fn refused(status: u16, issues: Vec<(Option<usize>, String)>) -> ImportResponse {
     let invalid = issues
         .iter()
         .map(|(index, reason)| match index {
@@ -235,19 +236,24 @@ async fn run(store: &dyn RecordStore, subject: &str, request: ImportRequest) -> 
         .enumerate()
         .map(|(i, entry)| match entry {
             EntryInput::Item(item) => {
+                let counts = summary.by_type.entry(type_name(&item).to_owned()).or_default();
+                counts.records += 1;
                 if created.next().unwrap_or(false) {
                     if let fhir::ImportItem::Record(record) = &item {
                         report_forms.extend(fhir::report_forms(record));
                     }
+                    counts.created += 1;
                     summary.created += 1;
                     EntryOutcome::Created
                 } else {
+                    counts.unchanged += 1;
                     summary.unchanged += 1;
                     EntryOutcome::Unchanged
                 }
             }
             EntryInput::Skipped { resource_type } => {
                 summary.skipped += 1;
+                count_skipped(&mut summary.by_type, &resource_type);
                 EntryOutcome::Skipped { resource_type }
             }
             EntryInput::Invalid(reason) => {
@@ -258,4 +264,24 @@ async fn run(store: &dyn RecordStore, subject: &str, request: ImportRequest) -> 
         .collect();
     let (status, body) = fhir::response(request.kind, &outcomes);
     ImportResponse { status, body, summary, report_forms }
+}
+
+/// The most resource types a FHIR or CSV import counts apart in [`ImportSummary::by_type`].
+pub const MAX_TYPE_NAMES: usize = 64;
+
+/// The resource type an item is counted under.
+fn type_name(item: &fhir::ImportItem) -> &'static str {
+    match item {
+        fhir::ImportItem::Observation(_) => "Observation",
+        fhir::ImportItem::Record(record) => record.kind.resource_type(),
+    }
+}
+
+/// Counts a skipped entry under its type (a name the file chose: bounded).
+fn count_skipped(by_type: &mut BTreeMap<String, TypeCounts>, resource_type: &str) {
+    let capped = crate::text::cap_chars(resource_type, 64).0;
+    let name = if by_type.contains_key(capped) || by_type.len() < MAX_TYPE_NAMES { capped } else { "other" };
+    let counts = by_type.entry(name.to_owned()).or_default();
+    counts.records += 1;
+    counts.skipped += 1;
 }

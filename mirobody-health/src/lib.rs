@@ -7,6 +7,8 @@
 //!   is all of them. `mirobody-store` implements them over SQLite or PostgreSQL.
 //! - `apple` (feature `apple`) imports the iPhone Health app's export (zip or XML) as a
 //!   stream.
+//! - [`formats`] tells an import file's format by its content (the one sniffer of the command
+//!   line and the uploads), and imports FHIR Bulk Data NDJSON.
 //! - [`fhir`] reads FHIR R4 resources and a wearable's CSV into what [`RecordStore`] stores,
 //!   and [`import`] runs an import through it; [`indicators`] knows the common names of
 //!   indicators.
@@ -28,6 +30,7 @@
 #[cfg(feature = "apple")]
 pub mod apple;
 pub mod fhir;
+pub mod formats;
 pub mod import;
 pub mod indicators;
 mod quota;

@@ -266,7 +266,8 @@ pub async fn build_with(config: &Config, tools: &[Tool]) -> Result<Server, AppEr
         .map_err(|e| AppError::Extraction(e.to_string()))?;
     let text_reader = mirobody_tools::reading::TextReader::new(Arc::clone(&opened), extractor);
     let uploader = mirobody_tools::uploads::Uploader::new(Arc::clone(&opened), config.uploads.limits())
-        .with_reader(text_reader.clone());
+        .with_reader(text_reader.clone())
+        .with_import_time(config.uploads.import_time);
     tool_backends.extensions.insert(uploader.clone());
     tool_backends.memory = opened.memory();
     let mut builder = McpEngine::builder(Arc::clone(&registry))

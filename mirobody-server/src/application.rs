@@ -205,8 +205,13 @@ async fn run(
                 }
             };
             let server = app::build_with(&config, tools).await?;
-            let code = cli::run_import(server.backends.health().as_ref(), format, &file, &user, &mut std::io::stdout())
-                .await?;
+            let uploader = mirobody_tools::uploads::Uploader::new(
+                std::sync::Arc::clone(&server.backends),
+                config.uploads.limits(),
+            );
+            let health = server.backends.health();
+            let code =
+                cli::run_import(health.as_ref(), &uploader, format, &file, &user, &mut std::io::stdout()).await?;
             server.backends.close().await;
             Ok(u8::try_from(code).unwrap_or(1))
         }

@@ -50,10 +50,11 @@ pub enum Command {
     Demo,
     /// Import a person's health data from a file, as `POST /fhir` does; prints what was
     /// stored, and exits 1 when anything was refused. `import FILE` tells the format by the
-    /// content (an Apple Health export.zip or export.xml, FHIR JSON, else CSV); `import FORMAT
-    /// FILE` names it.
+    /// content (an Apple Health export.zip or export.xml, FHIR JSON or NDJSON, else CSV), as
+    /// uploads do; `import FORMAT FILE` names it.
     Import {
-        /// [FORMAT] FILE: fhir (a Bundle or one resource, JSON), csv (a wearable's export with
+        /// [FORMAT] FILE: fhir (a Bundle or one resource, JSON), ndjson (FHIR Bulk Data, one
+        /// resource a line), csv (a wearable's export with
         /// columns time, indicator, value and unit) or apple (the Health app's export.zip or
         /// export.xml), then the file.
         #[arg(num_args = 1..=2, required = true, value_names = ["FORMAT", "FILE"])]
@@ -138,6 +139,8 @@ pub enum Command {
 pub enum ImportFormat {
     /// FHIR R4 JSON: a Bundle (batch, transaction, collection, searchset) or one resource.
     Fhir,
+    /// FHIR Bulk Data: one resource per line (NDJSON).
+    Ndjson,
     /// CSV with a header row naming time, indicator, value and (optionally) unit.
     Csv,
     /// The iPhone Health app's export: `export.zip`, or the `export.xml` in it, read as a
@@ -153,34 +156,38 @@ impl ImportFormat {
             [file] => Ok((None, PathBuf::from(file))),
             [format, file] => {
                 let format = <Self as clap::ValueEnum>::from_str(format, true)
-                    .map_err(|_| format!("unknown import format {format:?}: fhir, csv or apple"))?;
+                    .map_err(|_| format!("unknown import format {format:?}: fhir, ndjson, csv or apple"))?;
                 Ok((Some(format), PathBuf::from(file)))
             }
             _ => Err("import takes [FORMAT] FILE".to_owned()),
         }
     }
 
-    /// The format of `file` by its content: an Apple Health export (a zip with
-    /// `apple_health_export/`, or XML whose root is `HealthData`), JSON (FHIR), else CSV.
+    /// The format of `file` by its content, as uploads tell it
+    /// ([`mirobody_health::formats::detect`]): an Apple Health export, FHIR JSON or NDJSON, else
+    /// CSV (whose import says which columns it lacks).
     pub fn detect(file: &std::path::Path) -> std::io::Result<Self> {
-        use mirobody_health::apple::{ExportKind, sniff, zip_is_export};
-        let mut head = Vec::with_capacity(256 * 1024);
-        std::fs::File::open(file)?.take(256 * 1024).read_to_end(&mut head)?;
-        Ok(match sniff(&head) {
-            Some(ExportKind::Xml) => Self::Apple,
-            Some(ExportKind::Zip) if zip_is_export(std::fs::File::open(file)?) => Self::Apple,
-            Some(ExportKind::Zip) => {
+        use mirobody_health::formats::DataFormat;
+        let mut opened = std::fs::File::open(file)?;
+        Ok(match mirobody_health::formats::detect(&mut opened)? {
+            DataFormat::AppleZip | DataFormat::AppleXml => Self::Apple,
+            DataFormat::FhirNdjson => Self::Ndjson,
+            DataFormat::FhirBundle | DataFormat::FhirResource => Self::Fhir,
+            DataFormat::Other if is_zip(&mut opened)? => {
                 return Err(std::io::Error::new(
                     std::io::ErrorKind::InvalidData,
                     "a zip that is not an Apple Health export (no apple_health_export/ in it)",
                 ));
             }
-            None => match head.iter().find(|b| !b.is_ascii_whitespace() && **b != 0xEF && **b != 0xBB && **b != 0xBF) {
-                Some(b'{' | b'[') => Self::Fhir,
-                _ => Self::Csv,
-            },
+            _ => Self::Csv,
         })
     }
+}
+
+fn is_zip(file: &mut std::fs::File) -> std::io::Result<bool> {
+    let mut magic = [0u8; 4];
+    let read = file.read(&mut magic)?;
+    Ok(read == 4 && &magic == b"PK\x03\x04")
 }
 
 /// A `circle` subcommand; the operator acts for `--user`.
@@ -269,9 +276,11 @@ pub async fn run_upload_link(
 
 /// Runs `import`, writing what happened to `out`; the process exit code (1 when anything was
 /// refused, 2 when the file cannot be read). With no `format`, it is told by the content
-/// ([`ImportFormat::detect`]).
+/// ([`ImportFormat::detect`]). A report's document sent inline (`presentedForm`) is stored as
+/// the person's file through `uploader`, as `POST /fhir` stores it.
 pub async fn run_import(
     sql: &dyn mirobody_health::HealthData,
+    uploader: &mirobody_tools::uploads::Uploader,
     format: Option<ImportFormat>,
     file: &std::path::Path,
     user: &str,
@@ -296,6 +305,7 @@ pub async fn run_import(
     };
     let response = match format {
         ImportFormat::Csv => mirobody_health::import::import_csv(sql, user, &text).await,
+        ImportFormat::Ndjson => mirobody_health::formats::import_ndjson(sql, user, text.as_bytes()).await,
         ImportFormat::Fhir | ImportFormat::Apple => match serde_json::from_str(&text) {
             Ok(body) => mirobody_health::import::import_fhir(sql, user, &body).await,
             Err(e) => {
@@ -304,7 +314,14 @@ pub async fn run_import(
             }
         },
     };
-    write_summary(&response, out)
+    let code = write_summary(&response, out)?;
+    for stored in uploader.store_report_forms(user, &response.report_forms).await {
+        match stored {
+            Ok(file) => writeln!(out, "  a report's document stored as file {} ({})", file.file_key, file.filename)?,
+            Err(why) => writeln!(out, "  a report's document was not stored: {why}")?,
+        }
+    }
+    Ok(code)
 }
 
 /// `import` of an Apple Health export, streamed from the file.

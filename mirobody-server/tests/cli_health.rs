@@ -148,3 +148,33 @@ fn an_apple_health_export_is_told_by_its_content() {
     let (code, out) = run(&data_dir, &["import", "gpx", zip, "--user", "ana"]);
     assert_eq!(code, 2, "{out}");
 }
+
+#[test]
+fn a_reports_document_and_ndjson_from_the_command_line() {
+    let data_dir = fresh_data_dir("cli-forms");
+    let synthea = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/fhir/synthea_patient.json");
+    let (code, out) = run(&data_dir, &["import", synthea, "--user", "ana"]);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("a report's document stored as file up-"), "{out}");
+    assert!(out.contains("  Observation: 3 read, 3 stored"), "{out}");
+    // Imported again: the report is there, and so is its document, once.
+    let (code, out) = run(&data_dir, &["import", "fhir", synthea, "--user", "ana"]);
+    assert_eq!(code, 0, "{out}");
+    assert!(!out.contains("document stored"), "{out}");
+    let files = call(&data_dir, "ana", "list_files", json!({}));
+    let files = files["files"].as_array().unwrap_or_else(|| panic!("{files}"));
+    assert_eq!(files.len(), 1, "{files:?}");
+    assert_eq!(files[0]["filename"], "Lipid panel with direct LDL - Serum or Plasma.txt");
+
+    // FHIR Bulk Data, told by its content.
+    let ndjson = data_dir.join("Observation.ndjson");
+    let line = |id: &str, value: u32| {
+        json!({"resourceType": "Observation", "id": id, "status": "final",
+               "code": {"coding": [{"system": "http://loinc.org", "code": "2345-7"}]},
+               "effectiveDateTime": "2026-03-01T08:00:00Z", "valueQuantity": {"value": value, "unit": "mg/dL"}})
+    };
+    std::fs::write(&ndjson, format!("{}\n{}\n", line("a", 95), line("b", 101))).unwrap();
+    let (code, out) = run(&data_dir, &["import", ndjson.to_str().unwrap(), "--user", "ana"]);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.starts_with("2 stored, 0 already there"), "{out}");
+}

@@ -114,3 +114,37 @@ fn a_link_that_stores_one_file_says_so_when_two_are_picked() {
     assert_eq!(listed["files"].as_array().map(Vec::len), Some(1), "{listed}");
     assert_eq!(listed["files"][0]["filename"], "first.txt");
 }
+
+#[test]
+fn a_fhir_bundle_uploaded_through_the_page_says_what_was_imported() {
+    if let Err(why) = set_up() {
+        if std::env::var("MIROBODY_REQUIRE_EXTERNAL").as_deref() == Ok("1") {
+            panic!("the browser test could not be set up, and MIROBODY_REQUIRE_EXTERNAL=1 requires it: {why}");
+        }
+        println!("SKIPPED: a FHIR bundle through the upload page: {why}");
+        return;
+    }
+    let data_dir = fresh_data_dir("upload-page-fhir");
+    let port = server_port();
+    let alice = token(&data_dir, port, "alice");
+    let _server = common::KillOnDrop(start(&data_dir, port));
+    let sid = session(port, &alice);
+    let link = tool(port, &alice, &sid, "upload_link", json!({}));
+    let url = link["url"].as_str().expect("an upload link").to_owned();
+    let bundle = data_dir.join("patient.json");
+    std::fs::write(&bundle, include_bytes!("fixtures/fhir/synthea_patient.json")).unwrap();
+
+    let output = Command::new("node").arg("upload.mjs").arg(&url).arg(&bundle).current_dir(browser_dir()).output();
+    let output = output.expect("run node");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&output.stderr));
+    let seen: Value = serde_json::from_str(stdout.lines().last().unwrap_or_default()).expect("one line of JSON");
+    assert_eq!(seen["errors"], json!([]), "{seen}");
+    let result = &seen["results"][0];
+    assert_eq!((result["imported"].as_str(), result["import_complete"].as_str()), (Some("10"), Some("true")), "{seen}");
+    // The page says what was imported, and what was skipped and why.
+    let said = result["text"].as_str().unwrap_or_default();
+    assert!(said.contains("Imported 10 (") && said.contains("Claim: a type that is not imported"), "{seen}");
+    let found = tool(port, &alice, &sid, "fetch_health_data", json!({"indicators": ["2093-3"]}));
+    assert!(found.to_string().contains(result["file_key"].as_str().unwrap()), "{found}");
+}

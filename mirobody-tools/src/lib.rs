@@ -7,7 +7,8 @@
 //!   gives one of them. To add a tool, copy `src/tools/echo.rs` (it is written to be copied)
 //!   and name the new file in `src/tools/mod.rs`.
 //! - [`resources`]: `info://server` and the caller's uploads as `file://{file_key}`.
-//! - `uploads`: storing a person's uploads and reading their text (`extract`);
+//! - `uploads`: storing a person's uploads and reading their text (`extract`); `imports`:
+//!   uploads that are health data (FHIR, NDJSON, CSV, an Apple Health export), imported;
 //!   `upload_links`: the links to the upload page (feature `uploads`).
 //! - `demo`: a demo user with a care circle, observations, files and memories (feature
 //!   `uploads`).
@@ -43,6 +44,8 @@ pub mod demo;
 pub mod extract;
 #[cfg(feature = "uploads")]
 mod file_names;
+#[cfg(feature = "uploads")]
+pub mod imports;
 #[cfg(feature = "uploads")]
 pub mod reading;
 pub mod resources;

@@ -52,6 +52,14 @@ pub struct Uploaded {
     /// Whether its text is still to be read (a PDF or Word file: read after this answer).
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub text_pending: bool,
+    /// Whether the same file was stored before (health data only, which is kept once): this
+    /// is that file.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub already_stored: bool,
+    /// For health data (FHIR, NDJSON, a CSV of measurements, an Apple Health export), what
+    /// importing it as the person's data did.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub import: Option<crate::imports::ImportReport>,
 }
 
 /// Why an upload was refused; nothing of it is stored.
@@ -104,6 +112,7 @@ fn extension(kind: ContentKind, mime: &str) -> &'static str {
         ContentKind::Markdown => ".md",
         ContentKind::Csv => ".csv",
         ContentKind::Json => ".json",
+        ContentKind::Archive => ".zip",
         ContentKind::Image => match mime {
             "image/png" => ".png",
             "image/jpeg" => ".jpg",
@@ -123,13 +132,42 @@ pub struct Uploader {
     backends: Arc<OpenedBackends>,
     limits: UploadLimits,
     reader: Option<TextReader>,
+    import_time: std::time::Duration,
 }
 
 impl Uploader {
     /// An uploader over `backends`, within `limits`, whose documents wait for a reader: give it
     /// one with [`with_reader`](Self::with_reader).
     pub fn new(backends: Arc<OpenedBackends>, limits: UploadLimits) -> Self {
-        Uploader { backends, limits, reader: None }
+        Uploader { backends, limits, reader: None, import_time: crate::imports::DEFAULT_IMPORT_TIME }
+    }
+
+    /// Imports of uploaded health data stop reading after `limit` (default ten minutes), and
+    /// say so.
+    pub fn with_import_time(mut self, limit: std::time::Duration) -> Self {
+        self.import_time = limit;
+        self
+    }
+
+    pub(crate) fn import_time(&self) -> std::time::Duration {
+        self.import_time
+    }
+
+    pub(crate) fn backends(&self) -> &OpenedBackends {
+        &self.backends
+    }
+
+    /// Stores health data of `format` as `owner`'s file under a key made from its content:
+    /// the same file stored before is answered as it is ([`Uploaded::already_stored`]).
+    pub(crate) async fn store_data(
+        &self,
+        owner: &str,
+        filename: &str,
+        declared: Option<&str>,
+        bytes: Vec<u8>,
+        format: mirobody_health::formats::DataFormat,
+    ) -> Result<Uploaded, UploadError> {
+        store_file(&self.backends, &self.limits, owner, filename, declared, bytes, Some(format)).await
     }
 
     /// Documents stored through this uploader are read by `reader`.
@@ -209,18 +247,50 @@ pub async fn store_upload(
     declared: Option<&str>,
     bytes: Vec<u8>,
 ) -> Result<Uploaded, UploadError> {
+    store_file(backends, limits, owner, filename, declared, bytes, None).await
+}
+
+/// [`store_upload`]; health data (`data`) under a key made from its owner and content, stored
+/// once.
+async fn store_file(
+    backends: &OpenedBackends,
+    limits: &UploadLimits,
+    owner: &str,
+    filename: &str,
+    declared: Option<&str>,
+    bytes: Vec<u8>,
+    data: Option<mirobody_health::formats::DataFormat>,
+) -> Result<Uploaded, UploadError> {
+    use sha2::Digest as _;
     let size = bytes.len() as u64;
     if size > limits.max_file_bytes {
         return Err(UploadError::TooLarge { max: limits.max_file_bytes });
     }
     let filename = clean_filename(filename);
-    let sniffed = extract::sniff(&bytes, declared, &filename).map_err(|rejected| match rejected {
-        extract::Rejected::Empty => UploadError::Empty,
-        other => UploadError::UnsupportedType(other.to_string()),
-    })?;
+    let sniffed = match data {
+        // A zip is no document: the Apple export's data is imported, its bytes kept as they are.
+        Some(mirobody_health::formats::DataFormat::AppleZip) => {
+            extract::Sniffed { kind: ContentKind::Archive, mime: "application/zip" }
+        }
+        _ => extract::sniff(&bytes, declared, &filename).map_err(|rejected| match rejected {
+            extract::Rejected::Empty => UploadError::Empty,
+            other => UploadError::UnsupportedType(other.to_string()),
+        })?,
+    };
     let storage = backends.storage().ok_or(UploadError::NoStorage)?;
     let sql = backends.health();
     let backend = |e: mirobody_core::backend::BackendError| UploadError::Backend(e.to_string());
+    // Health data is kept once: its key is its owner's and content's, and one found is it.
+    let content_key = data.map(|_| {
+        let digest =
+            sha2::Sha256::new().chain_update(owner.as_bytes()).chain_update([0]).chain_update(&bytes).finalize();
+        format!("up-{}{}", hex::encode(&digest[..16]), extension(sniffed.kind, sniffed.mime))
+    });
+    if let Some(key) = &content_key
+        && let Some(stored) = sql.file(owner, key).await.map_err(backend)?
+    {
+        return Ok(already_stored(stored));
+    }
     // A first look, to refuse before the bytes are written; the insert below holds the line.
     let (files, used) = sql.file_usage(owner).await.map_err(backend)?;
     if files >= limits.max_files_per_user {
@@ -230,9 +300,11 @@ pub async fn store_upload(
         return Err(too_many_bytes(limits));
     }
 
-    let mut random = [0u8; 16];
-    rand::RngCore::fill_bytes(&mut rand::rng(), &mut random);
-    let file_key = format!("up-{}{}", hex::encode(random), extension(sniffed.kind, sniffed.mime));
+    let file_key = content_key.clone().unwrap_or_else(|| {
+        let mut random = [0u8; 16];
+        rand::RngCore::fill_bytes(&mut rand::rng(), &mut random);
+        format!("up-{}{}", hex::encode(random), extension(sniffed.kind, sniffed.mime))
+    });
     let is_document = matches!(sniffed.kind, ContentKind::Pdf | ContentKind::Docx);
     // Text kinds need no parser: their text is the bytes, read here.
     let text = if is_document { None } else { extract::extract_text(sniffed.kind, &bytes).ok().flatten() };
@@ -260,6 +332,12 @@ pub async fn store_upload(
     let quota = FileQuota { max_files: limits.max_files_per_user, max_bytes: limits.max_bytes_per_user };
     let indexed = sql.add_file_within(owner, &record, quota).await;
     if !matches!(indexed, Ok(true)) {
+        // The same file stored by an upload made at once: its bytes are these, and stay.
+        if content_key.is_some()
+            && let Ok(Some(stored)) = sql.file(owner, &file_key).await
+        {
+            return Ok(already_stored(stored));
+        }
         // Nothing half-stored: the bytes go when their index entry could not be written.
         let _ = storage.delete(&file_key).await;
         if let Some(text_key) = &text_key {
@@ -281,7 +359,23 @@ pub async fn store_upload(
         size,
         has_text: text.is_some(),
         text_pending: is_document,
+        already_stored: false,
+        import: None,
     })
+}
+
+/// The answer for a file found stored.
+fn already_stored(file: FileRecord) -> Uploaded {
+    Uploaded {
+        file_key: file.file_key,
+        filename: file.filename,
+        mime: file.mime_type,
+        size: file.size,
+        has_text: file.text_key.is_some(),
+        text_pending: file.text_state == TextState::Waiting,
+        already_stored: true,
+        import: None,
+    }
 }
 
 fn too_many_files(files: u64) -> UploadError {

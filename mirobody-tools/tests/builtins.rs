@@ -47,6 +47,10 @@ mod tasks;
 #[path = "builtins/upload_links.rs"]
 mod upload_links;
 
+/// Uploads that are health data: stored once under racing uploads, imports bounded in time.
+#[path = "builtins/upload_imports.rs"]
+mod upload_imports;
+
 /// The S3 backend against a real S3 server (moto), set up by the test or reported skipped.
 #[path = "builtins/s3.rs"]
 mod s3;

@@ -60,6 +60,16 @@ pub fn parse_csv(text: &str) -> Result<ImportRequest, String> {
     Ok(ImportRequest { kind: RequestKind::Batch, entries })
 }
 
+/// Whether the first line of `text` that is not blank is a header naming the columns `time`,
+/// `indicator` and `value`, as [`parse_csv`] needs (how uploads tell a CSV of measurements
+/// from any other).
+pub(crate) fn names_measurements(text: &str) -> bool {
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    let mut reader =
+        ReaderBuilder::new().delimiter(delimiter(text)).flexible(true).trim(Trim::All).from_reader(text.as_bytes());
+    reader.headers().is_ok_and(|header| columns(header).is_ok())
+}
+
 /// The delimiter the header row uses most of: comma, semicolon (spreadsheets where the comma
 /// is the decimal mark) or tab.
 fn delimiter(text: &str) -> u8 {

@@ -18,7 +18,7 @@
 /// MedicationRequests and Statements, Immunizations, Procedures, DiagnosticReports.
 mod chart;
 /// A wearable's CSV export.
-mod csv;
+pub(crate) mod csv;
 /// Observations into points.
 mod observation;
 /// Conditions, AllergyIntolerances.

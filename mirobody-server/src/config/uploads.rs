@@ -39,6 +39,10 @@ pub struct UploadSettings {
     pub link_uses: u32,
     /// Upload links that still work one person may have at once.
     pub max_links_per_user: u32,
+    /// How long importing an uploaded file of health data (FHIR, NDJSON, CSV, an Apple Health
+    /// export) may read before it stops and says so.
+    #[serde(deserialize_with = "mirobody_mcp::human_duration::deserialize")]
+    pub import_time: Duration,
 }
 
 impl Default for UploadSettings {
@@ -56,6 +60,7 @@ impl Default for UploadSettings {
             link_ttl: Duration::from_secs(15 * 60),
             link_uses: 1,
             max_links_per_user: 20,
+            import_time: mirobody_tools::imports::DEFAULT_IMPORT_TIME,
         }
     }
 }

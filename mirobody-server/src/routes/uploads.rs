@@ -1,7 +1,9 @@
 //! `POST <prefix>/files` (signed in) and the upload page at `<prefix>/upload/<token>` (a link
 //! from the `upload_link` tool, which `DELETE` ends; `DELETE <prefix>/upload` ends all the
 //! caller's): a person's files, stored through
-//! [`Uploader::store`](mirobody_tools::uploads::Uploader::store).
+//! [`Uploader::store_and_import`](mirobody_tools::uploads::Uploader::store_and_import), which
+//! imports health data (FHIR, NDJSON, a CSV of measurements, an Apple Health export) and says
+//! what it imported in the answer's `import`.
 //!
 //! A file comes as `multipart/form-data` (its field `file`) or as the raw body with its
 //! `Content-Type` and `?filename=`. The page is the same bytes for every link: the token stays
@@ -228,7 +230,12 @@ async fn receive(routes: &Routes, owner: &str, key: CallerKey, request: Request<
         let declared = parts.headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).map(str::to_owned);
         (filename.unwrap_or_else(|| "upload".to_owned()), declared, bytes.to_vec())
     };
-    match routes.inner.uploader.store(owner, &filename, declared.as_deref(), bytes).await {
+    // Health data is imported from a copy of the bytes, and its tree or rows held meanwhile.
+    let _import_memory = match routes.charge(mirobody_tools::imports::import_memory(&bytes)).await {
+        Ok(memory) => memory,
+        Err(refusal) => return refusal,
+    };
+    match routes.inner.uploader.store_and_import(owner, &filename, declared.as_deref(), bytes).await {
         Ok(uploaded) => {
             let mut response = (StatusCode::CREATED, axum::Json(uploaded)).into_response();
             response.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));

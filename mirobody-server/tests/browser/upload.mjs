@@ -4,7 +4,7 @@
 //
 // Env: CHROMIUM (default /usr/bin/chromium), VIEWPORT (default 390x844).
 // On success prints one line of JSON to stdout:
-//   {"results":[{"file_key","has_text","text_pending","text"}],"errors":[...],"requests":N,"other_origins":[...]}
+//   {"results":[{"file_key","has_text","text_pending","imported","import_complete","text"}],"errors":[...],"requests":N,"other_origins":[...]}
 // and exits 0; exits 1 (page text on stderr) on timeout or exception, and also
 // (after printing the JSON) when the page made a request to another origin.
 import { chromium } from 'playwright-core';
@@ -55,6 +55,8 @@ try {
     file_key: e.getAttribute('data-file-key'),
     has_text: e.getAttribute('data-has-text') === 'true',
     text_pending: e.getAttribute('data-text-pending') === 'true',
+    imported: e.getAttribute('data-imported'),
+    import_complete: e.getAttribute('data-import-complete'),
     text: e.textContent,
   })));
   const errors = await page.$$eval('.error', (els) => els.map((e) => e.textContent));

@@ -38,6 +38,8 @@ pub(crate) enum ContentKind {
     Json,
     /// A PNG, JPEG, GIF, WebP, HEIC or TIFF image: stored, but it has no text (no OCR).
     Image,
+    /// A zip whose data is imported (an Apple Health export): stored, no text read.
+    Archive,
 }
 
 /// An accepted upload: its kind and the MIME type to store it under.
@@ -50,7 +52,7 @@ pub(crate) struct Sniffed {
 }
 
 /// What is accepted, in the words every refusal uses.
-const ACCEPTED: &str = "PDF, Word (.docx), plain text, Markdown, CSV, JSON, and images (PNG, JPEG, GIF, WebP, HEIC, TIFF; stored without text)";
+const ACCEPTED: &str = "PDF, Word (.docx), plain text, Markdown, CSV, JSON, NDJSON, the Health app's export.zip, and images (PNG, JPEG, GIF, WebP, HEIC, TIFF; stored without text)";
 
 /// Why an upload is refused (Display gives a clear sentence a person can act on, naming what is allowed).
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -72,6 +74,12 @@ fn unsupported_message(detected: Option<&str>) -> String {
         // infer guessed Word from the first entries, but the zip has no readable document.
         Some(DOCX_MIME) => format!(
             "This Word file could not be opened: it looks damaged or incomplete. Accepted types are {ACCEPTED}."
+        ),
+        // An Apple Health export.zip is told by its entries: one cut short has none to read.
+        Some("application/zip") => format!(
+            "This zip is not an Apple Health export that can be read (an export.zip with \
+             apple_health_export/export.xml in it, whole): it may have been cut short. This type of file is \
+             not supported otherwise. Accepted types are {ACCEPTED}."
         ),
         Some(mime) => format!("This type of file ({mime}) is not supported. Accepted types are {ACCEPTED}."),
         None => format!(
@@ -213,7 +221,7 @@ fn kind_from_extension(filename: &str) -> Option<ContentKind> {
 /// At most MAX_TEXT_BYTES of text (cut on a char boundary). Never panics, whatever the bytes.
 pub(crate) fn extract_text(kind: ContentKind, bytes: &[u8]) -> Result<Option<String>, ExtractError> {
     let text = match kind {
-        ContentKind::Image => return Ok(None),
+        ContentKind::Image | ContentKind::Archive => return Ok(None),
         ContentKind::Pdf => pdf::extract(bytes)?,
         ContentKind::Docx => docx::extract(bytes)?,
         ContentKind::PlainText | ContentKind::Markdown | ContentKind::Csv | ContentKind::Json => {

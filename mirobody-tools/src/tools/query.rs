@@ -104,8 +104,11 @@ impl NothingFound {
         }
         NothingFound {
             message: format!(
-                "{message} The user can add lab reports, letters or a wearable's export: if they want to, \
-                 call upload_link for a page to upload them from (a link that works once, for a short while)."
+                "{message} The user can add their data: a FHIR export (JSON Bundle or Bulk Data NDJSON), a \
+                 CSV of measurements (columns time, indicator, value, unit) or the iPhone Health app's \
+                 export.zip are imported as their data; lab reports and letters (PDF, Word, text, images) are \
+                 kept as documents to read. If they want to, call upload_link for a page to upload them from \
+                 (a link that works once, for a short while)."
             ),
         }
     }

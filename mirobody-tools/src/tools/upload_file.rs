@@ -1,6 +1,7 @@
 //! `upload_file`: the upload view's way in. A person picks a file in the view (MCP Apps), the
 //! view calls this tool through the host, and the file is stored exactly as one posted to
-//! `/files` is (size, quota, type sniffed from the content, text extracted). Declared for the
+//! `/files` is (size, quota, type sniffed from the content, text extracted; health data
+//! imported, its `import` saying what was imported, skipped and refused). Declared for the
 //! view only (`_meta.ui.visibility: ["app"]`), so hosts keep it off the model's tool list;
 //! a model that calls it anyway can only store a file as the signed-in caller.
 //!
@@ -19,6 +20,9 @@ use crate::uploads::Uploader;
 pub(crate) const MAX_INLINE_BYTES: usize = 2_900_000;
 
 /// Stores a file the user picked in the upload view (called by the view, not by the model).
+///
+/// Health data (FHIR JSON or NDJSON, a CSV of measurements, an Apple Health export.zip) is imported
+/// as the user's, and the answer's import says what was imported, skipped and refused.
 ///
 /// Args:
 ///     filename: The file's name.
@@ -41,7 +45,8 @@ async fn upload_file(
     let bytes = base64::engine::general_purpose::STANDARD
         .decode(encoded.trim())
         .map_err(|_| ToolError::new("content_base64 is not valid base64."))?;
-    let uploaded = uploader.store(me, filename, None, bytes).await.map_err(|e| ToolError::new(e.to_string()))?;
+    let uploaded =
+        uploader.store_and_import(me, filename, None, bytes).await.map_err(|e| ToolError::new(e.to_string()))?;
     let value: Value = serde_json::to_value(&uploaded).map_err(|e| ToolError::new(e.to_string()))?;
     Ok(ToolResult::ok(value))
 }

@@ -1,5 +1,5 @@
 //! `upload_link`: a link to a page where the user uploads a file (a lab report, a letter, a
-//! wearable's export) from any browser, a phone's included; or, with `revoke_all`, the end of
+//! FHIR, CSV or Apple Health export, which is imported as their data) from any browser, a phone's included; or, with `revoke_all`, the end of
 //! every link of theirs that still works.
 //!
 //! A link is made per call, for the signed-in caller only, when the person asks for one: it
@@ -14,10 +14,13 @@ use super::caller;
 use crate::upload_links::UploadLinks;
 use mirobody_health::text::rfc3339;
 
-/// When the user asks to upload health documents (PDF or Word lab reports and letters, text, CSV or
-/// JSON exports, images): a new link to a page where they upload from any browser or phone. Give the
-/// user the url; it works for uses files and expires soon; then list_files and read_file see what
-/// they uploaded. With revoke_all: true, ends every link of theirs that still works instead.
+/// When the user asks to upload health documents or data (lab reports, letters, FHIR, CSV or Apple
+/// Health exports): a new link to a page where they upload from any browser or phone. Give the user
+/// the url; it works for uses files and expires soon. Documents (PDF, Word, text, images): then
+/// list_files and read_file see them. Health data (FHIR JSON or NDJSON, a CSV of measurements with
+/// columns time, indicator, value and unit, the iPhone Health app's export.zip) is imported as
+/// theirs, which the health tools then read. With revoke_all: true, ends every link of theirs that
+/// still works instead.
 ///
 /// Args:
 ///     revoke_all: End every upload link of the user's that still works.
