@@ -117,8 +117,28 @@ async fn run(
     match command {
         Command::Serve => {
             let listener = listener.expect("bound above for serve");
+            // Installed before the server is built, whose engine resolves its handles in it.
+            let metrics = match config.metrics.enabled() {
+                true => Some(crate::metrics::Metrics::install(&config.metrics)?),
+                false => None,
+            };
+            let metrics_listener = crate::metrics::bind(&config.metrics).await?;
             let server = app::build_with(&config, tools).await?;
             server.text_reader.start();
+            if let Some(metrics) = &metrics {
+                metrics.watch(&server);
+                metrics.spawn_upkeep();
+            }
+            if let (Some(metrics), Some((listener, address))) = (&metrics, metrics_listener) {
+                tracing::info!(%address, "serving metrics");
+                let metrics = metrics.clone();
+                // Scraped until the runtime ends, after the requests in flight.
+                tokio::spawn(async move {
+                    if let Err(error) = metrics.serve(listener, std::future::pending()).await {
+                        tracing::error!(%error, "the metrics listener stopped");
+                    }
+                });
+            }
             tracing::info!(
                 address = %listener.local_addr()?,
                 path = %config.mcp_path(),
@@ -139,7 +159,10 @@ async fn run(
                 LogFormat::Json => tracing::Level::INFO,
                 LogFormat::Text => tracing::Level::DEBUG,
             };
-            let app = crate::request_id::RequestIds::new(server.app, level);
+            // `/metrics` on the main listener only behind its token.
+            let on_main = metrics.filter(|_| config.metrics.token.is_some());
+            let app = crate::metrics::MetricsRoute::new(server.app, on_main);
+            let app = crate::request_id::RequestIds::new(app, level);
             mirobody_mcp::serve_until(listener, app, server.engine.clone(), options, shutdown.signal()).await?;
             if shutdown.within(server.backends.close()).await.is_none() {
                 tracing::warn!("the backends did not close within the shutdown grace; stopping without them");
