@@ -450,12 +450,6 @@ impl McpEngine {
     }
 
     /// The tasks of this process, and the store of every task's record.
-    /// How many tasks this instance holds live now (running, or waiting for their client's
-    /// input), for a gauge.
-    pub fn live_tasks(&self) -> usize {
-        self.inner.tasks.live_count()
-    }
-
     pub(crate) fn tasks(&self) -> &Arc<Tasks> {
         &self.inner.tasks
     }

@@ -433,11 +433,6 @@ impl Tasks {
 
     /// A record for a new task of `user` calling `tool`, not yet kept anywhere, with the live
     /// task that will run it.
-    /// How many tasks are live here.
-    pub(crate) fn live_count(&self) -> usize {
-        lock(&self.live).len()
-    }
-
     pub(crate) fn prepare(&self, user: &UserInfo, tool: &str) -> Arc<LiveTask> {
         let now = now_ms();
         let id = random_token();
