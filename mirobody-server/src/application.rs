@@ -7,6 +7,9 @@ use clap::Parser;
 use mirobody_core::{Tool, UserInfo};
 use mirobody_mcp::stdio;
 use tracing_subscriber::EnvFilter;
+use tracing_subscriber::Layer;
+use tracing_subscriber::layer::SubscriberExt;
+use tracing_subscriber::util::SubscriberInitExt;
 
 use crate::cli::{Cli, Command, SecretAction};
 use crate::config::{Config, LogFormat};
@@ -73,11 +76,21 @@ impl Application {
         }
         // Logs always go to stderr: stdout belongs to the stdio transport and to `tools` output.
         let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(&config.log));
-        let logs = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+        // With metrics on, the database's own statement events are timed (a layer of their own,
+        // filtered apart from the log's).
+        let query_timing = config.metrics.enabled().then(crate::metrics::query_timing);
+        let logs = tracing_subscriber::fmt::layer().with_writer(std::io::stderr);
+        let registry = tracing_subscriber::registry().with(query_timing);
         match config.log_format {
-            LogFormat::Text => logs.with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr())).init(),
+            LogFormat::Text => {
+                let logs = logs.with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()));
+                registry.with(logs.with_filter(filter)).init();
+            }
             // The request's span (`request_id`, `trace_id`) goes on each line with the event's fields.
-            LogFormat::Json => logs.json().flatten_event(true).with_current_span(true).with_span_list(true).init(),
+            LogFormat::Json => {
+                let logs = logs.json().flatten_event(true).with_current_span(true).with_span_list(true);
+                registry.with(logs.with_filter(filter)).init();
+            }
         }
 
         let runtime = match config.runtime() {

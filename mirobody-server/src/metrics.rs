@@ -43,12 +43,15 @@ pub const EXTRACTION_QUEUE: &str = "mirobody_extraction_queue_people";
 /// Messages from the shared sessions' backplane dropped unbelieved (forged, stale, replayed,
 /// unreadable), since start.
 pub const BACKPLANE_REFUSED: &str = "mirobody_backplane_refused_total";
+/// How long a database statement took, from sqlx's own timing of each (every statement on the
+/// pool: reads, writes, migrations).
+pub const DB_QUERY_DURATION: &str = "mirobody_db_query_duration_seconds";
 /// Uploads and imports answered, by `kind` (`upload`, `import`) and `outcome` (`ok`,
 /// `refused` for a 4xx, `failed` for a 5xx).
 pub const UPLOADS: &str = "mirobody_uploads_total";
 
 /// Every metric the server exports: mirobody-mcp's, the document reader's and its own.
-pub const NAMES: [&str; 19] = [
+pub const NAMES: [&str; 20] = [
     mirobody_mcp::metrics::REQUESTS,
     mirobody_mcp::metrics::REQUEST_DURATION,
     mirobody_mcp::metrics::TOOL_CALLS,
@@ -65,6 +68,7 @@ pub const NAMES: [&str; 19] = [
     SESSIONS,
     TASKS_LIVE,
     DB_POOL_CONNECTIONS,
+    DB_QUERY_DURATION,
     EXTRACTION_QUEUE,
     BACKPLANE_REFUSED,
     UPLOADS,
@@ -137,6 +141,7 @@ impl Metrics {
         }
         let _ = metrics::histogram!(mirobody_tools::reading::EXTRACTION_DURATION);
         let _ = metrics::histogram!(mirobody_mcp::metrics::BACKPLANE_LAG);
+        let _ = metrics::histogram!(DB_QUERY_DURATION);
         Ok(Metrics { inner: Arc::new(Inner { handle, token, sampled: OnceLock::new() }) })
     }
 
@@ -237,6 +242,45 @@ impl std::fmt::Debug for Metrics {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Metrics").field("token", &self.inner.token.is_some()).finish_non_exhaustive()
     }
+}
+
+/// A tracing layer that records the duration of each database statement (sqlx's
+/// `sqlx::query` events, `elapsed_secs`) into [`DB_QUERY_DURATION`]: sqlx times every
+/// statement itself, and sends the event only to a subscriber that asks for it, as this layer's
+/// filter does. Nothing of the statement is kept.
+pub fn query_timing<S>() -> impl tracing_subscriber::Layer<S>
+where
+    S: tracing::Subscriber + for<'a> tracing_subscriber::registry::LookupSpan<'a>,
+{
+    use tracing_subscriber::Layer;
+    let statements = tracing_subscriber::filter::Targets::new().with_target("sqlx::query", tracing::Level::DEBUG);
+    QueryTiming.with_filter(statements)
+}
+
+struct QueryTiming;
+
+impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for QueryTiming {
+    fn on_event(&self, event: &tracing::Event<'_>, _: tracing_subscriber::layer::Context<'_, S>) {
+        let mut elapsed = Elapsed(None);
+        event.record(&mut elapsed);
+        if let Some(seconds) = elapsed.0 {
+            // Resolved per statement: the recorder is installed after the logs are set up.
+            metrics::histogram!(DB_QUERY_DURATION).record(seconds);
+        }
+    }
+}
+
+// The `elapsed_secs` field of a statement event.
+struct Elapsed(Option<f64>);
+
+impl tracing::field::Visit for Elapsed {
+    fn record_f64(&mut self, field: &tracing::field::Field, value: f64) {
+        if field.name() == "elapsed_secs" {
+            self.0 = Some(value);
+        }
+    }
+
+    fn record_debug(&mut self, _: &tracing::field::Field, _: &dyn std::fmt::Debug) {}
 }
 
 // VmRSS from /proc/self/status, in bytes; `None` where there is no /proc.

@@ -100,7 +100,7 @@ fn a_scripted_session_moves_the_metrics_by_exactly_its_calls() {
         ("MIROBODY_HTTP__MAX_BODY_BYTES", "4096"),
         ("RUST_LOG", "warn"),
     ];
-    let (server, _log) = common::start_logged(&data_dir, port, &env);
+    let (server, log) = common::start_logged(&data_dir, port, &env);
     let _server = KillOnDrop(server);
 
     // Refused without the token, or with a wrong one, on both listeners: 401 and no metric.
@@ -140,6 +140,8 @@ fn a_scripted_session_moves_the_metrics_by_exactly_its_calls() {
     }
     let reply = call(port, &token, &session, 20, "echo", json!({"text": 5}));
     assert!(reply.get("error").is_some() || reply["result"]["isError"] == true, "{reply}");
+    let reply = call(port, &token, &session, 19, "list_files", json!({}));
+    assert_eq!(reply["result"]["isError"], false, "{reply}");
     let reply = call(port, &token, &session, 21, "read_file", json!({"file_key": "no-such-file"}));
     assert_eq!(reply["result"]["isError"], true, "{reply}");
     let secret_name = format!("tool-named-{METRICS_TOKEN}");
@@ -155,8 +157,9 @@ fn a_scripted_session_moves_the_metrics_by_exactly_its_calls() {
     let expected = [
         (r#"mirobody_mcp_requests_total{method="initialize"}"#, 1.0),
         (r#"mirobody_mcp_requests_total{method="tools/list"}"#, 1.0),
-        (r#"mirobody_mcp_requests_total{method="tools/call"}"#, 6.0),
-        (r#"mirobody_mcp_request_duration_seconds_count{method="tools/call"}"#, 6.0),
+        (r#"mirobody_mcp_requests_total{method="tools/call"}"#, 7.0),
+        (r#"mirobody_mcp_request_duration_seconds_count{method="tools/call"}"#, 7.0),
+        (r#"mirobody_mcp_tool_calls_total{outcome="ok",tool="list_files"}"#, 1.0),
         (r#"mirobody_mcp_request_duration_seconds_count{method="initialize"}"#, 1.0),
         (r#"mirobody_mcp_tool_calls_total{outcome="ok",tool="echo"}"#, 3.0),
         (r#"mirobody_mcp_tool_calls_total{outcome="invalid_arguments",tool="echo"}"#, 1.0),
@@ -176,6 +179,8 @@ fn a_scripted_session_moves_the_metrics_by_exactly_its_calls() {
     assert_eq!(delta(&before, &after, r#"mirobody_mcp_tool_call_duration_seconds_bucket{le="+Inf",tool="echo"}"#), 4.0);
     // Each request came on a connection of its own (`Connection: close`), the scrapes too.
     assert!(delta(&before, &after, "mirobody_http_connections_total{}") >= 10.0);
+    // list_files read the file index: the database timed at least that statement.
+    assert!(delta(&before, &after, "mirobody_db_query_duration_seconds_count{}") >= 1.0);
     assert!(after["process_resident_memory_bytes{}"] > 1_000_000.0);
     assert!(after["process_open_fds{}"] > 0.0);
     assert!(after["mirobody_mcp_sessions{}"] >= 1.0);
@@ -191,6 +196,9 @@ fn a_scripted_session_moves_the_metrics_by_exactly_its_calls() {
             assert!(!line.contains(forbidden), "{line} carries {forbidden}");
         }
     }
+    // The statements are timed, not logged: the log keeps its own level.
+    let logged = std::fs::read_to_string(&log).unwrap();
+    assert!(!logged.contains("sqlx::query") && !logged.contains("SELECT"), "{logged}");
     // The main listener serves the same behind the token.
     let (status, body) = scrape(port, Some(METRICS_TOKEN));
     assert_eq!(status, 200);
