@@ -13,6 +13,7 @@
 #   over the default rate, so a build that has the limit needs it raised. Builds from before
 #   `release_startup_memory` always gave their start-up pages back; a later build compared with
 #   one needs MIROBODY_RELEASE_STARTUP_MEMORY=true in its settings to compare like with like.
+#   The cost of metrics, one binary twice: NEW_ENV='MIROBODY_METRICS__LISTEN=127.0.0.1:18199'.
 #   e.g. git worktree add /tmp/old main && (cd /tmp/old && cargo build --release -p mirobody-server)
 #        benches/load/compare.sh /tmp/old/target/release/mirobody-server target/release/mirobody-server
 set -euo pipefail

@@ -15,13 +15,14 @@
 //! - `protocol`: the method router, one module per revision (`rev_2025_11_25`,
 //!   `rev_2026_07_28`), JSON-RPC, the one-pass readers and the client peer;
 //! - `session`: per-client state, the session store and what each caller may hold;
-//! - `jsonrpc`: the wire format, below them all.
+//! - `jsonrpc`: the wire format, below them all; `metrics`, what every layer counts, beside it.
 
 // Refusals are whole HTTP responses and parse failures carry their error, each made once per
 // request at most; boxing them would buy nothing.
 #![allow(clippy::result_large_err)]
 
 mod jsonrpc;
+pub mod metrics;
 mod protocol;
 pub mod session;
 #[cfg(feature = "testing")]

@@ -63,6 +63,8 @@ pub struct Server {
     pub app: AppService,
     /// The MCP engine.
     pub engine: McpEngine,
+    /// The MCP endpoint (its sessions, its callers), as mounted in `app`.
+    pub mcp: McpHttp,
     /// The opened backends.
     pub backends: Arc<OpenedBackends>,
     /// The authenticator.
@@ -301,6 +303,10 @@ pub async fn build_with(config: &Config, tools: &[Tool]) -> Result<Server, AppEr
         builder = builder.request_state_key(key.clone());
     }
     builder = builder.request_state_ttl(config.request_state_ttl).list_ttl(config.list_ttl);
+    // Counted into the recorder `metrics::Metrics::install` put in place, when there is one.
+    if config.metrics.enabled() {
+        builder = builder.metrics();
+    }
     let engine = builder.build();
 
     let mut http_options = config.http_options();
@@ -345,7 +351,7 @@ pub async fn build_with(config: &Config, tools: &[Tool]) -> Result<Server, AppEr
     // caller as anonymous, so anonymous requests reach it unmarked.
     let mcp_path = config.mcp_path();
     let app = auth.wrap(mcp.mount(&mcp_path, rest)).unmarked_anonymous_at(&mcp_path);
-    Ok(Server { app, engine, backends: opened, auth, endpoint, tool_backends, upload_links, oauth, text_reader })
+    Ok(Server { app, engine, mcp, backends: opened, auth, endpoint, tool_backends, upload_links, oauth, text_reader })
 }
 
 // Readiness for a load balancer: 200 when the database and the cache answer within two

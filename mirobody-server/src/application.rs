@@ -7,6 +7,9 @@ use clap::Parser;
 use mirobody_core::{Tool, UserInfo};
 use mirobody_mcp::stdio;
 use tracing_subscriber::EnvFilter;
+use tracing_subscriber::Layer;
+use tracing_subscriber::layer::SubscriberExt;
+use tracing_subscriber::util::SubscriberInitExt;
 
 use crate::cli::{Cli, Command, SecretAction};
 use crate::config::{Config, LogFormat};
@@ -73,11 +76,21 @@ impl Application {
         }
         // Logs always go to stderr: stdout belongs to the stdio transport and to `tools` output.
         let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(&config.log));
-        let logs = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+        // With metrics on, the database's own statement events are timed (a layer of their own,
+        // filtered apart from the log's).
+        let query_timing = config.metrics.enabled().then(crate::metrics::query_timing);
+        let logs = tracing_subscriber::fmt::layer().with_writer(std::io::stderr);
+        let registry = tracing_subscriber::registry().with(query_timing);
         match config.log_format {
-            LogFormat::Text => logs.with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr())).init(),
+            LogFormat::Text => {
+                let logs = logs.with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()));
+                registry.with(logs.with_filter(filter)).init();
+            }
             // The request's span (`request_id`, `trace_id`) goes on each line with the event's fields.
-            LogFormat::Json => logs.json().flatten_event(true).with_current_span(true).with_span_list(true).init(),
+            LogFormat::Json => {
+                let logs = logs.json().flatten_event(true).with_current_span(true).with_span_list(true);
+                registry.with(logs.with_filter(filter)).init();
+            }
         }
 
         let runtime = match config.runtime() {
@@ -117,8 +130,28 @@ async fn run(
     match command {
         Command::Serve => {
             let listener = listener.expect("bound above for serve");
+            // Installed before the server is built, whose engine resolves its handles in it.
+            let metrics = match config.metrics.enabled() {
+                true => Some(crate::metrics::Metrics::install(&config.metrics)?),
+                false => None,
+            };
+            let metrics_listener = crate::metrics::bind(&config.metrics).await?;
             let server = app::build_with(&config, tools).await?;
             server.text_reader.start();
+            if let Some(metrics) = &metrics {
+                metrics.watch(&server);
+                metrics.spawn_upkeep();
+            }
+            if let (Some(metrics), Some((listener, address))) = (&metrics, metrics_listener) {
+                tracing::info!(%address, "serving metrics");
+                let metrics = metrics.clone();
+                // Scraped until the runtime ends, after the requests in flight.
+                tokio::spawn(async move {
+                    if let Err(error) = metrics.serve(listener, std::future::pending()).await {
+                        tracing::error!(%error, "the metrics listener stopped");
+                    }
+                });
+            }
             tracing::info!(
                 address = %listener.local_addr()?,
                 path = %config.mcp_path(),
@@ -139,7 +172,10 @@ async fn run(
                 LogFormat::Json => tracing::Level::INFO,
                 LogFormat::Text => tracing::Level::DEBUG,
             };
-            let app = crate::request_id::RequestIds::new(server.app, level);
+            // `/metrics` on the main listener only behind its token.
+            let on_main = metrics.filter(|_| config.metrics.token.is_some());
+            let app = crate::metrics::MetricsRoute::new(server.app, on_main);
+            let app = crate::request_id::RequestIds::new(app, level);
             mirobody_mcp::serve_until(listener, app, server.engine.clone(), options, shutdown.signal()).await?;
             if shutdown.within(server.backends.close()).await.is_none() {
                 tracing::warn!("the backends did not close within the shutdown grace; stopping without them");

@@ -22,11 +22,13 @@ pub const ENV_PREFIX: &str = "MIROBODY_";
 pub const MAX_REQUEST_BODY_TIMEOUT: Duration = Duration::from_secs(86_400);
 
 mod extraction;
+mod metrics;
 mod quotas;
 mod tools;
 mod uploads;
 
 pub use extraction::ExtractionSettings;
+pub use metrics::{MIN_METRICS_TOKEN_CHARS, MetricsSettings};
 pub use quotas::QuotaSettings;
 pub use tools::ToolSettings;
 pub use uploads::UploadSettings;
@@ -104,6 +106,9 @@ pub struct Config {
     pub oauth: mirobody_oauth::OAuthSettings,
     /// Where data lives: the database, object storage, the cache, long-term memory.
     pub backends: BackendConfig,
+    /// Prometheus metrics: a listener of their own, and a token for `/metrics` (off by
+    /// default).
+    pub metrics: MetricsSettings,
 }
 
 impl Default for Config {
@@ -133,6 +138,7 @@ impl Default for Config {
             auth: AuthConfig::default(),
             oauth: mirobody_oauth::OAuthSettings::default(),
             backends: BackendConfig::default(),
+            metrics: MetricsSettings::default(),
         }
     }
 }
@@ -288,6 +294,7 @@ impl Config {
         self.quotas.validate()?;
         self.extraction.validate()?;
         self.oauth.validate()?;
+        self.metrics.check()?;
         let (http, serve, tasks, uploads) = (&self.http, &self.serve, &self.tasks, &self.uploads);
         if http.max_body_bytes < 1024 {
             return Err(format!("http.max_body_bytes must be at least 1024, not {}", http.max_body_bytes));

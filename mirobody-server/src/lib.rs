@@ -1,6 +1,7 @@
 //! The mirobody server, the application: the program itself ([`Application`], which an
 //! operator's own binary runs with its own tools), configuration ([`config`]), the command line
-//! ([`cli`]), the wiring of the built-in tools, backends and auth ([`app`]), the routes for
+//! ([`cli`]), the wiring of the built-in tools, backends and auth ([`app`]), Prometheus
+//! metrics ([`metrics`]), the routes for
 //! uploads, FHIR imports and the care circle (`routes/`), the start-up memory handling of the
 //! binary ([`startup_pages`]) and its bounded end ([`shutdown`]), over the embeddable MCP server in
 //! [`mirobody_mcp`].
@@ -12,6 +13,7 @@ pub mod app;
 mod application;
 pub mod cli;
 pub mod config;
+pub mod metrics;
 mod request_id;
 mod routes;
 pub mod shutdown;

@@ -55,7 +55,7 @@ pub use private::write_private_atomically;
 #[cfg(feature = "redis")]
 pub use redis::{RedisCache, RedisConnectError};
 pub use signing::{SignedUrlError, UrlSigner};
-pub use sql::{Dialect, MAX_INVITEE_CHARS, SqlStore, SqlTaskStore, StoreQuotas};
+pub use sql::{Dialect, MAX_INVITEE_CHARS, PoolUsage, SqlStore, SqlTaskStore, StoreQuotas};
 pub use storage::{LocalStorageError, ObjectStorage, valid_key};
 
 /// Where uploaded files live.

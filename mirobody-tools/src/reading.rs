@@ -109,6 +109,13 @@ impl TextReader {
         self
     }
 
+    /// The people waiting in line for a reader, and those being served now (the extraction
+    /// queue as this instance holds it; the files themselves wait in the file index).
+    pub fn people_waiting(&self) -> usize {
+        let turns = self.shared.turns.lock().unwrap_or_else(|p| p.into_inner());
+        turns.order.len() + turns.serving.len()
+    }
+
     /// Starts [`ExtractLimits::max_running`](crate::extract::ExtractLimits::max_running)
     /// readers on the current tokio runtime, and a timer that queues every file waiting in the
     /// store, at once and then every rescan period. A second call does nothing.
@@ -243,8 +250,12 @@ async fn read_one(shared: &Shared, owner: &str) -> bool {
     let outcome = if claimed.attempts > MAX_ATTEMPTS {
         Read::Unreadable("Reading its text failed each time it was tried; the file is stored as it is.".to_owned())
     } else {
-        read_text(shared, &claimed.file_key, &claimed.mime_type).await
+        let started = std::time::Instant::now();
+        let read = read_text(shared, &claimed.file_key, &claimed.mime_type).await;
+        metrics::histogram!(EXTRACTION_DURATION).record(started.elapsed());
+        read
     };
+    metrics::counter!(EXTRACTIONS, "outcome" => outcome.label()).increment(1);
     let settled = match &outcome {
         Read::Text(text_key) => sql.settle_text(owner, &claimed.file_key, Ok(text_key.as_deref())).await,
         Read::Unreadable(why) => sql.settle_text(owner, &claimed.file_key, Err(why)).await,
@@ -265,6 +276,13 @@ async fn read_one(shared: &Shared, owner: &str) -> bool {
     true
 }
 
+/// Documents read by the text readers, by `outcome`: `text`, `no_text` (read, nothing to
+/// keep), `unreadable` (never will be), `later` (tried again once storage answers).
+pub const EXTRACTIONS: &str = "mirobody_extractions_total";
+
+/// How long reading one document took, its storage reads and writes included.
+pub const EXTRACTION_DURATION: &str = "mirobody_extraction_duration_seconds";
+
 // How one reading ended.
 enum Read {
     // The key its text is stored under, or none when it has no text.
@@ -273,6 +291,17 @@ enum Read {
     Unreadable(String),
     // Why it could not be read now (storage failed): it is tried again later.
     Later(String),
+}
+
+impl Read {
+    fn label(&self) -> &'static str {
+        match self {
+            Read::Text(Some(_)) => "text",
+            Read::Text(None) => "no_text",
+            Read::Unreadable(_) => "unreadable",
+            Read::Later(_) => "later",
+        }
+    }
 }
 
 // Reads the text of a stored file and stores it beside it.

@@ -19,8 +19,10 @@ use super::rev_2026_07_28::state;
 pub(crate) use super::versions::{LATEST_VERSION, SUPPORTED_VERSIONS};
 pub(crate) use crate::jsonrpc::parse;
 use crate::jsonrpc::{self, Id, RpcError, code};
+use crate::metrics::McpMetrics;
 use crate::protocol::access::AccessWriter;
 use crate::protocol::changes::ChangeNotifier;
+use crate::protocol::methods::Method;
 pub(crate) use crate::protocol::outcome::{CallFailure, Status, call_failure};
 use crate::protocol::peer::PendingRequests;
 use crate::protocol::rev_2026_07_28::mrtr::StateKey;
@@ -189,6 +191,9 @@ pub(crate) struct Inner {
     pub(crate) changes: ChangeNotifier,
     pub(crate) rev_2026_07_28: state::State,
     pub(crate) tasks: Arc<Tasks>,
+    // Resolved at build when the application asks for metrics; `None` costs the hot path one
+    // branch and no clock.
+    pub(crate) metrics: Option<Box<crate::metrics::McpMetrics>>,
 }
 
 /// Builds an [`McpEngine`].
@@ -199,9 +204,19 @@ pub struct McpEngineBuilder {
     pub(crate) task_store: Option<Arc<dyn TaskStore>>,
     pub(crate) task_options: TaskOptions,
     pub(crate) list_ttl: Duration,
+    pub(crate) metrics: bool,
 }
 
 impl McpEngineBuilder {
+    /// Records [metrics](crate::metrics) through the `metrics` facade: requests by method,
+    /// tool calls by tool and outcome with their durations, refusals, the shared sessions'
+    /// backplane. Install the recorder first: the handles are resolved when the engine is
+    /// built. Off by default, and then nothing is recorded or timed.
+    pub fn metrics(mut self) -> Self {
+        self.metrics = true;
+        self
+    }
+
     /// Serves these resources.
     pub fn resources(mut self, resources: ResourceRegistry) -> Self {
         self.inner.resources = resources;
@@ -326,7 +341,11 @@ impl McpEngineBuilder {
 
     /// The engine.
     pub fn build(self) -> McpEngine {
-        let McpEngineBuilder { mut inner, state_key, state_ttl, list_ttl, task_store, task_options } = self;
+        let McpEngineBuilder { mut inner, state_key, state_ttl, list_ttl, task_store, task_options, metrics } = self;
+        if metrics {
+            let methods = Method::ALL.map(Method::name);
+            inner.metrics = Some(Box::new(McpMetrics::new(&methods, inner.registry.names())));
+        }
         let task_store = task_store.unwrap_or_else(|| Arc::new(MemoryTaskStore::default()));
         inner.tasks = Arc::new(Tasks::new(task_store, task_options, inner.changes.clone()));
         inner.rev_2026_07_28 = state::State::new(
@@ -381,12 +400,14 @@ impl McpEngine {
                     TaskOptions::default(),
                     ChangeNotifier::new(),
                 )),
+                metrics: None,
             },
             state_key: None,
             task_store: None,
             task_options: TaskOptions::default(),
             state_ttl: Duration::from_secs(600),
             list_ttl: Duration::from_secs(60),
+            metrics: false,
         }
     }
 

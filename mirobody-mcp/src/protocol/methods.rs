@@ -33,8 +33,7 @@ pub(crate) enum Method {
 }
 
 impl Method {
-    /// Every method.
-    #[cfg(test)]
+    /// Every method, in the order of their discriminants (`Method as usize` indexes it).
     pub(crate) const ALL: [Method; 18] = [
         Method::Initialize,
         Method::Ping,
@@ -140,6 +139,8 @@ mod tests {
     fn every_name_reads_back_as_its_method() {
         for method in Method::ALL {
             assert_eq!(Method::of(method.name()), Some(method), "{method:?}");
+            // The metrics index their handles by discriminant.
+            assert_eq!(Method::ALL[method as usize], method, "ALL is in discriminant order");
         }
         assert_eq!(Method::of("tools/Call"), None, "names are case-sensitive");
         assert_eq!(Method::of("notifications/cancelled"), None, "notifications are not requests");

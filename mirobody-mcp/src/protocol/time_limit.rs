@@ -36,8 +36,23 @@ impl Inner {
     }
 
     /// Calls a tool through the registry within its time limit: past it, an error result
-    /// saying so (and the handler dropped).
+    /// saying so (and the handler dropped). Counted and timed when the engine records metrics.
     pub(crate) async fn call_tool(
+        &self,
+        name: &str,
+        arguments: Value,
+        user: &UserInfo,
+        ctx: &ToolContext<'_>,
+    ) -> Result<ToolResult, CallError> {
+        let Some(metrics) = &self.metrics else { return self.call_tool_in_time(name, arguments, user, ctx).await };
+        let started = std::time::Instant::now();
+        let outcome = self.call_tool_in_time(name, arguments, user, ctx).await;
+        metrics.tool_call(name, &outcome, started.elapsed());
+        outcome
+    }
+
+    // `call_tool` without the metrics.
+    async fn call_tool_in_time(
         &self,
         name: &str,
         arguments: Value,

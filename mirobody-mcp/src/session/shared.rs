@@ -16,6 +16,8 @@
 //! task's status change carries its id, owner and status, the receiver reading the task from
 //! the task store.
 
+use crate::metrics::BackplaneMetrics;
+
 use super::seal::{BackplaneKeys, Guard, Refusal, RefusedEvents, now_ms};
 use super::*;
 use futures::stream::{BoxStream, StreamExt};
@@ -244,6 +246,7 @@ type Echoes = Arc<Mutex<HashMap<String, tokio::sync::oneshot::Sender<()>>>>;
 struct Trust {
     keys: BackplaneKeys,
     guard: Guard,
+    metrics: BackplaneMetrics,
 }
 
 /// This instance's side of the shared sessions: the backplane, its own name among the
@@ -268,8 +271,20 @@ impl SharedSessions {
     /// and sealed under keys derived from `secret`, which every instance must share (and which
     /// serves nothing else).
     pub fn new(backplane: Arc<dyn SessionBackplane>, ttl: Duration, secret: &[u8; 32]) -> Self {
-        let trust = Arc::new(Trust { keys: BackplaneKeys::new(secret), guard: Guard::default() });
+        let trust = Arc::new(Trust {
+            keys: BackplaneKeys::new(secret),
+            guard: Guard::default(),
+            metrics: BackplaneMetrics::default(),
+        });
         SharedSessions { backplane, instance: random_token(), ttl, echoes: Echoes::default(), trust }
+    }
+
+    /// The same, counting the messages published and received and their lag into `metrics`.
+    pub(crate) fn recording(mut self, metrics: BackplaneMetrics) -> Self {
+        if let Some(trust) = Arc::get_mut(&mut self.trust) {
+            trust.metrics = metrics;
+        }
+        self
     }
 
     /// How long a record lives unused.
@@ -426,7 +441,9 @@ impl SharedSessions {
         if wire.len() > super::seal::MAX_ENVELOPE_BYTES {
             return Err(mirobody_core::BackendError::new("A message is too large for the shared session backplane."));
         }
-        self.backplane.publish(wire).await
+        self.backplane.publish(wire).await?;
+        self.trust.metrics.published.increment(1);
+        Ok(())
     }
 
     /// What the other instances say from now on: this one's own events skipped, and every
@@ -468,10 +485,15 @@ impl Trust {
     fn hear(&self, bytes: &[u8], instance: &str) -> Result<Hearing, Refusal> {
         let body = self.keys.unwrap(bytes)?;
         let envelope: Envelope = serde_json::from_slice(&body).map_err(|_| Refusal::Unreadable)?;
-        self.guard.admit(&envelope.id, envelope.at, now_ms())?;
+        let now = now_ms();
+        self.guard.admit(&envelope.id, envelope.at, now)?;
         if envelope.from == instance {
             return Ok(Hearing::Own { id: envelope.id, echo: envelope.echo });
         }
+        self.metrics.received.increment(1);
+        // Clocks apart by less than the guard admits: a sender ahead reads as no lag.
+        let lag = u64::try_from(now.saturating_sub(envelope.at)).unwrap_or(0);
+        self.metrics.lag.record(Duration::from_millis(lag));
         Ok(Hearing::Other(envelope.event))
     }
 }

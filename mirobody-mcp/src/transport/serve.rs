@@ -176,6 +176,7 @@ pub async fn serve_until(
     let mut signal = std::pin::pin!(signal);
     let per_address = std::sync::Arc::new(PerAddress::default());
     let proxies = options.trusted_proxies.clone().reading(options.forwarded_header);
+    let counted = engine.inner().metrics.is_some().then(crate::metrics::ConnectionMetrics::resolve);
     loop {
         let (stream, peer) = tokio::select! {
             accepted = listener.accept() => match accepted {
@@ -211,8 +212,12 @@ pub async fn serve_until(
         let served = connection::Watched::new(app.clone(), std::sync::Arc::clone(&activity), Some(peer.ip()), proxy);
         let io = connection::Timed::new(stream, std::sync::Arc::clone(&activity));
         let serving = graceful.watch(http.serve_connection(TokioIo::new(io), served));
+        let open = counted.as_ref().map(|metrics| {
+            metrics.accepted.increment(1);
+            OpenConnection::new(metrics.open.clone())
+        });
         let running = connections.spawn(async move {
-            let _counted = slot;
+            let _counted = (slot, open);
             // A client that goes away mid-request is not the server's error.
             let _ = serving.await;
         });
@@ -237,6 +242,22 @@ pub async fn serve_until(
         tracing::warn!(open = connections.len(), "shutdown grace period over; closing the connections still open");
     }
     Ok(())
+}
+
+// A connection counted as open until its task ends or is dropped.
+struct OpenConnection(metrics::Gauge);
+
+impl OpenConnection {
+    fn new(gauge: metrics::Gauge) -> OpenConnection {
+        gauge.increment(1.0);
+        OpenConnection(gauge)
+    }
+}
+
+impl Drop for OpenConnection {
+    fn drop(&mut self) {
+        self.0.decrement(1.0);
+    }
 }
 
 // A failed accept is the listener's trouble, not the server's end: a connection reset before

@@ -100,10 +100,33 @@ pub(crate) fn router(backends: Arc<OpenedBackends>, auth: Authenticator, setting
     };
     let prefix = settings.prefix;
     Router::new()
-        .merge(uploads::router(&prefix, routes.clone()))
-        .merge(fhir::router(&prefix, routes.clone()))
+        .merge(uploads::router(&prefix, routes.clone()).layer(axum::middleware::from_fn(counted_uploads)))
+        .merge(fhir::router(&prefix, routes.clone()).layer(axum::middleware::from_fn(counted_imports)))
         .merge(circle::router(&prefix, routes))
         .layer(axum::middleware::from_fn_with_state(settings.callers, shares::within_rate))
+}
+
+// Uploads and imports answered, for the metrics (nothing recorded without a recorder).
+async fn counted_uploads(request: Request<Body>, next: axum::middleware::Next) -> Response {
+    counted("upload", request, next).await
+}
+
+async fn counted_imports(request: Request<Body>, next: axum::middleware::Next) -> Response {
+    counted("import", request, next).await
+}
+
+async fn counted(kind: &'static str, request: Request<Body>, next: axum::middleware::Next) -> Response {
+    let posted = request.method() == http::Method::POST;
+    let response = next.run(request).await;
+    if posted {
+        let outcome = match response.status() {
+            status if status.is_success() => "ok",
+            status if status.is_client_error() => "refused",
+            _ => "failed",
+        };
+        metrics::counter!(crate::metrics::UPLOADS, "kind" => kind, "outcome" => outcome).increment(1);
+    }
+    response
 }
 
 /// `{"error": message}` with `status`.

@@ -14,7 +14,7 @@ use sqlx::{Connection, Row};
 
 use super::import::insert_point;
 use super::memory::index_terms;
-use super::{Dialect, Pool, SqlStore, StoreQuotas, db_error};
+use super::{Dialect, Pool, PoolUsage, SqlStore, StoreQuotas, db_error};
 use crate::private;
 use mirobody_health::fhir::{EntryInput, ImportItem};
 use mirobody_health::text::now_ms;
@@ -263,6 +263,11 @@ impl SqlStore {
         while on_pool!(self, |pool| pool.num_idle() < pool.size() as usize) && tokio::time::Instant::now() < deadline {
             tokio::time::sleep(Duration::from_millis(1)).await;
         }
+    }
+
+    /// The pool's connections now: open, and idle among them (for a gauge; no query).
+    pub fn pool_usage(&self) -> PoolUsage {
+        on_pool!(self, |pool| PoolUsage { open: pool.size(), idle: pool.num_idle() })
     }
 
     /// Closes every connection (waiting for running queries).

@@ -23,6 +23,16 @@ use mirobody_core::backend::BackendError;
 use sqlx::postgres::PgPool;
 use sqlx::sqlite::SqlitePool;
 
+/// A [`SqlStore`]'s pool at one moment ([`SqlStore::pool_usage`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct PoolUsage {
+    /// Connections open, busy or idle.
+    pub open: u32,
+    /// Open connections waiting for work.
+    pub idle: usize,
+}
+
 /// Which database a [`SqlStore`] runs on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]

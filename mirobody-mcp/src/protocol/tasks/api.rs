@@ -119,4 +119,10 @@ impl McpEngine {
     pub async fn cancel_task(&self, id: &str, user: &UserInfo) -> Result<(), TaskError> {
         self.inner.tasks.cancel(id, &owner_of(user, id)).await.map_err(|r| TaskError::of(r, id))
     }
+
+    /// How many tasks this instance holds live now (running, or waiting for their client's
+    /// input), for a gauge.
+    pub fn live_tasks(&self) -> usize {
+        crate::session::lock(&self.inner.tasks.live).len()
+    }
 }

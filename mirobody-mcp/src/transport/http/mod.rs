@@ -8,6 +8,7 @@
 //! application can mount at any path.
 
 use crate::jsonrpc::{self, Message, code};
+use crate::protocol::methods::Method as RpcMethod;
 use crate::protocol::{self, McpEngine, Status};
 use crate::session::limits::{BodyBudget, CallerKey, CallerLimits, Callers};
 use crate::session::{Session, SessionStore, SharedSessions};
@@ -191,7 +192,11 @@ impl McpHttp {
         let mut http = McpHttp::new(engine, options);
         let ttl = http.inner.options.session_idle_timeout;
         let secret = key.derive("mirobody-backplane-v1");
-        let shared = Arc::new(SharedSessions::new(backplane, ttl, &secret));
+        let mut shared = SharedSessions::new(backplane, ttl, &secret);
+        if http.inner.engine.inner().metrics.is_some() {
+            shared = shared.recording(crate::metrics::BackplaneMetrics::recorded());
+        }
+        let shared = Arc::new(shared);
         http.inner.engine.tasks().reach_other_instances(Arc::clone(&shared));
         if let Some(inner) = Arc::get_mut(&mut http.inner) {
             inner.shared = Some(shared);
@@ -478,8 +483,26 @@ impl HttpInner {
     }
 }
 
-async fn handle_post<B: RequestBody>(http: McpHttp, mut parts: Parts, body: B) -> Response {
-    let http = &http;
+// A POST answered, and counted when the engine records metrics: its method once known, and
+// the refusals by their status.
+async fn handle_post<B: RequestBody>(http: McpHttp, parts: Parts, body: B) -> Response {
+    let metrics = http.inner.engine.inner().metrics.as_deref();
+    let started = metrics.map(|_| std::time::Instant::now());
+    let mut method = None;
+    let response = answer_post(&http, parts, body, &mut method).await;
+    if let (Some(metrics), Some(started)) = (metrics, started) {
+        metrics.answered(method, response.status(), started);
+    }
+    response
+}
+
+// `method` is set to the request's method (as `Method` numbers them) once it is read.
+async fn answer_post<B: RequestBody>(
+    http: &McpHttp,
+    mut parts: Parts,
+    body: B,
+    method: &mut Option<usize>,
+) -> Response {
     let inner = &http.inner;
     let headers = EndpointHeaders::read(&parts.headers);
     if let Err(refusal) = check_host_and_origin(&headers, &inner.options) {
@@ -518,6 +541,7 @@ async fn handle_post<B: RequestBody>(http: McpHttp, mut parts: Parts, body: B) -
     if version.is_some_and(|v| protocol::SUPPORTED_VERSIONS.contains(&v))
         && let Some((id, call)) = protocol::read_tool_call(&bytes)
     {
+        *method = Some(RpcMethod::ToolsCall as usize);
         let span = tracing::debug_span!("mcp", method = %"tools/call", id = %id);
         return match inner.session_and_caller(headers.session(), user, &parts.extensions).await {
             Ok((session, user)) => {
@@ -534,6 +558,7 @@ async fn handle_post<B: RequestBody>(http: McpHttp, mut parts: Parts, body: B) -
     if names_version_without_initialize(version)
         && let Some((id, params)) = crate::protocol::rev_2026_07_28::read_tool_call(&bytes)
     {
+        *method = Some(RpcMethod::ToolsCall as usize);
         let span = tracing::debug_span!("mcp", method = %"tools/call", id = %id);
         return match rev_2026_07_28::check_tool_call(http, &id, params, &parts.headers) {
             Ok(checked) => {
@@ -554,6 +579,9 @@ async fn handle_post<B: RequestBody>(http: McpHttp, mut parts: Parts, body: B) -
     // One span per request. It names the method and id, never the session id, which lets
     // anyone holding it act as the session. At DEBUG, as tower-http's TraceLayer does: a span
     // the filter enables has its fields formatted, which costs more than the echo call itself.
+    if let Message::Request(request) = &message {
+        *method = Some(RpcMethod::of(&request.method).map_or(RpcMethod::ALL.len(), |m| m as usize));
+    }
     let span = match &message {
         Message::Request(r) => tracing::debug_span!("mcp", method = %r.method, id = %r.id),
         Message::Notification(n) => tracing::debug_span!("mcp", method = %n.method),
