@@ -69,6 +69,22 @@ pub trait ClientPeer: Send + Sync {
     fn become_task(&self) {}
 }
 
+/// Where a call says whose data it reads, for the access log: the MCP engine gives each call of
+/// a signed-in caller one, and the read of another person's data (a care-circle member's) is
+/// then recorded with its subject, never dropped (see [`ToolContext::reads_data_of`]).
+#[async_trait]
+pub trait ReadRecorder: Send + Sync {
+    /// Notes that the call reads `subject`'s data, holding room in the access log for the
+    /// call's record; an error when the log cannot take it in time (the read must not happen).
+    async fn reads_data_of(&self, subject: &str) -> Result<(), ReadNotRecorded>;
+}
+
+/// A read of another person's data that the access log cannot record: the read must not
+/// happen. Its message is for the model or person who asked.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct ReadNotRecorded(pub String);
+
 /// Why a request to the client did not get an answer.
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
 #[non_exhaustive]
@@ -106,6 +122,7 @@ pub struct ToolContext<'a> {
     extensions: Option<&'a http::Extensions>,
     memory: Option<&'a dyn Memory>,
     client: Option<&'a dyn ClientPeer>,
+    reads: Option<&'a dyn ReadRecorder>,
 }
 
 impl fmt::Debug for ToolContext<'_> {
@@ -116,6 +133,7 @@ impl fmt::Debug for ToolContext<'_> {
             .field("extensions", &self.extensions.map_or(0, http::Extensions::len))
             .field("memory", &self.memory.is_some())
             .field("client", &self.client.is_some())
+            .field("reads", &self.reads.is_some())
             .finish()
     }
 }
@@ -155,6 +173,12 @@ impl<'a> ToolContext<'a> {
     /// Sets the client peer.
     pub fn with_client(mut self, client: &'a dyn ClientPeer) -> Self {
         self.client = Some(client);
+        self
+    }
+
+    /// Sets where the call records whose data it reads (the MCP engine does, per call).
+    pub fn with_read_recorder(mut self, reads: &'a dyn ReadRecorder) -> Self {
+        self.reads = Some(reads);
         self
     }
 
@@ -261,6 +285,25 @@ impl<'a> ToolContext<'a> {
     pub fn become_task(&self) {
         if let Some(client) = self.client {
             client.become_task();
+        }
+    }
+
+    /// Says that the call is about to read `subject`'s data, before it reads it: when that is
+    /// another person's (a care-circle member's), the access log holds room for the call's
+    /// record, which names `subject` and is written when the call ends. An error means the log
+    /// could not take it in time: the call must not read, and should return the error. Does
+    /// nothing where no access log is kept (an in-process call).
+    ///
+    /// ```
+    /// use mirobody_core::ToolContext;
+    ///
+    /// let read = futures::executor::block_on(ToolContext::new().reads_data_of("mom"));
+    /// assert_eq!(read, Ok(()));
+    /// ```
+    pub async fn reads_data_of(&self, subject: &str) -> Result<(), ReadNotRecorded> {
+        match self.reads {
+            Some(reads) => reads.reads_data_of(subject).await,
+            None => Ok(()),
         }
     }
 

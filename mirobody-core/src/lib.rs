@@ -59,7 +59,7 @@ mod view;
 pub use args::Args;
 pub use backend::{BackendError, Cache, Memory, MissingBackend, Storage};
 pub use catalog::{DuplicateEntry, PromptRegistry, ResourceRegistry};
-pub use context::{ClientPeer, PeerError, ToolContext};
+pub use context::{ClientPeer, PeerError, ReadNotRecorded, ReadRecorder, ToolContext};
 pub use mirobody_schema as schema;
 pub use mirobody_schema::{Annotations, Format, Param, TaskSupport, ToolSpec, Type};
 pub use prompt::{ContextPromptFn, Prompt, PromptArgument, PromptError, PromptFn, PromptMessage};

@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use axum::Router;
 use mirobody_auth::{McpEndpoint, RevokedGrants};
-use mirobody_ports::{AccountStore, IdentityStore, OAuthStore, PasskeyStore, SecretStore, WebSessionStore};
+use mirobody_ports::{AccessLog, AccountStore, IdentityStore, OAuthStore, PasskeyStore, SecretStore, WebSessionStore};
 
 use crate::authz::cimd::Resolver;
 use crate::authz::keys::SigningKey;
@@ -30,6 +30,9 @@ pub struct OAuthStores {
     /// Links to the operator's OpenID providers and sign-ins in flight to them; `None` hides
     /// the providers' buttons.
     pub identities: Option<Arc<dyn IdentityStore>>,
+    /// The access log, from which the access page lists who read the person's data; `None`
+    /// hides that part.
+    pub access_log: Option<Arc<dyn AccessLog>>,
 }
 
 impl std::fmt::Debug for OAuthStores {
@@ -38,6 +41,7 @@ impl std::fmt::Debug for OAuthStores {
             .field("secrets", &self.secrets.is_some())
             .field("passkeys", &self.passkeys.is_some())
             .field("identities", &self.identities.is_some())
+            .field("access_log", &self.access_log.is_some())
             .finish_non_exhaustive()
     }
 }

@@ -56,6 +56,7 @@ async fn harness(settings: OAuthSettings) -> Harness {
         secrets: Some(backends.secrets()),
         passkeys: None,
         identities: Some(backends.identities()),
+        access_log: None,
     };
     let key = SigningKey::load_or_create(&dir.join("key.pem")).unwrap();
     let revoked = RevokedGrants::new(Duration::from_secs(900));

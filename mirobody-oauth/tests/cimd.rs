@@ -181,6 +181,7 @@ async fn harness(settings: OAuthSettings) -> Harness {
         secrets: None,
         passkeys: None,
         identities: None,
+        access_log: None,
     };
     let key = SigningKey::load_or_create(&dir.join("key.pem")).unwrap();
     let revoked = RevokedGrants::new(Duration::from_secs(900));

@@ -200,6 +200,7 @@ async fn a_store_failure_leaves_the_link_working(backing: Backing) {
         secrets: Some(harness.secrets.clone()),
         passkeys: None,
         identities: None,
+        access_log: None,
     };
     let key = harness.server.signing_key().clone();
     let endpoint = McpEndpoint::new("http://127.0.0.1:8080", "");
@@ -214,6 +215,7 @@ async fn a_store_failure_leaves_the_link_working(backing: Backing) {
         secrets: harness.secrets.clone(),
         passkeys: None,
         revoked: harness.revoked.clone(),
+        access_log: None,
         dir: harness.dir.join("unused"),
     };
 

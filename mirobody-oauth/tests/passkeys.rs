@@ -542,6 +542,7 @@ fn second_instance(harness: &Harness) -> Harness {
         secrets: Some(harness.secrets.clone()),
         passkeys: harness.passkeys.clone(),
         identities: None,
+        access_log: None,
     };
     let revoked = RevokedGrants::new(Duration::from_secs(900));
     let settings: OAuthSettings = serde_json::from_value(json!({})).unwrap();
@@ -555,6 +556,7 @@ fn second_instance(harness: &Harness) -> Harness {
         secrets: harness.secrets.clone(),
         passkeys: harness.passkeys.clone(),
         revoked,
+        access_log: None,
         dir,
     }
 }

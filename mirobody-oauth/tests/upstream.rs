@@ -135,6 +135,7 @@ async fn harness(allow_signup: bool) -> Harness {
         secrets: None,
         passkeys: None,
         identities: Some(backends.identities()),
+        access_log: None,
     };
     let settings: OAuthSettings = serde_json::from_value(json!({"providers": [{
         "id": "test", "name": "Test ID", "issuer": provider.issuer(), "client_id": CLIENT_ID,
@@ -426,6 +427,7 @@ async fn an_unreachable_provider_is_a_plain_error() {
         secrets: None,
         passkeys: None,
         identities: Some(backends.identities()),
+        access_log: None,
     };
     let settings: OAuthSettings = serde_json::from_value(json!({"providers": [{
         "id": "down", "name": "Down", "issuer": format!("http://127.0.0.1:{port}"), "client_id": "x",

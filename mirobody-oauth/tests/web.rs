@@ -437,7 +437,34 @@ async fn an_account_disabled_after_signing_in_is_signed_out(backing: Backing) {
 }
 
 // Every test runs over both stores: the in-memory one and SQLite in a temp dir.
+async fn the_account_page_lists_who_read_ones_data_and_only_ones_own(backing: Backing) {
+    use mirobody_ports::{AccessKind, AccessOutcome};
+    let harness = harness(backing, serde_json::json!({})).await;
+    let mut browser = Browser::default();
+    browser.sign_in(&harness, ALICE, ALICE_PASSWORD, "/account").await;
+    let Some(log) = &harness.access_log else {
+        // No access log given: no section.
+        assert!(!browser.get(&harness, "/account").await.body.contains("Who read your data"));
+        return;
+    };
+    let page = browser.get(&harness, "/account").await;
+    assert!(page.body.contains("Who read your data") && page.body.contains("Nobody else has read your data."));
+    // Bob read Alice's data twice; Alice read Bob's once; a tool name with markup is escaped.
+    log.record("u_bob", Some("u_alice"), AccessKind::Tool, "family_health", AccessOutcome::Ok, 3).await.unwrap();
+    log.record("u_bob", Some("u_alice"), AccessKind::Tool, "<b>x</b>", AccessOutcome::Cancelled, 1).await.unwrap();
+    log.record("u_alice", Some("u_bob"), AccessKind::Tool, "get_user_health_profile", AccessOutcome::Ok, 1)
+        .await
+        .unwrap();
+    let page = browser.get(&harness, "/account").await;
+    assert_eq!(page.status, StatusCode::OK);
+    assert!(page.body.contains("<strong>Bob</strong> used family_health (ok)"), "{}", page.body);
+    assert!(page.body.contains("used &lt;b&gt;x&lt;/b&gt; (cancelled)"), "{}", page.body);
+    assert!(!page.body.contains("get_user_health_profile"), "Alice's own reads of Bob's data are Bob's");
+    assert!(!page.body.contains("<script"), "plain HTML");
+}
+
 on_both!(
+    the_account_page_lists_who_read_ones_data_and_only_ones_own,
     signing_in_sets_a_guarded_cookie_and_returns_to_a_local_next,
     a_next_off_this_server_goes_to_the_account_page,
     a_wrong_password_and_an_unknown_email_get_the_same_answer,

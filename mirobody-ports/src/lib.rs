@@ -27,7 +27,7 @@ mod secrets;
 mod sessions;
 mod tasks;
 
-pub use access::{AccessKind, AccessLog, AccessOutcome};
+pub use access::{AccessKind, AccessLog, AccessOutcome, DataRead, MAX_READS_PAGE};
 pub use accounts::{Account, AccountStore, SignupToken, WebSession, WebSessionStore};
 pub use client_addr::ClientAddr;
 pub use identities::{IdentityLink, IdentityStore, UpstreamLogin};

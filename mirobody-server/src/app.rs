@@ -232,6 +232,7 @@ pub async fn build_with(config: &Config, tools: &[Tool]) -> Result<Server, AppEr
             secrets: Some(opened.secrets()),
             passkeys: Some(opened.passkeys()),
             identities: Some(opened.identities()),
+            access_log: Some(opened.access_log()),
         };
         let scopes = config.auth.scopes_supported.clone();
         mirobody_oauth::OAuthServer::new(stores, endpoint.clone(), config.oauth.clone(), key, scopes, revoked)
@@ -263,6 +264,8 @@ pub async fn build_with(config: &Config, tools: &[Tool]) -> Result<Server, AppEr
     tool_backends.storage = opened.storage();
     tool_backends.extensions.insert(opened.db());
     tool_backends.extensions.insert(upload_links.clone());
+    // `list_data_access` lists the reads of the caller's data from it.
+    tool_backends.extensions.insert(opened.access_log());
     // Documents' text is read by this binary's own `extract` subcommand, in a child process.
     let extractor = mirobody_tools::extract::Extractor::current_exe(config.extraction.limits())
         .map_err(|e| AppError::Extraction(e.to_string()))?;
@@ -279,6 +282,7 @@ pub async fn build_with(config: &Config, tools: &[Tool]) -> Result<Server, AppEr
         .info(config.server_info())
         .options(config.mcp_options())
         .access_log(opened.access_log())
+        .access_log_options(config.access_log.clone())
         .task_store(opened.task_store())
         .task_options(config.tasks.clone());
     if !permissions.filters_no_agent() {

@@ -251,6 +251,13 @@ async fn run(
             server.backends.close().await;
             Ok(u8::try_from(code).unwrap_or(1))
         }
+        Command::Circle { action: cli::CircleCommand::Reads { user, limit, before } } => {
+            let backends = mirobody_store::open(&config.backends).await?;
+            let log = backends.access_log();
+            let code = cli::run_circle_reads(log.as_ref(), &user, limit, before, &mut std::io::stdout()).await?;
+            backends.close().await;
+            Ok(u8::try_from(code).unwrap_or(1))
+        }
         Command::Circle { action } => {
             let server = app::build_with(&config, tools).await?;
             let health = server.backends.health();

@@ -193,6 +193,19 @@ fn is_zip(file: &mut std::fs::File) -> std::io::Result<bool> {
 /// A `circle` subcommand; the operator acts for `--user`.
 #[derive(Debug, Subcommand)]
 pub enum CircleCommand {
+    /// Who read the person's health data and when, newest first: one line per read (entry id,
+    /// time, reader, tool, outcome).
+    Reads {
+        /// The person whose data was read.
+        #[arg(long)]
+        user: String,
+        /// How many entries, at most 100.
+        #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u32).range(1..=100))]
+        limit: u32,
+        /// Only entries older than this one (the id of the last line of the previous page).
+        #[arg(long)]
+        before: Option<i64>,
+    },
     /// Both ways, with the invitations waiting, as JSON.
     List {
         /// The person.
@@ -384,6 +397,37 @@ fn write_summary(
     Ok(i32::from(!summary.invalid.is_empty() || failed))
 }
 
+/// Lists who read `user`'s health data and when (`circle reads`): one line per read, newest
+/// first, at most `limit` (itself at most `MAX_READS_PAGE`), before the entry `before`; the
+/// process exit code (2 when the log could not be read).
+pub async fn run_circle_reads(
+    log: &dyn mirobody_ports::AccessLog,
+    user: &str,
+    limit: u32,
+    before: Option<i64>,
+    out: &mut impl std::io::Write,
+) -> std::io::Result<i32> {
+    let reads = match log.reads_of(user, before, limit).await {
+        Ok(reads) => reads,
+        Err(e) => {
+            writeln!(out, "{e}")?;
+            return Ok(2);
+        }
+    };
+    if reads.is_empty() {
+        writeln!(out, "nobody else read {user}'s data")?;
+    }
+    for read in &reads {
+        let reader = match &read.reader_name {
+            Some(name) => format!("{} ({name})", read.reader),
+            None => read.reader.clone(),
+        };
+        let at = mirobody_health::text::rfc3339(read.at_ms);
+        writeln!(out, "{}\t{at}\t{reader}\t{}\t{}", read.id, read.name, read.outcome)?;
+    }
+    Ok(0)
+}
+
 /// Runs a `circle` subcommand, writing the outcome to `out`; the process exit code (1 when
 /// there was nothing to act on, 2 when the store refused).
 ///
@@ -397,6 +441,10 @@ pub async fn run_circle(
 ) -> std::io::Result<i32> {
     let result = match action {
         CircleCommand::List { user } => sql.circle(&user).await.map(|c| (pretty(&serde_json::json!(c)), true)),
+        // The access log is not the circle's store: `run_circle_reads` lists it.
+        CircleCommand::Reads { .. } => {
+            Ok(("`circle reads` lists the access log: see run_circle_reads".to_owned(), false))
+        }
         CircleCommand::Invite { user, invitee, nickname } => {
             match sql.invite_to_circle(&user, &invitee, nickname.as_deref()).await {
                 Ok(id) => {

@@ -12,7 +12,7 @@ use mirobody_auth::{AuthConfig, ExposeSecret, SecretString};
 use mirobody_store::BackendConfig;
 
 use mirobody_mcp::http::HttpOptions;
-use mirobody_mcp::{McpOptions, ServeOptions, ServerInfo, TaskOptions};
+use mirobody_mcp::{AccessLogOptions, McpOptions, ServeOptions, ServerInfo, TaskOptions};
 
 /// The environment variable prefix for overrides: `MIROBODY_BIND`, `MIROBODY_HTTP__STATELESS` (`__`
 /// for a key in a section), ...
@@ -89,6 +89,9 @@ pub struct Config {
     /// Calls that run as tasks (the MCP tasks extension): how long results are kept, how many
     /// run at once per caller.
     pub tasks: TaskOptions,
+    /// The access log: its queue, how long a read of another person's data waits for room in
+    /// it, how long entries are kept (`retention`, zero: for ever).
+    pub access_log: AccessLogOptions,
     /// A person's uploads and imports: sizes, quotas, upload links.
     pub uploads: UploadSettings,
     /// How the text of uploaded documents is read: a sandboxed child process per document.
@@ -131,6 +134,7 @@ impl Default for Config {
             serve: ServeOptions::default(),
             mcp: McpOptions::default(),
             tasks: TaskOptions::default(),
+            access_log: AccessLogOptions::default(),
             uploads: UploadSettings::default(),
             extraction: ExtractionSettings::default(),
             tools: ToolSettings::default(),
@@ -318,6 +322,7 @@ impl Config {
             ("uploads.max_links_per_user", uploads.max_links_per_user == 0),
             ("tasks.max_live_per_caller", tasks.max_live_per_caller == 0),
             ("tasks.max_kept_per_caller", tasks.max_kept_per_caller == 0),
+            ("access_log.queue", self.access_log.queue == 0),
         ] {
             if zero {
                 return Err(format!("{key} must be at least 1"));

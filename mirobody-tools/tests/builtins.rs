@@ -68,6 +68,10 @@ mod private_files;
 #[path = "builtins/tls.rs"]
 mod tls;
 
+/// Who read a person's data: listed to them alone, on both databases.
+#[path = "builtins/data_access.rs"]
+mod data_access;
+
 /// Golden declarations of a few built-ins, in `tests/golden/tools/` (`UPDATE_GOLDEN=1`).
 #[path = "builtins/golden.rs"]
 mod golden;

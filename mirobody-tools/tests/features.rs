@@ -10,13 +10,15 @@ use mirobody_health::{FileRecord, TextState};
 use mirobody_store::{BackendConfig, OpenedBackends, open};
 use serde_json::{Value, json};
 
-/// The tools every build has: those that need only mirobody-health's traits and the client.
-const CORE_TOOLS: [&str; 12] = [
+/// The tools every build has: those that need only mirobody-health's traits (and ports' access
+/// log) and the client.
+const CORE_TOOLS: [&str; 13] = [
     "ask_user",
     "echo",
     "family_health",
     "fetch_health_data",
     "get_user_health_profile",
+    "list_data_access",
     "list_files",
     "read_file",
     "recall_memory",

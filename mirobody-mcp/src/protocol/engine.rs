@@ -20,7 +20,7 @@ pub(crate) use super::versions::{LATEST_VERSION, SUPPORTED_VERSIONS};
 pub(crate) use crate::jsonrpc::parse;
 use crate::jsonrpc::{self, Id, RpcError, code};
 use crate::metrics::McpMetrics;
-use crate::protocol::access::AccessWriter;
+use crate::protocol::access::{AccessLogOptions, AccessWriter, CallAccess};
 use crate::protocol::changes::ChangeNotifier;
 use crate::protocol::methods::Method;
 pub(crate) use crate::protocol::outcome::{CallFailure, Status, call_failure};
@@ -166,6 +166,32 @@ pub(crate) struct ResourceGuard {
     pub(crate) read_tool: String,
 }
 
+// A tool call's outcome, for the access log.
+pub(crate) fn call_outcome(outcome: &Result<ToolResult, CallError>) -> AccessOutcome {
+    match outcome {
+        Ok(result) if result.is_error() => AccessOutcome::Failed,
+        Ok(_) => AccessOutcome::Ok,
+        Err(CallError::UnknownTool { .. } | CallError::NoSession { .. }) => AccessOutcome::UnknownTool,
+        Err(CallError::InvalidArguments { .. }) => AccessOutcome::InvalidArguments,
+        Err(_) => AccessOutcome::Forbidden,
+    }
+}
+
+// Writes a call's record with its outcome, when one is kept.
+pub(crate) fn finish_call(access: Option<&Arc<CallAccess>>, outcome: &Result<ToolResult, CallError>) {
+    if let Some(access) = access {
+        access.finish(call_outcome(outcome));
+    }
+}
+
+// `ctx`, recording through `access` whose data the call reads, when a record is kept.
+pub(crate) fn with_access<'a>(ctx: ToolContext<'a>, access: &'a Option<Arc<CallAccess>>) -> ToolContext<'a> {
+    match access {
+        Some(access) => ctx.with_read_recorder(&**access),
+        None => ctx,
+    }
+}
+
 // A resource read's outcome, for the access log.
 pub(crate) fn resource_outcome<T>(read: &Result<T, ResourceError>) -> AccessOutcome {
     match read {
@@ -205,6 +231,8 @@ pub struct McpEngineBuilder {
     pub(crate) task_options: TaskOptions,
     pub(crate) list_ttl: Duration,
     pub(crate) metrics: bool,
+    pub(crate) access_log: Option<Arc<dyn AccessLog>>,
+    pub(crate) access_options: AccessLogOptions,
 }
 
 impl McpEngineBuilder {
@@ -283,9 +311,17 @@ impl McpEngineBuilder {
         self
     }
 
-    /// Records every tool call and resource read of an authenticated caller.
+    /// Records every tool call and resource read of an authenticated caller: a call at its
+    /// end (a task's when the task ends), with whose data it read when that was another
+    /// person's (see [`ToolContext::reads_data_of`]).
     pub fn access_log(mut self, log: Arc<dyn AccessLog>) -> Self {
-        self.inner.access_log = Some(AccessWriter::new(log));
+        self.access_log = Some(log);
+        self
+    }
+
+    /// How the access log is queued, waited for and kept.
+    pub fn access_log_options(mut self, options: AccessLogOptions) -> Self {
+        self.access_options = options;
         self
     }
 
@@ -341,11 +377,22 @@ impl McpEngineBuilder {
 
     /// The engine.
     pub fn build(self) -> McpEngine {
-        let McpEngineBuilder { mut inner, state_key, state_ttl, list_ttl, task_store, task_options, metrics } = self;
+        let McpEngineBuilder {
+            mut inner,
+            state_key,
+            state_ttl,
+            list_ttl,
+            task_store,
+            task_options,
+            metrics,
+            access_log,
+            access_options,
+        } = self;
         if metrics {
             let methods = Method::ALL.map(Method::name);
             inner.metrics = Some(Box::new(McpMetrics::new(&methods, inner.registry.names())));
         }
+        inner.access_log = access_log.map(|log| AccessWriter::new(log, access_options));
         let task_store = task_store.unwrap_or_else(|| Arc::new(MemoryTaskStore::default()));
         inner.tasks = Arc::new(Tasks::new(task_store, task_options, inner.changes.clone()));
         inner.rev_2026_07_28 = state::State::new(
@@ -408,6 +455,8 @@ impl McpEngine {
             state_ttl: Duration::from_secs(600),
             list_ttl: Duration::from_secs(60),
             metrics: false,
+            access_log: None,
+            access_options: AccessLogOptions::default(),
         }
     }
 
@@ -557,22 +606,11 @@ impl McpEngine {
         log.record(user_id, kind, name, outcome, started.elapsed());
     }
 
-    // A tool call's outcome, for the access log, recorded when the caller is signed in.
-    pub(crate) fn record_call(
-        &self,
-        user: &UserInfo,
-        name: &str,
-        outcome: &Result<ToolResult, CallError>,
-        started: Option<Instant>,
-    ) {
-        let outcome = match outcome {
-            Ok(result) if result.is_error() => AccessOutcome::Failed,
-            Ok(_) => AccessOutcome::Ok,
-            Err(CallError::UnknownTool { .. } | CallError::NoSession { .. }) => AccessOutcome::UnknownTool,
-            Err(CallError::InvalidArguments { .. }) => AccessOutcome::InvalidArguments,
-            Err(_) => AccessOutcome::Forbidden,
-        };
-        self.record_access(user, AccessKind::Tool, name, outcome, started);
+    // The record of a tool call of `user`, when they are signed in and a log is kept: given
+    // to the call's context, finished with its outcome when it ends.
+    pub(crate) fn call_access(&self, user: &UserInfo, name: &str) -> Option<Arc<CallAccess>> {
+        let (log, user_id) = (self.inner.access_log.as_ref()?, user.user_id()?);
+        Some(Arc::new(CallAccess::new(log, user_id, AccessKind::Tool, name)))
     }
 
     pub(crate) async fn list_resources(&self, params: Option<&RawValue>, user: &UserInfo) -> Result<Value, RpcError> {

@@ -28,6 +28,7 @@ pub(crate) mod tasks;
 mod time_limit;
 pub(crate) mod versions;
 
+pub use access::AccessLogOptions;
 pub use engine::*;
 pub use hooks::{ResourceLister, ToolVisibility};
 pub(crate) use one_pass::tool_call::{ToolCall, read_tool_call};

@@ -218,10 +218,10 @@ impl McpEngine {
             let unknown = CallError::UnknownTool { name: name.into_owned() };
             return Reply::error(id, RpcError::invalid_params(unknown.to_string()));
         }
-        let started = self.access_started(exchange.user);
-        let ctx = self.inner.backends.context(exchange.client);
+        let access = self.call_access(exchange.user, &name);
+        let ctx = with_access(self.inner.backends.context(exchange.client), &access);
         let outcome = self.inner.call_tool(&name, arguments, exchange.user, &ctx).await;
-        self.record_call(exchange.user, &name, &outcome, started);
+        finish_call(access.as_ref(), &outcome);
         match outcome.map_err(call_failure) {
             Ok(result) | Err(CallFailure::Result(result)) => Reply::ok(jsonrpc::tool_result_bytes(id, &result)),
             Err(CallFailure::Error(error, status)) => Reply { body: jsonrpc::error_bytes(Some(id), &error), status },

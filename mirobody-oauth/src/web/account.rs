@@ -1,6 +1,6 @@
 //! `<prefix>/account`: who is signed in, the apps they let in (and revoking them), their
-//! personal MCP URL, the identity providers they sign in with, their password, and signing out
-//! everywhere.
+//! personal MCP URL, the identity providers they sign in with, who read their data lately,
+//! their password, and signing out everywhere.
 
 use axum::Router;
 use axum::extract::rejection::{FormRejection, QueryRejection};
@@ -22,6 +22,8 @@ use crate::web::signin::CsrfForm;
 
 /// Connected apps listed at most; a person with more revokes some to see the rest.
 const MAX_LISTED: usize = 200;
+/// Reads of a person's data by others listed at most, the newest.
+const READS_LISTED: u32 = 20;
 /// The longest grant id a form may name.
 const MAX_GRANT_ID_BYTES: usize = 200;
 
@@ -288,6 +290,10 @@ async fn account_page(
         Ok(section) => section,
         Err(e) => return failed(server, "cannot list linked identities", &e),
     };
+    let reads = match reads_section(server, &account.id).await {
+        Ok(section) => section,
+        Err(e) => return failed(server, "cannot list the reads of a person's data", &e),
+    };
     let notice = notice.map(|text| format!("<p class=\"notice\" role=\"status\">{}</p>\n", escape(text)));
     let password_error = password_error.map(|text| format!("<p class=\"error\" role=\"alert\">{}</p>\n", escape(text)));
     let name = account.display_name.as_deref().unwrap_or(&account.email);
@@ -295,7 +301,7 @@ async fn account_page(
         "<h1>Your account</h1>\n{notice}<div class=\"card\"><p><strong>{name}</strong><br>\
          <span class=\"muted\">{email}</span></p></div>\n\
          <h2>Connected apps</h2>\n<p class=\"muted\">These apps can reach your data. Revoke one and it stops \
-         at once.</p>\n{apps}\n{personal}{passkeys}{linked}\
+         at once.</p>\n{apps}\n{personal}{passkeys}{linked}{reads}\
          <h2>Password</h2>\n{password_error}<form method=\"post\" action=\"{password}\" class=\"card\">\n{hidden}\n\
          <input type=\"text\" name=\"username\" value=\"{email}\" autocomplete=\"username\" hidden>\n\
          <label for=\"current\">Current password</label>\n\
@@ -391,4 +397,32 @@ async fn personal_section(
         )
     };
     Ok(format!("<h2>Personal MCP URL</h2>\n<div class=\"card\">{section}</div>\n"))
+}
+
+// Who read the person's data lately (care-circle members, through the tools), newest first:
+// the reader's name or email where known, what they used, when, what came of it.
+async fn reads_section(server: &OAuthServer, account_id: &str) -> Result<String, mirobody_core::BackendError> {
+    let Some(log) = &server.inner.stores.access_log else { return Ok(String::new()) };
+    let reads = log.reads_of(account_id, None, READS_LISTED).await?;
+    let list = if reads.is_empty() {
+        "<p class=\"muted\">Nobody else has read your data.</p>".to_owned()
+    } else {
+        let items: String = reads
+            .iter()
+            .map(|read| {
+                format!(
+                    "<li>{when}: <strong>{reader}</strong> used {what} ({outcome})</li>\n",
+                    when = escape(&date(read.at_ms)),
+                    reader = escape(read.reader_name.as_deref().unwrap_or(&read.reader)),
+                    what = escape(&read.name),
+                    outcome = escape(read.outcome.as_str()),
+                )
+            })
+            .collect();
+        format!("<ul class=\"plain\">\n{items}</ul>")
+    };
+    Ok(format!(
+        "<h2>Who read your data</h2>\n<div class=\"card\"><p class=\"muted\">The people you share your health \
+         data with, each time they read it (the newest {READS_LISTED}).</p>\n{list}</div>\n"
+    ))
 }

@@ -47,6 +47,9 @@ struct Harness {
     #[allow(dead_code)] // only passkeys.rs reads it
     passkeys: Option<Arc<dyn PasskeyStore>>,
     revoked: RevokedGrants,
+    /// The access log, on SQLite.
+    #[allow(dead_code)] // only web.rs reads it
+    access_log: Option<Arc<dyn mirobody_ports::AccessLog>>,
     dir: PathBuf,
 }
 
@@ -224,6 +227,7 @@ async fn harness_full(backing: Backing, settings: serde_json::Value, base_url: &
                 secrets: Some(store),
                 passkeys: None,
                 identities: None,
+                access_log: None,
             }
         }
         Backing::Sqlite => {
@@ -235,12 +239,14 @@ async fn harness_full(backing: Backing, settings: serde_json::Value, base_url: &
                 secrets: Some(backends.secrets()),
                 passkeys: passkeys.then(|| backends.passkeys()),
                 identities: Some(backends.identities()),
+                access_log: Some(backends.access_log()),
             }
         }
     };
     let (accounts, sessions, oauth) = (stores.accounts.clone(), stores.sessions.clone(), stores.oauth.clone());
     let secrets = stores.secrets.clone().unwrap();
     let passkeys = stores.passkeys.clone();
+    let access_log = stores.access_log.clone();
     let settings: OAuthSettings = serde_json::from_value(settings).unwrap();
     let revoked = RevokedGrants::new(Duration::from_secs(900));
     let endpoint = McpEndpoint::new(base_url, "");
@@ -258,5 +264,5 @@ async fn harness_full(backing: Backing, settings: serde_json::Value, base_url: &
         };
         assert!(accounts.create_account(&account).await.unwrap());
     }
-    Harness { router: server.router(), server, accounts, sessions, oauth, secrets, passkeys, revoked, dir }
+    Harness { router: server.router(), server, accounts, sessions, oauth, secrets, passkeys, revoked, access_log, dir }
 }

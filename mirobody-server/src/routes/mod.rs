@@ -1,5 +1,6 @@
 //! The routes a person's application uses beside MCP: uploads (`POST /files`, the upload
-//! page), FHIR imports (`POST /fhir`) and the care circle (`/circle`).
+//! page), FHIR imports (`POST /fhir`), the care circle (`/circle`) and who read one's data
+//! (`/access/reads`).
 //!
 //! Each is a thin adapter: it identifies the caller from what the auth layer put in the
 //! request (never from the body), reads a body bounded in size and time, and calls the same
@@ -9,6 +10,7 @@
 // A refusal here is the response itself, made once per request: boxing it would buy nothing.
 #![allow(clippy::result_large_err)]
 
+mod access;
 mod circle;
 mod fhir;
 mod shares;
@@ -102,7 +104,8 @@ pub(crate) fn router(backends: Arc<OpenedBackends>, auth: Authenticator, setting
     Router::new()
         .merge(uploads::router(&prefix, routes.clone()).layer(axum::middleware::from_fn(counted_uploads)))
         .merge(fhir::router(&prefix, routes.clone()).layer(axum::middleware::from_fn(counted_imports)))
-        .merge(circle::router(&prefix, routes))
+        .merge(circle::router(&prefix, routes.clone()))
+        .merge(access::router(&prefix, routes))
         .layer(axum::middleware::from_fn_with_state(settings.callers, shares::within_rate))
 }
 

@@ -106,6 +106,12 @@ pub(super) const MIGRATIONS: &[(i64, &str, &str, &str)] = &[
         include_str!("../../migrations/sqlite/0014_record_detail.sql"),
         include_str!("../../migrations/postgres/0014_record_detail.sql"),
     ),
+    (
+        18,
+        "access_subject",
+        include_str!("../../migrations/sqlite/0018_access_subject.sql"),
+        include_str!("../../migrations/postgres/0018_access_subject.sql"),
+    ),
 ];
 
 /// Where a SQLite migration hands over to Rust to compute every memory's indexed terms.

@@ -68,7 +68,7 @@ async fn the_sqlite_migrations_leave_no_prepared_statements_behind() {
 async fn the_access_log_keeps_success_beside_the_outcome_and_reads_old_rows() {
     let (_dir, store) = new_sqlite_store(1).await;
     for outcome in AccessOutcome::ALL {
-        store.record("u1", AccessKind::Tool, "t", outcome, 0).await.unwrap();
+        store.record("u1", None, AccessKind::Tool, "t", outcome, 0).await.unwrap();
     }
     let pool = sqlite_pool(&store);
     let success: Vec<bool> =

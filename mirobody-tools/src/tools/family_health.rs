@@ -37,7 +37,7 @@ async fn family_health(
     let me = caller(user)?;
     let db = health_store(ctx).map_err(fail)?;
     let count = count.clamp(1, MAX_COUNT) as u32;
-    let (subject, label) = member::subject(member, me, user, db).await?;
+    let (subject, label) = member::subject(member, me, user, db, ctx).await?;
     let page = db
         .observations(me, &subject, count)
         .await

@@ -44,7 +44,7 @@ async fn fetch_health_data(
     let (start, end) = query::range(start_time, end_time)?;
     let limit = limit.clamp(1, MAX_LIMIT) as u32;
     let db = health_store(ctx).map_err(fail)?;
-    let (subject, label) = member::subject(member, me, user, db).await?;
+    let (subject, label) = member::subject(member, me, user, db, ctx).await?;
     let denied = || ToolError::new("Not authorized to read that member's health data.");
     // The series of the codes the names give by themselves (a code, or the catalog's codes for
     // a common name) are read while the person's indicators are: most calls name one

@@ -28,7 +28,7 @@ async fn get_user_health_profile(
 ) -> Result<ToolResult, ToolError> {
     let me = caller(user)?;
     let db = health_store(ctx).map_err(fail)?;
-    let (subject, label) = member::subject(member, me, user, db).await?;
+    let (subject, label) = member::subject(member, me, user, db, ctx).await?;
     let denied = || ToolError::new("Not authorized to read that member's health data.");
     let latest = db.latest_values(me, &subject).await.map_err(fail)?.ok_or_else(denied)?;
     let records = db.health_records(me, &subject).await.map_err(fail)?.ok_or_else(denied)?;

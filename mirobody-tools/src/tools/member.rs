@@ -6,7 +6,7 @@
 //! must now be at least three characters, and two matches are an ambiguity the model must
 //! resolve. Every read re-checks access on its own: this only picks the subject.
 
-use mirobody_core::{ToolError, UserInfo};
+use mirobody_core::{ToolContext, ToolError, UserInfo};
 
 use super::fail;
 use mirobody_health::{CircleMember, HealthStore};
@@ -19,12 +19,15 @@ pub(crate) const MIN_PARTIAL_MATCH: usize = 3;
 pub(crate) const MAX_MEMBER_CHARS: usize = 200;
 
 /// The subject `wanted` names for `me` (empty or absent: the caller, or the member the caller
-/// acts for), and how to call them in an answer ("you", or the member's nickname).
+/// acts for), and how to call them in an answer ("you", or the member's nickname). Another
+/// person's data is noted for the access log before it is read
+/// ([`ToolContext::reads_data_of`]): when the log cannot take the note, nothing is read.
 pub(crate) async fn subject(
     wanted: Option<&str>,
     me: &str,
     user: &UserInfo,
     db: &dyn HealthStore,
+    ctx: &ToolContext<'_>,
 ) -> Result<(String, String), ToolError> {
     let wanted = wanted.map(str::trim).unwrap_or_default();
     if wanted.chars().count() > MAX_MEMBER_CHARS {
@@ -48,6 +51,9 @@ pub(crate) async fn subject(
         let member = resolve(wanted, &sharers)?;
         (member.user_id.clone(), label(member).to_owned())
     };
+    if named.0 != me {
+        ctx.reads_data_of(&named.0).await.map_err(fail)?;
+    }
     Ok(named)
 }
 

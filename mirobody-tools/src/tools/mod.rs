@@ -14,6 +14,7 @@ mod echo;
 mod family_health;
 mod fetch_health_data;
 mod get_user_health_profile;
+mod list_data_access;
 mod list_files;
 mod member;
 mod query;

@@ -30,7 +30,7 @@ async fn search_health_indicators(
     let me = caller(user)?;
     let keywords = query::names(&keywords, "keywords")?;
     let db = health_store(ctx).map_err(fail)?;
-    let (subject, label) = member::subject(member, me, user, db).await?;
+    let (subject, label) = member::subject(member, me, user, db, ctx).await?;
     let all = db
         .indicators(me, &subject)
         .await

@@ -53,6 +53,7 @@ on_both_databases! {
     an_expired_secret_identifies_nobody;
     access_log_rows;
     access_log_outcomes_round_trip;
+    reads_of_ones_data_are_listed_to_one_alone_newest_first_and_purged_by_age;
     the_care_circle_is_invited_accepted_and_revoked;
     imports_store_each_resource_once_and_feed_the_queries;
     tasks_are_their_owners_and_an_ended_one_never_changes;
@@ -374,10 +375,10 @@ async fn an_expired_secret_identifies_nobody(db: &SqlStore) {
 }
 
 async fn access_log_rows(db: &SqlStore) {
-    db.record("u1", AccessKind::Tool, "echo", AccessOutcome::Ok, 3).await.unwrap();
+    db.record("u1", None, AccessKind::Tool, "echo", AccessOutcome::Ok, 3).await.unwrap();
     let long = "é".repeat(100);
-    db.record("u1", AccessKind::Resource, &long, AccessOutcome::Failed, 0).await.unwrap();
-    db.record("u2", AccessKind::Tool, "whoami", AccessOutcome::Ok, 1).await.unwrap();
+    db.record("u1", None, AccessKind::Resource, &long, AccessOutcome::Failed, 0).await.unwrap();
+    db.record("u2", None, AccessKind::Tool, "whoami", AccessOutcome::Ok, 1).await.unwrap();
     let rows = db.access_log_of("u1").await.unwrap();
     assert_eq!(rows.len(), 2);
     assert_eq!(rows[0], (AccessKind::Tool, "echo".to_owned(), AccessOutcome::Ok, 3));
@@ -386,9 +387,59 @@ async fn access_log_rows(db: &SqlStore) {
     assert_eq!(rows[1].2, AccessOutcome::Failed);
 }
 
+async fn reads_of_ones_data_are_listed_to_one_alone_newest_first_and_purged_by_age(db: &SqlStore) {
+    db.upsert_user("r-bob", Some("Bob"), Some("bob@example.com")).await.unwrap();
+    db.record("r-bob", Some("r-ann"), AccessKind::Tool, "family_health", AccessOutcome::Ok, 4).await.unwrap();
+    db.record("r-bob", Some("r-ann"), AccessKind::Tool, "fetch_health_data", AccessOutcome::Cancelled, 9)
+        .await
+        .unwrap();
+    db.record("r-eve", Some("r-ann"), AccessKind::Tool, "family_health", AccessOutcome::Failed, 1).await.unwrap();
+    // Not reads of another person's data: one's own, and one naming oneself as subject.
+    db.record("r-ann", None, AccessKind::Tool, "family_health", AccessOutcome::Ok, 1).await.unwrap();
+    db.record("r-ann", Some("r-ann"), AccessKind::Tool, "family_health", AccessOutcome::Ok, 1).await.unwrap();
+    db.record("r-ann", Some("r-bob"), AccessKind::Tool, "family_health", AccessOutcome::Ok, 2).await.unwrap();
+
+    let reads = db.reads_of("r-ann", None, 10).await.unwrap();
+    let seen: Vec<(&str, &str, AccessOutcome)> =
+        reads.iter().map(|r| (r.reader.as_str(), r.name.as_str(), r.outcome)).collect();
+    assert_eq!(
+        seen,
+        [
+            ("r-eve", "family_health", AccessOutcome::Failed),
+            ("r-bob", "fetch_health_data", AccessOutcome::Cancelled),
+            ("r-bob", "family_health", AccessOutcome::Ok),
+        ],
+        "newest first, others' reads only"
+    );
+    assert_eq!(reads[1].reader_name.as_deref(), Some("Bob"), "the reader's display name where known");
+    assert_eq!(reads[0].reader_name, None, "no name known for eve");
+    assert_eq!(reads[1].duration_ms, 9);
+    // Paged: the entries before the last one seen.
+    let page = db.reads_of("r-ann", None, 2).await.unwrap();
+    assert_eq!(page.len(), 2);
+    let next = db.reads_of("r-ann", Some(page[1].id), 2).await.unwrap();
+    assert_eq!(next.len(), 1);
+    assert_eq!(next[0].name, "family_health");
+    // The page is capped whatever is asked.
+    for _ in 0..(mirobody_ports::MAX_READS_PAGE + 5) {
+        db.record("r-bob", Some("r-cap"), AccessKind::Tool, "family_health", AccessOutcome::Ok, 0).await.unwrap();
+    }
+    let capped = db.reads_of("r-cap", None, u32::MAX).await.unwrap();
+    assert_eq!(capped.len(), mirobody_ports::MAX_READS_PAGE as usize);
+    // Bob's data was read by ann once; a stranger's by nobody.
+    assert_eq!(db.reads_of("r-bob", None, 10).await.unwrap().len(), 1);
+    assert!(db.reads_of("r-nobody", None, 10).await.unwrap().is_empty());
+    // Purged by age, in bounded batches: everything is older than a time in the future.
+    let future = mirobody_core::clock::now_ms() + 60_000;
+    assert_eq!(db.purge_before(future, 2).await.unwrap(), 2, "at most the batch");
+    while db.purge_before(future, 1_000).await.unwrap() > 0 {}
+    assert!(db.reads_of("r-ann", None, 10).await.unwrap().is_empty());
+    assert_eq!(db.purge_before(0, 10).await.unwrap(), 0, "nothing is older than the epoch");
+}
+
 async fn access_log_outcomes_round_trip(db: &SqlStore) {
     for (i, outcome) in AccessOutcome::ALL.into_iter().enumerate() {
-        db.record("u3", AccessKind::Tool, outcome.as_str(), outcome, i as u64).await.unwrap();
+        db.record("u3", None, AccessKind::Tool, outcome.as_str(), outcome, i as u64).await.unwrap();
     }
     let rows = db.access_log_of("u3").await.unwrap();
     let read: Vec<AccessOutcome> = rows.iter().map(|(_, _, outcome, _)| *outcome).collect();

@@ -141,6 +141,7 @@ pub(crate) fn handles(backends: &OpenedBackends) -> Backends {
     handles.cache = Some(backends.cache());
     handles.storage = backends.storage();
     handles.extensions.insert(backends.db());
+    handles.extensions.insert(backends.access_log());
     handles.memory = backends.memory();
     handles
 }

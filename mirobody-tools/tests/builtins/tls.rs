@@ -319,7 +319,7 @@ async fn postgres_over_tls_through_backends_open() {
     let verified = format!("{url}?sslmode=verify-full&sslrootcert={ca}");
     let config = BackendConfig { database_url: Some(verified), ..config_in(data.path()) };
     let backends = open(&config).await.expect("the backends open on PostgreSQL over TLS");
-    backends.sql().record("u1", AccessKind::Tool, "echo", AccessOutcome::Ok, 2).await.unwrap();
+    backends.sql().record("u1", None, AccessKind::Tool, "echo", AccessOutcome::Ok, 2).await.unwrap();
     let rows = backends.sql().access_log_of("u1").await.unwrap();
     assert_eq!(rows, [(AccessKind::Tool, "echo".to_owned(), AccessOutcome::Ok, 2)]);
     backends.close().await;

@@ -345,13 +345,16 @@ impl McpEngine {
                 return Reply::error(id, &tasks::missing_extension(&format!("Tool '{}'", p.name)));
             }
         }
-        let started = self.access_started(exchange.user);
-        let call = async |ctx: &ToolContext<'_>| self.inner().call_tool(&p.name, arguments, exchange.user, ctx).await;
+        let access = self.call_access(exchange.user, &p.name);
+        let call = async |ctx: &ToolContext<'_>| {
+            let ctx = crate::protocol::with_access(*ctx, &access);
+            self.inner().call_tool(&p.name, arguments, exchange.user, &ctx).await
+        };
         let outcome = match self.round(id, exchange, &binding, retry, call).await {
             Ok(outcome) => outcome,
             Err(reply) => return reply,
         };
-        self.record_call(exchange.user, &p.name, &outcome, started);
+        crate::protocol::finish_call(access.as_ref(), &outcome);
         match outcome.map_err(call_failure) {
             Ok(result) | Err(CallFailure::Result(result)) => Reply::ok(self.tool_result(id, &result)),
             Err(CallFailure::Error(error, status)) => Reply::error_with(id, &error, status),

@@ -14,8 +14,9 @@ use serde_json::{Map, Value, json};
 use super::mrtr::{Binding, RetryParams, Round};
 use super::{Exchange, Reply, codes, splice};
 use crate::jsonrpc::{self, Id, RpcError};
+use crate::protocol::access::CallAccess;
 use crate::protocol::tasks::{self as engine, EXTENSION, Escalation, TaskPeer, drive, owner_of, task_json};
-use crate::protocol::{CallFailure, McpEngine, call_failure, parse};
+use crate::protocol::{CallFailure, McpEngine, call_failure, finish_call, parse, with_access};
 
 /// Whether the request's client negotiated the tasks extension.
 pub(crate) fn negotiated(exchange: &Exchange<'_>) -> bool {
@@ -128,26 +129,23 @@ impl McpEngine {
         let live = tasks.prepare(exchange.user, name);
         let capabilities = exchange.meta.client_capabilities.clone();
         let peer = Arc::new(TaskPeer::new(answers, capabilities, live.clone(), self.notifications(exchange)));
-        let mut job = self.task_job(name.to_owned(), arguments, exchange.user.clone(), peer.clone());
-        let started = self.access_started(exchange.user);
+        // Recorded when the call ends: in the request, or as a task when the task does.
+        let access = self.call_access(exchange.user, name);
+        let mut job = self.task_job(name.to_owned(), arguments, exchange.user.clone(), peer.clone(), access.clone());
         match drive(&peer, &mut job, tasks.options.sync_budget).await {
             Escalation::Round(Round::Done(outcome)) if support == TaskSupport::Required => {
-                self.record_call(exchange.user, name, &outcome, started);
                 self.task_created(id, tasks.keep_finished(live, outcome).await)
             }
-            Escalation::Round(Round::Done(outcome)) => {
-                self.record_call(exchange.user, name, &outcome, started);
-                match outcome.map_err(call_failure) {
-                    Ok(result) | Err(CallFailure::Result(result)) => Reply::ok(self.tool_result(id, &result)),
-                    Err(CallFailure::Error(error, status)) => Reply::error_with(id, &error, status),
-                }
-            }
+            Escalation::Round(Round::Done(outcome)) => match outcome.map_err(call_failure) {
+                Ok(result) | Err(CallFailure::Result(result)) => Reply::ok(self.tool_result(id, &result)),
+                Err(CallFailure::Error(error, status)) => Reply::error_with(id, &error, status),
+            },
             Escalation::Round(Round::InputRequired { requests, answers }) => {
                 let state = sealer.seal(binding, answers);
                 Reply::ok(self.input_required(id, requests, state))
             }
             Escalation::Round(Round::Invalid(error)) => Reply::error(id, &error),
-            Escalation::Task => self.task_created(id, tasks.launch(live, job).await),
+            Escalation::Task => self.task_created(id, tasks.launch(live, job, access).await),
         }
     }
 
@@ -158,11 +156,14 @@ impl McpEngine {
         arguments: Value,
         user: UserInfo,
         peer: Arc<TaskPeer>,
+        access: Option<Arc<CallAccess>>,
     ) -> BoxFuture<'static, Result<ToolResult, CallError>> {
         let inner = self.inner.clone();
         Box::pin(async move {
-            let ctx = inner.backends.context(Some(&*peer));
-            inner.call_tool(&name, arguments, &user, &ctx).await
+            let ctx = with_access(inner.backends.context(Some(&*peer)), &access);
+            let outcome = inner.call_tool(&name, arguments, &user, &ctx).await;
+            finish_call(access.as_ref(), &outcome);
+            outcome
         })
     }
 

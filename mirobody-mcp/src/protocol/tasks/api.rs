@@ -90,12 +90,13 @@ impl McpEngine {
         let capabilities = serde_json::json!({"elicitation": {}, "sampling": {}, "roots": {}});
         let peer = Arc::new(TaskPeer::new(Map::new(), capabilities, live.clone(), None));
         mirobody_core::ClientPeer::become_task(&*peer);
-        let mut job = self.task_job(name.to_owned(), arguments, user.clone(), peer.clone());
+        let access = self.call_access(user, name);
+        let mut job = self.task_job(name.to_owned(), arguments, user.clone(), peer.clone(), access.clone());
         let started = match drive(&peer, &mut job, std::time::Duration::ZERO).await {
             // Refused before the handler ran: nothing to keep.
             Escalation::Round(Round::Done(Err(error))) => return Err(TaskError::Call(error)),
             Escalation::Round(Round::Done(outcome)) => tasks.keep_finished(live, outcome).await,
-            Escalation::Task => tasks.launch(live, job).await,
+            Escalation::Task => tasks.launch(live, job, access).await,
             // A task from the first poll asks through the task, never in a round: not reached.
             Escalation::Round(Round::InputRequired { .. } | Round::Invalid(_)) => {
                 return Err(TaskError::Refused("the call asked outside its task".to_owned()));

@@ -20,10 +20,12 @@
 mod api;
 mod memory;
 mod peer;
+mod wire;
 
 pub use api::TaskError;
 pub use memory::MemoryTaskStore;
 pub(crate) use peer::{Escalation, TaskPeer, drive};
+pub(crate) use wire::task_json;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
@@ -31,12 +33,13 @@ use std::time::Duration;
 
 use futures::future::BoxFuture;
 use mirobody_core::{CallError, Content, ToolResult, UserInfo};
-use mirobody_ports::{ANONYMOUS_OWNER_PREFIX, TaskRecord, TaskState, TaskStore};
+use mirobody_ports::{ANONYMOUS_OWNER_PREFIX, AccessOutcome, TaskRecord, TaskState, TaskStore};
 use serde_json::{Map, Value, json};
 use tokio::sync::oneshot;
 use tokio::task::{AbortHandle, JoinHandle};
 
 use crate::jsonrpc::{RpcError, code};
+use crate::protocol::access::CallAccess;
 use crate::protocol::changes::{Change, ChangeNotifier};
 use crate::protocol::outcome::{CallFailure, call_failure};
 use crate::session::{Event, SharedSessions, lock, random_token};
@@ -190,6 +193,9 @@ pub(crate) struct LiveTask {
     options: TaskOptions,
     // Saves one at a time, each of the state as it stands then: the last save is the latest.
     saving: tokio::sync::Mutex<()>,
+    // The call's access record, written when the task ends (with its real outcome by the
+    // call itself, or here when it is cancelled or expires).
+    access: OnceLock<Arc<CallAccess>>,
 }
 
 impl LiveTask {
@@ -202,6 +208,7 @@ impl LiveTask {
             changes: tasks.changes.clone(),
             options: tasks.options.clone(),
             saving: tokio::sync::Mutex::new(()),
+            access: OnceLock::new(),
         })
     }
 
@@ -289,6 +296,11 @@ impl LiveTask {
         };
         if let Some(handle) = handle.filter(|_| abort) {
             handle.abort();
+        }
+        if state == TaskState::Cancelled
+            && let Some(access) = self.access.get()
+        {
+            access.finish(AccessOutcome::Cancelled);
         }
         self.announce(record);
         Ok(true)
@@ -480,11 +492,17 @@ impl Tasks {
 
     /// Starts `job` as the task `live`: its record saved (durably: a `tasks/get` finds it once
     /// this returns), its future run on the runtime until it ends, renewing its lease.
+    /// `access` is the call's access record, which the task writes when it is cancelled or
+    /// expires (the call writes it when it ends by itself).
     pub(crate) async fn launch(
         self: &Arc<Self>,
         live: Arc<LiveTask>,
         job: BoxFuture<'static, Result<ToolResult, CallError>>,
+        access: Option<Arc<CallAccess>>,
     ) -> Result<TaskRecord, RpcError> {
+        if let Some(access) = access {
+            let _ = live.access.set(access);
+        }
         {
             let mut state = lock(&live.state);
             let now = now_ms();
@@ -499,8 +517,10 @@ impl Tasks {
         // In the span of the request that started it, so its log lines name that request.
         let handle = tokio::spawn(
             async move {
-                let outcome = renewing(&running, job, tasks.options.lease).await;
-                tasks.end(&running, outcome).await;
+                match renewing(&running, job, tasks.options.lease).await {
+                    Some(outcome) => tasks.end(&running, outcome).await,
+                    None => tasks.expire(&running).await,
+                }
             }
             .in_current_span(),
         );
@@ -536,6 +556,21 @@ impl Tasks {
         let (state, outcome) = outcome_of(outcome);
         // A failed save is logged: the record then reads failed once its lease lapses.
         let _ = live.end_with(state, Some(outcome), false).await;
+        lock(&self.live).remove(&live.id);
+    }
+
+    // Ends a task still running when its time to live ran out: its record is about to be
+    // forgotten, so nobody could read its result or cancel it.
+    async fn expire(&self, live: &Arc<LiveTask>) {
+        tracing::info!(task = %log_id(&live.id), "a task ran past its time to live and was stopped");
+        if let Some(access) = live.access.get() {
+            access.finish(AccessOutcome::Expired);
+        }
+        let error = json!({"error": {
+            "code": code::INTERNAL_ERROR,
+            "message": "The task ran past its time to live and was stopped",
+        }});
+        let _ = live.end_with(TaskState::Failed, Some(error), false).await;
         lock(&self.live).remove(&live.id);
     }
 
@@ -728,70 +763,24 @@ fn store_error(error: mirobody_core::BackendError) -> RpcError {
     RpcError::new(code::INTERNAL_ERROR, "Internal error: the task store failed")
 }
 
-// Runs a task's future to its end, renewing the task's lease meanwhile.
+// Runs a task's future to its end, renewing the task's lease meanwhile; `None` when its time
+// to live ran out first (the future is dropped then).
 async fn renewing(
     live: &LiveTask,
     mut job: BoxFuture<'static, Result<ToolResult, CallError>>,
     lease: Duration,
-) -> Result<ToolResult, CallError> {
+) -> Option<Result<ToolResult, CallError>> {
     let mut renew = tokio::time::interval((lease / 3).max(Duration::from_millis(10)));
     renew.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     renew.tick().await;
+    let left = u64::try_from(lock(&live.state).record.expires_ms - now_ms()).unwrap_or(0);
+    let expiry = tokio::time::sleep(Duration::from_millis(left));
+    tokio::pin!(expiry);
     loop {
         tokio::select! {
-            outcome = &mut job => return outcome,
+            outcome = &mut job => return Some(outcome),
             _ = renew.tick() => live.renew(lease).await,
+            () = &mut expiry => return None,
         }
     }
-}
-
-/// The wire form of a task: its id, status, times, time to live and poll interval, and when
-/// `detailed` (a `tasks/get`), its questions, result or error.
-pub(crate) fn task_json(record: &TaskRecord, options: &TaskOptions, detailed: bool) -> Map<String, Value> {
-    let mut task = Map::new();
-    task.insert("taskId".into(), json!(record.id));
-    task.insert("status".into(), json!(record.state.as_str()));
-    task.insert("createdAt".into(), json!(rfc3339(record.created_ms)));
-    task.insert("lastUpdatedAt".into(), json!(rfc3339(record.updated_ms)));
-    task.insert("ttlMs".into(), json!((record.expires_ms - record.created_ms).max(1)));
-    task.insert("pollIntervalMs".into(), json!(options.poll_interval.as_millis().max(1) as u64));
-    if detailed {
-        match record.state {
-            TaskState::InputRequired => {
-                task.insert("inputRequests".into(), record.input_requests.clone().unwrap_or_else(|| json!({})));
-            }
-            TaskState::Completed | TaskState::Failed => {
-                if let Some(Value::Object(outcome)) = &record.outcome {
-                    task.extend(outcome.clone());
-                }
-            }
-            _ => {}
-        }
-    }
-    task
-}
-
-// A task's times on the wire: RFC 3339 in UTC with milliseconds (`2026-01-02T03:04:05.678Z`).
-fn rfc3339(ms: i64) -> String {
-    let at = time::OffsetDateTime::from_unix_timestamp_nanos(i128::from(ms.max(0)) * 1_000_000)
-        .unwrap_or(time::OffsetDateTime::UNIX_EPOCH);
-    let (date, clock) = (at.date(), at.time());
-    format!(
-        "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:03}Z",
-        date.year(),
-        u8::from(date.month()),
-        date.day(),
-        clock.hour(),
-        clock.minute(),
-        clock.second(),
-        clock.millisecond()
-    )
-}
-
-#[cfg(test)]
-#[test]
-fn task_times_are_rfc3339_in_utc_with_milliseconds() {
-    assert_eq!(rfc3339(1_767_323_045_678), "2026-01-02T03:04:05.678Z");
-    assert_eq!(rfc3339(0), "1970-01-01T00:00:00.000Z");
-    assert_eq!(rfc3339(-5), "1970-01-01T00:00:00.000Z", "a time before the epoch reads as the epoch");
 }

@@ -605,3 +605,6 @@ async fn a_tasks_time_limit_counts_its_work_not_its_wait_for_answers() {
     let text = done["result"]["content"][0]["text"].as_str().unwrap();
     assert!(text.contains("took longer than its time limit of 0.2 s"), "{text}");
 }
+
+#[path = "task_access.rs"]
+mod task_access;
