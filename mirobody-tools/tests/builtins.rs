@@ -64,6 +64,11 @@ mod private_files;
 #[path = "builtins/tls.rs"]
 mod tls;
 
+/// Units converted, values flagged, names found in Chinese: golden answers in
+/// `tests/golden/answers/` (`UPDATE_GOLDEN=1`).
+#[path = "builtins/units.rs"]
+mod units;
+
 /// Golden declarations of a few built-ins, in `tests/golden/tools/` (`UPDATE_GOLDEN=1`).
 #[path = "builtins/golden.rs"]
 mod golden;
