@@ -10,8 +10,10 @@
 //! - [`formats`] tells an import file's format by its content (the one sniffer of the command
 //!   line and the uploads), and imports FHIR Bulk Data NDJSON.
 //! - [`fhir`] reads FHIR R4 resources and a wearable's CSV into what [`RecordStore`] stores,
-//!   and [`import`] runs an import through it; [`indicators`] knows the common names of
-//!   indicators.
+//!   and [`import`] runs an import through it; [`indicators`] is the catalog of indicators
+//!   (LOINC codes, English and Chinese names, adult ranges).
+//! - [`units`] reads unit spellings as UCUM codes and converts values within an indicator's
+//!   scale; [`flags`] says whether a value is low, normal or high.
 //! - `testing` (with the `testing` feature): the store contract suite, `testing::check_all`,
 //!   that every implementation of the store traits passes.
 //! - [`text`]: small helpers the crates above this one share (times as RFC 3339, capping
@@ -31,6 +33,7 @@
 pub mod apple;
 pub mod fhir;
 pub mod formats;
+pub mod flags;
 pub mod import;
 pub mod indicators;
 mod quota;
@@ -39,6 +42,7 @@ pub mod store;
 #[cfg(feature = "testing")]
 pub mod testing;
 pub mod text;
+pub mod units;
 
 pub use quota::QuotaExceeded;
 pub use records::*;

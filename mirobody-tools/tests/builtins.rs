@@ -71,6 +71,10 @@ mod tls;
 /// Who read a person's data: listed to them alone, on both databases.
 #[path = "builtins/data_access.rs"]
 mod data_access;
+/// Units converted, values flagged, names found in Chinese: golden answers in
+/// `tests/golden/answers/` (`UPDATE_GOLDEN=1`).
+#[path = "builtins/units.rs"]
+mod units;
 
 /// Golden declarations of a few built-ins, in `tests/golden/tools/` (`UPDATE_GOLDEN=1`).
 #[path = "builtins/golden.rs"]

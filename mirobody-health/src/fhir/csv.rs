@@ -252,6 +252,16 @@ mod tests {
     }
 
     #[test]
+    fn chinese_indicator_names_are_coded() {
+        let text = "time,indicator,value,unit\n\
+                    2026-01-02T08:00:00Z,血糖,5.6,mmol/L\n\
+                    2026-01-02T08:00:00Z,收缩压,128,mmHg\n";
+        let entries = parse_csv(text).unwrap().entries;
+        let codes: Vec<&str> = entries.iter().map(|e| observation(e).code.as_str()).collect();
+        assert_eq!(codes, ["2339-0", "8480-6"]);
+    }
+
+    #[test]
     fn lines_are_counted_with_crlf_and_blank_lines() {
         let text = "time,indicator,value\r\n\r\n2026-01-02,glucose,\r\n2026-01-02,,5\r\n";
         let entries = parse_csv(text).unwrap().entries;

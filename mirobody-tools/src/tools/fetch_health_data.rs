@@ -3,15 +3,19 @@
 //!
 //! Named and shaped as upstream (`indicators` -> `{name: {count, data: [{time, value, unit,
 //! file_key}]}}`). Values in two units are two series, never one mixed series: a name then
-//! carries its unit (`Glucose (mg/dL)`, `Glucose (mmol/L)`).
+//! carries its unit (`Glucose (mg/dL)`, `Glucose (mmol/L)`); spellings of one unit (`mg/dl`,
+//! `mg/dL`) are one. With `unit`, each indicator's values from every source and code are
+//! converted into one series (`series.rs`), and what cannot be converted is listed apart.
 
 use mirobody_core::{ToolContext, ToolError, ToolResult, UserInfo, tool};
 use serde::Serialize;
 
 use super::query::{self, matches};
+use super::series::{self, Entry};
 use super::{caller, fail, member};
 use mirobody_health::indicators;
-use mirobody_health::{IndicatorSummary, Series, SeriesValue, health_store};
+use mirobody_health::units::normalize_unit;
+use mirobody_health::{IndicatorSummary, Series, health_store};
 
 /// The default and the most values per series.
 const DEFAULT_LIMIT: i64 = 100;
@@ -19,8 +23,10 @@ const DEFAULT_LIMIT: i64 = 100;
 pub(crate) const MAX_LIMIT: i64 = 1_000;
 
 /// Get the user's values of health indicators over time (lab results, vital signs, wearable data):
-/// one series per indicator and unit, oldest first, each value with its time and the file it came
-/// from. Name indicators by code, name or common name (see search_health_indicators).
+/// one series per indicator and unit, oldest first, each value with its time, the file it came
+/// from and a flag (low, normal, high) against the reference range given with the series. Name
+/// indicators by code, name or common name, English or Chinese (see search_health_indicators).
+/// Pass unit to get one series per indicator from every source, converted.
 ///
 /// Args:
 ///     indicators: Indicator names or codes, e.g. ["glucose", "8480-6"].
@@ -28,8 +34,10 @@ pub(crate) const MAX_LIMIT: i64 = 1_000;
 ///     end_time: Up to this date (inclusive) or time; default: now.
 ///     limit: The most values per series (1-1000), the newest kept.
 ///     member: Whose data: leave empty for the user; otherwise a care-circle member's nickname, email or id.
+///     unit: Convert to this unit, e.g. mg/dL, mmol/L, kg, lb, Cel, %: each converted value keeps its original value and unit; values that cannot be converted are listed apart (not_converted).
 // Hosts that render MCP Apps views show it live; the result stays what every client reads.
 #[tool(annotations(read_only, idempotent), view = crate::views::CHART_VIEW)]
+#[allow(clippy::too_many_arguments)] // One per parameter the model sees.
 async fn fetch_health_data(
     user: &UserInfo,
     ctx: &ToolContext<'_>,
@@ -38,9 +46,11 @@ async fn fetch_health_data(
     end_time: Option<&str>,
     #[arg(default = DEFAULT_LIMIT)] limit: i64,
     member: Option<&str>,
+    unit: Option<&str>,
 ) -> Result<ToolResult, ToolError> {
     let me = caller(user)?;
     let wanted = query::names(&indicators, "indicators")?;
+    let unit = wanted_unit(unit)?;
     let (start, end) = query::range(start_time, end_time)?;
     let limit = limit.clamp(1, MAX_LIMIT) as u32;
     let db = health_store(ctx).map_err(fail)?;
@@ -86,26 +96,21 @@ async fn fetch_health_data(
             not_found.push(*name);
         }
     }
-    let mut indicators = Vec::new();
-    for (summary, found) in &fetched {
-        // One series per unit: values are never silently mixed across units.
-        let mut units: Vec<Option<&str>> = Vec::new();
-        for point in &found.points {
-            if !units.contains(&point.unit.as_deref()) {
-                units.push(point.unit.as_deref());
+    let mut not_converted = Vec::new();
+    let indicators = match unit {
+        None => fetched.iter().flat_map(|(summary, found)| series::by_unit(summary, found)).collect(),
+        Some(unit) => {
+            let converted = series::converted(&fetched, unit, limit as usize);
+            if !converted.any_converted && !converted.series.is_empty() {
+                return Err(ToolError::new(format!(
+                    "None of these indicators converts to '{unit}'; ask without 'unit', or for a unit of their kind \
+                     (glucose: mg/dL or mmol/L; weight: kg or [lb_av])."
+                )));
             }
+            not_converted = converted.not_converted;
+            converted.series
         }
-        for unit in &units {
-            let data: Vec<Point<'_>> =
-                found.points.iter().filter(|p| p.unit.as_deref() == *unit).map(Point::from).collect();
-            let name = match unit {
-                Some(unit) if units.len() > 1 => format!("{} ({unit})", summary.display),
-                _ => summary.display.clone(),
-            };
-            let entry = Entry { code: &summary.code, unit: *unit, count: data.len(), data, truncated: found.truncated };
-            indicators.push((name, entry));
-        }
-    }
+    };
     let mut nothing = None;
     if indicators.is_empty() {
         let text = if not_found.is_empty() {
@@ -115,7 +120,21 @@ async fn fetch_health_data(
         };
         nothing = Some(query::NothingFound::new(ctx, subject == me, text));
     }
-    Ok(ToolResult::ok(Answer { subject: &label, indicators: Named(indicators), not_found, nothing }))
+    Ok(ToolResult::ok(Answer { subject: &label, indicators: Named(indicators), not_found, not_converted, nothing }))
+}
+
+/// The `unit` argument as a UCUM code, or an error naming what it takes.
+fn wanted_unit(unit: Option<&str>) -> Result<Option<&'static str>, ToolError> {
+    let Some(text) = unit.map(str::trim).filter(|u| !u.is_empty()) else {
+        return Ok(None);
+    };
+    normalize_unit(text).map(Some).ok_or_else(|| {
+        let shown: String = text.chars().take(40).collect();
+        ToolError::new(format!(
+            "'unit' must be a unit the server converts, like mg/dL, mmol/L, umol/L, %, mmol/mol, kg, [lb_av], cm, \
+             [in_i], Cel or [degF]; not '{shown}'."
+        ))
+    })
 }
 
 /// The most series read ahead of knowing which codes the person has.
@@ -145,6 +164,9 @@ struct Answer<'a> {
     indicators: Named<'a>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     not_found: Vec<&'a str>,
+    /// Series left in their own units: a unit the scale of their indicator cannot convert.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    not_converted: Vec<String>,
     #[serde(flatten)]
     nothing: Option<query::NothingFound>,
 }
@@ -155,44 +177,5 @@ struct Named<'a>(Vec<(String, Entry<'a>)>);
 impl Serialize for Named<'_> {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         serializer.collect_map(self.0.iter().map(|(name, entry)| (name, entry)))
-    }
-}
-
-#[derive(Serialize)]
-struct Entry<'a> {
-    code: &'a str,
-    unit: Option<&'a str>,
-    count: usize,
-    data: Vec<Point<'a>>,
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
-    truncated: bool,
-}
-
-#[derive(Serialize)]
-struct Point<'a> {
-    time: &'a str,
-    value: PointValue<'a>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    unit: Option<&'a str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    file_key: Option<&'a str>,
-}
-
-/// A number, or the text of a coded or free-text result (null when there is neither).
-#[derive(Serialize)]
-#[serde(untagged)]
-enum PointValue<'a> {
-    Number(f64),
-    Text(Option<&'a str>),
-}
-
-impl<'a> From<&'a SeriesValue> for Point<'a> {
-    fn from(p: &'a SeriesValue) -> Self {
-        Point {
-            time: &p.time,
-            value: p.value.map_or(PointValue::Text(p.value_text.as_deref()), PointValue::Number),
-            unit: p.unit.as_deref(),
-            file_key: p.file_key.as_deref(),
-        }
     }
 }

@@ -24,6 +24,7 @@ mod remember;
 #[cfg(feature = "charts")]
 mod render_chart;
 mod search_health_indicators;
+mod series;
 mod summarize_conversation;
 #[cfg(feature = "uploads")]
 mod upload_file;

@@ -10,12 +10,13 @@ use serde_json::{Value, json};
 
 use super::query::{self, matches};
 use super::{caller, fail, member};
-use mirobody_health::health_store;
+use mirobody_health::{health_store, indicators};
 
 /// Find which health indicators (lab results, vital signs, wearable data) the user has data for.
-/// Matches LOINC codes, names and common names ("blood sugar" finds glucose, "BP" blood pressure).
-/// Returns each indicator's code, name, unit, how many values and from when to when; pass the names
-/// or codes to fetch_health_data for the values.
+/// Matches LOINC codes, names and common names, in English or Chinese ("blood sugar" or 血糖 finds
+/// glucose, "BP" or 血压 blood pressure, "eGFR", "BUN", "A1c"). Returns each indicator's code, name,
+/// unit, how many values and from when to when; pass the names or codes to fetch_health_data for
+/// the values.
 ///
 /// Args:
 ///     keywords: What to look for, e.g. ["glucose", "blood pressure"].
@@ -54,6 +55,9 @@ async fn search_health_indicators(
                     "last": hit.last,
                     "matched": keyword,
                 }));
+                if let Some(chinese) = indicators::by_code(&hit.code).and_then(|i| i.chinese.first()) {
+                    found.last_mut().expect("just pushed")["chinese_name"] = json!(chinese);
+                }
             }
         }
     }
