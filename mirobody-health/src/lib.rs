@@ -32,8 +32,8 @@
 #[cfg(feature = "apple")]
 pub mod apple;
 pub mod fhir;
-pub mod formats;
 pub mod flags;
+pub mod formats;
 pub mod import;
 pub mod indicators;
 mod quota;
