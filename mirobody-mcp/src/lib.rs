@@ -35,7 +35,8 @@ pub use mirobody_core::human_duration;
 pub use protocol::rev_2026_07_28::mrtr::StateKey;
 pub use protocol::tasks::{MemoryTaskStore, TaskError, TaskOptions};
 pub use protocol::{
-    Backends, McpEngine, McpEngineBuilder, McpOptions, ResourceLister, ServerInfo, ToolVisibility, changes,
+    Backends, McpEngine, McpEngineBuilder, McpOptions, ResourceLister, ServerInfo, ToolVisibility, TracePropagation,
+    changes,
 };
 pub use session::limits;
 pub use transport::messages::{Connection, ConnectionOptions};

@@ -300,6 +300,9 @@ pub async fn build_with(config: &Config, tools: &[Tool]) -> Result<Server, AppEr
         builder = builder.request_state_key(key.clone());
     }
     builder = builder.request_state_ttl(config.request_state_ttl).list_ttl(config.list_ttl);
+    if crate::telemetry::exporting() {
+        builder = builder.trace_propagation(crate::telemetry::Propagation);
+    }
     let engine = builder.build();
 
     let mut http_options = config.http_options();

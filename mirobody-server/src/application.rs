@@ -6,7 +6,6 @@ use std::process::ExitCode;
 use clap::Parser;
 use mirobody_core::{Tool, UserInfo};
 use mirobody_mcp::stdio;
-use tracing_subscriber::EnvFilter;
 
 use crate::cli::{Cli, Command, SecretAction};
 use crate::config::{Config, LogFormat};
@@ -72,13 +71,13 @@ impl Application {
             config.bind = bind;
         }
         // Logs always go to stderr: stdout belongs to the stdio transport and to `tools` output.
-        let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(&config.log));
-        let logs = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
-        match config.log_format {
-            LogFormat::Text => logs.with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr())).init(),
-            // The request's span (`request_id`, `trace_id`) goes on each line with the event's fields.
-            LogFormat::Json => logs.json().flatten_event(true).with_current_span(true).with_span_list(true).init(),
-        }
+        let traces = match crate::telemetry::init(&config, |name| std::env::var(name).ok()) {
+            Ok(traces) => traces,
+            Err(e) => {
+                eprintln!("mirobody-server: {e}");
+                return ExitCode::from(2);
+            }
+        };
 
         let runtime = match config.runtime() {
             Ok(runtime) => runtime,
@@ -91,6 +90,9 @@ impl Application {
         let outcome = runtime.block_on(run(cli.command.unwrap_or(Command::Serve), config, &self.tools, &shutdown));
         // Not dropped: a drop would wait for every blocking thread, however long one is stuck.
         shutdown.end_runtime(runtime);
+        if let Some(traces) = traces {
+            traces.shutdown();
+        }
         match outcome {
             Ok(code) => ExitCode::from(code),
             Err(e) => {
@@ -139,7 +141,7 @@ async fn run(
                 LogFormat::Json => tracing::Level::INFO,
                 LogFormat::Text => tracing::Level::DEBUG,
             };
-            let app = crate::request_id::RequestIds::new(server.app, level);
+            let app = crate::request_id::RequestIds::new(server.app, level).traced(crate::telemetry::exporting());
             mirobody_mcp::serve_until(listener, app, server.engine.clone(), options, shutdown.signal()).await?;
             if shutdown.within(server.backends.close()).await.is_none() {
                 tracing::warn!("the backends did not close within the shutdown grace; stopping without them");

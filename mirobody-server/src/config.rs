@@ -23,11 +23,13 @@ pub const MAX_REQUEST_BODY_TIMEOUT: Duration = Duration::from_secs(86_400);
 
 mod extraction;
 mod quotas;
+mod telemetry;
 mod tools;
 mod uploads;
 
 pub use extraction::ExtractionSettings;
 pub use quotas::QuotaSettings;
+pub use telemetry::TelemetrySettings;
 pub use tools::ToolSettings;
 pub use uploads::UploadSettings;
 
@@ -104,6 +106,8 @@ pub struct Config {
     pub oauth: mirobody_oauth::OAuthSettings,
     /// Where data lives: the database, object storage, the cache, long-term memory.
     pub backends: BackendConfig,
+    /// Traces exported over OTLP: where to, under which name, how many (off by default).
+    pub telemetry: TelemetrySettings,
 }
 
 impl Default for Config {
@@ -133,6 +137,7 @@ impl Default for Config {
             auth: AuthConfig::default(),
             oauth: mirobody_oauth::OAuthSettings::default(),
             backends: BackendConfig::default(),
+            telemetry: TelemetrySettings::default(),
         }
     }
 }
@@ -288,6 +293,7 @@ impl Config {
         self.quotas.validate()?;
         self.extraction.validate()?;
         self.oauth.validate()?;
+        self.telemetry.validate()?;
         let (http, serve, tasks, uploads) = (&self.http, &self.serve, &self.tasks, &self.uploads);
         if http.max_body_bytes < 1024 {
             return Err(format!("http.max_body_bytes must be at least 1024, not {}", http.max_body_bytes));

@@ -25,12 +25,21 @@ pub(crate) struct RequestIds<S> {
     /// The span's level: INFO where every line must carry the ids (JSON logs), else DEBUG,
     /// so a server logging at INFO makes no span, no id and no header per request.
     level: tracing::Level,
+    /// Whether the span is exported as a trace (`telemetry.rs`): it then continues the trace
+    /// of the request's `traceparent`.
+    traced: bool,
 }
 
 impl<S> RequestIds<S> {
     /// `inner`, with ids on its requests, in a span at `level`.
     pub(crate) fn new(inner: S, level: tracing::Level) -> RequestIds<S> {
-        RequestIds { inner, level }
+        RequestIds { inner, level, traced: false }
+    }
+
+    /// The same, the span a child of the client's when traces are exported.
+    pub(crate) fn traced(mut self, traced: bool) -> RequestIds<S> {
+        self.traced = traced;
+        self
     }
 }
 
@@ -70,8 +79,14 @@ where
         let id = request_id(request.headers());
         span.record("request_id", id.as_str());
         span.record("http_method", request.method().as_str());
-        if let Some(trace_id) = trace_id(request.headers()) {
+        if let Some(traceparent) = traceparent(request.headers())
+            && let Some(trace_id) = valid_traceparent(traceparent)
+        {
             span.record("trace_id", trace_id);
+            // Before the span is first entered, when its parent is still open.
+            if self.traced {
+                crate::telemetry::continue_client_trace(&span, traceparent);
+            }
         }
         // Entered while the inner service starts too: some of it runs before the first poll.
         let future = span.in_scope(|| self.inner.call(request));
@@ -119,11 +134,15 @@ fn new_id() -> String {
     format!("{prefix:016x}{count:016x}")
 }
 
-/// The trace id of a valid W3C `traceparent` (`00-<32 hex>-<16 hex>-<2 hex>`; a later version
-/// may add fields after those), or none. All-zero ids and version `ff` are invalid, as the
-/// recommendation says.
-pub(crate) fn trace_id(headers: &HeaderMap) -> Option<&str> {
-    let value = headers.get("traceparent")?.to_str().ok()?;
+// The request's `traceparent` header, if it is text.
+fn traceparent(headers: &HeaderMap) -> Option<&str> {
+    headers.get("traceparent")?.to_str().ok()
+}
+
+/// The trace id of `value` if it is a valid W3C `traceparent` (`00-<32 hex>-<16 hex>-<2 hex>`;
+/// a later version may add fields after those), else none. All-zero ids and version `ff` are
+/// invalid, as the recommendation says.
+pub(crate) fn valid_traceparent(value: &str) -> Option<&str> {
     // A traceparent is 55 characters; a later version's may be longer, but not unboundedly.
     if value.len() > 512 {
         return None;
@@ -146,6 +165,10 @@ pub(crate) fn trace_id(headers: &HeaderMap) -> Option<&str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn trace_id(headers: &HeaderMap) -> Option<&str> {
+        valid_traceparent(traceparent(headers)?)
+    }
 
     fn headers(name: &'static str, value: &str) -> HeaderMap {
         let mut headers = HeaderMap::new();

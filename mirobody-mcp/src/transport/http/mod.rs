@@ -191,7 +191,8 @@ impl McpHttp {
         let mut http = McpHttp::new(engine, options);
         let ttl = http.inner.options.session_idle_timeout;
         let secret = key.derive("mirobody-backplane-v1");
-        let shared = Arc::new(SharedSessions::new(backplane, ttl, &secret));
+        let trace = http.inner.engine.inner().trace.clone();
+        let shared = Arc::new(SharedSessions::new(backplane, ttl, &secret).traced(trace));
         http.inner.engine.tasks().reach_other_instances(Arc::clone(&shared));
         if let Some(inner) = Arc::get_mut(&mut http.inner) {
             inner.shared = Some(shared);
