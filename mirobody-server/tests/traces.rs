@@ -293,3 +293,93 @@ fn a_bad_telemetry_setting_stops_the_start_naming_it() {
     assert_eq!(output.status.code(), Some(2), "{err}");
     assert!(err.contains("telemetry.sampling_ratio"), "{err}");
 }
+
+// A variable naming an outside peer, or `None` after saying the test is skipped.
+fn external(var: &str) -> Option<String> {
+    std::env::var(var).ok().filter(|url| !url.is_empty()).or_else(|| {
+        mirobody_testkit::skip(&format!("traces across instances: {var} is not set"));
+        None
+    })
+}
+
+#[test]
+fn a_message_to_another_instance_joins_the_turn_s_trace() {
+    let (Some(postgres), Some(redis)) = (external("MIROBODY_TEST_POSTGRES_URL"), external("MIROBODY_TEST_REDIS_URL"))
+    else {
+        return;
+    };
+    let receiver = Receiver::start();
+    let unique = format!("traces_{}_{}", std::process::id(), common::free_port());
+    let _schema = mirobody_testkit::PostgresSchema { url: postgres.clone(), name: unique.clone() };
+    let endpoint = receiver.endpoint();
+    // Two instances sharing sessions: the same database, Redis and keys.
+    let shared = [
+        ("MIROBODY_BACKENDS__DATABASE_URL", postgres.as_str()),
+        ("MIROBODY_BACKENDS__DATABASE_SCHEMA", unique.as_str()),
+        ("MIROBODY_BACKENDS__REDIS_URL", redis.as_str()),
+        ("MIROBODY_BACKENDS__REDIS_KEY_PREFIX", &format!("{unique}.")),
+        ("MIROBODY_REQUEST_STATE_KEY", "traces-state-key-0123456789-0123456789"),
+        ("MIROBODY_BACKENDS__SIGNING_KEY", "traces-url-key-0123456789-0123456789"),
+        ("MIROBODY_AUTH__HS256_SECRET", "traces-token-key-0123456789-0123456789"),
+        ("MIROBODY_TELEMETRY__OTLP_ENDPOINT", endpoint.as_str()),
+        ("RUST_LOG", "info"),
+        // Batches go every 100 ms (the standard variable), so B's span arrives while it runs.
+        ("OTEL_BSP_SCHEDULE_DELAY", "100"),
+    ]
+    .map(|(k, v)| (k.to_owned(), v.to_owned()));
+    let data_dir = fresh_data_dir("traces-instances");
+    let start = |name: &str| {
+        let dir = data_dir.join(name);
+        std::fs::create_dir_all(&dir).unwrap();
+        let port = server_port();
+        let mut env: Vec<(&str, &str)> = shared.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+        env.push(("MIROBODY_TELEMETRY__SERVICE_NAME", name));
+        let (child, _) = common::start_logged(&dir, port, &env);
+        (KillOnDrop(child), port)
+    };
+    let (a, port_a) = start("instance-a");
+    let (b, _port_b) = start("instance-b");
+    let output = common::clean_command()
+        .args(["token", "--user", USER, "--ttl", "600"])
+        .env("MIROBODY_BACKENDS__DATA_DIR", data_dir.join("cli"))
+        .env("MIROBODY_PUBLIC_BASE_URL", format!("http://127.0.0.1:{port_a}"))
+        .envs(shared.iter().filter(|(k, _)| !k.starts_with("MIROBODY_TELEMETRY")).map(|(k, v)| (k, v)))
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let token = String::from_utf8(output.stdout).unwrap().trim().to_owned();
+
+    // The turn starts on A: the new session is announced to B through Redis.
+    let traceparent = format!("00-{CLIENT_TRACE}-{CLIENT_SPAN}-01");
+    let bearer = format!("Bearer {token}");
+    mcp(port_a, &[("authorization", &bearer), ("traceparent", &traceparent)], &serde_json::from_str(INIT).unwrap());
+    // B hears it, in a span of the same trace, exported within its next batch.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !receiver.spans().iter().any(|s| s.service == "instance-b" && s.name == "backplane receive") {
+        assert!(Instant::now() < deadline, "B exported no span of the message within 30 s: {:#?}", receiver.spans());
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    stop(a);
+    stop(b);
+
+    let spans = receiver.spans();
+    let in_turn: Vec<&Received> = spans.iter().filter(|s| s.trace == CLIENT_TRACE).collect();
+    let seen: Vec<(&str, &str)> = in_turn.iter().map(|s| (s.service.as_str(), s.name.as_str())).collect();
+    let root = in_turn.iter().find(|s| s.name == "request" && s.service == "instance-a").expect("A's request");
+    assert_eq!(root.parent, CLIENT_SPAN);
+    let publish = in_turn
+        .iter()
+        .find(|s| s.name == "backplane publish" && s.service == "instance-a")
+        .unwrap_or_else(|| panic!("no publish on A: {seen:?}"));
+    assert!(ancestors(&spans, publish).iter().any(|s| s.id == root.id), "published within the request");
+    let heard = in_turn
+        .iter()
+        .find(|s| s.name == "backplane receive" && s.service == "instance-b")
+        .unwrap_or_else(|| panic!("no receive on B: {seen:?}"));
+    assert_eq!(heard.parent, publish.id, "B's span is a child of A's");
+    for span in &spans {
+        for (_, value) in &span.attributes {
+            assert!(!value.contains(&token) && !value.contains(USER), "{span:?}");
+        }
+    }
+}
