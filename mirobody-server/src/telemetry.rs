@@ -151,9 +151,9 @@ pub(crate) fn continue_client_trace(span: &tracing::Span, traceparent: &str) {
     let _ = span.set_parent(parent);
 }
 
-// The span a valid `traceparent` names (checked as `request_id::valid_traceparent` does).
+// The span a valid `traceparent` names.
 fn span_context(traceparent: &str) -> Option<SpanContext> {
-    crate::request_id::valid_traceparent(traceparent)?;
+    valid_traceparent(traceparent)?;
     let mut parts = traceparent.split('-').skip(1);
     let (trace, span, flags) = (parts.next()?, parts.next()?, parts.next()?);
     let flags = u8::from_str_radix(flags, 16).ok()?;
@@ -164,6 +164,29 @@ fn span_context(traceparent: &str) -> Option<SpanContext> {
         true,
         TraceState::default(),
     ))
+}
+
+/// The trace id of `value` if it is a valid W3C `traceparent` (`00-<32 hex>-<16 hex>-<2 hex>`;
+/// a later version may add fields after those), else none. All-zero ids and version `ff` are
+/// invalid, as the recommendation says.
+pub(crate) fn valid_traceparent(value: &str) -> Option<&str> {
+    // A traceparent is 55 characters; a later version's may be longer, but not unboundedly.
+    if value.len() > 512 {
+        return None;
+    }
+    let mut parts = value.split('-');
+    let (version, trace, parent, flags) = (parts.next()?, parts.next()?, parts.next()?, parts.next()?);
+    let lower_hex =
+        |s: &str, n: usize| s.len() == n && s.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b));
+    let valid = lower_hex(version, 2)
+        && version != "ff"
+        && (version != "00" || parts.next().is_none())
+        && lower_hex(trace, 32)
+        && trace.bytes().any(|b| b != b'0')
+        && lower_hex(parent, 16)
+        && parent.bytes().any(|b| b != b'0')
+        && lower_hex(flags, 2);
+    valid.then_some(trace)
 }
 
 /// The engine's side of trace context ([`mirobody_mcp::TracePropagation`]): a `tools/call`'s
