@@ -383,7 +383,19 @@ impl Registry {
         let checked = self.check_call(name, arguments, user);
         async move {
             let (handler, args) = checked?;
-            Ok(run_handler(name, handler, args, user, ctx).await)
+            match tool_span(name) {
+                None => Ok(run_handler(name, handler, args, user, ctx).await),
+                // Boxed, so the common call's future is no larger for it.
+                Some(span) => {
+                    let instrumented =
+                        tracing::Instrument::instrument(run_handler(name, handler, args, user, ctx), span.clone());
+                    let result = Box::pin(instrumented).await;
+                    if result.is_error() {
+                        span.record("otel.status_code", "ERROR");
+                    }
+                    Ok(result)
+                }
+            }
         }
     }
 
@@ -431,6 +443,20 @@ impl Registry {
     pub async fn run(&self, name: &str, arguments: Value, user: &UserInfo, ctx: &ToolContext<'_>) -> ToolResult {
         self.call(name, arguments, user, ctx).await.unwrap_or_else(CallError::into_tool_result)
     }
+}
+
+/// The span a tool's handler runs in, named after the tool (`otel.name`), with nothing of the
+/// caller or the arguments; `None` when nobody listens (no exporter, no debug logging), so a
+/// call then makes and enters no span. Target `mirobody::trace`: the spans an application
+/// exports as traces.
+fn tool_span(name: &str) -> Option<tracing::Span> {
+    let span = tracing::debug_span!(
+        target: "mirobody::trace",
+        "tool",
+        otel.name = name,
+        otel.status_code = tracing::field::Empty
+    );
+    (!span.is_disabled()).then_some(span)
 }
 
 async fn run_handler(

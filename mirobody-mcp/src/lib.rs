@@ -37,7 +37,7 @@ pub use protocol::rev_2026_07_28::mrtr::StateKey;
 pub use protocol::tasks::{MemoryTaskStore, TaskError, TaskOptions};
 pub use protocol::{
     AccessLogOptions, Backends, McpEngine, McpEngineBuilder, McpOptions, ResourceLister, ServerInfo, ToolVisibility,
-    changes,
+    TracePropagation, changes,
 };
 pub use session::limits;
 pub use transport::messages::{Connection, ConnectionOptions};

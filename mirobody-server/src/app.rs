@@ -311,6 +311,9 @@ pub async fn build_with(config: &Config, tools: &[Tool]) -> Result<Server, AppEr
     if config.metrics.enabled() {
         builder = builder.metrics();
     }
+    if crate::telemetry::exporting() {
+        builder = builder.trace_propagation(crate::telemetry::Propagation);
+    }
     let engine = builder.build();
 
     let mut http_options = config.http_options();

@@ -6,10 +6,6 @@ use std::process::ExitCode;
 use clap::Parser;
 use mirobody_core::{Tool, UserInfo};
 use mirobody_mcp::stdio;
-use tracing_subscriber::EnvFilter;
-use tracing_subscriber::Layer;
-use tracing_subscriber::layer::SubscriberExt;
-use tracing_subscriber::util::SubscriberInitExt;
 
 use crate::cli::{Cli, Command, SecretAction};
 use crate::config::{Config, LogFormat};
@@ -75,23 +71,13 @@ impl Application {
             config.bind = bind;
         }
         // Logs always go to stderr: stdout belongs to the stdio transport and to `tools` output.
-        let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(&config.log));
-        // With metrics on, the database's own statement events are timed (a layer of their own,
-        // filtered apart from the log's).
-        let query_timing = config.metrics.enabled().then(crate::metrics::query_timing);
-        let logs = tracing_subscriber::fmt::layer().with_writer(std::io::stderr);
-        let registry = tracing_subscriber::registry().with(query_timing);
-        match config.log_format {
-            LogFormat::Text => {
-                let logs = logs.with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()));
-                registry.with(logs.with_filter(filter)).init();
+        let traces = match crate::telemetry::init(&config, |name| std::env::var(name).ok()) {
+            Ok(traces) => traces,
+            Err(e) => {
+                eprintln!("mirobody-server: {e}");
+                return ExitCode::from(2);
             }
-            // The request's span (`request_id`, `trace_id`) goes on each line with the event's fields.
-            LogFormat::Json => {
-                let logs = logs.json().flatten_event(true).with_current_span(true).with_span_list(true);
-                registry.with(logs.with_filter(filter)).init();
-            }
-        }
+        };
 
         let runtime = match config.runtime() {
             Ok(runtime) => runtime,
@@ -104,6 +90,9 @@ impl Application {
         let outcome = runtime.block_on(run(cli.command.unwrap_or(Command::Serve), config, &self.tools, &shutdown));
         // Not dropped: a drop would wait for every blocking thread, however long one is stuck.
         shutdown.end_runtime(runtime);
+        if let Some(traces) = traces {
+            traces.shutdown();
+        }
         match outcome {
             Ok(code) => ExitCode::from(code),
             Err(e) => {
@@ -175,7 +164,7 @@ async fn run(
             // `/metrics` on the main listener only behind its token.
             let on_main = metrics.filter(|_| config.metrics.token.is_some());
             let app = crate::metrics::MetricsRoute::new(server.app, on_main);
-            let app = crate::request_id::RequestIds::new(app, level);
+            let app = crate::request_id::RequestIds::new(app, level).traced(crate::telemetry::exporting());
             mirobody_mcp::serve_until(listener, app, server.engine.clone(), options, shutdown.signal()).await?;
             if shutdown.within(server.backends.close()).await.is_none() {
                 tracing::warn!("the backends did not close within the shutdown grace; stopping without them");

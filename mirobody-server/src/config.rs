@@ -24,12 +24,14 @@ pub const MAX_REQUEST_BODY_TIMEOUT: Duration = Duration::from_secs(86_400);
 mod extraction;
 mod metrics;
 mod quotas;
+mod telemetry;
 mod tools;
 mod uploads;
 
 pub use extraction::ExtractionSettings;
 pub use metrics::{MIN_METRICS_TOKEN_CHARS, MetricsSettings};
 pub use quotas::QuotaSettings;
+pub use telemetry::TelemetrySettings;
 pub use tools::ToolSettings;
 pub use uploads::UploadSettings;
 
@@ -112,6 +114,8 @@ pub struct Config {
     /// Prometheus metrics: a listener of their own, and a token for `/metrics` (off by
     /// default).
     pub metrics: MetricsSettings,
+    /// Traces exported over OTLP: where to, under which name, how many (off by default).
+    pub telemetry: TelemetrySettings,
 }
 
 impl Default for Config {
@@ -143,6 +147,7 @@ impl Default for Config {
             oauth: mirobody_oauth::OAuthSettings::default(),
             backends: BackendConfig::default(),
             metrics: MetricsSettings::default(),
+            telemetry: TelemetrySettings::default(),
         }
     }
 }
@@ -299,6 +304,7 @@ impl Config {
         self.extraction.validate()?;
         self.oauth.validate()?;
         self.metrics.check()?;
+        self.telemetry.validate()?;
         let (http, serve, tasks, uploads) = (&self.http, &self.serve, &self.tasks, &self.uploads);
         if http.max_body_bytes < 1024 {
             return Err(format!("http.max_body_bytes must be at least 1024, not {}", http.max_body_bytes));

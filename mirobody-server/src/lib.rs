@@ -3,8 +3,8 @@
 //! ([`cli`]), the wiring of the built-in tools, backends and auth ([`app`]), Prometheus
 //! metrics ([`metrics`]), the routes for
 //! uploads, FHIR imports and the care circle (`routes/`), the start-up memory handling of the
-//! binary ([`startup_pages`]) and its bounded end ([`shutdown`]), over the embeddable MCP server in
-//! [`mirobody_mcp`].
+//! binary ([`startup_pages`]) and its bounded end ([`shutdown`]), traces over OTLP
+//! (`telemetry.rs`), over the embeddable MCP server in [`mirobody_mcp`].
 //!
 //! An application that wants only the MCP endpoint depends on `mirobody-mcp`, not on this
 //! crate, and compiles none of the databases, object stores and CLI this one brings.
@@ -18,5 +18,6 @@ mod request_id;
 mod routes;
 pub mod shutdown;
 pub mod startup_pages;
+mod telemetry;
 
 pub use application::Application;

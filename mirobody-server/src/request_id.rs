@@ -1,8 +1,9 @@
 //! A request id and a trace id on every log line of an HTTP request: the span that
 //! [`RequestIds`] opens around each request carries `request_id` (the client's sane
 //! `x-request-id`, else one made here, and echoed in the response) and, when the request has a
-//! valid W3C `traceparent`, its `trace_id`. The path is left out of the span on purpose: a
-//! personal MCP URL carries its secret in the path.
+//! valid W3C `traceparent`, its `trace_id`; when traces are exported (`telemetry.rs`) the span
+//! is also the root of the server's part of the trace, a child of the client's span. The path
+//! is left out of the span on purpose: a personal MCP URL carries its secret in the path.
 
 use std::convert::Infallible;
 use std::task::{Context, Poll};
@@ -25,12 +26,21 @@ pub(crate) struct RequestIds<S> {
     /// The span's level: INFO where every line must carry the ids (JSON logs), else DEBUG,
     /// so a server logging at INFO makes no span, no id and no header per request.
     level: tracing::Level,
+    /// Whether the span is exported as a trace (`telemetry.rs`): it then continues the trace
+    /// of the request's `traceparent`.
+    traced: bool,
 }
 
 impl<S> RequestIds<S> {
     /// `inner`, with ids on its requests, in a span at `level`.
     pub(crate) fn new(inner: S, level: tracing::Level) -> RequestIds<S> {
-        RequestIds { inner, level }
+        RequestIds { inner, level, traced: false }
+    }
+
+    /// The same, the span a child of the client's when traces are exported.
+    pub(crate) fn traced(mut self, traced: bool) -> RequestIds<S> {
+        self.traced = traced;
+        self
     }
 }
 
@@ -70,8 +80,14 @@ where
         let id = request_id(request.headers());
         span.record("request_id", id.as_str());
         span.record("http_method", request.method().as_str());
-        if let Some(trace_id) = trace_id(request.headers()) {
+        if let Some(traceparent) = traceparent(request.headers())
+            && let Some(trace_id) = crate::telemetry::valid_traceparent(traceparent)
+        {
             span.record("trace_id", trace_id);
+            // Before the span is first entered, when its parent is still open.
+            if self.traced {
+                crate::telemetry::continue_client_trace(&span, traceparent);
+            }
         }
         // Entered while the inner service starts too: some of it runs before the first poll.
         let future = span.in_scope(|| self.inner.call(request));
@@ -119,33 +135,18 @@ fn new_id() -> String {
     format!("{prefix:016x}{count:016x}")
 }
 
-/// The trace id of a valid W3C `traceparent` (`00-<32 hex>-<16 hex>-<2 hex>`; a later version
-/// may add fields after those), or none. All-zero ids and version `ff` are invalid, as the
-/// recommendation says.
-pub(crate) fn trace_id(headers: &HeaderMap) -> Option<&str> {
-    let value = headers.get("traceparent")?.to_str().ok()?;
-    // A traceparent is 55 characters; a later version's may be longer, but not unboundedly.
-    if value.len() > 512 {
-        return None;
-    }
-    let mut parts = value.split('-');
-    let (version, trace, parent, flags) = (parts.next()?, parts.next()?, parts.next()?, parts.next()?);
-    let lower_hex =
-        |s: &str, n: usize| s.len() == n && s.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b));
-    let valid = lower_hex(version, 2)
-        && version != "ff"
-        && (version != "00" || parts.next().is_none())
-        && lower_hex(trace, 32)
-        && trace.bytes().any(|b| b != b'0')
-        && lower_hex(parent, 16)
-        && parent.bytes().any(|b| b != b'0')
-        && lower_hex(flags, 2);
-    valid.then_some(trace)
+// The request's `traceparent` header, if it is text.
+fn traceparent(headers: &HeaderMap) -> Option<&str> {
+    headers.get("traceparent")?.to_str().ok()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn trace_id(headers: &HeaderMap) -> Option<&str> {
+        crate::telemetry::valid_traceparent(traceparent(headers)?)
+    }
 
     fn headers(name: &'static str, value: &str) -> HeaderMap {
         let mut headers = HeaderMap::new();

@@ -14,7 +14,7 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
 
-use super::hooks::{ResourceLister, ToolVisibility};
+use super::hooks::{ResourceLister, ToolVisibility, TracePropagation};
 use super::rev_2026_07_28::state;
 pub(crate) use super::versions::{LATEST_VERSION, SUPPORTED_VERSIONS};
 pub(crate) use crate::jsonrpc::parse;
@@ -206,6 +206,7 @@ pub(crate) struct Inner {
     pub(crate) resource_lister: Option<Arc<dyn ResourceLister>>,
     pub(crate) resource_guards: Vec<ResourceGuard>,
     pub(crate) visibility: Option<Arc<dyn ToolVisibility>>,
+    pub(crate) trace: Option<Arc<dyn TracePropagation>>,
     pub(crate) access_log: Option<AccessWriter>,
     pub(crate) registry: Arc<Registry>,
     pub(crate) resources: ResourceRegistry,
@@ -285,6 +286,14 @@ impl McpEngineBuilder {
     /// unknown by `tools/call`. A closure `|user: &UserInfo, tool: &Tool| -> bool` will do.
     pub fn visibility(mut self, visibility: impl ToolVisibility) -> Self {
         self.inner.visibility = Some(Arc::new(visibility));
+        self
+    }
+
+    /// Ties the engine's spans to the traces the application exports: a `tools/call`'s
+    /// `_meta.traceparent`, and messages between instances of shared sessions. Unset, the
+    /// engine reads no trace context and sends none.
+    pub fn trace_propagation(mut self, propagation: impl TracePropagation) -> Self {
+        self.inner.trace = Some(Arc::new(propagation));
         self
     }
 
@@ -432,6 +441,7 @@ impl McpEngine {
                 resource_lister: None,
                 resource_guards: Vec::new(),
                 visibility: None,
+                trace: None,
                 access_log: None,
                 registry,
                 resources: ResourceRegistry::default(),

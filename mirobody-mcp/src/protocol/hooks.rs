@@ -11,6 +11,8 @@
 //! - [`ResourceLister`]: the caller's own resources in `resources/list`;
 //! - [`AccessLog`](mirobody_ports::AccessLog): a record of every call and read (implemented
 //!   by a type of the application's: no closure implements it);
+//! - [`TracePropagation`]: W3C trace context into the engine's spans and out to the other
+//!   instances, for an application that exports traces;
 //! - and the application's state for its tools, with
 //!   [`extension`](super::McpEngineBuilder::extension).
 
@@ -92,3 +94,29 @@ where
         self(user, ctx)
     }
 }
+
+/// Carries W3C trace context (`traceparent`) into and out of the engine's spans, for an
+/// application that exports traces (mirobody-server does, over OTLP). The engine only makes
+/// `tracing` spans and knows no exporter; this hook ties them to the traces the application
+/// exports. Without one (the default) the engine reads no `_meta.traceparent` and adds nothing
+/// to what it sends other instances.
+///
+/// With one, a `tools/call` whose `params._meta.traceparent` is set runs in a span that the
+/// hook may make a child of the client's span, and a message to the other instances of shared
+/// sessions carries the `traceparent` of the span that sends it, so the span that handles it
+/// there joins the same trace.
+pub trait TracePropagation: Send + Sync + 'static {
+    /// Makes `span` (made here, not entered yet) a child of the remote span `traceparent`
+    /// names, as a client or another instance sent it: unchecked, at most 512 bytes. An invalid
+    /// one is ignored, as is any where the current trace already continues one the client sent
+    /// another way (in an HTTP header, say).
+    fn adopt(&self, span: &tracing::Span, traceparent: &str);
+
+    /// The `traceparent` naming `span`, to send along with a message; `None` when `span` is
+    /// not exported.
+    fn traceparent(&self, span: &tracing::Span) -> Option<String>;
+}
+
+/// The longest `traceparent` handed to [`TracePropagation::adopt`]: a version-00 one is 55
+/// bytes; a later version's may be longer, but not unboundedly.
+pub(crate) const MAX_TRACEPARENT_BYTES: usize = 512;

@@ -30,7 +30,8 @@ pub(crate) mod versions;
 
 pub use access::AccessLogOptions;
 pub use engine::*;
-pub use hooks::{ResourceLister, ToolVisibility};
+pub(crate) use hooks::MAX_TRACEPARENT_BYTES;
+pub use hooks::{ResourceLister, ToolVisibility, TracePropagation};
 pub(crate) use one_pass::tool_call::{ToolCall, read_tool_call};
 pub(crate) use rev_2025_11_25::progress_token;
 

@@ -207,6 +207,11 @@ impl McpEngine {
 
     /// Runs a `tools/call` whose params are read.
     pub(crate) async fn run_tool_call(&self, id: &Id, call: ToolCall<'_>, exchange: &Exchange<'_>) -> Reply {
+        // Read only when traces are exported: otherwise `_meta` is never looked into for it.
+        let traced = match &self.inner.trace {
+            Some(trace) => call.traceparent().map(|traceparent| (trace, traceparent.to_owned())),
+            None => None,
+        };
         let ToolCall { name, arguments, .. } = call;
         // Looked up here only when a hook decides what is visible: the registry looks again.
         if let Some(policy) = &self.inner.visibility
@@ -220,7 +225,16 @@ impl McpEngine {
         }
         let access = self.call_access(exchange.user, &name);
         let ctx = with_access(self.inner.backends.context(exchange.client), &access);
-        let outcome = self.inner.call_tool(&name, arguments, exchange.user, &ctx).await;
+        let calling = self.inner.call_tool(&name, arguments, exchange.user, &ctx);
+        let outcome = match traced {
+            None => calling.await,
+            // Boxed: the common call's future stays the size it was.
+            Some((trace, traceparent)) => {
+                let span = tracing::debug_span!(target: "mirobody::trace", "tools/call");
+                trace.adopt(&span, &traceparent);
+                Box::pin(tracing::Instrument::instrument(calling, span)).await
+            }
+        };
         finish_call(access.as_ref(), &outcome);
         match outcome.map_err(call_failure) {
             Ok(result) | Err(CallFailure::Result(result)) => Reply::ok(jsonrpc::tool_result_bytes(id, &result)),

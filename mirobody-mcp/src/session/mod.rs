@@ -18,7 +18,7 @@ mod store;
 pub use backplane::MemoryBackplane;
 pub use seal::RefusedEvents;
 pub use shared::SharedSessions;
-pub(crate) use shared::{Answer, Event, Heard, MAX_KEPT_BYTES, fits_kept};
+pub(crate) use shared::{Answer, Delivery, Event, Heard, MAX_KEPT_BYTES, fits_kept};
 pub use store::{MIN_IDLE_TO_EVICT, SessionRefused, SessionStore};
 
 /// MCP log levels, lowest first (RFC 5424 severities).

@@ -20,6 +20,7 @@ use crate::metrics::BackplaneMetrics;
 
 use super::seal::{BackplaneKeys, Guard, Refusal, RefusedEvents, now_ms};
 use super::*;
+use crate::protocol::TracePropagation;
 use futures::stream::{BoxStream, StreamExt};
 use mirobody_core::backend::BackendResult;
 use mirobody_ports::SessionBackplane;
@@ -186,6 +187,11 @@ struct Envelope {
     // Set on the changes whose writer waits to hear them back (see `SharedSessions::save`).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     echo: bool,
+    // The W3C `traceparent` of the span that sent it, when traces are exported: the span
+    // that handles it on another instance joins the same trace. An instance of an earlier
+    // release ignores it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    traceparent: Option<String>,
     #[serde(flatten)]
     event: Heard,
 }
@@ -258,6 +264,14 @@ pub struct SharedSessions {
     ttl: Duration,
     echoes: Echoes,
     trust: Arc<Trust>,
+    trace: Option<Arc<dyn TracePropagation>>,
+}
+
+/// An event heard from another instance, with the `traceparent` of the span that sent it
+/// (when traces are exported there).
+pub(crate) struct Delivery {
+    pub(crate) event: Heard,
+    pub(crate) traceparent: Option<String>,
 }
 
 impl std::fmt::Debug for SharedSessions {
@@ -276,7 +290,26 @@ impl SharedSessions {
             guard: Guard::default(),
             metrics: BackplaneMetrics::default(),
         });
-        SharedSessions { backplane, instance: random_token(), ttl, echoes: Echoes::default(), trust }
+        SharedSessions { backplane, instance: random_token(), ttl, echoes: Echoes::default(), trust, trace: None }
+    }
+
+    /// The same, its messages carrying the trace context of the span that sends them, through
+    /// `trace` (none: nothing is added).
+    pub(crate) fn traced(mut self, trace: Option<Arc<dyn TracePropagation>>) -> Self {
+        self.trace = trace;
+        self
+    }
+
+    /// The span a message heard from another instance is handled in: a child of the span that
+    /// sent it when traces are exported (and the message says which); else none at all.
+    pub(crate) fn handling_span(&self, traceparent: Option<&str>) -> tracing::Span {
+        let (Some(trace), Some(traceparent)) = (&self.trace, traceparent) else { return tracing::Span::none() };
+        if traceparent.len() > crate::protocol::MAX_TRACEPARENT_BYTES {
+            return tracing::Span::none();
+        }
+        let span = tracing::debug_span!(target: "mirobody::trace", "backplane receive", otel.kind = "consumer");
+        trace.adopt(&span, traceparent);
+        span
     }
 
     /// The same, counting the messages published and received and their lag into `metrics`.
@@ -434,7 +467,14 @@ impl SharedSessions {
 
     // Publishes `wire` from this instance, signed, under the envelope id `id`.
     async fn send(&self, wire: Heard, id: String, echo: bool) -> BackendResult<()> {
-        let envelope = Envelope { from: self.instance.clone(), id, at: now_ms(), echo, event: wire };
+        let Some(trace) = &self.trace else { return self.send_as(wire, id, echo, None).await };
+        let span = tracing::debug_span!(target: "mirobody::trace", "backplane publish", otel.kind = "producer");
+        let traceparent = trace.traceparent(&span);
+        tracing::Instrument::instrument(self.send_as(wire, id, echo, traceparent), span).await
+    }
+
+    async fn send_as(&self, wire: Heard, id: String, echo: bool, traceparent: Option<String>) -> BackendResult<()> {
+        let envelope = Envelope { from: self.instance.clone(), id, at: now_ms(), echo, traceparent, event: wire };
         let body = serde_json::to_vec(&envelope).map_err(encode_error)?;
         let wire = self.trust.keys.wrap(&body);
         // Every instance would drop it unread, and count it as a forgery's alarm.
@@ -450,13 +490,13 @@ impl SharedSessions {
     /// message dropped (and counted, see [`refused`](Self::refused)) that is not signed with
     /// the shared key, was sent too long ago, was heard before, or does not read. Ends when the
     /// backplane's connection does.
-    pub(crate) async fn events(&self) -> BackendResult<BoxStream<'static, Heard>> {
+    pub(crate) async fn events(&self) -> BackendResult<BoxStream<'static, Delivery>> {
         let (instance, echoes, trust) = (self.instance.clone(), Arc::clone(&self.echoes), Arc::clone(&self.trust));
         let events = self.backplane.events().await?;
         Ok(events
             .filter_map(move |bytes| {
                 let heard = match trust.hear(&bytes, &instance) {
-                    Ok(Hearing::Other(heard)) => Some(heard),
+                    Ok(Hearing::Other(delivery)) => Some(delivery),
                     Ok(Hearing::Own { id, echo }) => {
                         if let Some(heard) = echo.then(|| lock(&echoes).remove(&id)).flatten() {
                             let _ = heard.send(());
@@ -476,7 +516,7 @@ impl SharedSessions {
 
 // What one message heard turned out to be.
 enum Hearing {
-    Other(Heard),
+    Other(Delivery),
     Own { id: String, echo: bool },
 }
 
@@ -494,7 +534,7 @@ impl Trust {
         // Clocks apart by less than the guard admits: a sender ahead reads as no lag.
         let lag = u64::try_from(now.saturating_sub(envelope.at)).unwrap_or(0);
         self.metrics.lag.record(Duration::from_millis(lag));
-        Ok(Hearing::Other(envelope.event))
+        Ok(Hearing::Other(Delivery { event: envelope.event, traceparent: envelope.traceparent }))
     }
 }
 
@@ -590,7 +630,7 @@ mod tests {
     #[tokio::test]
     async fn answers_and_task_results_never_travel_and_are_read_from_the_store() {
         let (_backplane, a, b, mut raw) = pair([1; 32], [1; 32]).await;
-        let mut on_b = b.events().await.unwrap();
+        let mut on_b = b.events().await.unwrap().map(|delivery| delivery.event).boxed();
 
         let outcome = Answer::Result(serde_json::json!({"action": "accept", "content": {"note": SECRET}}));
         let answer = Event::Answer {
@@ -665,7 +705,7 @@ mod tests {
     #[tokio::test]
     async fn a_record_is_sealed_where_it_is_kept_and_on_the_way() {
         let (backplane, a, b, mut raw) = pair([1; 32], [1; 32]).await;
-        let mut on_b = b.events().await.unwrap();
+        let mut on_b = b.events().await.unwrap().map(|delivery| delivery.event).boxed();
         let session = initialized(Some("alice"));
         session.subscribe("file:///penicillin").unwrap();
         a.save(&session).await.unwrap();
@@ -696,7 +736,7 @@ mod tests {
     async fn forged_tampered_stale_and_replayed_envelopes_are_dropped_and_counted() {
         let (backplane, a, stranger, mut raw) = pair([1; 32], [2; 32]).await;
         let b = SharedSessions::new(Arc::clone(&backplane) as _, Duration::from_secs(60), &[1; 32]);
-        let mut on_b = b.events().await.unwrap();
+        let mut on_b = b.events().await.unwrap().map(|delivery| delivery.event).boxed();
 
         // Unsigned, as `redis-cli publish` would send it.
         let forged = serde_json::json!({"from": "x", "id": "1", "at": now_ms(), "kind": "task_cancel", "task": "t", "owner": "user:alice"});
@@ -717,6 +757,7 @@ mod tests {
             id: random_token(),
             at: now_ms() - 60_000,
             echo: false,
+            traceparent: None,
             event: Heard::Ended { session: "s1".into() },
         };
         backplane.publish(a.trust.keys.wrap(&serde_json::to_vec(&old).unwrap())).await.unwrap();

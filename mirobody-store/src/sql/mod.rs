@@ -52,14 +52,52 @@ enum Pool {
 
 /// Runs the same code against whichever pool the store has: the body is compiled once per
 /// database, so each gets its own types while the SQL and the logic stay written once.
+///
+/// Each run within a span is a `db` span (target `mirobody::trace`, for exported traces) naming
+/// the database and the store operation, never a bound value; when nobody listens to it the
+/// body runs as it is, with no span made.
 macro_rules! on_pool {
     ($store:expr, |$pool:ident| $body:expr) => {
         match &$store.pool {
-            Pool::Sqlite($pool) => $body,
+            Pool::Sqlite($pool) => on_pool!(@traced "sqlite", $body),
             #[cfg(feature = "postgres")]
-            Pool::Postgres($pool) => $body,
+            Pool::Postgres($pool) => on_pool!(@traced "postgresql", $body),
         }
     };
+    (@traced $system:literal, $body:expr) => {{
+        // Named only to give its enclosing function's name (the store operation).
+        fn operation() {}
+        // Made before the body and closed after it (or when a `?` in it returns): its start and
+        // end are the operation's. Never entered, as nothing runs inside it but the driver.
+        // Only within a span (a request's, a tool call's): a background sweep's queries alone
+        // would each be a trace of their own.
+        let traced = tracing::enabled!(kind: tracing::metadata::Kind::SPAN, target: "mirobody::trace", tracing::Level::DEBUG)
+            && !tracing::Span::current().is_none();
+        let span = if traced {
+            tracing::debug_span!(
+                target: "mirobody::trace",
+                "db",
+                otel.name = $crate::sql::operation_name(std::any::type_name_of_val(&operation)),
+                otel.kind = "client",
+                db.system.name = $system
+            )
+        } else {
+            tracing::Span::none()
+        };
+        let value = $body;
+        drop(span);
+        value
+    }};
+}
+
+/// The store operation a `db` span is named after: the function `type_name` names `path` in
+/// (`...::SqlStore>::health_sharers::{{closure}}::operation` gives `db health_sharers`).
+pub(crate) fn operation_name(path: &'static str) -> String {
+    let mut segments = path.rsplit("::").filter(|segment| *segment != "operation" && !segment.starts_with('{'));
+    match segments.next() {
+        Some(name) if name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') => format!("db {name}"),
+        _ => "db".to_owned(),
+    }
 }
 
 pub use circle::MAX_INVITEE_CHARS;

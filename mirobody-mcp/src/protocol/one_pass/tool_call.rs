@@ -31,6 +31,13 @@ impl ToolCall<'_> {
         token_in(self.meta.as_deref())
     }
 
+    /// The `_meta.traceparent`, if it is a string of at most 512 bytes (what the hook is
+    /// handed; it checks the rest).
+    pub(crate) fn traceparent(&self) -> Option<&str> {
+        let traceparent = self.meta.as_deref()?.get("traceparent")?.as_str()?;
+        (traceparent.len() <= crate::protocol::hooks::MAX_TRACEPARENT_BYTES).then_some(traceparent)
+    }
+
     /// The same params, owning the tool name.
     pub(crate) fn into_owned(self) -> ToolCall<'static> {
         ToolCall { name: Cow::Owned(self.name.into_owned()), arguments: self.arguments, meta: self.meta }

@@ -192,7 +192,8 @@ impl McpHttp {
         let mut http = McpHttp::new(engine, options);
         let ttl = http.inner.options.session_idle_timeout;
         let secret = key.derive("mirobody-backplane-v1");
-        let mut shared = SharedSessions::new(backplane, ttl, &secret);
+        let trace = http.inner.engine.inner().trace.clone();
+        let mut shared = SharedSessions::new(backplane, ttl, &secret).traced(trace);
         if http.inner.engine.inner().metrics.is_some() {
             shared = shared.recording(crate::metrics::BackplaneMetrics::recorded());
         }

@@ -4,7 +4,7 @@
 
 use super::*;
 use crate::jsonrpc::{Id, code};
-use crate::session::{Answer, Event, Heard, MAX_KEPT_BYTES, SharedSessions, fits_kept};
+use crate::session::{Answer, Delivery, Event, Heard, MAX_KEPT_BYTES, SharedSessions, fits_kept};
 use axum::response::IntoResponse;
 use futures::StreamExt;
 use std::sync::Weak;
@@ -167,15 +167,20 @@ async fn pass_changes_on(
     }
 }
 
-async fn keep_listening(weak: Weak<HttpInner>, mut events: futures::stream::BoxStream<'static, Heard>) {
+async fn keep_listening(weak: Weak<HttpInner>, mut events: futures::stream::BoxStream<'static, Delivery>) {
     // Task status changes are read from the task store one after another, off this loop, so
     // that a slow store delays no other event and the statuses reach streams in order.
     let (statuses, pending_statuses) = tokio::sync::mpsc::channel(STATUS_BACKLOG);
     tokio::spawn(relay_task_statuses(weak.clone(), pending_statuses));
     loop {
-        while let Some(event) = events.next().await {
+        while let Some(Delivery { event, traceparent }) = events.next().await {
             let Some(inner) = weak.upgrade() else { return };
-            on_event(&inner, event, &statuses);
+            // Entered only for the handling here; what it spawns carries it on.
+            let span = match &inner.shared {
+                Some(shared) => shared.handling_span(traceparent.as_deref()),
+                None => tracing::Span::none(),
+            };
+            span.in_scope(|| on_event(&inner, event, &statuses));
         }
         tracing::warn!("lost the shared session store's events; subscribing again");
         events = loop {
@@ -217,15 +222,18 @@ fn on_event(inner: &HttpInner, event: Heard, statuses: &tokio::sync::mpsc::Sende
                 return;
             }
             let (Some(shared), pending) = (inner.shared.clone(), Arc::clone(inner.engine.pending())) else { return };
-            tokio::spawn(async move {
-                match shared.answer(&payload).await {
-                    Ok(Some(answer)) => {
-                        let _ = pending.complete(&request, Some(&session), user.as_deref(), answer.into());
+            tokio::spawn(
+                async move {
+                    match shared.answer(&payload).await {
+                        Ok(Some(answer)) => {
+                            let _ = pending.complete(&request, Some(&session), user.as_deref(), answer.into());
+                        }
+                        Ok(None) => tracing::warn!("a client's answer passed on was gone before it was read"),
+                        Err(e) => tracing::warn!(error = %e, "a client's answer passed on could not be read"),
                     }
-                    Ok(None) => tracing::warn!("a client's answer passed on was gone before it was read"),
-                    Err(e) => tracing::warn!(error = %e, "a client's answer passed on could not be read"),
                 }
-            });
+                .in_current_span(),
+            );
         }
         Heard::Change { change } => {
             if let Some(change) = crate::protocol::changes::Change::from_wire(&change) {
@@ -241,21 +249,27 @@ fn on_event(inner: &HttpInner, event: Heard, statuses: &tokio::sync::mpsc::Sende
         // Each for the instance running the task; the others have nothing to do.
         Heard::TaskAnswers { task, owner, payload } => {
             let (Some(shared), tasks) = (inner.shared.clone(), Arc::clone(inner.engine.tasks())) else { return };
-            tokio::spawn(async move {
-                match shared.task_answers(&payload).await {
-                    Ok(Some(responses)) => tasks.update_here(&task, &owner, responses).await,
-                    Ok(None) => tracing::debug!("a task's answers passed on were gone before they were read"),
-                    Err(e) => tracing::warn!(error = %e, "a task's answers passed on could not be read"),
+            tokio::spawn(
+                async move {
+                    match shared.task_answers(&payload).await {
+                        Ok(Some(responses)) => tasks.update_here(&task, &owner, responses).await,
+                        Ok(None) => tracing::debug!("a task's answers passed on were gone before they were read"),
+                        Err(e) => tracing::warn!(error = %e, "a task's answers passed on could not be read"),
+                    }
                 }
-            });
+                .in_current_span(),
+            );
         }
         Heard::TaskCancel { task, owner } => {
             let tasks = Arc::clone(inner.engine.tasks());
-            tokio::spawn(async move {
-                if let Err(crate::protocol::tasks::TaskRefusal::Rpc(e)) = tasks.cancel_here(&task, &owner).await {
-                    tracing::warn!(error = %e.message, "a cancellation from another instance failed");
+            tokio::spawn(
+                async move {
+                    if let Err(crate::protocol::tasks::TaskRefusal::Rpc(e)) = tasks.cancel_here(&task, &owner).await {
+                        tracing::warn!(error = %e.message, "a cancellation from another instance failed");
+                    }
                 }
-            });
+                .in_current_span(),
+            );
         }
     }
 }
