@@ -7,6 +7,8 @@
 //!   gives one of them. To add a tool, copy `src/tools/echo.rs` (it is written to be copied)
 //!   and name the new file in `src/tools/mod.rs`.
 //! - [`resources`]: `info://server` and the caller's uploads as `file://{file_key}`.
+//! - [`prompts`]: what a person picks from a client's menu (a weekly summary, preparing for a
+//!   doctor's visit, explaining a lab report), self-registered like the tools.
 //! - `uploads`: storing a person's uploads and reading their text (`extract`);
 //!   `upload_links`: the links to the upload page (feature `uploads`).
 //! - `demo`: a demo user with a care circle, observations, files and memories (feature
@@ -23,7 +25,7 @@
 //!
 //! | feature | tools | and | brings |
 //! | --- | --- | --- | --- |
-//! | (none) | `echo`, `whoami`, `ask_user`, `remember`, `recall_memory`, `summarize_conversation`, `family_health`, `fetch_health_data`, `get_user_health_profile`, `search_health_indicators`, `list_files`, `read_file` | [`resources`], [`views`], [`cpu`] | mirobody-core, mirobody-health |
+//! | (none) | `echo`, `whoami`, `ask_user`, `remember`, `recall_memory`, `summarize_conversation`, `family_health`, `fetch_health_data`, `get_user_health_profile`, `search_health_indicators`, `list_files`, `read_file` | [`resources`], [`prompts`], [`views`], [`cpu`] | mirobody-core, mirobody-health |
 //! | `uploads` | `upload_file`, `upload_link` | `uploads`, `upload_links`, `reading`, `extract` (and the `mirobody-extract` binary), `demo` | mirobody-store (sqlx on SQLite, object_store on local files), the PDF and Word readers, the sandbox |
 //! | `charts` | `render_chart` | | resvg |
 //!
@@ -43,6 +45,7 @@ pub mod demo;
 pub mod extract;
 #[cfg(feature = "uploads")]
 mod file_names;
+pub mod prompts;
 #[cfg(feature = "uploads")]
 pub mod reading;
 pub mod resources;
