@@ -247,4 +247,3 @@ fn too_many_points_get_no_image() {
     let option = json!({"xAxis": {}, "yAxis": {}, "series": [{"type": "line", "data": at_the_bound}, {"type": "line", "data": at_the_bound}]});
     assert!(svg(&option, None).is_ok());
 }
-
