@@ -1,9 +1,9 @@
 //! MCP Apps views in a real browser: a test host built on the official host SDK
 //! (`@modelcontextprotocol/ext-apps`' AppBridge, with the official TypeScript SDK's client) runs
-//! in headless Chromium, connects to the real server, calls `render_chart` and
-//! `fetch_health_data`, renders each tool's view in a sandboxed iframe under the default view
-//! policy, and reports what a person sees. `tests/browser/setup.sh` installs Chromium (Debian)
-//! and the npm packages; without them the test says `SKIPPED: <why>`, and with
+//! in headless Chromium, connects to the real server, calls `render_chart` (bars and a line, a
+//! pie, a scatter) and `fetch_health_data`, renders each tool's view in a sandboxed iframe under
+//! the default view policy, and reports what a person sees. `tests/browser/setup.sh` installs
+//! Chromium (Debian) and the npm packages; without them the test says `SKIPPED: <why>`, and with
 //! `MIROBODY_REQUIRE_EXTERNAL=1` (as `.ci/run` sets) fails instead.
 
 mod common;
@@ -51,7 +51,8 @@ fn common_checks(view: &Value, uri: &str) {
     assert!(requested > 80.0, "{view}");
     assert_eq!(view["iframeHeight"].as_f64(), Some(requested), "the host honoured the size the view asked for");
     let (shot, blank) = (view["screenshotBytes"].as_u64().unwrap(), view["blankBytes"].as_u64().unwrap());
-    assert!(shot > blank * 4, "the picture is not blank: {shot} bytes against {blank} for a blank box");
+    let call = &view["label"];
+    assert!(shot > blank * 4, "the picture is not blank ({call}): {shot} bytes against {blank} for a blank box");
 }
 
 #[test]
@@ -92,8 +93,16 @@ fn views_render_and_upload_in_a_host_built_on_the_official_sdk() {
     });
     let report = data_dir.join("lab report.pdf");
     std::fs::write(&report, include_bytes!("../../mirobody-tools/assets/lab-report.pdf")).unwrap();
+    let pie = json!({"series": [{"name": "Sleep stages", "type": "pie",
+        "data": [{"name": "Deep", "value": 90}, {"name": "Light", "value": 240}, {"name": "REM", "value": 100}]}]});
+    // Enough points that the picture is not mostly blank.
+    let pairs: Vec<[u32; 2]> = (0..40).map(|i| [3000 + i * 250, 75 - i / 2 - (i % 7)]).collect();
+    let scatter = json!({"xAxis": {"type": "value"}, "yAxis": {"type": "value"},
+        "series": [{"name": "HR by steps", "type": "scatter", "data": pairs}]});
     let calls = json!([
         {"name": "render_chart", "arguments": {"option": option, "title": "This week"}},
+        {"name": "render_chart", "label": "pie", "arguments": {"option": pie}},
+        {"name": "render_chart", "label": "scatter", "arguments": {"option": scatter}},
         {"name": "fetch_health_data", "arguments": {"indicators": ["heart rate"]}},
         {"name": "family_health", "arguments": {}},
         {"name": "upload_link", "arguments": {}, "upload": report},
@@ -132,6 +141,25 @@ fn views_render_and_upload_in_a_host_built_on_the_official_sdk() {
     // Every other client still gets the picture in the result.
     let content = chart["result"]["content"].as_array().unwrap();
     assert!(content.iter().any(|c| c["type"] == "image" && c["mimeType"] == "image/png"), "{chart}");
+
+    // A pie is drawn as wedges, a scatter as points with no line through them.
+    let labelled = |label: &str| seen.iter().find(|c| c["label"] == label).unwrap_or_else(|| panic!("no {label}"));
+    let pie = labelled("pie");
+    common_checks(pie, "ui://mirobody/chart.html");
+    let wedges: Vec<(&str, &str, f64)> = pie["before"]["marks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| (m["kind"].as_str().unwrap(), m["label"].as_str().unwrap(), m["value"].as_f64().unwrap()))
+        .collect();
+    assert_eq!(wedges, [("wedge", "Deep", 90.0), ("wedge", "Light", 240.0), ("wedge", "REM", 100.0)], "{pie}");
+    assert!(pie["before"]["marks"].as_array().unwrap().iter().all(|m| m["tag"] == "path"), "{pie}");
+    let scatter = labelled("scatter");
+    common_checks(scatter, "ui://mirobody/chart.html");
+    let points = scatter["before"]["marks"].as_array().unwrap();
+    assert_eq!(points.len(), 40, "{scatter}");
+    assert!(points.iter().all(|m| m["kind"] == "point" && m["tag"] == "circle"), "{scatter}");
+    assert_eq!(scatter["before"]["lines"], 0, "no line joins a scatter's points: {scatter}");
 
     let health = case(&seen, "fetch_health_data");
     common_checks(health, "ui://mirobody/chart.html");

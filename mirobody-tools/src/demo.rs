@@ -169,7 +169,7 @@ pub async fn load_demo(backends: &OpenedBackends) -> Result<DemoInfo, mirobody_c
                 "series": [{"name": "Steps", "type": "bar", "data": steps.iter().rev().collect::<Vec<_>>()}],
             });
             let png = crate::chart::svg(&chart, Some("Steps, last 14 days"))
-                .and_then(|svg| crate::chart::png(&svg))
+                .and_then(|drawing| crate::chart::png(&drawing.svg))
                 .unwrap_or_default();
             uploads.push(("steps.png", "image/png", png));
         }

@@ -7,6 +7,8 @@
 //!   gives one of them. To add a tool, copy `src/tools/echo.rs` (it is written to be copied)
 //!   and name the new file in `src/tools/mod.rs`.
 //! - [`resources`]: `info://server` and the caller's uploads as `file://{file_key}`.
+//! - [`prompts`]: what a person picks from a client's menu (a weekly summary, preparing for a
+//!   doctor's visit, explaining a lab report), self-registered like the tools.
 //! - `uploads`: storing a person's uploads and reading their text (`extract`); `imports`:
 //!   uploads that are health data (FHIR, NDJSON, CSV, an Apple Health export), imported;
 //!   `upload_links`: the links to the upload page (feature `uploads`).
@@ -24,7 +26,7 @@
 //!
 //! | feature | tools | and | brings |
 //! | --- | --- | --- | --- |
-//! | (none) | `echo`, `whoami`, `ask_user`, `remember`, `recall_memory`, `summarize_conversation`, `family_health`, `fetch_health_data`, `get_user_health_profile`, `search_health_indicators`, `list_files`, `read_file` | [`resources`], [`views`], [`cpu`] | mirobody-core, mirobody-health |
+//! | (none) | `echo`, `whoami`, `ask_user`, `remember`, `recall_memory`, `summarize_conversation`, `family_health`, `fetch_health_data`, `get_user_health_profile`, `search_health_indicators`, `list_files`, `read_file` | [`resources`], [`prompts`], [`views`], [`cpu`] | mirobody-core, mirobody-health |
 //! | `uploads` | `upload_file`, `upload_link` | `uploads`, `upload_links`, `reading`, `extract` (and the `mirobody-extract` binary), `demo` | mirobody-store (sqlx on SQLite, object_store on local files), the PDF and Word readers, the sandbox |
 //! | `charts` | `render_chart` | | resvg |
 //!
@@ -46,6 +48,7 @@ pub mod extract;
 mod file_names;
 #[cfg(feature = "uploads")]
 pub mod imports;
+pub mod prompts;
 #[cfg(feature = "uploads")]
 pub mod reading;
 pub mod resources;

@@ -479,40 +479,46 @@ fn context_prompt() -> Prompt {
 }
 
 fn prompts() -> PromptRegistry {
-    PromptRegistry::new(vec![
-        context_prompt(),
-        Prompt::new("test_simple_prompt", "A simple prompt without arguments", |_| {
-            Ok(vec![PromptMessage::user(Content::text("This is a simple prompt for testing."))])
-        }),
-        Prompt::new("test_prompt_with_arguments", "A prompt with required arguments", |args| {
-            let arg = |k: &str| args.get(k).cloned().unwrap_or_default();
-            Ok(vec![PromptMessage::user(Content::text(format!(
-                "Prompt with arguments: arg1='{}', arg2='{}'",
-                arg("arg1"),
-                arg("arg2")
-            )))])
-        })
-        .argument("arg1", "First test argument", true)
-        .argument("arg2", "Second test argument", true),
-        Prompt::new("test_prompt_with_embedded_resource", "A prompt that embeds a resource", |args| {
-            let uri = args.get("resourceUri").cloned().unwrap_or_default();
-            Ok(vec![
-                PromptMessage::user(Content::embedded_text(
-                    uri,
-                    "text/plain",
-                    "Embedded resource content for testing.",
-                )),
-                PromptMessage::user(Content::text("Please process the embedded resource above.")),
-            ])
-        })
-        .argument("resourceUri", "URI of the resource to embed", true),
-        Prompt::new("test_prompt_with_image", "A prompt with an image", |_| {
-            Ok(vec![
-                PromptMessage::user(Content::image(PNG, "image/png")),
-                PromptMessage::user(Content::text("Please analyze the image above.")),
-            ])
-        }),
-    ])
+    PromptRegistry::new(
+        [
+            context_prompt(),
+            Prompt::new("test_simple_prompt", "A simple prompt without arguments", |_| {
+                Ok(vec![PromptMessage::user(Content::text("This is a simple prompt for testing."))])
+            }),
+            Prompt::new("test_prompt_with_arguments", "A prompt with required arguments", |args| {
+                let arg = |k: &str| args.get(k).cloned().unwrap_or_default();
+                Ok(vec![PromptMessage::user(Content::text(format!(
+                    "Prompt with arguments: arg1='{}', arg2='{}'",
+                    arg("arg1"),
+                    arg("arg2")
+                )))])
+            })
+            .argument("arg1", "First test argument", true)
+            .argument("arg2", "Second test argument", true),
+            Prompt::new("test_prompt_with_embedded_resource", "A prompt that embeds a resource", |args| {
+                let uri = args.get("resourceUri").cloned().unwrap_or_default();
+                Ok(vec![
+                    PromptMessage::user(Content::embedded_text(
+                        uri,
+                        "text/plain",
+                        "Embedded resource content for testing.",
+                    )),
+                    PromptMessage::user(Content::text("Please process the embedded resource above.")),
+                ])
+            })
+            .argument("resourceUri", "URI of the resource to embed", true),
+            Prompt::new("test_prompt_with_image", "A prompt with an image", |_| {
+                Ok(vec![
+                    PromptMessage::user(Content::image(PNG, "image/png")),
+                    PromptMessage::user(Content::text("Please analyze the image above.")),
+                ])
+            }),
+        ]
+        .into_iter()
+        // The built-in prompts too, for the SDK clients' round trips (no scenario names them).
+        .chain(mirobody_tools::prompts::builtin_prompts())
+        .collect(),
+    )
     .expect("unique prompts")
 }
 

@@ -672,6 +672,11 @@ impl McpEngine {
         }
     }
 
+    /// Whether any prompt is served: the `prompts` capability is advertised only then.
+    pub(crate) fn has_prompts(&self) -> bool {
+        !self.inner.prompts.prompts().is_empty()
+    }
+
     pub(crate) fn list_prompts(&self, params: Option<&RawValue>) -> Result<Value, RpcError> {
         single_page(params, "prompts/list")?;
         let prompts: Vec<Value> = self.inner.prompts.prompts().iter().map(|p| p.to_json()).collect();

@@ -175,12 +175,15 @@ impl McpEngine {
             "capabilities": {
                 "tools": {"listChanged": false},
                 "resources": {"subscribe": true, "listChanged": false},
-                "prompts": {"listChanged": false},
                 "logging": {},
                 "completions": {},
             },
             "serverInfo": {"name": info.name, "version": info.version},
         });
+        // Prompts are a capability only where there are prompts: a client shows a menu for it.
+        if self.has_prompts() {
+            result["capabilities"]["prompts"] = json!({"listChanged": false});
+        }
         let extensions = self.extensions();
         if !extensions.is_empty() {
             result["capabilities"]["extensions"] = Value::Object(extensions);

@@ -2,8 +2,8 @@
 //! logging, completion, and unknown methods.
 
 use http::{Method, StatusCode};
-use mirobody_mcp::McpOptions;
 use mirobody_mcp::http::HttpOptions;
+use mirobody_mcp::{McpEngine, McpOptions};
 use serde_json::{Value, json};
 
 use crate::support::{TOOL_NAMES, TestServer, json_reply};
@@ -274,6 +274,22 @@ async fn prompts_get_refuses_missing_arguments_and_unknown_prompts() {
 
     let not_strings = client.call("prompts/get", json!({"name": "greet", "arguments": {"name": 5}})).await;
     assert_eq!(not_strings.error_code(), -32602);
+}
+
+#[tokio::test]
+async fn the_prompts_capability_is_advertised_exactly_when_there_are_prompts() {
+    use crate::support::{LATEST, init_params, registry, resources};
+    let without = McpEngine::builder(std::sync::Arc::new(registry())).resources(resources()).build();
+    for (server, served) in [(TestServer::new(), true), (TestServer::of(without, HttpOptions::default()), false)] {
+        let init = server.client().call("initialize", init_params(LATEST, json!({}))).await;
+        let capabilities = &init.result()["capabilities"];
+        assert_eq!(capabilities["prompts"].is_object(), served, "2025-11-25: {capabilities}");
+        assert!(capabilities["tools"].is_object() && capabilities["resources"].is_object(), "{capabilities}");
+        let discover = server.stateless_client().request("server/discover", json!({})).await.unwrap();
+        let capabilities = &discover.body["result"]["capabilities"];
+        assert_eq!(capabilities["prompts"].is_object(), served, "2026-07-28: {capabilities}");
+        assert!(capabilities["tools"].is_object(), "{capabilities}");
+    }
 }
 
 #[tokio::test]

@@ -5,6 +5,7 @@
 // renders the tool's view with the call's input and result and prints one line of JSON: what a
 // person sees (legend, marks with their values), the size the view asked for and the iframe's,
 // a screenshot's size, the legend toggled, and every request that left the page.
+// A call may carry a `label`, to tell apart several calls of one tool in the output.
 // A call with `upload` (a file path) picks that file in the view, which sends it through the
 // host's bridge (answered by forwarding the view's tools/call to the server).
 // Usage: node views.mjs MCP_URL TOKEN SCREENSHOT_DIR CALLS_JSON
@@ -88,14 +89,15 @@ try {
     }
     const seen = async () => frame.evaluate(() => ({
       legend: [...document.querySelectorAll("#legend button")].map((b) => ({ name: b.dataset.series, on: b.getAttribute("aria-pressed") === "true" })),
-      marks: [...document.querySelectorAll("svg [data-series]")].map((m) => ({ series: m.dataset.series, label: m.dataset.label, value: Number(m.dataset.value) })),
+      marks: [...document.querySelectorAll("svg [data-series]")].map((m) => ({ series: m.dataset.series, label: m.dataset.label, value: Number(m.dataset.value), kind: m.dataset.kind, tag: m.tagName })),
+      lines: document.querySelectorAll("svg polyline").length,
       title: document.getElementById("title")?.textContent ?? "",
     }));
     const before = await seen();
     const requested = await page.evaluate(() => window.sizes[window.sizes.length - 1]);
     const iframeHeight = await page.evaluate(() => document.querySelector("iframe").getBoundingClientRect().height);
     const shot = await page.locator("iframe").screenshot();
-    writeFileSync(join(shots, `${call.name}.png`), shot);
+    writeFileSync(join(shots, `${call.label ?? call.name}.png`), shot);
     // A blank box of the same size, for comparison: what "nothing drawn" weighs as a PNG.
     await page.evaluate(() => {
       const f = document.querySelector("iframe");
@@ -119,7 +121,7 @@ try {
       toggled = await seen();
     }
     out.push({
-      tool: call.name, resourceUri: uri, mimeType: view.mimeType, viewMeta: view._meta ?? null,
+      tool: call.name, label: call.label ?? null, resourceUri: uri, mimeType: view.mimeType, viewMeta: view._meta ?? null,
       result, before, toggled, widths, hover, uploaded, requested, iframeHeight, screenshotBytes: shot.length, blankBytes: blank, requests, errors,
     });
     await page.close();

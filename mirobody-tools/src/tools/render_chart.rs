@@ -1,10 +1,12 @@
 //! `render_chart`: shows the user a chart from an Apache ECharts option.
 //!
 //! The option is validated (a series of a known type, the axes a cartesian chart needs, data
-//! that is an array, a bounded size) and returned as structured content, for clients with a
-//! chart widget to draw exactly. Beside it comes a PNG image of the chart (line, bar, scatter
-//! and pie), drawn on the server: every MCP client that shows images shows it, and so does the
-//! model, which can check the chart it made. A `ui://` widget would be interactive but shown
+//! that is an array, a bounded size and series count) and returned as structured content, for
+//! clients with a chart widget to draw exactly. Beside it comes a PNG image of the chart (line,
+//! bar, scatter and pie; stacks, a second value axis, time axes, horizontal bars, `dataset`),
+//! drawn on the server: every MCP client that shows images shows it, and so does the model,
+//! which can check the chart it made. The result says what the image shows and what it leaves
+//! out, with why, so the model never takes a partial drawing for the whole. A `ui://` widget would be interactive but shown
 //! only by hosts that run MCP Apps, and would load ECharts from the network; an image works
 //! everywhere, so it is the fallback that serves most users.
 //!
@@ -22,6 +24,10 @@ use crate::chart;
 
 /// The largest option accepted, serialized.
 pub(crate) const MAX_OPTION_BYTES: usize = 256 * 1024;
+/// The most series in one option.
+pub(crate) const MAX_SERIES: usize = 64;
+/// The most rows in a dataset's `source`.
+pub(crate) const MAX_DATASET_ROWS: usize = chart::MAX_POINTS;
 /// The most characters in a title.
 pub(crate) const MAX_TITLE_CHARS: usize = 200;
 /// How long one drawing may take before the call answers that it took too long.
@@ -75,7 +81,30 @@ fn validate(option: &Value) -> Result<(), ToolError> {
         Value::Null => return Err(invalid("'series' is missing")),
         _ => return Err(invalid("'series' must be a non-empty array of series objects")),
     };
-    let has_dataset = option.get("dataset").is_some();
+    if series.len() > MAX_SERIES {
+        return Err(invalid(&format!(
+            "{} series is over the limit of {MAX_SERIES}; show fewer, or aggregate them",
+            series.len()
+        )));
+    }
+    let datasets: Vec<&Value> = match &option["dataset"] {
+        Value::Array(items) => items.iter().collect(),
+        Value::Null => Vec::new(),
+        one => vec![one],
+    };
+    for (i, dataset) in datasets.iter().enumerate() {
+        match &dataset["source"] {
+            Value::Array(rows) if rows.len() > MAX_DATASET_ROWS => {
+                return Err(invalid(&format!(
+                    "dataset {i} has {} rows, over the limit of {MAX_DATASET_ROWS}; aggregate the data first",
+                    rows.len()
+                )));
+            }
+            Value::Array(_) | Value::Null => {}
+            _ => return Err(invalid(&format!("dataset {i}'s 'source' must be an array of rows"))),
+        }
+    }
+    let has_dataset = !datasets.is_empty();
     for (i, s) in series.iter().enumerate() {
         let Some(kind) = s["type"].as_str() else {
             return Err(invalid(&format!("series[{i}] needs a 'type' such as \"line\", \"bar\" or \"pie\"")));
@@ -104,12 +133,14 @@ fn validate(option: &Value) -> Result<(), ToolError> {
 }
 
 /// Show the user a chart in the chat, from a complete Apache ECharts option. Rules: no color keys
-/// (the app sets colors); name every series, and add a legend when there are two or more; use one
-/// value axis. Line, bar, scatter and pie charts are also returned as an image.
+/// (the app sets colors); name every series, and add a legend when there are two or more; add a
+/// second value axis only for a series in other units. Line, bar (stacked or horizontal too),
+/// scatter and pie charts, on category, value or time axes, from data or a dataset, are also
+/// returned as an image; the result says what the image leaves out.
 ///
 /// Args:
-///     option: A complete Apache ECharts option: series (each with a type and data), plus xAxis and yAxis for
-///         line, bar and scatter charts.
+///     option: A complete Apache ECharts option: series (each with a type, and data or a dataset), plus
+///         xAxis and yAxis for line, bar and scatter charts.
 ///     title: A title shown above the chart.
 // Drawing a large chart may take a while: a task then. Hosts that render MCP Apps views show it
 // live; the result stays what every client reads. Anonymous callers may draw, on the pool's
@@ -131,7 +162,7 @@ async fn render_chart(user: Option<&UserInfo>, option: Value, title: Option<&str
     // The option goes to the drawing thread and comes back with the image.
     let owned_title = title.map(str::to_owned);
     let (option, image) = crate::cpu::run(user, move || {
-        let image = chart::svg(&option, owned_title.as_deref()).and_then(|svg| chart::png(&svg));
+        let image = chart::svg(&option, owned_title.as_deref()).and_then(|d| chart::png(&d.svg).map(|png| (d, png)));
         (option, image)
     })
     .await?;
@@ -140,8 +171,17 @@ async fn render_chart(user: Option<&UserInfo>, option: Value, title: Option<&str
         out["title"] = json!(title);
     }
     match image {
-        Ok(png) => {
+        Ok((drawing, png)) => {
+            // What the picture shows, and what it leaves out: the widget draws the whole option,
+            // the image (what most clients and the model see) only this.
+            let mut message = format!("Chart rendered to the user. The image shows {}.", drawing.drawn);
+            if !drawing.ignored.is_empty() {
+                message.push_str(&format!(" It leaves out: {}.", drawing.ignored.join("; ")));
+            }
+            out["message"] = json!(message);
             out["image"] = json!("image/png");
+            out["drawn"] = json!(drawing.drawn);
+            out["ignored"] = json!(drawing.ignored);
             let data = base64::engine::general_purpose::STANDARD.encode(png);
             Ok(ToolResult::ok(out).with(Content::image(data, "image/png")))
         }
@@ -212,6 +252,44 @@ mod tests {
             assert!(!result.is_error(), "{result:?}");
             assert!(result.content().iter().any(|c| matches!(c, Content::Image { .. })), "the image is there");
         });
+    }
+
+    #[test]
+    fn series_and_dataset_rows_are_bounded() {
+        let series = |n: usize| {
+            let one = json!({"type": "pie", "data": [1]});
+            json!({"series": vec![one; n]})
+        };
+        assert!(validate(&series(MAX_SERIES)).is_ok());
+        let err = validate(&series(MAX_SERIES + 1)).unwrap_err().to_string();
+        assert!(err.contains(&format!("over the limit of {MAX_SERIES}")), "{err}");
+        let rows = |n: usize| json!({"dataset": {"source": vec![json!([1, 2]); n]}, "xAxis": {}, "yAxis": {}, "series": [{"type": "line"}]});
+        assert!(validate(&rows(MAX_DATASET_ROWS)).is_ok());
+        let err = validate(&rows(MAX_DATASET_ROWS + 1)).unwrap_err().to_string();
+        assert!(err.contains(&format!("over the limit of {MAX_DATASET_ROWS}")), "{err}");
+        let err = validate(&json!({"dataset": {"source": 5}, "series": [{"type": "pie"}]})).unwrap_err().to_string();
+        assert!(err.contains("array of rows"), "{err}");
+    }
+
+    #[tokio::test]
+    async fn the_result_says_what_the_image_shows_and_leaves_out() {
+        let registry = mirobody_core::Registry::builder().tool(render_chart_tool()).build().unwrap();
+        let option = json!({"xAxis": {"type": "time"}, "yAxis": [{}, {}],
+            "series": [{"name": "Weight", "type": "line", "data": [["2026-03-01", 70], ["2026-03-02", 71]]},
+                       {"name": "Steps", "type": "bar", "yAxisIndex": 1, "data": [["2026-03-01", 5000], ["2026-03-02", 8000]]},
+                       {"name": "Mood", "type": "radar", "data": [{"value": [1, 2]}]}]});
+        let user = UserInfo::anonymous();
+        let ctx = mirobody_core::ToolContext::new();
+        let result = registry.call("render_chart", json!({"option": option}), &user, &ctx).await.unwrap();
+        let out = result.structured_content().expect("structured content");
+        assert_eq!(out["drawn"], "a line/bar chart of 2 series on a time axis, with a second value axis");
+        assert_eq!(out["ignored"][0], "series[2] ('radar'): the image draws line, bar, scatter and pie series");
+        let message = out["message"].as_str().unwrap();
+        assert!(
+            message.contains("The image shows a line/bar chart") && message.contains("It leaves out: series[2]"),
+            "{message}"
+        );
+        assert!(result.content().iter().any(|c| matches!(c, Content::Image { .. })));
     }
 
     #[test]

@@ -1,4 +1,5 @@
-"""Drives the fixture server with the official Python SDK (PyPI `mcp`).
+"""Drives the fixture server with the official Python SDK (PyPI `mcp`): tools, and the built-in
+prompts.
 
 Usage: python_client.py <url | path-to-fixture-binary> [auto|legacy] [expected-protocol-version]
 A URL connects over Streamable HTTP; a path starts the binary with --stdio. In auto mode the
@@ -54,6 +55,23 @@ async def main() -> None:
         invalid = await client.call_tool("echo", {})
         assert invalid.is_error, invalid
         assert "missing required argument 'text'" in invalid.content[0].text, invalid
+
+        # The built-in prompts: listed with their arguments, rendered, a missing argument refused.
+        prompts = {p.name: p for p in (await client.list_prompts()).prompts}
+        lab = prompts["explain_lab_report"]
+        assert [(a.name, a.required) for a in lab.arguments] == [("file", True)], lab
+        assert {"prepare_doctor_visit", "weekly_health_summary"} <= set(prompts), prompts
+        rendered = await client.get_prompt("explain_lab_report", {"file": "cbc.pdf"})
+        assert rendered.messages[0].role == "user", rendered
+        assert "read_file" in rendered.messages[0].content.text, rendered
+        visit = await client.get_prompt("prepare_doctor_visit", {"reason": "cardiology"})
+        assert "cardiology" in visit.messages[0].content.text, visit
+        try:
+            await client.get_prompt("explain_lab_report", {})
+        except Exception as refused:  # the SDK raises the JSON-RPC error
+            assert "'file'" in str(refused), refused
+        else:
+            raise AssertionError("a missing required argument was accepted")
 
         if expected == "2026-07-28":
             # A question asked in turn over two rounds, each answered by the callback.

@@ -187,11 +187,13 @@ impl McpEngine {
             "capabilities": {
                 "tools": {"listChanged": true},
                 "resources": {"subscribe": true, "listChanged": true},
-                "prompts": {"listChanged": true},
                 "logging": {},
                 "completions": {},
             },
         });
+        if self.has_prompts() {
+            result["capabilities"]["prompts"] = json!({"listChanged": true});
+        }
         let mut extensions = self.extensions();
         extensions.insert(crate::protocol::tasks::EXTENSION.into(), json!({}));
         result["capabilities"]["extensions"] = Value::Object(extensions);
