@@ -149,7 +149,7 @@ fn read_delete_url(url: &str) -> Result<Removal, String> {
     let (resource_type, source_id) = match query {
         None => {
             let (id, resource_type) = (parts.next().unwrap_or_default(), parts.next().unwrap_or_default());
-            if !valid_id(id) {
+            if !valid_id(id) || resource_type.is_empty() {
                 return Err(format!(
                     "DELETE entry.request.url {shown:?} must be Type/id or Type?identifier=system|value"
                 ));
