@@ -66,6 +66,8 @@ mod files;
 mod history;
 mod identities;
 mod import;
+#[cfg(test)]
+mod import_tests;
 mod memory;
 mod oauth;
 mod passkeys;
