@@ -145,6 +145,11 @@ macro_rules! restore_record {
     }};
 }
 
+/// Opens a transaction on the import's own row with a write: SQLite then holds the write lock
+/// from the first statement (a transaction that reads first fails when another writer
+/// committed in between), and PostgreSQL orders two changes of one import.
+pub(super) const CLAIM_IMPORT: &str = "UPDATE imports SET created_at_ms = created_at_ms WHERE id = $1 AND subject = $2";
+
 pub(super) use {supersede_observation, supersede_record};
 
 /// Rows deleted in one transaction when an import is deleted: SQLite's single writer is
@@ -163,10 +168,15 @@ pub(super) enum Kept {
 }
 
 impl SqlStore {
-    /// Serves the versions in `kept` again, the last first, in one transaction.
-    pub(super) async fn restore(&self, subject: &str, kept: &[Kept]) -> BackendResult<()> {
+    /// Serves the versions in `kept` (which import `import_id` ended) again, the last first, in
+    /// one transaction.
+    pub(super) async fn restore(&self, subject: &str, import_id: i64, kept: &[Kept]) -> BackendResult<()> {
+        if kept.is_empty() {
+            return Ok(());
+        }
         on_pool!(self, |pool| {
             let mut tx = pool.begin().await.map_err(db_error)?;
+            sqlx::query(CLAIM_IMPORT).bind(import_id).bind(subject).execute(&mut *tx).await.map_err(db_error)?;
             for kept in kept.iter().rev() {
                 match *kept {
                     Kept::Observation(id) => restore_observation!(tx, subject, id),
@@ -235,6 +245,7 @@ impl SqlStore {
         }
         let restored = on_pool!(self, |pool| {
             let mut tx = pool.begin().await.map_err(db_error)?;
+            sqlx::query(CLAIM_IMPORT).bind(import_id).bind(subject).execute(&mut *tx).await.map_err(db_error)?;
             let observations: Vec<i64> = sqlx::query_scalar(ENDED_OBSERVATIONS)
                 .bind(subject)
                 .bind(import_id)

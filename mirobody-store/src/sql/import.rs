@@ -16,6 +16,7 @@ use mirobody_health::{
 };
 use serde_json::Value;
 
+use super::history::CLAIM_IMPORT;
 use super::quotas::sql_bound;
 use super::rows::{Chunk, Done, import_chunk_on};
 use super::{Pool, SqlStore, db_error};
@@ -169,11 +170,11 @@ impl SqlStore {
                     done.absorb(part);
                 }
                 Ok(Err(quota)) => {
-                    self.undo(chunk.subject, &done).await;
+                    self.undo(chunk.subject, chunk.import_id, &done).await;
                     return Ok(Err(quota));
                 }
                 Err(e) => {
-                    self.undo(chunk.subject, &done).await;
+                    self.undo(chunk.subject, chunk.import_id, &done).await;
                     return Err(e);
                 }
             }
@@ -195,6 +196,16 @@ impl SqlStore {
         let max = self.quotas().max_observations_per_user;
         on_pool!(self, |pool| {
             let mut tx = pool.begin().await.map_err(db_error)?;
+            let claimed = sqlx::query(CLAIM_IMPORT)
+                .bind(chunk.import_id)
+                .bind(chunk.subject)
+                .execute(&mut *tx)
+                .await
+                .map_err(db_error)?;
+            if claimed.rows_affected() == 0 {
+                // Deleted since the import began.
+                return Err(BackendError::new(format!("There is no import {} of this person's.", chunk.import_id)));
+            }
             let mut done = Done::default();
             import_chunk_on!(tx, chunk, items, done);
             // The count the triggers keep, read after this transaction's own inserts: the
@@ -217,8 +228,8 @@ impl SqlStore {
     // served again, then what it created deleted by source id (points go with their
     // observation; a value it created and then replaced is served again first, so deleting by
     // id would miss it). Best effort: a failure here is logged, and the import's error stands.
-    async fn undo(&self, subject: &str, done: &Done) {
-        if let Err(e) = self.restore(subject, &done.kept).await {
+    async fn undo(&self, subject: &str, import_id: i64, done: &Done) {
+        if let Err(e) = self.restore(subject, import_id, &done.kept).await {
             tracing::warn!(error = %e, "a failed import's corrections could not be undone");
         }
         for batch in done.observations.chunks(IDS_PER_DELETE) {
