@@ -3,7 +3,6 @@
 use serde_json::{Value, json};
 
 use crate::import::{ImportResponse, import_fhir};
-use crate::prelude::*;
 use crate::store::{HealthData, ImportKind};
 
 use super::support::{batch, condition, observation, ok, unique_id};

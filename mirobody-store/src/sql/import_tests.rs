@@ -103,9 +103,7 @@ async fn long_runs_span_statements_and_transactions_and_repeats_are_corrections(
 #[tokio::test]
 async fn a_failed_import_undoes_what_its_earlier_transactions_did() {
     let (_dir, store) = new_sqlite_store(2).await;
-    let mut quotas = StoreQuotas::default();
-    quotas.max_observations_per_user = 1_500;
-    let store = store.with_quotas(quotas);
+    let store = store.with_quotas(StoreQuotas { max_observations_per_user: 1_500, ..StoreQuotas::default() });
     let stored = import_fhir(&store, "me", &batch(vec![glucose("a", 1.0, 1)])).await;
     assert_eq!(stored.summary.created, 1);
     // A correction in the first transaction, then more new values than the quota allows.
