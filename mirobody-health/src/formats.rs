@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 use crate::fhir::{ImportItem, MAX_ENTRIES};
 use crate::import::{CheckedJson, ImportResponse, import_fhir, refused};
 use crate::quota::QuotaExceeded;
-use crate::store::RecordStore;
+use crate::store::{DeletedImport, ImportCounts, ImportRecord, ImportSource, ItemOutcome, RecordStore};
 
 /// The bytes of a file [`detect`] looks at (an Apple export's DTD comes before its root
 /// element: this covers Apple's many times over).
@@ -247,13 +247,32 @@ impl RecordStore for FromFile<'_> {
         self.store.upsert_user(id, display_name, email).await
     }
 
-    async fn import_items(
+    /// The import is recorded as read from this file (unless its source names one already):
+    /// every value it stores links to the file.
+    async fn begin_import(&self, subject: &str, source: &ImportSource) -> BackendResult<i64> {
+        let file_key = source.file_key.as_deref().unwrap_or(self.file_key);
+        self.store.begin_import(subject, &source.clone().with_file(Some(file_key))).await
+    }
+
+    async fn import_batch(
         &self,
         subject: &str,
+        import_id: i64,
         items: &[&ImportItem],
-        file_key: Option<&str>,
-    ) -> BackendResult<Result<Vec<bool>, QuotaExceeded>> {
-        self.store.import_items(subject, items, file_key.or(Some(self.file_key))).await
+    ) -> BackendResult<Result<Vec<ItemOutcome>, QuotaExceeded>> {
+        self.store.import_batch(subject, import_id, items).await
+    }
+
+    async fn finish_import(&self, subject: &str, import_id: i64, counts: &ImportCounts) -> BackendResult<()> {
+        self.store.finish_import(subject, import_id, counts).await
+    }
+
+    async fn imports(&self, subject: &str) -> BackendResult<Vec<ImportRecord>> {
+        self.store.imports(subject).await
+    }
+
+    async fn delete_import(&self, subject: &str, import_id: i64) -> BackendResult<Option<DeletedImport>> {
+        self.store.delete_import(subject, import_id).await
     }
 
     async fn add_observations(&self, subject: &str, resources: &[Value]) -> BackendResult<Vec<i64>> {

@@ -4,7 +4,9 @@
 //! Everything is stored as the authenticated person's, whatever a resource's `subject` says.
 //! A `transaction` is all or nothing; a `batch` (and a `collection` or `searchset`) keeps its
 //! valid entries and reports each invalid one by index. A resource imported twice (the same
-//! source id) is stored once.
+//! source id) is stored once; a newer version of it replaces the stored one, and one marked
+//! `entered-in-error` or named by a `DELETE` entry takes it away. Each request is one import of
+//! the store's ([`RecordStore::begin_import`]), whose id the summary carries.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, LazyLock, Mutex, Weak};
@@ -13,7 +15,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::fhir::{self, EntryInput, EntryOutcome, ImportRequest, RequestKind};
-use crate::store::RecordStore;
+use crate::store::{ImportCounts, ImportKind, ImportSource, ItemOutcome, RecordStore};
 
 /// What an import answers: the HTTP status and the FHIR body (an `OperationOutcome`, or a
 /// `batch-response` / `transaction-response` Bundle), with the counts for a command line.
@@ -36,9 +38,17 @@ pub struct ImportResponse {
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 #[non_exhaustive]
 pub struct ImportSummary {
+    /// The store's id of this import, which every value it stored names; `None` when nothing
+    /// was imported (a request refused whole).
+    pub import_id: Option<i64>,
     /// Resources stored.
     pub created: usize,
-    /// Resources already stored before (the same source id), left as they were.
+    /// Resources that replaced an earlier version stored under the same source id.
+    pub updated: usize,
+    /// Stored values taken away (`entered-in-error`, a `DELETE` entry).
+    pub removed: usize,
+    /// Resources already stored before (the same source id, the same or an older version),
+    /// left as they were; removals of values not stored.
     pub unchanged: usize,
     /// Resources of a type that is not imported (Patient, Encounter, ...).
     pub skipped: usize,
@@ -63,6 +73,10 @@ pub struct TypeCounts {
     pub created: u64,
     /// Values stored by an earlier import (the same source id), left as they were.
     pub unchanged: u64,
+    /// Values stored by an earlier import that this one's newer version replaced.
+    pub updated: u64,
+    /// Values stored by an earlier import that this one removed (`entered-in-error`, `DELETE`).
+    pub removed: u64,
     /// Samples added into a daily total or a night rather than stored one by one.
     pub folded: u64,
     /// Of those, samples of another source on a day whose total is one source's (a phone's
@@ -146,7 +160,7 @@ pub async fn import_fhir_json(
 /// Imports a FHIR Bundle or resource as `subject`'s (`POST /fhir`).
 pub async fn import_fhir(store: &dyn RecordStore, subject: &str, body: &Value) -> ImportResponse {
     match fhir::parse_import(body) {
-        Ok(request) => run(store, subject, request).await,
+        Ok(request) => run(store, subject, request, ImportKind::Fhir).await,
         Err(reason) => refused(400, vec![(None, reason)]),
     }
 }
@@ -154,7 +168,7 @@ pub async fn import_fhir(store: &dyn RecordStore, subject: &str, body: &Value) -
 /// Imports one FHIR Observation as `subject`'s (`POST /fhir/Observation`).
 pub async fn import_fhir_observation(store: &dyn RecordStore, subject: &str, body: &Value) -> ImportResponse {
     match fhir::parse_observation(body) {
-        Ok(request) => run(store, subject, request).await,
+        Ok(request) => run(store, subject, request, ImportKind::Fhir).await,
         Err(reason) => refused(400, vec![(None, reason)]),
     }
 }
@@ -163,7 +177,7 @@ pub async fn import_fhir_observation(store: &dyn RecordStore, subject: &str, bod
 /// any order) as `subject`'s: every valid row is kept, each bad one reported by line.
 pub async fn import_csv(store: &dyn RecordStore, subject: &str, text: &str) -> ImportResponse {
     match fhir::parse_csv(text) {
-        Ok(request) => run(store, subject, request).await,
+        Ok(request) => run(store, subject, request, ImportKind::Csv).await,
         Err(reason) => refused(400, vec![(None, reason)]),
     }
 }
@@ -198,7 +212,7 @@ pub(crate) fn import_lock(subject: &str) -> Arc<tokio::sync::Mutex<()>> {
     lock
 }
 
-async fn run(store: &dyn RecordStore, subject: &str, request: ImportRequest) -> ImportResponse {
+async fn run(store: &dyn RecordStore, subject: &str, request: ImportRequest, kind: ImportKind) -> ImportResponse {
     let lock = import_lock(subject);
     let _one_at_a_time = lock.lock().await;
     let invalid: Vec<(Option<usize>, String)> = request
@@ -222,13 +236,28 @@ async fn run(store: &dyn RecordStore, subject: &str, request: ImportRequest) -> 
             _ => None,
         })
         .collect();
-    let created = match store.import_items(subject, &items, None).await {
-        Ok(Ok(created)) => created,
-        Ok(Err(quota)) => return refused(413, vec![(None, quota.to_string())]),
+    let import_id = match store.begin_import(subject, &ImportSource::new(kind)).await {
+        Ok(id) => id,
         Err(e) => return refused(503, vec![(None, e.to_string())]),
     };
-    let mut created = created.into_iter();
-    let mut summary = ImportSummary::default();
+    let stored = match store.import_batch(subject, import_id, &items).await {
+        Ok(Ok(stored)) => Ok(stored),
+        Ok(Err(quota)) => Err((413, quota.to_string())),
+        Err(e) => Err((503, e.to_string())),
+    };
+    let stored = match stored {
+        Ok(stored) => stored,
+        Err((status, reason)) => {
+            // Nothing of it was stored: its record goes too (best effort; the refusal stands).
+            if let Err(e) = store.delete_import(subject, import_id).await {
+                tracing::warn!(error = %e, "an empty import's record could not be deleted");
+            }
+            return refused(status, vec![(None, reason)]);
+        }
+    };
+    let mut stored = stored.into_iter();
+    let mut summary = ImportSummary { import_id: Some(import_id), ..ImportSummary::default() };
+    let mut counts = ImportCounts::default();
     let mut report_forms = Vec::new();
     let outcomes: Vec<EntryOutcome> = request
         .entries
@@ -236,32 +265,54 @@ async fn run(store: &dyn RecordStore, subject: &str, request: ImportRequest) -> 
         .enumerate()
         .map(|(i, entry)| match entry {
             EntryInput::Item(item) => {
-                let counts = summary.by_type.entry(type_name(&item).to_owned()).or_default();
-                counts.records += 1;
-                if created.next().unwrap_or(false) {
-                    if let fhir::ImportItem::Record(record) = &item {
-                        report_forms.extend(fhir::report_forms(record));
+                let outcome = stored.next().unwrap_or(ItemOutcome::Unchanged);
+                counts.add(outcome);
+                let by_type = summary.by_type.entry(type_name(&item).to_owned()).or_default();
+                by_type.records += 1;
+                match outcome {
+                    ItemOutcome::Created | ItemOutcome::Updated => {
+                        if let fhir::ImportItem::Record(record) = &item {
+                            report_forms.extend(fhir::report_forms(record));
+                        }
+                        if outcome == ItemOutcome::Created {
+                            by_type.created += 1;
+                            summary.created += 1;
+                            EntryOutcome::Created
+                        } else {
+                            by_type.updated += 1;
+                            summary.updated += 1;
+                            EntryOutcome::Updated
+                        }
                     }
-                    counts.created += 1;
-                    summary.created += 1;
-                    EntryOutcome::Created
-                } else {
-                    counts.unchanged += 1;
-                    summary.unchanged += 1;
-                    EntryOutcome::Unchanged
+                    ItemOutcome::Removed => {
+                        by_type.removed += 1;
+                        summary.removed += 1;
+                        EntryOutcome::Removed
+                    }
+                    ItemOutcome::Unchanged => {
+                        by_type.unchanged += 1;
+                        summary.unchanged += 1;
+                        EntryOutcome::Unchanged
+                    }
                 }
             }
             EntryInput::Skipped { resource_type } => {
                 summary.skipped += 1;
+                counts.skipped += 1;
                 count_skipped(&mut summary.by_type, &resource_type);
                 EntryOutcome::Skipped { resource_type }
             }
             EntryInput::Invalid(reason) => {
                 summary.invalid.push(format!("entry {i}: {reason}"));
+                counts.invalid += 1;
                 EntryOutcome::Invalid(reason)
             }
         })
         .collect();
+    if let Err(e) = store.finish_import(subject, import_id, &counts).await {
+        // The values are stored; only the import's counts are missing.
+        tracing::warn!(error = %e, "an import's counts could not be recorded");
+    }
     let (status, body) = fhir::response(request.kind, &outcomes);
     ImportResponse { status, body, summary, report_forms }
 }
@@ -274,6 +325,10 @@ fn type_name(item: &fhir::ImportItem) -> &'static str {
     match item {
         fhir::ImportItem::Observation(_) => "Observation",
         fhir::ImportItem::Record(record) => record.kind.resource_type(),
+        fhir::ImportItem::Remove(removal) => match removal.target {
+            fhir::Target::Observation => "Observation",
+            fhir::Target::Record(kind) => kind.resource_type(),
+        },
     }
 }
 

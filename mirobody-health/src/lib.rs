@@ -47,8 +47,8 @@ pub mod units;
 pub use quota::QuotaExceeded;
 pub use records::*;
 pub use store::{
-    CircleStore, ClaimedText, FileIndex, FileQuota, HealthData, HealthStore, LinkInsert, RecordStore, UploadLinkRow,
-    UploadLinkStore, health_store,
+    CircleStore, ClaimedText, DeletedImport, FileIndex, FileQuota, HealthData, HealthStore, ImportCounts, ImportKind,
+    ImportRecord, ImportSource, ItemOutcome, LinkInsert, RecordStore, UploadLinkRow, UploadLinkStore, health_store,
 };
 
 /// The store traits, to call their methods on a concrete store: `use mirobody_health::prelude::*;`.

@@ -9,13 +9,16 @@ use std::sync::{Mutex, MutexGuard};
 
 use async_trait::async_trait;
 use mirobody_core::backend::{BackendError, BackendResult};
-use mirobody_health::fhir::{self, EntryInput, HealthPoint, ImportItem, NewObservation};
+use mirobody_health::fhir::{
+    self, EntryInput, HealthPoint, ImportItem, NewObservation, NewRecord, Removal, Revision, Target,
+};
 use mirobody_health::testing::check_all;
 use mirobody_health::text::{now_ms, parse_time_ms, rfc3339};
 use mirobody_health::{
-    CircleInvite, CircleMember, CircleOverview, CircleStore, ClaimedText, FileIndex, FileQuota, FileRecord,
-    HealthRecord, HealthStore, IndicatorSummary, LinkInsert, ObservationPage, QuotaExceeded, RecordStore, Series,
-    SeriesPoint, SeriesValue, TextState, UploadLinkRow, UploadLinkStore,
+    CircleInvite, CircleMember, CircleOverview, CircleStore, ClaimedText, DeletedImport, FileIndex, FileQuota,
+    FileRecord, HealthRecord, HealthStore, ImportCounts, ImportKind, ImportRecord, ImportSource, IndicatorSummary,
+    ItemOutcome, LinkInsert, ObservationPage, QuotaExceeded, RecordStore, Series, SeriesPoint, SeriesValue, TextState,
+    UploadLinkRow, UploadLinkStore,
 };
 use serde_json::Value;
 
@@ -28,6 +31,7 @@ struct Share {
     nickname: Option<String>,
 }
 
+#[derive(Clone)]
 struct StoredObservation {
     subject: String,
     source_id: String,
@@ -36,13 +40,52 @@ struct StoredObservation {
     resource: Value,
     points: Vec<HealthPoint>,
     file_key: Option<String>,
+    import_id: i64,
 }
 
+#[derive(Clone)]
 struct StoredRecord {
     subject: String,
     source_id: String,
     record: HealthRecord,
     time_ms: Option<i64>,
+    resource: Value,
+    import_id: i64,
+}
+
+/// A version no read returns, and the import that replaced or removed it.
+struct Ended {
+    ended_by: i64,
+    version: Version,
+}
+
+enum Version {
+    Observation(StoredObservation),
+    Record(StoredRecord),
+}
+
+impl Version {
+    fn subject(&self) -> &str {
+        match self {
+            Version::Observation(o) => &o.subject,
+            Version::Record(r) => &r.subject,
+        }
+    }
+
+    fn import_id(&self) -> i64 {
+        match self {
+            Version::Observation(o) => o.import_id,
+            Version::Record(r) => r.import_id,
+        }
+    }
+
+    /// What identifies it among the subject's values: table, kind and source id.
+    fn key(&self) -> (bool, String, String) {
+        match self {
+            Version::Observation(o) => (true, String::new(), o.source_id.clone()),
+            Version::Record(r) => (false, r.record.kind.clone(), r.source_id.clone()),
+        }
+    }
 }
 
 struct StoredFile {
@@ -73,6 +116,8 @@ struct Data {
     records: Vec<StoredRecord>,
     files: Vec<StoredFile>,
     links: HashMap<[u8; 32], StoredLink>,
+    imports: Vec<(String, ImportRecord)>,
+    history: Vec<Ended>,
 }
 
 impl Data {
@@ -100,11 +145,25 @@ impl Data {
         }
     }
 
-    fn store_observation(&mut self, subject: &str, o: &NewObservation, file_key: Option<&str>) -> Option<i64> {
-        if self.observations.iter().any(|s| s.subject == subject && s.source_id == o.source_id) {
-            return None;
-        }
-        let id = self.next_id();
+    /// Stores `o` for `subject` as part of `import_id`: new, a newer version (the stored one to
+    /// the history), or nothing.
+    fn store_observation(&mut self, subject: &str, o: &NewObservation, import_id: i64) -> (ItemOutcome, i64) {
+        let file_key = self.imports.iter().find(|(_, i)| i.id == import_id).and_then(|(_, i)| i.file_key.clone());
+        let found = self.observations.iter().position(|s| s.subject == subject && s.source_id == o.source_id);
+        let id = match found {
+            Some(at) => {
+                let stored = &self.observations[at];
+                if !Revision::of(&o.resource).supersedes(&Revision::of(&stored.resource), stored.resource == o.resource)
+                {
+                    return (ItemOutcome::Unchanged, stored.id);
+                }
+                let old = self.observations.remove(at);
+                let id = old.id;
+                self.history.push(Ended { ended_by: import_id, version: Version::Observation(old) });
+                id
+            }
+            None => self.next_id(),
+        };
         self.observations.push(StoredObservation {
             subject: subject.to_owned(),
             source_id: o.source_id.clone(),
@@ -112,9 +171,107 @@ impl Data {
             time_ms: o.time_ms,
             resource: o.resource.clone(),
             points: o.points.clone(),
-            file_key: file_key.map(str::to_owned),
+            file_key,
+            import_id,
         });
-        Some(id)
+        (if found.is_some() { ItemOutcome::Updated } else { ItemOutcome::Created }, id)
+    }
+
+    fn store_record(&mut self, subject: &str, r: &NewRecord, import_id: i64) -> ItemOutcome {
+        let kind = r.kind.as_str();
+        let found = self
+            .records
+            .iter()
+            .position(|s| s.subject == subject && s.record.kind == kind && s.source_id == r.source_id);
+        if let Some(at) = found {
+            let stored = &self.records[at];
+            if !Revision::of(&r.resource).supersedes(&Revision::of(&stored.resource), stored.resource == r.resource) {
+                return ItemOutcome::Unchanged;
+            }
+            let old = self.records.remove(at);
+            self.history.push(Ended { ended_by: import_id, version: Version::Record(old) });
+        }
+        let record = HealthRecord {
+            kind: kind.to_owned(),
+            display: r.display.clone(),
+            status: r.status.clone(),
+            time: r.time_ms.map(rfc3339),
+            detail: r.detail.clone(),
+        };
+        let (subject, source_id, resource) = (subject.to_owned(), r.source_id.clone(), r.resource.clone());
+        self.records.push(StoredRecord { subject, source_id, record, time_ms: r.time_ms, resource, import_id });
+        if found.is_some() { ItemOutcome::Updated } else { ItemOutcome::Created }
+    }
+
+    fn remove(&mut self, subject: &str, r: &Removal, import_id: i64) -> ItemOutcome {
+        let version = match r.target {
+            Target::Observation => self
+                .observations
+                .iter()
+                .position(|s| s.subject == subject && s.source_id == r.source_id)
+                .map(|at| Version::Observation(self.observations.remove(at))),
+            Target::Record(kind) => self
+                .records
+                .iter()
+                .position(|s| s.subject == subject && s.record.kind == kind.as_str() && s.source_id == r.source_id)
+                .map(|at| Version::Record(self.records.remove(at))),
+        };
+        match version {
+            Some(version) => {
+                self.history.push(Ended { ended_by: import_id, version });
+                ItemOutcome::Removed
+            }
+            None => ItemOutcome::Unchanged,
+        }
+    }
+
+    /// The import of the value served under `key`, if any.
+    fn served_import(&self, subject: &str, key: &(bool, String, String)) -> Option<i64> {
+        if key.0 {
+            self.observations.iter().find(|o| o.subject == subject && o.source_id == key.2).map(|o| o.import_id)
+        } else {
+            let mut of_subject = self.records.iter().filter(|r| r.subject == subject);
+            of_subject.find(|r| r.record.kind == key.1 && r.source_id == key.2).map(|r| r.import_id)
+        }
+    }
+
+    /// Undoes `subject`'s import `import_id`, as the trait says.
+    fn delete_import(&mut self, subject: &str, import_id: i64) -> Option<DeletedImport> {
+        let at = self.imports.iter().position(|(owner, i)| owner == subject && i.id == import_id)?;
+        self.imports.remove(at);
+        let mut restored = 0;
+        let mut seen = Vec::new();
+        let mut index = 0;
+        while index < self.history.len() {
+            let ended = &self.history[index];
+            let mine = ended.version.subject() == subject && ended.ended_by == import_id;
+            let key = ended.version.key();
+            let served = self.served_import(subject, &key);
+            if !mine
+                || ended.version.import_id() == import_id
+                || seen.contains(&key)
+                || served.is_some_and(|i| i != import_id)
+            {
+                index += 1;
+                continue;
+            }
+            seen.push(key.clone());
+            let Ended { version, .. } = self.history.remove(index);
+            self.observations.retain(|o| !(key.0 && o.subject == subject && o.source_id == key.2));
+            self.records
+                .retain(|r| !(!key.0 && r.subject == subject && r.record.kind == key.1 && r.source_id == key.2));
+            match version {
+                Version::Observation(o) => self.observations.push(o),
+                Version::Record(r) => self.records.push(r),
+            }
+            restored += 1;
+        }
+        let before = self.observations.len() + self.records.len();
+        self.observations.retain(|o| !(o.subject == subject && o.import_id == import_id));
+        self.records.retain(|r| !(r.subject == subject && r.import_id == import_id));
+        let removed = (before - self.observations.len() - self.records.len()) as u64;
+        self.history.retain(|e| !(e.version.subject() == subject && e.version.import_id() == import_id));
+        Some(DeletedImport::new(removed, restored))
     }
 
     fn member(&self, user_id: &str, nickname: Option<String>) -> CircleMember {
@@ -280,40 +437,57 @@ impl RecordStore for MemoryStore {
         Ok(())
     }
 
-    async fn import_items(
+    async fn begin_import(&self, subject: &str, source: &ImportSource) -> BackendResult<i64> {
+        let mut data = self.data();
+        let id = data.next_id();
+        let record = ImportRecord::new(
+            id,
+            source.kind,
+            source.file_key.clone(),
+            source.via.clone(),
+            rfc3339(now_ms()),
+            ImportCounts::default(),
+        );
+        data.imports.push((subject.to_owned(), record));
+        Ok(id)
+    }
+
+    async fn import_batch(
         &self,
         subject: &str,
+        import_id: i64,
         items: &[&ImportItem],
-        file_key: Option<&str>,
-    ) -> BackendResult<Result<Vec<bool>, QuotaExceeded>> {
+    ) -> BackendResult<Result<Vec<ItemOutcome>, QuotaExceeded>> {
         let mut data = self.data();
-        let mut created = Vec::with_capacity(items.len());
-        for item in items {
-            let new = match item {
-                ImportItem::Observation(o) => data.store_observation(subject, o, file_key).is_some(),
-                ImportItem::Record(r) => {
-                    let kind = r.kind.as_str();
-                    let known = data
-                        .records
-                        .iter()
-                        .any(|s| s.subject == subject && s.record.kind == kind && s.source_id == r.source_id);
-                    if !known {
-                        let record = HealthRecord {
-                            kind: kind.to_owned(),
-                            display: r.display.clone(),
-                            status: r.status.clone(),
-                            time: r.time_ms.map(rfc3339),
-                            detail: r.detail.clone(),
-                        };
-                        let (subject, source_id) = (subject.to_owned(), r.source_id.clone());
-                        data.records.push(StoredRecord { subject, source_id, record, time_ms: r.time_ms });
-                    }
-                    !known
-                }
-            };
-            created.push(new);
+        if !data.imports.iter().any(|(owner, i)| owner == subject && i.id == import_id) {
+            return Err(BackendError::new(format!("There is no import {import_id} of this person's.")));
         }
-        Ok(Ok(created))
+        let outcomes = items
+            .iter()
+            .map(|item| match item {
+                ImportItem::Observation(o) => data.store_observation(subject, o, import_id).0,
+                ImportItem::Record(r) => data.store_record(subject, r, import_id),
+                ImportItem::Remove(r) => data.remove(subject, r, import_id),
+            })
+            .collect();
+        Ok(Ok(outcomes))
+    }
+
+    async fn finish_import(&self, subject: &str, import_id: i64, counts: &ImportCounts) -> BackendResult<()> {
+        let mut data = self.data();
+        if let Some((_, record)) = data.imports.iter_mut().find(|(owner, i)| owner == subject && i.id == import_id) {
+            record.counts = *counts;
+        }
+        Ok(())
+    }
+
+    async fn imports(&self, subject: &str) -> BackendResult<Vec<ImportRecord>> {
+        let data = self.data();
+        Ok(data.imports.iter().rev().filter(|(owner, _)| owner == subject).map(|(_, i)| i.clone()).collect())
+    }
+
+    async fn delete_import(&self, subject: &str, import_id: i64) -> BackendResult<Option<DeletedImport>> {
+        Ok(self.data().delete_import(subject, import_id))
     }
 
     async fn add_observations(&self, subject: &str, resources: &[Value]) -> BackendResult<Vec<i64>> {
@@ -331,8 +505,10 @@ impl RecordStore for MemoryStore {
                 Ok(_) => return Err(BackendError::new(format!("observation {index} is not one to store"))),
             }
         }
+        let import_id = self.begin_import(subject, &ImportSource::new(ImportKind::Tool)).await?;
         let mut data = self.data();
-        Ok(parsed.iter().filter_map(|o| data.store_observation(subject, o, None)).collect())
+        let stored = parsed.iter().map(|o| data.store_observation(subject, o, import_id));
+        Ok(stored.filter(|(outcome, _)| *outcome == ItemOutcome::Created).map(|(_, id)| id).collect())
     }
 }
 

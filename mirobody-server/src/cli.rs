@@ -372,6 +372,12 @@ fn write_summary(
         summary.skipped,
         summary.invalid.len()
     )?;
+    if summary.updated + summary.removed > 0 {
+        writeln!(out, "{} updated to a newer version, {} removed", summary.updated, summary.removed)?;
+    }
+    if let Some(id) = summary.import_id {
+        writeln!(out, "import {id}")?;
+    }
     for (name, c) in &summary.by_type {
         let mut line = format!("  {name}: {} read, {} stored, {} already there", c.records, c.created, c.unchanged);
         for (n, what) in [

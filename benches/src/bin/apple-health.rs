@@ -87,22 +87,53 @@ impl mirobody_health::RecordStore for NullStore {
         Ok(())
     }
 
-    async fn import_items(
+    async fn begin_import(
         &self,
         _: &str,
+        _: &mirobody_health::ImportSource,
+    ) -> mirobody_core::backend::BackendResult<i64> {
+        Ok(1)
+    }
+
+    async fn import_batch(
+        &self,
+        _: &str,
+        _: i64,
         items: &[&mirobody_health::fhir::ImportItem],
-        _: Option<&str>,
-    ) -> mirobody_core::backend::BackendResult<Result<Vec<bool>, mirobody_health::QuotaExceeded>> {
+    ) -> mirobody_core::backend::BackendResult<Result<Vec<mirobody_health::ItemOutcome>, mirobody_health::QuotaExceeded>>
+    {
         // What the store does first with each: its JSON as text.
         let bytes: usize = items
             .iter()
             .map(|item| match item {
                 mirobody_health::fhir::ImportItem::Observation(o) => o.resource.to_string().len(),
                 mirobody_health::fhir::ImportItem::Record(r) => r.resource.to_string().len(),
+                mirobody_health::fhir::ImportItem::Remove(r) => r.source_id.len(),
             })
             .sum();
         std::hint::black_box(bytes);
-        Ok(Ok(vec![true; items.len()]))
+        Ok(Ok(vec![mirobody_health::ItemOutcome::Created; items.len()]))
+    }
+
+    async fn finish_import(
+        &self,
+        _: &str,
+        _: i64,
+        _: &mirobody_health::ImportCounts,
+    ) -> mirobody_core::backend::BackendResult<()> {
+        Ok(())
+    }
+
+    async fn imports(&self, _: &str) -> mirobody_core::backend::BackendResult<Vec<mirobody_health::ImportRecord>> {
+        Ok(Vec::new())
+    }
+
+    async fn delete_import(
+        &self,
+        _: &str,
+        _: i64,
+    ) -> mirobody_core::backend::BackendResult<Option<mirobody_health::DeletedImport>> {
+        Ok(None)
     }
 
     async fn add_observations(

@@ -1,5 +1,6 @@
 //! One import of an export: elements read, sorted into values to store now and buckets to
-//! store at the end, written in batches through [`RecordStore::import_items`].
+//! store at the end, written in batches through [`RecordStore::import_batch`], all one import
+//! of the store's.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::io::BufRead;
@@ -12,7 +13,7 @@ use super::kinds::{self, Fold, HEALTHKIT, KINDS, LOINC, SLEEP, SleepState};
 use super::read::{Element, ExportReader, Record, Workout};
 use crate::fhir::{HealthPoint, ImportItem, NewObservation};
 use crate::import::{ImportResponse, ImportSummary, TypeCounts, import_lock};
-use crate::store::RecordStore;
+use crate::store::{ImportCounts, ImportKind, ImportSource, ItemOutcome, RecordStore};
 
 /// Values written in one call of the store (which splits them into short transactions).
 const BATCH: usize = 2_000;
@@ -73,6 +74,7 @@ pub async fn import_apple_health<R: BufRead>(store: &dyn RecordStore, subject: &
     {
         stop = Some(end_stop);
     }
+    run.close().await;
     run.response(stop)
 }
 
@@ -106,6 +108,8 @@ struct Run<'a> {
     remembered: HashSet<[u8; 16]>,
     reasons: Vec<String>,
     elements: u64,
+    /// The store's import, begun at the first write.
+    import_id: Option<i64>,
 }
 
 impl<'a> Run<'a> {
@@ -121,6 +125,7 @@ impl<'a> Run<'a> {
             remembered: HashSet::new(),
             reasons: Vec::new(),
             elements: 0,
+            import_id: None,
         }
     }
 
@@ -317,14 +322,27 @@ impl<'a> Run<'a> {
         }
         let batch = std::mem::take(&mut self.pending);
         let items: Vec<&ImportItem> = batch.iter().map(|(_, item)| item).collect();
-        let created = match self.store.import_items(self.subject, &items, None).await {
-            Ok(Ok(created)) => created,
+        let import_id = match self.import_id {
+            Some(id) => id,
+            None => {
+                let source = ImportSource::new(ImportKind::AppleHealth);
+                let id = self
+                    .store
+                    .begin_import(self.subject, &source)
+                    .await
+                    .map_err(|e| Stop::Store(503, e.to_string()))?;
+                *self.import_id.insert(id)
+            }
+        };
+        let stored = match self.store.import_batch(self.subject, import_id, &items).await {
+            Ok(Ok(stored)) => stored,
             Ok(Err(quota)) => return Err(Stop::Store(413, quota.to_string())),
             Err(e) => return Err(Stop::Store(503, e.to_string())),
         };
-        for ((n, _), new) in batch.iter().zip(created) {
+        for ((n, _), outcome) in batch.iter().zip(stored) {
             let counts = self.counts(*n);
-            if new {
+            // An Apple sample has no versions: it is new or already there.
+            if matches!(outcome, ItemOutcome::Created | ItemOutcome::Updated) {
                 counts.created += 1;
             } else {
                 counts.unchanged += 1;
@@ -378,8 +396,24 @@ impl<'a> Run<'a> {
         self.flush().await
     }
 
+    /// Records what the import did, if it wrote anything.
+    async fn close(&self) {
+        let Some(import_id) = self.import_id else { return };
+        let mut counts = ImportCounts::default();
+        for (_, c) in &self.types {
+            counts.stored += c.created;
+            counts.unchanged += c.unchanged;
+            counts.skipped += c.skipped + c.folded + c.other_source + c.duplicates + c.not_ended;
+            counts.invalid += c.invalid;
+        }
+        if let Err(e) = self.store.finish_import(self.subject, import_id, &counts).await {
+            // The values are stored; only the import's counts are missing.
+            tracing::warn!(error = %e, "an import's counts could not be recorded");
+        }
+    }
+
     fn response(self, stop: Option<Stop>) -> ImportResponse {
-        let mut summary = ImportSummary::default();
+        let mut summary = ImportSummary { import_id: self.import_id, ..ImportSummary::default() };
         let (status, error) = match stop {
             None => (200, None),
             Some(Stop::Read(reason)) => (400, Some(reason)),
@@ -408,6 +442,7 @@ impl<'a> Run<'a> {
         summary.by_type = by_type;
         let body = json!({
             "format": "apple-health",
+            "import_id": summary.import_id,
             "complete": error.is_none(),
             "error": error,
             "created": summary.created,

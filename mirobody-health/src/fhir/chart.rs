@@ -7,8 +7,8 @@
 use serde_json::{Map, Value, json};
 
 use super::{
-    Concept, EntryInput, ImportItem, NewRecord, RecordKind, Refs, array_field, field, first_time, object_field,
-    observation, source_id, text_field,
+    Concept, EntryInput, ImportItem, NewRecord, RecordKind, Refs, Target, array_field, field, first_time, object_field,
+    observation, revision, source_id, text_field,
 };
 use crate::text::cap_chars;
 
@@ -140,7 +140,7 @@ fn named(object: &Map<String, Value>, key: &str, base: &str) -> Result<String, S
         .ok_or_else(|| format!("{base}.{key} is missing or has no text, coding display or code: it names the record"))
 }
 
-/// The record read, or a skip when its `status` is `entered-in-error`.
+/// The record read, or its removal when its `status` is `entered-in-error`.
 fn record(
     kind: RecordKind,
     base: &str,
@@ -152,7 +152,7 @@ fn record(
 ) -> Result<EntryInput, String> {
     let status = text_field(object, "status", base)?;
     if status == Some("entered-in-error") {
-        return Ok(EntryInput::Skipped { resource_type: format!("{base} (entered-in-error)") });
+        return revision::entered_in_error(Target::Record(kind), base, resource, object);
     }
     Ok(EntryInput::Item(ImportItem::Record(NewRecord {
         kind,

@@ -2,7 +2,7 @@
 //! procedures, reports and their links, and what is refused.
 
 use super::*;
-use crate::fhir::{ImportRequest, parse_import};
+use crate::fhir::{ImportRequest, RemovalReason, parse_import};
 use crate::text::parse_time_ms;
 
 fn one(resource: Value) -> EntryInput {
@@ -99,7 +99,9 @@ fn a_medication_that_names_nothing_is_refused_and_entered_in_error_skipped() {
     for kind in ["Immunization", "Procedure", "DiagnosticReport", "MedicationRequest"] {
         let resource = json!({"resourceType": kind, "status": "entered-in-error", "code": {"text": "x"},
                               "vaccineCode": {"text": "x"}, "medicationCodeableConcept": {"text": "x"}});
-        assert_eq!(one(resource), EntryInput::Skipped { resource_type: format!("{kind} (entered-in-error)") });
+        let EntryInput::Item(ImportItem::Remove(removal)) = one(resource) else { panic!("{kind}: a removal") };
+        assert_eq!(removal.reason, RemovalReason::EnteredInError, "{kind}");
+        assert!(removal.source_id.starts_with(&format!("{kind}#sha256:")), "{kind}: {}", removal.source_id);
     }
 }
 

@@ -25,6 +25,8 @@ mod observation;
 mod records;
 /// The FHIR answers.
 mod response;
+/// Corrections and removals.
+mod revision;
 /// The bounds a JSON body's shape is checked against before it is parsed.
 pub mod shape;
 
@@ -39,6 +41,7 @@ pub use self::chart::ReportForm;
 pub(crate) use self::chart::report_forms;
 pub use self::csv::parse_csv;
 pub use response::{operation_outcome, response};
+pub use revision::{Removal, RemovalReason, Revision, Target};
 
 /// The most entries (Bundle entries or CSV rows) one request may carry.
 pub const MAX_ENTRIES: usize = 10_000;
@@ -157,6 +160,8 @@ pub enum ImportItem {
     /// Any other imported resource: a condition, medication, allergy, immunization,
     /// procedure or report.
     Record(NewRecord),
+    /// A stored value to take out of every read (`entered-in-error`, a `DELETE` entry).
+    Remove(Removal),
 }
 
 /// One entry of a request as parsed.
@@ -167,8 +172,7 @@ pub enum EntryInput {
     /// Something to store.
     Item(ImportItem),
     /// A resource type that is not imported (Patient, Encounter...): skipped, not an error.
-    /// An imported type marked entered-in-error is skipped too, as `"Observation
-    /// (entered-in-error)"`.
+    /// (An imported type marked entered-in-error is an [`ImportItem::Remove`].)
     Skipped {
         /// The resource type, as the answer names it.
         resource_type: String,
@@ -207,7 +211,12 @@ pub struct ImportRequest {
 pub enum EntryOutcome {
     /// Stored.
     Created,
-    /// The same source id was already stored for this person; left as it was.
+    /// A newer version of a stored value replaced it (the earlier kept as history).
+    Updated,
+    /// A stored value was taken out of every read (kept as history).
+    Removed,
+    /// The same source id was already stored for this person, in this version or a newer one
+    /// (or, for a removal, nothing was stored under it); left as it was.
     Unchanged,
     /// Not imported (its type is not one that is).
     Skipped {
@@ -286,7 +295,7 @@ fn parse_entry(entry: &Value, refs: &Refs<'_>) -> EntryInput {
     let Some(entry) = entry.as_object() else {
         return EntryInput::Invalid("entry must be an object".to_owned());
     };
-    // A batch's DELETE or GET asks for something other than storing a resource.
+    // A DELETE removes a stored value; a GET or PATCH is not taken.
     if let Some(request) = field(entry, "request") {
         let Some(request) = request.as_object() else {
             return EntryInput::Invalid("entry.request must be an object".to_owned());
@@ -294,9 +303,10 @@ fn parse_entry(entry: &Value, refs: &Refs<'_>) -> EntryInput {
         match field(request, "method") {
             None => {}
             Some(Value::String(method)) if matches!(method.as_str(), "POST" | "PUT") => {}
+            Some(Value::String(method)) if method == "DELETE" => return revision::delete_entry(request),
             Some(Value::String(method)) => {
                 return EntryInput::Invalid(format!(
-                    "entry.request.method {:?} is not supported: only POST and PUT entries are imported",
+                    "entry.request.method {:?} is not supported: only POST, PUT and DELETE entries are taken",
                     cap_chars(method, 20).0
                 ));
             }
@@ -635,7 +645,7 @@ mod tests {
             {"resource": "Observation"},
             {"resource": {"status": "final"}},
             {"resource": {"resourceType": ["Observation"]}},
-            {"request": {"method": "DELETE", "url": "Observation/1"}},
+            {"request": {"method": "GET", "url": "Observation/1"}},
             {"request": {"method": "PUT", "url": "Condition/c"}, "resource": condition()},
         ]});
         let entries = parse_import(&body).unwrap().entries;
@@ -654,7 +664,7 @@ mod tests {
                 "entry.resource must be an object",
                 "the resource has no resourceType",
                 "resourceType must be a string",
-                "entry.request.method \"DELETE\" is not supported: only POST and PUT entries are imported",
+                "entry.request.method \"GET\" is not supported: only POST, PUT and DELETE entries are taken",
                 "ok",
             ]
         );
@@ -679,6 +689,7 @@ mod tests {
         match parse_resource(resource, &Refs::default()) {
             EntryInput::Item(ImportItem::Observation(o)) => o.source_id,
             EntryInput::Item(ImportItem::Record(r)) => r.source_id,
+            EntryInput::Item(ImportItem::Remove(r)) => r.source_id,
             other => panic!("{other:?}"),
         }
     }

@@ -5,7 +5,8 @@
 use serde_json::{Map, Value};
 
 use super::{
-    Concept, EntryInput, HealthPoint, ImportItem, NewObservation, array_field, field, first_time, source_id, str_field,
+    Concept, EntryInput, HealthPoint, ImportItem, NewObservation, Target, array_field, field, first_time, revision,
+    source_id, str_field,
 };
 use crate::text::{cap_chars, parse_time_ms};
 
@@ -36,7 +37,7 @@ fn read(resource: &Value, object: &Map<String, Value>) -> Result<EntryInput, Str
     /// The start of every path in a message.
     const BASE: &str = "Observation";
     if str_field(object, "status", BASE)? == Some("entered-in-error") {
-        return Ok(EntryInput::Skipped { resource_type: "Observation (entered-in-error)".to_owned() });
+        return revision::entered_in_error(Target::Observation, BASE, resource, object);
     }
     let (code, display) = code_of(object, BASE)?;
     let time_ms = first_time(object, BASE, &TIME_FIELDS)?.ok_or_else(|| {
@@ -361,10 +362,14 @@ mod tests {
     }
 
     #[test]
-    fn entered_in_error_is_skipped() {
+    fn entered_in_error_removes_the_stored_one() {
         assert_eq!(
-            parsed(with(json!({"status": "entered-in-error", "valueQuantity": {"value": 1}}))),
-            EntryInput::Skipped { resource_type: "Observation (entered-in-error)".into() }
+            parsed(with(json!({"id": "g-1", "status": "entered-in-error", "valueQuantity": {"value": 1}}))),
+            EntryInput::Item(ImportItem::Remove(super::super::Removal {
+                target: Target::Observation,
+                source_id: "Observation/g-1".into(),
+                reason: super::super::RemovalReason::EnteredInError,
+            }))
         );
     }
 }

@@ -3,7 +3,7 @@
 
 use serde_json::{Map, Value};
 
-use super::{Concept, EntryInput, ImportItem, NewRecord, RecordKind, first_time, source_id};
+use super::{Concept, EntryInput, ImportItem, NewRecord, RecordKind, Target, first_time, revision, source_id};
 
 /// Reads one resource of `kind` (`object` is `resource` as an object).
 pub(super) fn parse(kind: RecordKind, resource: &Value, object: &Map<String, Value>) -> EntryInput {
@@ -29,7 +29,7 @@ fn read(kind: RecordKind, resource: &Value, object: &Map<String, Value>) -> Resu
         _ => return Err(format!("{base} is not read as a condition or allergy")),
     };
     if in_error {
-        return Ok(EntryInput::Skipped { resource_type: format!("{base} (entered-in-error)") });
+        return revision::entered_in_error(Target::Record(kind), base, resource, object);
     }
     Ok(EntryInput::Item(ImportItem::Record(NewRecord {
         kind,
@@ -117,9 +117,14 @@ mod tests {
         assert_eq!(
             parsed(
                 RecordKind::Allergy,
-                json!({"code": {"text": "Peanut"}, "verificationStatus": {"coding": [{"code": "entered-in-error"}]}})
+                json!({"id": "p", "code": {"text": "Peanut"},
+                    "verificationStatus": {"coding": [{"code": "entered-in-error"}]}})
             ),
-            EntryInput::Skipped { resource_type: "AllergyIntolerance (entered-in-error)".into() }
+            EntryInput::Item(ImportItem::Remove(super::super::Removal {
+                target: Target::Record(RecordKind::Allergy),
+                source_id: "AllergyIntolerance/p".into(),
+                reason: super::super::RemovalReason::EnteredInError,
+            }))
         );
     }
 

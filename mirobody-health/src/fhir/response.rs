@@ -7,7 +7,7 @@ use super::{EntryOutcome, RequestKind, SUPPORTED_TYPES};
 
 /// (HTTP status, body) for the outcomes of a request, in entry order.
 ///
-/// One resource: 201 created, 200 already imported, 422 a type that is not imported, 400
+/// One resource: 201 created, 200 updated, removed or already imported, 422 a type that is not imported, 400
 /// invalid, each with an `OperationOutcome`. A batch, collection or searchset: 200 and a
 /// `batch-response` Bundle. A transaction: 200 and a `transaction-response` Bundle, or, when any
 /// entry is invalid (nothing was stored), 400 and an `OperationOutcome` naming each.
@@ -56,6 +56,8 @@ pub fn operation_outcome(status: u16, issues: &[(Option<usize>, String)]) -> (u1
 fn single(outcome: Option<&EntryOutcome>) -> (u16, Value) {
     let (status, severity, code, diagnostics) = match outcome {
         Some(EntryOutcome::Created) => (201, "information", "informational", "created".to_owned()),
+        Some(EntryOutcome::Updated) => (200, "information", "informational", "updated".to_owned()),
+        Some(EntryOutcome::Removed) => (200, "information", "informational", "removed".to_owned()),
         Some(EntryOutcome::Unchanged) => (200, "information", "duplicate", "already imported".to_owned()),
         Some(EntryOutcome::Skipped { resource_type }) => (422, "error", "not-supported", skipped(resource_type)),
         Some(EntryOutcome::Invalid(reason)) => (400, "error", "invalid", reason.clone()),
@@ -71,6 +73,8 @@ fn bundle(kind: &str, outcomes: &[EntryOutcome]) -> Value {
         .map(|outcome| {
             let (status, outcome) = match outcome {
                 EntryOutcome::Created => ("201 Created", None),
+                EntryOutcome::Updated => ("200 OK", Some(issue("information", "informational", "updated", None))),
+                EntryOutcome::Removed => ("204 No Content", None),
                 EntryOutcome::Unchanged => {
                     ("200 OK", Some(issue("information", "duplicate", "already imported", None)))
                 }
@@ -96,10 +100,7 @@ fn skipped(resource_type: &str) -> String {
                 MedicationStatements and MedicationRequests that point at them"
             .to_owned();
     }
-    match resource_type.strip_suffix(" (entered-in-error)") {
-        Some(base) => format!("{base} resources with status entered-in-error are not imported"),
-        None => format!("{resource_type} resources are not imported; supported: {SUPPORTED_TYPES}"),
-    }
+    format!("{resource_type} resources are not imported; supported: {SUPPORTED_TYPES}")
 }
 
 /// One OperationOutcome issue.
@@ -216,9 +217,5 @@ mod tests {
         assert_eq!(status, 400);
         assert!(body["issue"][0].get("expression").is_none());
         assert_eq!(operation_outcome(503, &[]).1["issue"][0]["code"], "exception");
-        assert_eq!(
-            skipped("Observation (entered-in-error)"),
-            "Observation resources with status entered-in-error are not imported"
-        );
     }
 }

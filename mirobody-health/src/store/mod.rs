@@ -15,10 +15,12 @@ use std::sync::Arc;
 use mirobody_core::ToolContext;
 use mirobody_core::backend::{BackendKind, MissingBackend};
 
+mod imports;
 mod links;
 mod read;
 mod write;
 
+pub use imports::{DeletedImport, ImportCounts, ImportKind, ImportRecord, ImportSource, ItemOutcome};
 pub use links::{LinkInsert, UploadLinkRow, UploadLinkStore};
 pub use read::HealthStore;
 pub use write::{CircleStore, ClaimedText, FileIndex, FileQuota, RecordStore};

@@ -5,34 +5,92 @@ use async_trait::async_trait;
 use mirobody_core::backend::{BackendError, BackendResult};
 use serde_json::Value;
 
+use super::imports::{DeletedImport, ImportCounts, ImportKind, ImportRecord, ImportSource, ItemOutcome};
 use crate::fhir::ImportItem;
 use crate::quota::QuotaExceeded;
 use crate::records::{CircleOverview, FileRecord};
 
-/// The writes imports and set-up make: users, observations and records.
+/// The writes imports and set-up make: users, imports with their observations and records,
+/// and the history of what corrections replaced.
+///
+/// Every import is a thing of its own ([`begin_import`](Self::begin_import)): each value it
+/// stores names it, a person lists theirs ([`imports`](Self::imports)) and deletes one whole
+/// ([`delete_import`](Self::delete_import)). A value re-sent under the same source id replaces
+/// the stored one only when it is a newer version
+/// ([`Revision::supersedes`](crate::fhir::Revision::supersedes)); the one it replaces, and one
+/// an [`ImportItem::Remove`] takes away, are kept as history, which no read returns.
 #[async_trait]
 pub trait RecordStore: Send + Sync {
     /// Adds or updates a user.
     async fn upsert_user(&self, id: &str, display_name: Option<&str>, email: Option<&str>) -> BackendResult<()>;
 
-    /// Stores `items` as `subject`'s, read from the uploaded file `file_key` if any: for each,
-    /// whether it was new (false: `subject` already had one with its source id, and it was
-    /// left as it was).
+    /// Records a new import of `subject`'s from `source`: its id, for
+    /// [`import_batch`](Self::import_batch) and [`finish_import`](Self::finish_import).
+    async fn begin_import(&self, subject: &str, source: &ImportSource) -> BackendResult<i64>;
+
+    /// Stores `items` as `subject`'s, as part of their import `import_id`: what became of each,
+    /// in order. A new source id is stored ([`ItemOutcome::Created`]); a newer version of a
+    /// stored one replaces it (`Updated`, the earlier kept as history); a removal takes the
+    /// stored one away (`Removed`); anything else changes nothing (`Unchanged`).
     ///
-    /// All or nothing: when a write fails, what was written before it is removed again and
-    /// the error returned. An import that would take `subject` past their quota of
-    /// observations stores nothing and is `Ok(Err)`.
+    /// All or nothing: when a write fails, what was written before it is undone (replaced
+    /// and removed values served again) and the error returned. A batch that would take
+    /// `subject` past their quota of observations stores nothing and is `Ok(Err)`. An
+    /// `import_id` that is not one of `subject`'s is an error.
+    async fn import_batch(
+        &self,
+        subject: &str,
+        import_id: i64,
+        items: &[&ImportItem],
+    ) -> BackendResult<Result<Vec<ItemOutcome>, QuotaExceeded>>;
+
+    /// Records what `subject`'s import `import_id` did, when it is over.
+    async fn finish_import(&self, subject: &str, import_id: i64, counts: &ImportCounts) -> BackendResult<()>;
+
+    /// `subject`'s imports, newest first.
+    async fn imports(&self, subject: &str) -> BackendResult<Vec<ImportRecord>>;
+
+    /// Deletes `subject`'s import `import_id` whole, undoing it: the values it stored leave
+    /// every read (and the history); a value it replaced or removed is served again in the
+    /// version it had before this import (unless a later import has replaced it since, which
+    /// stays); the import's record goes too. `None` when there is no such import of
+    /// `subject`'s.
+    async fn delete_import(&self, subject: &str, import_id: i64) -> BackendResult<Option<DeletedImport>>;
+
+    /// Stores `items` as `subject`'s, read from the uploaded file `file_key` if any, as one
+    /// import of their own ([`ImportKind::Upload`] with a file, else [`ImportKind::Other`]):
+    /// for each, whether it changed anything (false: [`ItemOutcome::Unchanged`]).
+    ///
+    /// All or nothing, as [`import_batch`](Self::import_batch); an import that fails leaves no
+    /// record. An import that would take `subject` past their quota of observations stores
+    /// nothing and is `Ok(Err)`.
     async fn import_items(
         &self,
         subject: &str,
         items: &[&ImportItem],
         file_key: Option<&str>,
-    ) -> BackendResult<Result<Vec<bool>, QuotaExceeded>>;
+    ) -> BackendResult<Result<Vec<bool>, QuotaExceeded>> {
+        let kind = if file_key.is_some() { ImportKind::Upload } else { ImportKind::Other };
+        let import_id = self.begin_import(subject, &ImportSource::new(kind).with_file(file_key)).await?;
+        let outcomes = match self.import_batch(subject, import_id, items).await {
+            Ok(Ok(outcomes)) => outcomes,
+            failed => {
+                // Nothing of it is stored: its record goes too (best effort, the failure stands).
+                let _ = self.delete_import(subject, import_id).await;
+                return failed.map(|result| result.map(|_| Vec::new()));
+            }
+        };
+        let mut counts = ImportCounts::default();
+        outcomes.iter().for_each(|outcome| counts.add(*outcome));
+        self.finish_import(subject, import_id, &counts).await?;
+        Ok(Ok(outcomes.into_iter().map(|outcome| outcome != ItemOutcome::Unchanged).collect()))
+    }
 
     /// Stores FHIR Observations of `subject` (`resourceType` may be left out) at once, as an
-    /// import does (one already stored with the same source id is left as it was); the ids of
-    /// those that were new. A resource the importer refuses (no code, no time, a value of the
-    /// wrong type) is an error and stores nothing.
+    /// import of its own does ([`ImportKind::Tool`]; one already stored with the same source
+    /// id is replaced only by a newer version); the ids of those that were new. A resource
+    /// the importer refuses (no code, no time, a value of the wrong type) is an error and
+    /// stores nothing.
     async fn add_observations(&self, subject: &str, resources: &[Value]) -> BackendResult<Vec<i64>>;
 }
 

@@ -18,6 +18,9 @@
 //!   circle hold at once.
 //! - [`imports`]: FHIR and CSV imports through [`import`](crate::import) store each source id
 //!   once per person and read back through every query; `add_observations` likewise.
+//! - [`corrections`]: a newer version replaces the stored value in every read, an older one
+//!   changes nothing, `entered-in-error` and `DELETE` remove it; imports are listed, and
+//!   deleting one undoes exactly it.
 //! - [`circle`]: invitations by user id and by email, accepted, declined and withdrawn only by
 //!   the people they concern, and the circle overview both ways.
 //! - [`file_index`]: the file quota (nothing written when refused), files scoped to their
@@ -35,6 +38,7 @@
 
 mod apple;
 mod circle;
+mod corrections;
 mod files;
 mod imports;
 mod links;
@@ -43,6 +47,7 @@ mod support;
 
 pub use apple::{apple_health, apple_health_at_scale};
 pub use circle::circle;
+pub use corrections::corrections;
 pub use files::file_index;
 pub use imports::imports;
 pub use links::upload_links;
@@ -52,10 +57,11 @@ pub use support::unique_id;
 use crate::store::HealthData;
 
 /// Every contract of the suite, one family after another: [`scoping`], [`imports`],
-/// [`circle`], [`file_index`], [`upload_links`], [`apple_health`]. Panics at the first broken one.
+/// [`corrections`], [`circle`], [`file_index`], [`upload_links`], [`apple_health`]. Panics at the first broken one.
 pub async fn check_all(store: &dyn HealthData) {
     scoping(store).await;
     imports(store).await;
+    corrections(store).await;
     circle(store).await;
     file_index(store).await;
     upload_links(store).await;

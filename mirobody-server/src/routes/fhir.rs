@@ -89,7 +89,10 @@ async fn receive(routes: Routes, request: Request<Body>, observation_only: bool)
     tracing::info!(
         owner,
         status,
+        import_id = summary.import_id,
         created = summary.created,
+        updated = summary.updated,
+        removed = summary.removed,
         unchanged = summary.unchanged,
         skipped = summary.skipped,
         invalid = summary.invalid.len(),

@@ -107,6 +107,12 @@ pub(super) const MIGRATIONS: &[(i64, &str, &str, &str)] = &[
         include_str!("../../migrations/postgres/0014_record_detail.sql"),
     ),
     (
+        15,
+        "imports_history",
+        include_str!("../../migrations/sqlite/0015_imports_history.sql"),
+        include_str!("../../migrations/postgres/0015_imports_history.sql"),
+    ),
+    (
         18,
         "access_subject",
         include_str!("../../migrations/sqlite/0018_access_subject.sql"),

@@ -111,12 +111,16 @@ mod circle;
 mod connect;
 mod db;
 mod files;
+mod history;
 mod identities;
 mod import;
+#[cfg(test)]
+mod import_tests;
 mod memory;
 mod oauth;
 mod passkeys;
 mod quotas;
+mod rows;
 mod secrets;
 mod series;
 mod setup;

@@ -10,14 +10,14 @@ use super::memory::{index_terms, owner_tag, query_terms};
 use super::{Pool, SqlStore};
 
 // A new SQLite database in a folder of its own, which lasts as long as the returned folder.
-async fn new_sqlite_store(max_connections: u32) -> (tempfile::TempDir, SqlStore) {
+pub(super) async fn new_sqlite_store(max_connections: u32) -> (tempfile::TempDir, SqlStore) {
     let dir = tempfile::tempdir().unwrap();
     let url = format!("sqlite://{}", dir.path().join("db.sqlite").display());
     let store = SqlStore::connect(&url, None, max_connections).await.unwrap();
     (dir, store)
 }
 
-fn sqlite_pool(store: &SqlStore) -> &SqlitePool {
+pub(super) fn sqlite_pool(store: &SqlStore) -> &SqlitePool {
     #[allow(irrefutable_let_patterns)] // SQLite is the only pool without the postgres feature.
     let Pool::Sqlite(pool) = &store.pool else { panic!("a sqlite: URL opens SQLite") };
     pool

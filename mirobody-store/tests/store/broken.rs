@@ -5,9 +5,9 @@ use async_trait::async_trait;
 use mirobody_core::backend::BackendResult;
 use mirobody_health::fhir::ImportItem;
 use mirobody_health::{
-    CircleMember, CircleOverview, CircleStore, ClaimedText, FileIndex, FileQuota, FileRecord, HealthRecord,
-    HealthStore, IndicatorSummary, LinkInsert, ObservationPage, QuotaExceeded, RecordStore, Series, SeriesPoint,
-    UploadLinkRow, UploadLinkStore,
+    CircleMember, CircleOverview, CircleStore, ClaimedText, DeletedImport, FileIndex, FileQuota, FileRecord,
+    HealthRecord, HealthStore, ImportCounts, ImportRecord, ImportSource, IndicatorSummary, ItemOutcome, LinkInsert,
+    ObservationPage, QuotaExceeded, RecordStore, Series, SeriesPoint, UploadLinkRow, UploadLinkStore,
 };
 use mirobody_store::SqlStore;
 use serde_json::Value;
@@ -96,13 +96,25 @@ impl RecordStore for BrokenStore {
     async fn upsert_user(&self, id: &str, display_name: Option<&str>, email: Option<&str>) -> BackendResult<()> {
         self.sql.upsert_user(id, display_name, email).await
     }
-    async fn import_items(
+    async fn begin_import(&self, subject: &str, source: &ImportSource) -> BackendResult<i64> {
+        self.sql.begin_import(subject, source).await
+    }
+    async fn import_batch(
         &self,
         subject: &str,
+        import_id: i64,
         items: &[&ImportItem],
-        file_key: Option<&str>,
-    ) -> BackendResult<Result<Vec<bool>, QuotaExceeded>> {
-        self.sql.import_items(subject, items, file_key).await
+    ) -> BackendResult<Result<Vec<ItemOutcome>, QuotaExceeded>> {
+        self.sql.import_batch(subject, import_id, items).await
+    }
+    async fn finish_import(&self, subject: &str, import_id: i64, counts: &ImportCounts) -> BackendResult<()> {
+        self.sql.finish_import(subject, import_id, counts).await
+    }
+    async fn imports(&self, subject: &str) -> BackendResult<Vec<ImportRecord>> {
+        self.sql.imports(subject).await
+    }
+    async fn delete_import(&self, subject: &str, import_id: i64) -> BackendResult<Option<DeletedImport>> {
+        self.sql.delete_import(subject, import_id).await
     }
     async fn add_observations(&self, subject: &str, resources: &[Value]) -> BackendResult<Vec<i64>> {
         self.sql.add_observations(subject, resources).await
