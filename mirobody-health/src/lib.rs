@@ -40,11 +40,11 @@ pub mod text;
 pub use quota::QuotaExceeded;
 pub use records::*;
 pub use store::{
-    CircleStore, ClaimedText, FileIndex, FileQuota, HealthData, HealthStore, LinkInsert, RecordStore, UploadLinkRow,
-    UploadLinkStore, health_store,
+    CircleStore, ClaimedText, FileIndex, FileQuota, HealthData, HealthStore, LinkInsert, PersonalData, RecordStore,
+    ResourceCursor, StoredResource, UploadLinkRow, UploadLinkStore, health_store,
 };
 
 /// The store traits, to call their methods on a concrete store: `use mirobody_health::prelude::*;`.
 pub mod prelude {
-    pub use crate::store::{CircleStore, FileIndex, HealthStore, RecordStore, UploadLinkStore};
+    pub use crate::store::{CircleStore, FileIndex, HealthStore, PersonalData, RecordStore, UploadLinkStore};
 }

@@ -53,6 +53,7 @@ macro_rules! on_pool {
 }
 
 pub use circle::MAX_INVITEE_CHARS;
+pub use erase::{EMAIL_COLUMNS, ErasedPerson, MAX_RESOURCES_PER_PAGE, PERSONAL_TABLES, TABLES_OF_NO_ONE};
 pub use quotas::StoreQuotas;
 pub use tasks::SqlTaskStore;
 
@@ -62,6 +63,7 @@ mod accounts;
 mod circle;
 mod connect;
 mod db;
+mod erase;
 mod files;
 mod identities;
 mod import;
