@@ -246,6 +246,9 @@ async fn erases_every_trace(backends: &OpenedBackends, db: &Db) {
 
     let erased = backends.sql().erase_person(&ada).await.unwrap();
     assert_eq!(erased.grants, vec![format!("{ada}-grant")]);
+    // Every instance learns that the grant is revoked, as of any revoked grant.
+    let revoked = backends.oauth().revoked_grants_since(0).await.unwrap();
+    assert!(revoked.contains(&format!("{ada}-grant")), "{revoked:?}");
     let file_key = format!("up-{}.json", hex(&ada));
     assert!(erased.objects.contains(&file_key) && erased.objects.contains(&format!("{file_key}.trans")));
 

@@ -21,8 +21,9 @@ pub struct ErasedPerson {
     /// The object-storage keys of the person's files and the texts read from them: delete
     /// them from storage (with their `.trans` and `.meta` sidecars).
     pub objects: Vec<String>,
-    /// The OAuth grants that were theirs: revoke them where access tokens are checked, so the
-    /// tokens issued under them stop at once.
+    /// The OAuth grants that were theirs, now revoked and naming no one: revoke them where
+    /// access tokens are checked, so the tokens issued under them stop at once there (other
+    /// instances learn of them as of any revoked grant).
     pub grants: Vec<String>,
 }
 
@@ -98,7 +99,6 @@ impl SqlStore {
             "UPDATE accounts SET disabled = TRUE WHERE id = $1",
             "DELETE FROM oauth_codes WHERE grant_id IN (SELECT id FROM oauth_grants WHERE account_id = $1)",
             "DELETE FROM oauth_refresh_tokens WHERE grant_id IN (SELECT id FROM oauth_grants WHERE account_id = $1)",
-            "DELETE FROM oauth_grants WHERE account_id = $1",
             "DELETE FROM web_sessions WHERE account_id = $1",
             "DELETE FROM personal_secrets WHERE user_id = $1",
             "DELETE FROM passkeys WHERE account_id = $1",
@@ -113,6 +113,7 @@ impl SqlStore {
         ];
         // No row holds an empty email: it stands for none.
         let email_or_none = email.clone().unwrap_or_default();
+        let now = mirobody_health::text::now_ms();
         on_pool!(self, |pool| {
             let mut tx = pool.begin().await.map_err(db_error)?;
             for sql in ACCESS {
@@ -120,6 +121,14 @@ impl SqlStore {
                 let query = if sql.contains("$2") { query.bind(&email_or_none) } else { query };
                 query.execute(&mut *tx).await.map_err(db_error)?;
             }
+            // A grant stays, revoked and naming no one, so that every instance learns of it
+            // (`revoked_grants_since`) and refuses its access tokens.
+            sqlx::query("UPDATE oauth_grants SET account_id = '', revoked_at_ms = $2 WHERE account_id = $1")
+                .bind(user)
+                .bind(now)
+                .execute(&mut *tx)
+                .await
+                .map_err(db_error)?;
             tx.commit().await.map_err(db_error)
         })?;
         // The values, in batches: points before their observations (the cascade would do it,

@@ -141,6 +141,8 @@ pub(crate) fn handles(backends: &OpenedBackends) -> Backends {
     handles.cache = Some(backends.cache());
     handles.storage = backends.storage();
     handles.extensions.insert(backends.db());
+    let personal: Arc<dyn mirobody_health::PersonalData> = backends.sql().clone();
+    handles.extensions.insert(personal);
     handles.memory = backends.memory();
     handles
 }
