@@ -12,6 +12,7 @@ pub mod app;
 mod application;
 pub mod cli;
 pub mod config;
+mod personal;
 mod request_id;
 mod routes;
 pub mod shutdown;
