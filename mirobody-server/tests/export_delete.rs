@@ -145,3 +145,56 @@ fn an_export_imports_into_a_new_account_with_the_same_answers_and_a_deleted_acco
     }
     assert_eq!(answers(&data_dir, carol), carol_before, "another person's data is untouched");
 }
+
+/// The same over HTTP: `GET /export` is the caller's own Bundle (a reader in their care circle
+/// gets theirs, not the sharer's), `POST /delete` deletes a value, refuses an account without
+/// the confirmation, and deletes it with one.
+#[test]
+fn export_and_delete_over_http() {
+    use common::{KillOnDrop, request, server_port, start, token};
+    let data_dir = fresh_data_dir("export-delete-http");
+    let port = server_port();
+    let _server = KillOnDrop(start(&data_dir, port));
+    let (ada, bob) = ("ada-http", "bob-http");
+    let (ada_token, bob_token) = (token(&data_dir, port, ada), token(&data_dir, port, bob));
+    let auth = |t: &str| format!("Bearer {t}");
+    let glucose = json!({"resourceType": "Observation", "id": "g1", "status": "final",
+        "code": {"coding": [{"system": "http://loinc.org", "code": "2339-0", "display": "Glucose"}]},
+        "effectiveDateTime": "2024-01-02T08:00:00Z", "valueQuantity": {"value": 5.4, "unit": "mmol/L"}});
+    let headers = |t: &str| {
+        vec![("authorization".to_owned(), auth(t)), ("content-type".to_owned(), "application/json".to_owned())]
+    };
+    let send = |method: &str, path: &str, t: &str, body: &Value| {
+        let owned = headers(t);
+        let pairs: Vec<(&str, &str)> = owned.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+        let bytes = if body.is_null() { Vec::new() } else { body.to_string().into_bytes() };
+        let (status, _, body) = request(port, method, path, &pairs, &bytes);
+        (status, String::from_utf8_lossy(&body).into_owned())
+    };
+    let (status, body) = send("POST", "/fhir", &ada_token, &glucose);
+    assert!(status == 200 || status == 201, "{status} {body}");
+    let (status, _) = send("POST", "/circle/share", &ada_token, &json!({"reader": bob}));
+    let _ = status;
+
+    let (status, body) = send("GET", "/export", &ada_token, &Value::Null);
+    assert_eq!(status, 200, "{body}");
+    let bundle: Value = serde_json::from_str(&body).expect("the export is JSON");
+    assert!(bundle["entry"].as_array().unwrap().iter().any(|e| e["resource"]["id"] == "g1"), "{bundle}");
+    let (_, body) = send("GET", "/export", &bob_token, &Value::Null);
+    assert!(!body.contains("g1"), "a reader exports only their own: {body}");
+    let (status, _, _) = request(port, "GET", "/export", &[], b"");
+    assert_eq!(status, 401, "no caller, no export");
+
+    let (status, body) = send("POST", "/delete", &ada_token, &json!({"kind": "value", "id": "Observation/g1"}));
+    assert_eq!(status, 200, "{body}");
+    let (status, _) = send("POST", "/delete", &ada_token, &json!({"kind": "value", "id": "Observation/g1"}));
+    assert_eq!(status, 404, "gone already");
+    let (status, body) = send("POST", "/delete", &ada_token, &json!({"kind": "account"}));
+    assert_eq!(status, 400, "no confirmation, nothing deleted: {body}");
+    let (status, body) = send("POST", "/delete", &ada_token, &json!({"kind": "teapot"}));
+    assert_eq!(status, 400, "{body}");
+    let (status, body) = send("POST", "/delete", &ada_token, &json!({"kind": "account", "confirm": ada}));
+    assert_eq!(status, 200, "{body}");
+    let (_, body) = send("GET", "/export", &ada_token, &Value::Null);
+    assert!(!body.contains("g1"), "{body}");
+}
