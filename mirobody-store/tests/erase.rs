@@ -166,7 +166,8 @@ async fn fill(backends: &OpenedBackends, id: &str, other: &str) {
     };
     let oauth = backends.oauth();
     oauth.put_client(&client).await.unwrap();
-    let grant_id = format!("{id}-grant");
+    // A grant's id is random and names no one (it stays, revoked, after an erase).
+    let grant_id = format!("grant-{}", hex(&format!("{id}-grant")).chars().rev().collect::<String>());
     let grant = Grant {
         id: grant_id.clone(),
         account_id: id.into(),
@@ -237,18 +238,23 @@ async fn erases_every_trace(backends: &OpenedBackends, db: &Db) {
         "effectiveDateTime": "2024-01-03T08:00:00Z", "valueQuantity": {"value": 80, "unit": "kg"}});
     backends.health().add_observations(&bob, &[bob_data]).await.unwrap();
 
-    // Before: every personal table holds Ada.
-    let before: Vec<String> = db.holding(&ada).await.into_iter().map(|(table, _)| table).collect();
+    // Before: every personal table holds Ada (those keyed by her grant, its id).
+    let grant = format!("grant-{}", hex(&format!("{ada}-grant")).chars().rev().collect::<String>());
+    let mut before: Vec<String> = db.holding(&ada).await.into_iter().map(|(table, _)| table).collect();
+    before.extend(db.holding(&grant).await.into_iter().map(|(table, _)| table));
     for (table, _) in PERSONAL_TABLES {
         assert!(before.iter().any(|t| t == table), "the fixture gives Ada a row in {table}: {before:?}");
     }
     assert!(!db.holding(KNOWN_VALUE).await.is_empty());
 
     let erased = backends.sql().erase_person(&ada).await.unwrap();
-    assert_eq!(erased.grants, vec![format!("{ada}-grant")]);
+    assert_eq!(erased.grants, vec![grant.clone()]);
+    // Only the revoked grant itself is left, naming no one; its codes and tokens are gone.
+    let left: Vec<String> = db.holding(&grant).await.into_iter().map(|(table, _)| table).collect();
+    assert_eq!(left, vec!["oauth_grants".to_owned()]);
     // Every instance learns that the grant is revoked, as of any revoked grant.
     let revoked = backends.oauth().revoked_grants_since(0).await.unwrap();
-    assert!(revoked.contains(&format!("{ada}-grant")), "{revoked:?}");
+    assert!(revoked.contains(&grant), "{revoked:?}");
     let file_key = format!("up-{}.json", hex(&ada));
     assert!(erased.objects.contains(&file_key) && erased.objects.contains(&format!("{file_key}.trans")));
 
