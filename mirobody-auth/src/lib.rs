@@ -88,8 +88,8 @@ pub use jwt::{ACCESS_TOKEN_TYPES, JwtVerifier, MAX_TOKEN_BYTES, TokenError};
 pub use jwt_crypto::install_jwt_crypto;
 pub use layer::{AuthLayer, AuthService};
 pub use permission::{
-    CARE_CIRCLE, IMPORT_HEALTH_DATA, PermissionDenied, Permissions, ROUTE_PERMISSIONS, UPLOAD_FILE, UPLOAD_LINK,
-    implied_by,
+    CARE_CIRCLE, DELETE_HEALTH_DATA, EXPORT_HEALTH_DATA, IMPORT_HEALTH_DATA, PermissionDenied, Permissions,
+    ROUTE_PERMISSIONS, UPLOAD_FILE, UPLOAD_LINK, implied_by,
 };
 pub use revoked::RevokedGrants;
 pub use routes::{personal_router, protected_resource_metadata};

@@ -45,9 +45,16 @@ pub const IMPORT_HEALTH_DATA: &str = "import_health_data";
 /// circle (who reads their health data, the invitations waiting).
 pub const CARE_CIRCLE: &str = "care_circle";
 
+/// The permission of `GET <prefix>/export`: everything the caller holds, as one FHIR Bundle.
+pub const EXPORT_HEALTH_DATA: &str = "export_health_data";
+
+/// The permission of `POST <prefix>/delete` for a file or a value: the `delete_health_data`
+/// tool's, so an agent that may not call the tool may not delete through the route either.
+pub const DELETE_HEALTH_DATA: &str = "delete_health_data";
+
 /// The permission names of routes that are no tool's: per-agent lists may name them beside
 /// the tools.
-pub const ROUTE_PERMISSIONS: [&str; 2] = [IMPORT_HEALTH_DATA, CARE_CIRCLE];
+pub const ROUTE_PERMISSIONS: [&str; 3] = [IMPORT_HEALTH_DATA, CARE_CIRCLE, EXPORT_HEALTH_DATA];
 
 /// The permissions `permission` needs besides itself: what a link's holder does, the one
 /// who minted it must be allowed to do (else an agent list `[whoami, upload_link]` or a

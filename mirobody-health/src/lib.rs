@@ -48,10 +48,11 @@ pub use quota::QuotaExceeded;
 pub use records::*;
 pub use store::{
     CircleStore, ClaimedText, DeletedImport, FileIndex, FileQuota, HealthData, HealthStore, ImportCounts, ImportKind,
-    ImportRecord, ImportSource, ItemOutcome, LinkInsert, RecordStore, UploadLinkRow, UploadLinkStore, health_store,
+    ImportRecord, ImportSource, ItemOutcome, LinkInsert, PersonalData, RecordStore, ResourceCursor, StoredResource,
+    UploadLinkRow, UploadLinkStore, health_store,
 };
 
 /// The store traits, to call their methods on a concrete store: `use mirobody_health::prelude::*;`.
 pub mod prelude {
-    pub use crate::store::{CircleStore, FileIndex, HealthStore, RecordStore, UploadLinkStore};
+    pub use crate::store::{CircleStore, FileIndex, HealthStore, PersonalData, RecordStore, UploadLinkStore};
 }

@@ -235,7 +235,7 @@ pub async fn build_with(config: &Config, tools: &[Tool]) -> Result<Server, AppEr
             access_log: Some(opened.access_log()),
         };
         let scopes = config.auth.scopes_supported.clone();
-        mirobody_oauth::OAuthServer::new(stores, endpoint.clone(), config.oauth.clone(), key, scopes, revoked)
+        mirobody_oauth::OAuthServer::new(stores, endpoint.clone(), config.oauth.clone(), key, scopes, revoked.clone())
             .with_previous_keys(previous_key.into_iter().collect())
     });
     if let Some(oauth) = &oauth {
@@ -266,6 +266,8 @@ pub async fn build_with(config: &Config, tools: &[Tool]) -> Result<Server, AppEr
     tool_backends.extensions.insert(upload_links.clone());
     // `list_data_access` lists the reads of the caller's data from it.
     tool_backends.extensions.insert(opened.access_log());
+    let personal: Arc<dyn mirobody_health::PersonalData> = opened.sql().clone();
+    tool_backends.extensions.insert(personal);
     // Documents' text is read by this binary's own `extract` subcommand, in a child process.
     let extractor = mirobody_tools::extract::Extractor::current_exe(config.extraction.limits())
         .map_err(|e| AppError::Extraction(e.to_string()))?;
@@ -351,6 +353,7 @@ pub async fn build_with(config: &Config, tools: &[Tool]) -> Result<Server, AppEr
                 callers: std::sync::Arc::clone(mcp.callers()),
                 max_inflight_bytes: usize::try_from(config.uploads.max_inflight_bytes).unwrap_or(usize::MAX),
                 oauth: oauth.clone(),
+                revoked: Some(revoked.clone()),
             },
         ));
     // The layer goes around every route: it rewrites `/mcp/<secret>` to `/mcp` before routing,

@@ -247,6 +247,19 @@ async fn run(
             backends.close().await;
             Ok(u8::try_from(code).unwrap_or(1))
         }
+        Command::Export { user, out } => {
+            let server = app::build_with(&config, tools).await?;
+            let code = crate::personal::run_export(&server.backends, &user, &out).await;
+            server.backends.close().await;
+            Ok(code)
+        }
+        Command::Delete { kind, id, user, confirm } => {
+            let server = app::build_with(&config, tools).await?;
+            let code =
+                crate::personal::run_delete(&server.backends, &kind, id.as_deref(), &user, confirm.as_deref()).await;
+            server.backends.close().await;
+            Ok(code)
+        }
         Command::Circle { action } => {
             let server = app::build_with(&config, tools).await?;
             let health = server.backends.health();

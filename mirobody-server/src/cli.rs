@@ -63,6 +63,30 @@ pub enum Command {
         #[arg(long)]
         user: String,
     },
+    /// Write everything a person holds as one FHIR R4 Bundle (JSON): a Patient, every
+    /// resource as imported, their files as DocumentReferences with links that work for a day.
+    Export {
+        /// Whose data.
+        #[arg(long)]
+        user: String,
+        /// The file to write (made new; an existing one is refused).
+        #[arg(long)]
+        out: PathBuf,
+    },
+    /// Delete, for good, one thing a person holds (`file KEY`, `value ID`, `import ID`) or
+    /// their whole account with everything in it (`account`, with --confirm USER).
+    Delete {
+        /// What: file, value, import or account.
+        kind: String,
+        /// The file's key or the value's id (`Observation/abc`); none for an account.
+        id: Option<String>,
+        /// Whose.
+        #[arg(long)]
+        user: String,
+        /// For an account: the user id again, to confirm.
+        #[arg(long)]
+        confirm: Option<String>,
+    },
     /// Manage a person's care circle: who reads their health data.
     Circle {
         /// What to do.

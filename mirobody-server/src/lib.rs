@@ -14,6 +14,7 @@ mod application;
 pub mod cli;
 pub mod config;
 pub mod metrics;
+mod personal;
 mod request_id;
 mod routes;
 pub mod shutdown;

@@ -55,7 +55,10 @@ pub use private::write_private_atomically;
 #[cfg(feature = "redis")]
 pub use redis::{RedisCache, RedisConnectError};
 pub use signing::{SignedUrlError, UrlSigner};
-pub use sql::{Dialect, MAX_INVITEE_CHARS, PoolUsage, SqlStore, SqlTaskStore, StoreQuotas};
+pub use sql::{
+    Dialect, EMAIL_COLUMNS, ErasedPerson, MAX_INVITEE_CHARS, MAX_RESOURCES_PER_PAGE, PERSONAL_TABLES, PoolUsage,
+    SqlStore, SqlTaskStore, StoreQuotas, TABLES_OF_NO_ONE,
+};
 pub use storage::{LocalStorageError, ObjectStorage, valid_key};
 
 /// Where uploaded files live.

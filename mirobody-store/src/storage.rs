@@ -187,7 +187,11 @@ impl Storage for ObjectStorage {
     }
 
     async fn delete(&self, key: &str) -> BackendResult<()> {
-        self.store.delete(&path(key)?).await.map_err(|e| storage_error("delete the file", e))
+        // An object already gone is deleted, as S3 answers too: an erase run again finishes.
+        match self.store.delete(&path(key)?).await {
+            Ok(()) | Err(object_store::Error::NotFound { .. }) => Ok(()),
+            Err(e) => Err(storage_error("delete the file", e)),
+        }
     }
 
     async fn signed_url(&self, key: &str, expires_in: Duration) -> BackendResult<String> {

@@ -42,6 +42,7 @@ mod chart;
 pub mod cpu;
 #[cfg(feature = "uploads")]
 pub mod demo;
+pub mod erasure;
 #[cfg(feature = "uploads")]
 pub mod extract;
 #[cfg(feature = "uploads")]

@@ -11,6 +11,10 @@ mod support;
 #[path = "builtins/tools.rs"]
 mod tools;
 
+/// `delete_health_data`: only after the person confirms through elicitation.
+#[path = "builtins/deletion.rs"]
+mod deletion;
+
 /// Bad input for every tool: a clear error, and nothing changed.
 #[path = "builtins/bad_input.rs"]
 mod bad_input;

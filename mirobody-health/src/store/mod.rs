@@ -1,6 +1,6 @@
 //! The store of the health domain, as traits: [`HealthStore`] reads on behalf of a reader,
 //! [`RecordStore`], [`CircleStore`] and [`FileIndex`] write, [`UploadLinkStore`] keeps the
-//! links to the upload page. [`HealthData`] is all of them, which `mirobody-store`'s
+//! links to the upload page, [`PersonalData`] takes a person's data out and deletes it. [`HealthData`] is all of them, which `mirobody-store`'s
 //! `SqlStore` is over SQLite or PostgreSQL; a new database implements these traits and passes
 //! the store contract suite, `testing::check_all` (the `testing` feature), as `mirobody-store`'s
 //! store tests run it on both of its databases.
@@ -15,11 +15,13 @@ use std::sync::Arc;
 use mirobody_core::ToolContext;
 use mirobody_core::backend::{BackendKind, MissingBackend};
 
+mod erase;
 mod imports;
 mod links;
 mod read;
 mod write;
 
+pub use erase::{PersonalData, ResourceCursor, StoredResource};
 pub use imports::{DeletedImport, ImportCounts, ImportKind, ImportRecord, ImportSource, ItemOutcome};
 pub use links::{LinkInsert, UploadLinkRow, UploadLinkStore};
 pub use read::HealthStore;

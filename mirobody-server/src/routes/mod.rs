@@ -13,6 +13,7 @@
 mod access;
 mod circle;
 mod fhir;
+mod personal;
 mod shares;
 mod uploads;
 
@@ -55,6 +56,8 @@ struct Inner {
     // The sign-in pages, when on: an invitation by email to someone with no account gives a
     // sign-up link.
     oauth: Option<mirobody_oauth::OAuthServer>,
+    // The grants whose access tokens stop at once, for an account deleted here.
+    revoked: Option<mirobody_auth::RevokedGrants>,
 }
 
 /// How long a request waits for its turn to be received before it is told to come back.
@@ -80,6 +83,8 @@ pub(crate) struct RouteSettings {
     pub(crate) max_inflight_bytes: usize,
     /// The sign-in pages and authorization server, when `oauth.enabled`.
     pub(crate) oauth: Option<mirobody_oauth::OAuthServer>,
+    /// The grants whose access tokens stop at once.
+    pub(crate) revoked: Option<mirobody_auth::RevokedGrants>,
 }
 
 /// Every route of this module, under `settings.prefix`.
@@ -98,6 +103,7 @@ pub(crate) fn router(backends: Arc<OpenedBackends>, auth: Authenticator, setting
             memory: Arc::new(Semaphore::new(settings.max_inflight_bytes.clamp(1, Semaphore::MAX_PERMITS))),
             memory_capacity: settings.max_inflight_bytes.clamp(1, Semaphore::MAX_PERMITS),
             oauth: settings.oauth,
+            revoked: settings.revoked,
         }),
     };
     let prefix = settings.prefix;
@@ -105,7 +111,8 @@ pub(crate) fn router(backends: Arc<OpenedBackends>, auth: Authenticator, setting
         .merge(uploads::router(&prefix, routes.clone()).layer(axum::middleware::from_fn(counted_uploads)))
         .merge(fhir::router(&prefix, routes.clone()).layer(axum::middleware::from_fn(counted_imports)))
         .merge(circle::router(&prefix, routes.clone()))
-        .merge(access::router(&prefix, routes))
+        .merge(access::router(&prefix, routes.clone()))
+        .merge(personal::router(&prefix, routes))
         .layer(axum::middleware::from_fn_with_state(settings.callers, shares::within_rate))
 }
 

@@ -184,6 +184,9 @@ impl SqlStore {
                 .synchronous(SqliteSynchronous::Full)
                 .busy_timeout(Duration::from_secs(10))
                 .foreign_keys(true)
+                // What is deleted is overwritten, not left in free pages: a person's erased
+                // data must not stay readable in the file.
+                .pragma("secure_delete", "ON")
                 // Keeps the planner's statistics current, as SQLite recommends.
                 .optimize_on_close(true, 400);
             let path = options.get_filename();

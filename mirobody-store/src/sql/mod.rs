@@ -101,6 +101,7 @@ pub(crate) fn operation_name(path: &'static str) -> String {
 }
 
 pub use circle::MAX_INVITEE_CHARS;
+pub use erase::{EMAIL_COLUMNS, ErasedPerson, MAX_RESOURCES_PER_PAGE, PERSONAL_TABLES, TABLES_OF_NO_ONE};
 pub use quotas::StoreQuotas;
 pub use tasks::SqlTaskStore;
 
@@ -110,6 +111,7 @@ mod accounts;
 mod circle;
 mod connect;
 mod db;
+mod erase;
 mod files;
 mod history;
 mod identities;

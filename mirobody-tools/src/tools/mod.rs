@@ -10,6 +10,7 @@ use std::fmt::Display;
 use mirobody_core::{ToolError, UserInfo};
 
 mod ask_user;
+mod delete_health_data;
 mod echo;
 mod family_health;
 mod fetch_health_data;

@@ -142,6 +142,8 @@ pub(crate) fn handles(backends: &OpenedBackends) -> Backends {
     handles.storage = backends.storage();
     handles.extensions.insert(backends.db());
     handles.extensions.insert(backends.access_log());
+    let personal: Arc<dyn mirobody_health::PersonalData> = backends.sql().clone();
+    handles.extensions.insert(personal);
     handles.memory = backends.memory();
     handles
 }

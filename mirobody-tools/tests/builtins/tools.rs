@@ -65,6 +65,7 @@ async fn the_builtin_tools_are_listed_with_annotations_true_to_what_they_do() {
         names,
         [
             "ask_user",
+            "delete_health_data",
             "echo",
             "family_health",
             "fetch_health_data",
@@ -111,6 +112,10 @@ async fn the_builtin_tools_are_listed_with_annotations_true_to_what_they_do() {
             "summarize_conversation" => {
                 assert_eq!(hints["readOnlyHint"], false, "{name}");
                 assert_eq!(hints["destructiveHint"], true, "{name}: it overwrites the title");
+            }
+            "delete_health_data" => {
+                assert_eq!(hints["readOnlyHint"], false, "{name}");
+                assert_eq!(hints["destructiveHint"], true, "{name}: it deletes for good");
             }
             _ => assert_eq!(hints["readOnlyHint"], true, "{name}"),
         }
