@@ -23,6 +23,8 @@ const CLIENT_TRACE: &str = "4bf92f3577b34da6a3ce929d0e0e4736";
 const CLIENT_SPAN: &str = "00f067aa0ba902b7";
 const META_TRACE: &str = "0af7651916cd43dd8448eb211c80319c";
 const META_SPAN: &str = "b7ad6b7169203331";
+const STATELESS_TRACE: &str = "5e1c2a7b9d0f4e3a8b6c1d2e3f405162";
+const STATELESS_SPAN: &str = "c3d4e5f6a7b8c9d0";
 const USER: &str = "user-7f3a9c";
 const HEALTH_VALUE: &str = "zolmitriptan-marker-7731";
 
@@ -220,6 +222,18 @@ fn one_turn_is_one_trace_under_the_client_s_span() {
         "arguments": {"query": "migraines"}, "_meta": {"traceparent": meta}}});
     let (_, reply) = mcp(port, &auth, &recall);
     assert!(reply["result"]["isError"] != true, "{reply}");
+    // The same over 2026-07-28 (stateless): the client's span in `_meta` beside what every
+    // request of that revision carries.
+    let stateless = json!({"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {"name": "recall_memory",
+        "arguments": {"query": "migraines"}, "_meta": {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {},
+            "io.modelcontextprotocol/clientInfo": {"name": "traces", "version": "1"},
+            "traceparent": format!("00-{STATELESS_TRACE}-{STATELESS_SPAN}-01")}}});
+    let headers =
+        [auth[0], ("mcp-protocol-version", "2026-07-28"), ("mcp-method", "tools/call"), ("mcp-name", "recall_memory")];
+    let (_, reply) = mcp(port, &headers, &stateless);
+    assert!(reply["result"]["isError"] != true, "{reply}");
     // A bad traceparent is no parent: the request still runs, in a trace of its own.
     let bad = [auth[0], auth[1], ("traceparent", "00-zz-00f067aa0ba902b7-01")];
     let (_, reply) = mcp(
@@ -263,10 +277,17 @@ fn one_turn_is_one_trace_under_the_client_s_span() {
     let tool = in_meta.iter().find(|s| s.name == "recall_memory").unwrap_or_else(|| panic!("{names:?}"));
     assert_eq!(tool.parent, call.id);
     assert!(in_meta.iter().any(|s| s.name.starts_with("db ") && s.parent == tool.id), "{names:?}");
+    // From a 2026-07-28 request's `_meta`, the same.
+    let stateless: Vec<&Received> = spans.iter().filter(|s| s.trace == STATELESS_TRACE).collect();
+    let names: Vec<&str> = stateless.iter().map(|s| s.name.as_str()).collect();
+    let call = stateless.iter().find(|s| s.name == "tools/call").unwrap_or_else(|| panic!("{names:?}"));
+    assert_eq!(call.parent, STATELESS_SPAN);
+    let tool = stateless.iter().find(|s| s.name == "recall_memory").unwrap_or_else(|| panic!("{names:?}"));
+    assert_eq!(tool.parent, call.id);
     // Neither bad traceparent made a parent of anything.
     let recalls: Vec<&Received> = spans.iter().filter(|s| s.name == "recall_memory").collect();
-    assert_eq!(recalls.len(), 2, "{spans:#?}");
-    let unparented = recalls.iter().find(|s| s.trace != META_TRACE).unwrap();
+    assert_eq!(recalls.len(), 3, "{spans:#?}");
+    let unparented = recalls.iter().find(|s| s.trace != META_TRACE && s.trace != STATELESS_TRACE).unwrap();
     let top = ancestors(&spans, unparented).last().copied().unwrap();
     assert!(top.name == "request" && top.parent.is_empty(), "a trace of its own: {top:?}");
 

@@ -15,6 +15,8 @@ use mirobody_store::{BackendConfig, OpenedBackends, PERSONAL_TABLES, TABLES_OF_N
 use serde_json::json;
 use sha2::{Digest, Sha256};
 
+/// A value only Ada's glucose reading holds (the versions it replaced too).
+const KNOWN_NUMBER: f64 = 5.4321;
 /// A value only the erased person's data holds.
 const KNOWN_VALUE: &str = "Zanzibarite";
 
@@ -111,10 +113,11 @@ async fn fill(backends: &OpenedBackends, id: &str, other: &str) {
     health.upsert_user(id, Some("Ada"), Some(&email)).await.unwrap();
     let bundle = json!({"resourceType": "Bundle", "type": "collection", "entry": [
         {"resource": {"resourceType": "Observation", "id": format!("{id}-glucose"), "status": "final",
+            "meta": {"versionId": "1"},
             "code": {"coding": [{"system": "http://loinc.org", "code": "2339-0", "display": "Glucose"}]},
             "effectiveDateTime": "2024-01-02T08:00:00Z", "note": [{"text": KNOWN_VALUE}],
-            "valueQuantity": {"value": 5.4, "unit": "mmol/L"}}},
-        {"resource": {"resourceType": "Condition", "id": format!("{id}-asthma"),
+            "valueQuantity": {"value": KNOWN_NUMBER, "unit": "mmol/L"}}},
+        {"resource": {"resourceType": "Condition", "id": format!("{id}-asthma"), "meta": {"versionId": "1"},
             "code": {"text": format!("Asthma {KNOWN_VALUE}")}, "clinicalStatus": {"text": "active"}}},
     ]});
     let request = parse_import(&bundle).unwrap();
@@ -263,6 +266,8 @@ async fn erases_every_trace(backends: &OpenedBackends, db: &Db) {
     let grant = format!("grant-{}", hex(&format!("{ada}-grant")).chars().rev().collect::<String>());
     let mut before: Vec<String> = db.holding(&ada).await.into_iter().map(|(table, _)| table).collect();
     before.extend(db.holding(&grant).await.into_iter().map(|(table, _)| table));
+    // A replaced version's values name no one: they hold the number.
+    before.extend(db.holding(&KNOWN_NUMBER.to_string()).await.into_iter().map(|(table, _)| table));
     for (table, _) in PERSONAL_TABLES {
         assert!(before.iter().any(|t| t == table), "the fixture gives Ada a row in {table}: {before:?}");
     }
@@ -279,7 +284,7 @@ async fn erases_every_trace(backends: &OpenedBackends, db: &Db) {
     let file_key = format!("up-{}.json", hex(&ada));
     assert!(erased.objects.contains(&file_key) && erased.objects.contains(&format!("{file_key}.trans")));
 
-    for needle in [ada.as_str(), &format!("{ada}@example.com"), &hex(&ada), KNOWN_VALUE] {
+    for needle in [ada.as_str(), &format!("{ada}@example.com"), &hex(&ada), KNOWN_VALUE, &KNOWN_NUMBER.to_string()] {
         assert_eq!(db.holding(needle).await, vec![], "nothing of Ada's is left: {needle}");
     }
     // Bob keeps his own data, and sees nothing of Ada's at his next read.

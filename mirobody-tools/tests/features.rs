@@ -12,8 +12,9 @@ use serde_json::{Value, json};
 
 /// The tools every build has: those that need only mirobody-health's traits (and ports' access
 /// log) and the client.
-const CORE_TOOLS: [&str; 13] = [
+const CORE_TOOLS: [&str; 14] = [
     "ask_user",
+    "delete_health_data",
     "echo",
     "family_health",
     "fetch_health_data",

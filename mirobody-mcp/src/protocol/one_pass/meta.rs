@@ -155,6 +155,9 @@ pub(crate) struct MetaFields {
     pub(crate) log_level: Option<Value>,
     #[serde(rename = "progressToken")]
     pub(crate) progress_token: Option<Value>,
+    /// A W3C trace context the client sent along (read for a call only when traces are
+    /// exported).
+    pub(crate) traceparent: Option<Value>,
 }
 
 impl MetaFields {
@@ -162,7 +165,7 @@ impl MetaFields {
     // walk gives up. A plain string version is read in place, the rest by serde_json.
     pub(crate) fn read(cursor: &mut Cursor<'_>) -> Option<Box<MetaFields>> {
         let (mut protocol_version, mut client_capabilities, mut client_info) = (None, None, None);
-        let (mut log_level, mut progress_token) = (None, None);
+        let (mut log_level, mut progress_token, mut traceparent) = (None, None, None);
         cursor.members(|member, value| match member {
             META_PROTOCOL_VERSION => once(
                 &mut protocol_version,
@@ -175,6 +178,7 @@ impl MetaFields {
             META_CLIENT_INFO => once(&mut client_info, value.raw_unless_null()?.map(Box::from)),
             META_LOG_LEVEL => once(&mut log_level, value.value()?),
             "progressToken" => once(&mut progress_token, value.value()?),
+            "traceparent" => once(&mut traceparent, value.value()?),
             _ => value.skip(),
         })?;
         Some(Box::new(MetaFields {
@@ -183,6 +187,7 @@ impl MetaFields {
             client_info: client_info.flatten(),
             log_level: log_level.flatten(),
             progress_token: progress_token.flatten(),
+            traceparent: traceparent.flatten(),
         }))
     }
 }

@@ -39,6 +39,7 @@ pub(crate) struct RequestMeta {
     pub(crate) client_capabilities: Value,
     pub(crate) log_level: Option<Value>,
     pub(crate) progress_token: Option<Value>,
+    pub(crate) traceparent: Option<Value>,
 }
 
 /// A 2026-07-28 `tools/call` read in one pass, envelope, params and `_meta` together, rather
@@ -171,6 +172,7 @@ impl RequestMeta {
             client_capabilities,
             log_level: fields.log_level,
             progress_token: fields.progress_token,
+            traceparent: fields.traceparent,
         })
     }
 
@@ -188,6 +190,13 @@ impl RequestMeta {
             .or_else(|| serde_json::from_str::<MetaEnvelope<'_, Box<MetaFields>>>(raw).ok().map(ReadParams::from))
             .and_then(|read| read.meta)
             .is_some_and(|fields| fields.protocol_version.is_some())
+    }
+
+    /// The `traceparent`, if it is a string of at most 512 bytes (what the trace hook is
+    /// handed; it checks the rest).
+    pub(crate) fn traceparent(&self) -> Option<&str> {
+        let traceparent = self.traceparent.as_ref()?.as_str()?;
+        (traceparent.len() <= crate::protocol::hooks::MAX_TRACEPARENT_BYTES).then_some(traceparent)
     }
 
     /// The protocol version, when it is a string.

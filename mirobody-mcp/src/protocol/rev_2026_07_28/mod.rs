@@ -352,7 +352,19 @@ impl McpEngine {
             let ctx = crate::protocol::with_access(*ctx, &access);
             self.inner().call_tool(&p.name, arguments, exchange.user, &ctx).await
         };
-        let outcome = match self.round(id, exchange, &binding, retry, call).await {
+        let round = self.round(id, exchange, &binding, retry, call);
+        // `_meta.traceparent` is looked into only when traces are exported.
+        let traced = self.inner().trace.as_ref().and_then(|trace| Some((trace, exchange.meta.traceparent()?)));
+        let outcome = match traced {
+            None => round.await,
+            // Boxed: the common call's future stays the size it was.
+            Some((trace, traceparent)) => {
+                let span = tracing::debug_span!(target: "mirobody::trace", "tools/call");
+                trace.adopt(&span, traceparent);
+                Box::pin(tracing::Instrument::instrument(round, span)).await
+            }
+        };
+        let outcome = match outcome {
             Ok(outcome) => outcome,
             Err(reply) => return reply,
         };
