@@ -129,7 +129,6 @@ async fn run(
             server.text_reader.start();
             if let Some(metrics) = &metrics {
                 metrics.watch(&server);
-                metrics.spawn_upkeep();
             }
             if let (Some(metrics), Some((listener, address))) = (&metrics, metrics_listener) {
                 tracing::info!(%address, "serving metrics");

@@ -11,12 +11,11 @@ use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::{Arc, OnceLock};
 use std::task::{Context, Poll};
-use std::time::Duration;
 
 use axum::body::Body;
 use axum::response::{IntoResponse, Response};
 use http::{HeaderValue, Request, StatusCode, header};
-use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
+use metrics_exporter_prometheus::PrometheusBuilder;
 use mirobody_auth::ExposeSecret;
 use mirobody_mcp::http::McpHttp;
 use mirobody_store::OpenedBackends;
@@ -24,6 +23,8 @@ use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
 use crate::config::MetricsSettings;
+
+mod histograms;
 
 /// The path metrics are served at, on either listener.
 pub const PATH: &str = "/metrics";
@@ -43,9 +44,9 @@ pub const EXTRACTION_QUEUE: &str = "mirobody_extraction_queue_people";
 /// Messages from the shared sessions' backplane dropped unbelieved (forged, stale, replayed,
 /// unreadable), since start.
 pub const BACKPLANE_REFUSED: &str = "mirobody_backplane_refused_total";
-/// How long a database statement took, from sqlx's own timing of each (every statement on the
-/// pool: reads, writes, migrations).
-pub const DB_QUERY_DURATION: &str = "mirobody_db_query_duration_seconds";
+/// How long each store operation took, by `operation` (the store method: its statements on
+/// the pool), as the store records it.
+pub use mirobody_store::DB_OPERATION_DURATION;
 /// Uploads and imports answered, by `kind` (`upload`, `import`) and `outcome` (`ok`,
 /// `refused` for a 4xx, `failed` for a 5xx).
 pub const UPLOADS: &str = "mirobody_uploads_total";
@@ -68,7 +69,7 @@ pub const NAMES: [&str; 20] = [
     SESSIONS,
     TASKS_LIVE,
     DB_POOL_CONNECTIONS,
-    DB_QUERY_DURATION,
+    DB_OPERATION_DURATION,
     EXTRACTION_QUEUE,
     BACKPLANE_REFUSED,
     UPLOADS,
@@ -76,7 +77,7 @@ pub const NAMES: [&str; 20] = [
 
 // Seconds: from a cached tools/call (a fraction of a millisecond) to a document read or a
 // slow handler (tens of seconds).
-const DURATION_BUCKETS: [f64; 14] =
+static DURATION_BUCKETS: [f64; 14] =
     [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0, 5.0, 30.0];
 
 /// The server's metrics: the recorder's handle, the token scrapes must carry, and what is read
@@ -87,7 +88,7 @@ pub struct Metrics {
 }
 
 struct Inner {
-    handle: PrometheusHandle,
+    render: histograms::Render,
     // SHA-256 of the token: compared in constant time, and of one length whatever was sent.
     token: Option<[u8; 32]>,
     sampled: OnceLock<Sampled>,
@@ -107,9 +108,6 @@ pub enum MetricsError {
     /// Another recorder is installed in this process already.
     #[error("metrics: a recorder is installed already")]
     RecorderInstalled,
-    /// The histogram buckets were refused.
-    #[error("metrics: {0}")]
-    Buckets(String),
 }
 
 impl Metrics {
@@ -120,11 +118,8 @@ impl Metrics {
     ///
     /// A recorder is installed already.
     pub fn install(settings: &MetricsSettings) -> Result<Metrics, MetricsError> {
-        let recorder = PrometheusBuilder::new()
-            .set_buckets_for_metric(Matcher::Suffix("_seconds".into()), &DURATION_BUCKETS)
-            .map_err(|e| MetricsError::Buckets(e.to_string()))?
-            .build_recorder();
-        let handle = recorder.handle();
+        let (recorder, render) =
+            histograms::Recorder::new(PrometheusBuilder::new().build_recorder(), &DURATION_BUCKETS);
         metrics::set_global_recorder(recorder).map_err(|_| MetricsError::RecorderInstalled)?;
         let token = settings.token.as_ref().map(|token| Sha256::digest(token.expose_secret().as_bytes()).into());
         // Registered now, so a scrape shows them at zero before anything happened.
@@ -141,8 +136,7 @@ impl Metrics {
         }
         let _ = metrics::histogram!(mirobody_tools::reading::EXTRACTION_DURATION);
         let _ = metrics::histogram!(mirobody_mcp::metrics::BACKPLANE_LAG);
-        let _ = metrics::histogram!(DB_QUERY_DURATION);
-        Ok(Metrics { inner: Arc::new(Inner { handle, token, sampled: OnceLock::new() }) })
+        Ok(Metrics { inner: Arc::new(Inner { render, token, sampled: OnceLock::new() }) })
     }
 
     /// Reads the sessions, tasks, pool and extraction queue of `server` at each scrape.
@@ -153,19 +147,6 @@ impl Metrics {
             reader: server.text_reader.clone(),
         };
         let _ = self.inner.sampled.set(sampled);
-    }
-
-    /// Starts the task that folds recorded samples into the histograms every few seconds, so
-    /// that they do not pile up between scrapes (or with none); it ends with the runtime.
-    pub fn spawn_upkeep(&self) {
-        let handle = self.inner.handle.clone();
-        tokio::spawn(async move {
-            let mut tick = tokio::time::interval(Duration::from_secs(5));
-            loop {
-                tick.tick().await;
-                handle.run_upkeep();
-            }
-        });
     }
 
     /// Serves `/metrics` alone on `listener` until `signal`.
@@ -198,7 +179,7 @@ impl Metrics {
             return response;
         }
         self.sample();
-        let mut response = self.inner.handle.render().into_response();
+        let mut response = self.inner.render.render().into_response();
         let headers = response.headers_mut();
         headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"));
         headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
@@ -242,45 +223,6 @@ impl std::fmt::Debug for Metrics {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Metrics").field("token", &self.inner.token.is_some()).finish_non_exhaustive()
     }
-}
-
-/// A tracing layer that records the duration of each database statement (sqlx's
-/// `sqlx::query` events, `elapsed_secs`) into [`DB_QUERY_DURATION`]: sqlx times every
-/// statement itself, and sends the event only to a subscriber that asks for it, as this layer's
-/// filter does. Nothing of the statement is kept.
-pub fn query_timing<S>() -> impl tracing_subscriber::Layer<S>
-where
-    S: tracing::Subscriber + for<'a> tracing_subscriber::registry::LookupSpan<'a>,
-{
-    use tracing_subscriber::Layer;
-    let statements = tracing_subscriber::filter::Targets::new().with_target("sqlx::query", tracing::Level::DEBUG);
-    QueryTiming.with_filter(statements)
-}
-
-struct QueryTiming;
-
-impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for QueryTiming {
-    fn on_event(&self, event: &tracing::Event<'_>, _: tracing_subscriber::layer::Context<'_, S>) {
-        let mut elapsed = Elapsed(None);
-        event.record(&mut elapsed);
-        if let Some(seconds) = elapsed.0 {
-            // Resolved per statement: the recorder is installed after the logs are set up.
-            metrics::histogram!(DB_QUERY_DURATION).record(seconds);
-        }
-    }
-}
-
-// The `elapsed_secs` field of a statement event.
-struct Elapsed(Option<f64>);
-
-impl tracing::field::Visit for Elapsed {
-    fn record_f64(&mut self, field: &tracing::field::Field, value: f64) {
-        if field.name() == "elapsed_secs" {
-            self.0 = Some(value);
-        }
-    }
-
-    fn record_debug(&mut self, _: &tracing::field::Field, _: &dyn std::fmt::Debug) {}
 }
 
 // VmRSS from /proc/self/status, in bytes; `None` where there is no /proc.

@@ -69,12 +69,10 @@ impl Traces {
 /// exporter of traces, which is returned. `env` reads the standard `OTEL_*` variables.
 pub(crate) fn init(config: &Config, env: impl Fn(&str) -> Option<String>) -> Result<Option<Traces>, String> {
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(&config.log));
-    // With metrics on, the database's own statement events are timed (a layer of their own,
-    // filtered apart from the log's).
-    let query_timing = config.metrics.enabled().then(crate::metrics::query_timing);
-    let url = config.telemetry.traces_url(env);
-    if url.is_none() && query_timing.is_none() {
-        // Neither exporter nor metrics: the log lines alone, the filter over the whole subscriber.
+    let Some(url) = config.telemetry.traces_url(env) else {
+        // No exporter: the log lines alone, the filter over the whole subscriber, so that a
+        // callsite below its level is skipped before anything is made (metrics included: they
+        // need no layer here).
         let logs = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
         match config.log_format {
             LogFormat::Text => logs.with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr())).init(),
@@ -82,17 +80,15 @@ pub(crate) fn init(config: &Config, env: impl Fn(&str) -> Option<String>) -> Res
             LogFormat::Json => logs.json().flatten_event(true).with_current_span(true).with_span_list(true).init(),
         }
         return Ok(None);
-    }
-    let provider = url.as_deref().map(|url| provider(config, url)).transpose()?;
-    let spans = provider.as_ref().map(|provider| {
-        tracing_opentelemetry::layer()
-            .with_tracer(provider.tracer("mirobody-server"))
-            .with_threads(false)
-            .with_target(false)
-            .with_filter(exported_spans())
-    });
-    // Each its own filter: the log lines' filter decides nothing of what is exported or timed.
-    let subscriber = tracing_subscriber::registry().with(query_timing).with(spans);
+    };
+    let provider = provider(config, &url)?;
+    let spans = tracing_opentelemetry::layer()
+        .with_tracer(provider.tracer("mirobody-server"))
+        .with_threads(false)
+        .with_target(false)
+        .with_filter(exported_spans());
+    // Each its own filter: the log lines' filter decides nothing of what is exported.
+    let subscriber = tracing_subscriber::registry().with(spans);
     let logs = tracing_subscriber::fmt::layer().with_writer(std::io::stderr);
     match config.log_format {
         LogFormat::Text => subscriber
@@ -102,7 +98,6 @@ pub(crate) fn init(config: &Config, env: impl Fn(&str) -> Option<String>) -> Res
             .with(logs.json().flatten_event(true).with_current_span(true).with_span_list(true).with_filter(filter))
             .init(),
     }
-    let (Some(url), Some(provider)) = (url, provider) else { return Ok(None) };
     EXPORTING.store(true, std::sync::atomic::Ordering::Relaxed);
     tracing::info!(endpoint = %url, "exporting traces over OTLP/HTTP");
     Ok(Some(Traces { provider }))

@@ -179,8 +179,18 @@ fn a_scripted_session_moves_the_metrics_by_exactly_its_calls() {
     assert_eq!(delta(&before, &after, r#"mirobody_mcp_tool_call_duration_seconds_bucket{le="+Inf",tool="echo"}"#), 4.0);
     // Each request came on a connection of its own (`Connection: close`), the scrapes too.
     assert!(delta(&before, &after, "mirobody_http_connections_total{}") >= 10.0);
-    // list_files read the file index: the database timed at least that statement.
-    assert!(delta(&before, &after, "mirobody_db_query_duration_seconds_count{}") >= 1.0);
+    // list_files read the file index: the store timed that operation, named after its method.
+    assert!(delta(&before, &after, r#"mirobody_db_operation_duration_seconds_count{operation="files"}"#) >= 1.0);
+    assert!(
+        after.keys().filter(|series| series.starts_with("mirobody_db_operation_duration_seconds_count")).all(
+            |series| {
+                series.split('"').nth(1).is_some_and(|operation| {
+                    operation.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
+                })
+            }
+        ),
+        "operations are labelled by store method names"
+    );
     assert!(after["process_resident_memory_bytes{}"] > 1_000_000.0);
     assert!(after["process_open_fds{}"] > 0.0);
     assert!(after["mirobody_mcp_sessions{}"] >= 1.0);

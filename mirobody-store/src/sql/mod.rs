@@ -55,7 +55,8 @@ enum Pool {
 ///
 /// Each run within a span is a `db` span (target `mirobody::trace`, for exported traces) naming
 /// the database and the store operation, never a bound value; when nobody listens to it the
-/// body runs as it is, with no span made.
+/// body runs as it is, with no span made. Each run's duration goes to
+/// [`DB_OPERATION_DURATION`] through the `metrics` facade (a no-op without a recorder).
 macro_rules! on_pool {
     ($store:expr, |$pool:ident| $body:expr) => {
         match &$store.pool {
@@ -71,32 +72,43 @@ macro_rules! on_pool {
         // end are the operation's. Never entered, as nothing runs inside it but the driver.
         // Only within a span (a request's, a tool call's): a background sweep's queries alone
         // would each be a trace of their own.
+        let operation = $crate::sql::operation_label(std::any::type_name_of_val(&operation));
         let traced = tracing::enabled!(kind: tracing::metadata::Kind::SPAN, target: "mirobody::trace", tracing::Level::DEBUG)
             && !tracing::Span::current().is_none();
         let span = if traced {
             tracing::debug_span!(
                 target: "mirobody::trace",
                 "db",
-                otel.name = $crate::sql::operation_name(std::any::type_name_of_val(&operation)),
+                otel.name = format!("db {operation}"),
                 otel.kind = "client",
                 db.system.name = $system
             )
         } else {
             tracing::Span::none()
         };
+        let started = std::time::Instant::now();
         let value = $body;
+        // Timed here rather than from sqlx's statement events: those need a DEBUG-level
+        // subscriber, whose filtering every request would pay for.
+        metrics::histogram!($crate::sql::DB_OPERATION_DURATION, "operation" => operation).record(started.elapsed());
         drop(span);
         value
     }};
 }
 
-/// The store operation a `db` span is named after: the function `type_name` names `path` in
-/// (`...::SqlStore>::health_sharers::{{closure}}::operation` gives `db health_sharers`).
-pub(crate) fn operation_name(path: &'static str) -> String {
+/// How long each store operation took (its statements, from the pool's connection to the last
+/// row), in seconds, by `operation`: the store method's name, a fixed set written in this
+/// crate, never a value. Recorded through the `metrics` facade: nothing without a recorder.
+pub const DB_OPERATION_DURATION: &str = "mirobody_db_operation_duration_seconds";
+
+/// The store operation a run is named after: the function `type_name` names `path` in
+/// (`...::SqlStore>::health_sharers::{{closure}}::operation` gives `health_sharers`), or
+/// `other` for a path of another shape.
+pub(crate) fn operation_label(path: &'static str) -> &'static str {
     let mut segments = path.rsplit("::").filter(|segment| *segment != "operation" && !segment.starts_with('{'));
     match segments.next() {
-        Some(name) if name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') => format!("db {name}"),
-        _ => "db".to_owned(),
+        Some(name) if !name.is_empty() && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') => name,
+        _ => "other",
     }
 }
 

@@ -151,3 +151,13 @@ fn schema_names_are_plain_identifiers() {
         assert!(!valid_schema_name(bad), "{bad}");
     }
 }
+
+#[test]
+fn operations_are_labelled_by_their_method_name() {
+    assert_eq!(
+        super::operation_label("mirobody_store::sql::circle::<impl SqlStore>::health_sharers::{{closure}}::operation"),
+        "health_sharers"
+    );
+    assert_eq!(super::operation_label("operation"), "other");
+    assert_eq!(super::operation_label("a::b c::operation"), "other", "never a label outside the fixed shape");
+}
