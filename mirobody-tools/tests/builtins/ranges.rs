@@ -16,7 +16,7 @@ const HL7: &str = include_str!("../../../mirobody-server/tests/fixtures/fhir/hl7
 
 /// Both fixtures, imported as `user`'s.
 pub(crate) async fn import_fixtures(env: &Env, user: &str) {
-    let store: &dyn RecordStore = env.backends.sql();
+    let store: &dyn RecordStore = env.backends.sql().as_ref();
     for fixture in [SYNTHEA, HL7] {
         let body: Value = serde_json::from_str(fixture).unwrap();
         let answer = import_fhir(store, user, &body).await;
@@ -67,7 +67,7 @@ async fn ranges_and_interpretations_come_back(env: Env) {
     let (low, high) = (range["low"].as_f64().unwrap(), range["high"].as_f64().unwrap());
     assert!((low - 3.1 * 18.016).abs() < 0.1 && (high - 6.2 * 18.016).abs() < 0.1, "{range}");
     let point = &converted["data"][0];
-    assert_eq!(point["original"], json!({"value": 6.3, "unit": "mmol/L"}), "{point}");
+    assert_eq!(point["original"], json!({"value": 6.3, "unit": "mmol/l"}), "as the source spelt it: {point}");
     let value = point["value"].as_f64().unwrap();
     assert!((value - 6.3 * 18.016).abs() < 0.1, "{point}");
     assert_eq!((point["flag"].as_str(), point["interpretation"].as_str()), (Some("high"), Some("H")));
@@ -122,7 +122,7 @@ async fn source_ranges_and_interpretations_come_back_on_postgres() {
 #[tokio::test]
 async fn a_value_restored_from_the_history_keeps_its_range() {
     let env = Env::sqlite().await;
-    let store: &dyn RecordStore = env.backends.sql();
+    let store: &dyn RecordStore = env.backends.sql().as_ref();
     let first = json!({"resourceType": "Observation", "id": "g1", "status": "final", "meta": {"versionId": "1"},
         "code": {"coding": [{"system": "http://loinc.org", "code": "2345-7"}]},
         "effectiveDateTime": "2026-01-05T08:00:00Z", "valueQuantity": {"value": 48, "unit": "mg/dL"},
