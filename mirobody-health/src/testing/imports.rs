@@ -266,7 +266,9 @@ async fn values_keep_their_source_range_and_interpretation(store: &dyn HealthDat
     assert_eq!(imported.summary.created, 2, "store contract `{FAMILY}`: two observations with and without a range");
     let series = ok(FAMILY, "series", store.series(&subject, &subject, GLUCOSE, 0, i64::MAX, 10).await);
     let points = series.map(|s| s.points).unwrap_or_default();
-    let kept: Vec<(Option<f64>, Option<f64>, Option<String>, Option<String>, Option<String>)> = points
+    /// A range's low, high, unit and text, and the interpretation.
+    type Kept = (Option<f64>, Option<f64>, Option<String>, Option<String>, Option<String>);
+    let kept: Vec<Kept> = points
         .iter()
         .map(|p| {
             let range = p.range.as_ref();
