@@ -22,6 +22,8 @@ pub enum Flag {
     High,
     /// Above the range's critical bound.
     CriticalHigh,
+    /// Outside the normal, as the source said without saying which way (HL7's `A`).
+    Abnormal,
 }
 
 impl Flag {
@@ -33,7 +35,23 @@ impl Flag {
             Flag::Normal => "normal",
             Flag::High => "high",
             Flag::CriticalHigh => "critical_high",
+            Flag::Abnormal => "abnormal",
         }
+    }
+
+    /// The flag a source's interpretation code states (HL7 v3 ObservationInterpretation: `L`,
+    /// `H`, `LL`, `HH`, `N`, `A`, `AA`, `LU`, `HU`, `<`, `>`), `None` for one that says no
+    /// flag (susceptibility, detected...) or is not known.
+    pub fn from_interpretation(code: &str) -> Option<Flag> {
+        Some(match code.trim() {
+            "L" | "LU" | "<" => Flag::Low,
+            "H" | "HU" | ">" => Flag::High,
+            "LL" => Flag::CriticalLow,
+            "HH" => Flag::CriticalHigh,
+            "N" => Flag::Normal,
+            "A" | "AA" => Flag::Abnormal,
+            _ => return None,
+        })
     }
 }
 
@@ -66,6 +84,9 @@ pub struct ReferenceRange {
     pub critical_high: Option<f64>,
     /// The unit of the bounds.
     pub unit: Option<String>,
+    /// The range as the source wrote it (`<200 mg/dL`, `negative`), when it did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
     /// Whose range it is.
     pub origin: RangeOrigin,
 }
@@ -79,8 +100,20 @@ impl ReferenceRange {
             critical_low: None,
             critical_high: None,
             unit: unit.map(|u| unit_key(u).to_owned()),
+            text: None,
             origin: RangeOrigin::Source,
         }
+    }
+
+    /// This range with the source's words for it.
+    pub fn with_text(mut self, text: Option<String>) -> Self {
+        self.text = text;
+        self
+    }
+
+    /// Whether the range bounds anything: a low or a high bound.
+    pub fn has_bounds(&self) -> bool {
+        self.low.is_some() || self.high.is_some() || self.critical_low.is_some() || self.critical_high.is_some()
     }
 
     /// Where `value` stands against this range (in the range's unit).
@@ -120,6 +153,7 @@ impl ReferenceRange {
             critical_low: convert(self.critical_low)?,
             critical_high: convert(self.critical_high)?,
             unit: Some(normalize_unit(unit)?.to_owned()),
+            text: self.text.clone(),
             origin: self.origin,
         })
     }
@@ -147,6 +181,7 @@ pub fn catalog_range(code: &str, unit: &str) -> Option<ReferenceRange> {
         critical_low: range.critical_low,
         critical_high: range.critical_high,
         unit: Some(range.unit.to_owned()),
+        text: None,
         origin: RangeOrigin::Catalog,
     };
     catalog.in_unit(unit, indicator.scale)
@@ -177,6 +212,58 @@ pub fn flag_value(code: &str, value: f64, unit: Option<&str>, source: Option<&Re
         None => catalog_range(code, unit?)?,
     };
     Some(Flagged { flag: range.flag(value), range })
+}
+
+/// A value judged: its flag and the range shown with it, in the value's unit.
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub struct Assessment {
+    /// Where the value stands, if that can be told.
+    pub flag: Option<Flag>,
+    /// The range to show with it: the source's (converted where it can be), else the catalog's.
+    pub range: Option<ReferenceRange>,
+    /// Whether the flag is the source's own interpretation rather than one computed here.
+    pub interpreted: bool,
+}
+
+/// Judges one value of indicator `code` as its source gave it: the flag its `interpretation`
+/// states when it states one (a laboratory knows its patient and method better than a range
+/// does), else [`flag_value`]'s against `source` or the catalog. A text value (`Positive`) is
+/// flagged only by an interpretation. The range is the one a computed flag was judged against
+/// (a source range that cannot be compared with the value gives way to the catalog's), else
+/// the source's as given.
+///
+/// ```
+/// use mirobody_health::flags::{Flag, ReferenceRange, assess};
+/// let lab = ReferenceRange::from_source(Some(3.1), Some(6.2), Some("mmol/L"));
+/// let judged = assess("15074-8", Some(6.3), Some("mmol/L"), Some(&lab), Some("H"));
+/// assert_eq!((judged.flag, judged.interpreted), (Some(Flag::High), true));
+/// ```
+pub fn assess(
+    code: &str,
+    value: Option<f64>,
+    unit: Option<&str>,
+    source: Option<&ReferenceRange>,
+    interpretation: Option<&str>,
+) -> Assessment {
+    let flagged = value.and_then(|v| flag_value(code, v, unit, source.filter(|r| r.has_bounds())));
+    let stated = interpretation.and_then(Flag::from_interpretation);
+    // `A` says only "abnormal": a computed low or high says which way.
+    let stated = match (stated, flagged.as_ref().map(|f| f.flag)) {
+        (Some(Flag::Abnormal), Some(computed)) if computed != Flag::Normal => Some(computed),
+        (stated, _) => stated,
+    };
+    // The range a computed flag used; else the source's as given (a text value's); else the
+    // catalog's in the value's unit.
+    let range = match (&flagged, source) {
+        (Some(f), _) => Some(f.range.clone()),
+        (None, Some(s)) => Some(s.clone()),
+        (None, None) => unit.and_then(|u| catalog_range(code, u)),
+    };
+    match stated {
+        Some(flag) => Assessment { flag: Some(flag), range, interpreted: true },
+        None => Assessment { flag: flagged.map(|f| f.flag), range, interpreted: false },
+    }
 }
 
 /// `value` to four significant digits: a converted bound reads 5.494, not 5.4940053.
@@ -259,5 +346,48 @@ mod tests {
         // A range without a unit is in the value's; an indicator the catalog lacks still takes it.
         let plain = ReferenceRange::from_source(Some(10.0), Some(20.0), None);
         assert_eq!(flag_value("x-custom", 25.0, Some("widgets"), Some(&plain)).unwrap().flag, Flag::High);
+    }
+
+    #[test]
+    fn the_source_interpretation_wins_over_a_computed_flag() {
+        let lab = ReferenceRange::from_source(Some(3.1), Some(6.2), Some("mmol/l")).with_text(Some("3.1-6.2".into()));
+        let high = assess("15074-8", Some(6.3), Some("mmol/L"), Some(&lab), Some("H"));
+        assert_eq!((high.flag, high.interpreted), (Some(Flag::High), true));
+        let range = high.range.unwrap();
+        assert_eq!((range.low, range.high, range.origin), (Some(3.1), Some(6.2), RangeOrigin::Source));
+        assert_eq!(range.text.as_deref(), Some("3.1-6.2"));
+        // The laboratory says normal where the range would say high: the laboratory is believed.
+        let said = assess("15074-8", Some(6.3), Some("mmol/L"), Some(&lab), Some("N"));
+        assert_eq!((said.flag, said.interpreted), (Some(Flag::Normal), true));
+        // HH and LL are critical; no interpretation computes against the source's range.
+        assert_eq!(
+            assess("15074-8", Some(30.0), Some("mmol/L"), Some(&lab), Some("HH")).flag,
+            Some(Flag::CriticalHigh)
+        );
+        assert_eq!(assess("15074-8", Some(1.0), Some("mmol/L"), Some(&lab), Some("LL")).flag, Some(Flag::CriticalLow));
+        let computed = assess("15074-8", Some(3.0), Some("mmol/L"), Some(&lab), None);
+        assert_eq!((computed.flag, computed.interpreted), (Some(Flag::Low), false));
+        // An unknown code is no flag of its own: the computed one stands.
+        assert_eq!(assess("15074-8", Some(3.0), Some("mmol/L"), Some(&lab), Some("POS")).flag, Some(Flag::Low));
+    }
+
+    #[test]
+    fn abnormal_takes_a_direction_from_the_range_and_text_values_only_from_the_source() {
+        let lab = ReferenceRange::from_source(Some(3.1), Some(6.2), Some("mmol/L"));
+        assert_eq!(assess("15074-8", Some(7.0), Some("mmol/L"), Some(&lab), Some("A")).flag, Some(Flag::High));
+        assert_eq!(assess("15074-8", Some(5.0), Some("mmol/L"), Some(&lab), Some("A")).flag, Some(Flag::Abnormal));
+        let positive = assess("x-culture", None, None, None, Some("A"));
+        assert_eq!((positive.flag, positive.range), (Some(Flag::Abnormal), None));
+        let words = ReferenceRange::from_source(None, None, None).with_text(Some("negative".into()));
+        let text = assess("x-culture", None, None, Some(&words), None);
+        assert_eq!((text.flag, text.range.and_then(|r| r.text)), (None, Some("negative".into())));
+        // A source range in a unit that does not convert gives way to the catalog's.
+        let odd = ReferenceRange::from_source(Some(1.0), Some(2.0), Some("mg/ml"));
+        let judged = assess("2345-7", Some(120.0), Some("mg/dL"), Some(&odd), None);
+        assert_eq!((judged.flag, judged.range.map(|r| r.origin)), (Some(Flag::High), Some(RangeOrigin::Catalog)));
+        for (code, flag) in [("L", Flag::Low), ("HU", Flag::High), ("<", Flag::Low), ("AA", Flag::Abnormal)] {
+            assert_eq!(Flag::from_interpretation(code), Some(flag));
+        }
+        assert_eq!(Flag::from_interpretation("S"), None);
     }
 }

@@ -8,6 +8,8 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::flags::ReferenceRange;
+
 /// A member of the caller's care circle who shares health data with them.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CircleMember {
@@ -125,6 +127,12 @@ pub struct SeriesPoint {
     pub unit: Option<String>,
     /// The uploaded file it was read from, if any.
     pub file_key: Option<String>,
+    /// The reference range its source gave with it, if any.
+    #[serde(default)]
+    pub range: Option<ReferenceRange>,
+    /// What its source said of it (HL7's `H`, `L`, `HH`, `LL`, `N`, `A`...), if anything.
+    #[serde(default)]
+    pub interpretation: Option<String>,
 }
 
 /// A record of the chart: a condition, medication, allergy, immunization, procedure or report.
@@ -157,6 +165,12 @@ pub struct SeriesValue {
     pub unit: Option<String>,
     /// The uploaded file it was read from, if any.
     pub file_key: Option<String>,
+    /// The reference range its source gave with it, if any.
+    #[serde(default)]
+    pub range: Option<ReferenceRange>,
+    /// What its source said of it (HL7's `H`, `L`, `HH`, `LL`, `N`, `A`...), if anything.
+    #[serde(default)]
+    pub interpretation: Option<String>,
 }
 
 /// The part of a series [`HealthStore::series`](crate::HealthStore::series) returns.

@@ -298,6 +298,8 @@ fn point(p: &HealthPoint, file_key: Option<&str>) -> SeriesPoint {
         value_text: p.value_text.clone(),
         unit: p.unit.clone(),
         file_key: file_key.map(str::to_owned),
+        range: p.range.clone(),
+        interpretation: p.interpretation.clone(),
     }
 }
 
@@ -379,6 +381,8 @@ impl HealthStore for MemoryStore {
                 value_text: p.value_text.clone(),
                 unit: p.unit.clone(),
                 file_key: file_key.map(str::to_owned),
+                range: p.range.clone(),
+                interpretation: p.interpretation.clone(),
             })
             .collect();
         Ok(Some(Series { points, truncated }))

@@ -38,6 +38,8 @@ pub(crate) struct ToolOptions {
     pub(crate) annotations: Option<AnnotationOptions>,
     pub(crate) meta: Option<JsonArg>,
     pub(crate) input_schema: Option<(JsonArg, Span)>,
+    /// `output_schema = { ... }` or `= expr`: the schema of the tool's structured results.
+    pub(crate) output_schema: Option<JsonArg>,
     pub(crate) enabled: Option<Expr>,
     pub(crate) register: Option<bool>,
     pub(crate) krate: Option<syn::Path>,
@@ -70,7 +72,7 @@ pub(crate) struct ServiceOptions {
     pub(crate) krate: Option<syn::Path>,
 }
 
-const TOOL_OPTIONS: &str = "name, title, auth, session_required, scopes, annotations(...), meta, input_schema, enabled, register, task_support, view, time_limit, crate";
+const TOOL_OPTIONS: &str = "name, title, auth, session_required, scopes, annotations(...), meta, input_schema, output_schema, enabled, register, task_support, view, time_limit, crate";
 const SERVICE_OPTIONS: &str = "enabled, register, crate";
 const ANNOTATION_OPTIONS: &str = "read_only, additive, destructive, idempotent, open_world, title";
 const ARG_OPTIONS: &str = "default, name, one_of";
@@ -173,6 +175,7 @@ fn parse_tool_option(
             let span = meta.path.span_of();
             once(cx, &mut opts.input_schema, (json_arg(meta.value()?)?, span), meta, WHERE);
         }
+        "output_schema" => once(cx, &mut opts.output_schema, json_arg(meta.value()?)?, meta, WHERE),
         "enabled" => once(cx, &mut opts.enabled, meta.value()?.parse()?, meta, WHERE),
         "register" => once(cx, &mut opts.register, meta.value()?.parse::<LitBool>()?.value, meta, WHERE),
         "crate" => once(cx, &mut opts.krate, meta.value()?.parse()?, meta, WHERE),

@@ -92,6 +92,12 @@ pub(crate) fn builder(tool: &Tool, vis: &Visibility, target: Target<'_>, inherit
             JsonArg::Expr(expr) => quote!(.raw_input_schema(#expr)),
         });
     }
+    if let Some(schema) = &tool.opts.output_schema {
+        setters.push(match schema {
+            JsonArg::Object(object) => quote!(.output_schema(#p::serde_json::json!(#object))),
+            JsonArg::Expr(expr) => quote!(.output_schema(#expr)),
+        });
+    }
     let takes_user = tool.params.iter().any(|param| matches!(param.kind, Some(ParamType::User { optional: false })));
     if takes_user || tool.opts.auth.is_some() {
         setters.push(quote!(.auth(true)));

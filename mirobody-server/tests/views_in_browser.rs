@@ -78,6 +78,14 @@ fn views_render_and_upload_in_a_host_built_on_the_official_sdk() {
         .output()
         .unwrap();
     assert!(import.status.success(), "{}", String::from_utf8_lossy(&import.stdout));
+    // HL7's glucose example, with the laboratory's range (3.1-6.2 mmol/L) and its `H`.
+    let hl7 = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/fhir/hl7_examples.json");
+    let import = clean_command()
+        .args(["import", "fhir", hl7, "--user", "alice"])
+        .env("MIROBODY_BACKENDS__DATA_DIR", &data_dir)
+        .output()
+        .unwrap();
+    assert!(import.status.success(), "{}", String::from_utf8_lossy(&import.stdout));
 
     let port = server_port();
     let alice = token(&data_dir, port, "alice");
@@ -104,6 +112,8 @@ fn views_render_and_upload_in_a_host_built_on_the_official_sdk() {
         {"name": "render_chart", "label": "pie", "arguments": {"option": pie}},
         {"name": "render_chart", "label": "scatter", "arguments": {"option": scatter}},
         {"name": "fetch_health_data", "arguments": {"indicators": ["heart rate"]}},
+        {"name": "fetch_health_data", "label": "range", "arguments": {"indicators": ["15074-8"]}},
+        {"name": "fetch_health_data", "label": "two", "arguments": {"indicators": ["15074-8", "heart rate"]}},
         {"name": "family_health", "arguments": {}},
         {"name": "upload_link", "arguments": {}, "upload": report},
     ]);
@@ -180,6 +190,26 @@ fn views_render_and_upload_in_a_host_built_on_the_official_sdk() {
         marks_of(&health["before"]["marks"], &series).into_iter().map(|(l, v)| (l.to_owned(), v)).collect();
     assert_eq!(shown, expected, "{health}");
     assert_eq!(shown.iter().map(|(_, v)| *v).collect::<Vec<_>>(), [58.0, 61.0, 57.0]);
+
+    // One indicator with its source's range: the range is shaded, where the result puts it.
+    let ranged = labelled("range");
+    common_checks(ranged, "ui://mirobody/chart.html");
+    let glucose = ranged["result"]["structuredContent"]["indicators"].as_object().unwrap().values().next().unwrap();
+    assert_eq!(glucose["reference_range"]["origin"], "source", "{ranged}");
+    let bands = ranged["before"]["bands"].as_array().unwrap();
+    assert_eq!(bands.len(), 1, "one band: {ranged}");
+    let band = &bands[0];
+    assert_eq!((band["low"].as_f64(), band["high"].as_f64()), (Some(3.1), Some(6.2)), "{ranged}");
+    assert_eq!(band["origin"], "source");
+    assert!(band["height"].as_f64().unwrap() > 10.0, "the band is seen: {band}");
+    // 6.3 mmol/L is above the band: its mark sits higher on the page than the band's top.
+    let mark_y = ranged["before"]["markYs"].as_array().unwrap()[0].as_f64().unwrap();
+    assert!(mark_y < band["y"].as_f64().unwrap(), "the high value is above the range: {ranged}");
+    // Two indicators on one chart: no range is shaded, as two would mislead.
+    let two = labelled("two");
+    common_checks(two, "ui://mirobody/chart.html");
+    assert_eq!(two["before"]["legend"].as_array().unwrap().len(), 2, "{two}");
+    assert_eq!(two["before"]["bands"], json!([]), "{two}");
 
     // family_health's recent observations, as text the model read, become the same trend.
     let family = case(&seen, "family_health");

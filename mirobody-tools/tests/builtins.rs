@@ -15,6 +15,14 @@ mod tools;
 #[path = "builtins/deletion.rs"]
 mod deletion;
 
+/// Reference ranges and flags: the source's kept and returned, else the catalog's.
+#[path = "builtins/ranges.rs"]
+mod ranges;
+
+/// The health tools' `outputSchema`, and every structured result checked against it.
+#[path = "builtins/output_schemas.rs"]
+mod output_schemas;
+
 /// Bad input for every tool: a clear error, and nothing changed.
 #[path = "builtins/bad_input.rs"]
 mod bad_input;

@@ -233,6 +233,8 @@ impl<'a> Run<'a> {
             value: Some(value),
             value_text: None,
             unit: Some(unit.to_owned()),
+            range: None,
+            interpretation: None,
         };
         let source_id = format!("apple#{}", hex::encode(hash));
         let item =
@@ -292,6 +294,8 @@ impl<'a> Run<'a> {
                 value: Some(value),
                 value_text: None,
                 unit: Some(unit),
+                range: None,
+                interpretation: None,
             });
         }
         let effective = effective(&workout.start, &workout.end);
@@ -485,6 +489,8 @@ fn daily(
         value: Some(value),
         value_text: None,
         unit: Some(unit.to_owned()),
+        range: None,
+        interpretation: None,
     };
     ImportItem::Observation(NewObservation { source_id, code: code.to_owned(), time_ms, resource, points: vec![point] })
 }

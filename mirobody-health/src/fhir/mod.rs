@@ -21,6 +21,8 @@ mod chart;
 pub(crate) mod csv;
 /// Observations into points.
 mod observation;
+/// An Observation's reference range and interpretation.
+mod ranges;
 /// Conditions, AllergyIntolerances.
 mod records;
 /// The FHIR answers.
@@ -35,6 +37,7 @@ use std::collections::HashMap;
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
+use crate::flags::ReferenceRange;
 use crate::text::{cap_chars, parse_time_ms};
 
 pub use self::chart::ReportForm;
@@ -70,6 +73,11 @@ pub struct HealthPoint {
     pub value_text: Option<String>,
     /// The unit of a numeric value.
     pub unit: Option<String>,
+    /// The range the source gave with the value (its `referenceRange`), if any.
+    pub range: Option<ReferenceRange>,
+    /// What the source said of the value (its `interpretation`: HL7's `H`, `L`, `HH`, `LL`,
+    /// `N`, `A`..., or its text), if anything.
+    pub interpretation: Option<String>,
 }
 
 /// An Observation ready to store.

@@ -5,9 +5,10 @@
 use serde_json::{Map, Value};
 
 use super::{
-    Concept, EntryInput, HealthPoint, ImportItem, NewObservation, Target, array_field, field, first_time, revision,
-    source_id, str_field,
+    Concept, EntryInput, HealthPoint, ImportItem, NewObservation, Target, array_field, field, first_time, ranges,
+    revision, source_id, str_field,
 };
+use crate::flags::ReferenceRange;
 use crate::text::{cap_chars, parse_time_ms};
 
 /// LOINC's system URI, whose coding an Observation's code prefers.
@@ -46,7 +47,7 @@ fn read(resource: &Value, object: &Map<String, Value>) -> Result<EntryInput, Str
     })?;
     let mut points = Vec::new();
     if let Some(value) = value_of(object, BASE)? {
-        points.push(value.point(&code, &display, time_ms));
+        points.push(value.judged(object, BASE)?.point(&code, &display, time_ms));
     }
     for (i, component) in array_field(object, "component", BASE)?.into_iter().flatten().enumerate() {
         let path = format!("Observation.component[{i}]");
@@ -54,7 +55,7 @@ fn read(resource: &Value, object: &Map<String, Value>) -> Result<EntryInput, Str
         let (code, display) = code_of(component, &path)?;
         // A component without a value (dataAbsentReason) gives no point.
         if let Some(value) = value_of(component, &path)? {
-            points.push(value.point(&code, &display, time_ms));
+            points.push(value.judged(component, &path)?.point(&code, &display, time_ms));
         }
     }
     let source_id = source_id("Observation", resource, object)?;
@@ -93,6 +94,10 @@ struct Reading {
     text: Option<String>,
     /// The unit of the number.
     unit: Option<String>,
+    /// The source's reference range for it.
+    range: Option<ReferenceRange>,
+    /// The source's interpretation of it.
+    interpretation: Option<String>,
 }
 
 impl Reading {
@@ -105,12 +110,21 @@ impl Reading {
             value: self.value,
             value_text: self.text,
             unit: self.unit,
+            range: self.range,
+            interpretation: self.interpretation,
         }
+    }
+
+    /// This value with the reference range and interpretation `object` (at `base`) gives it.
+    fn judged(mut self, object: &Map<String, Value>, base: &str) -> Result<Self, String> {
+        self.range = ranges::reference_range(object, base)?;
+        self.interpretation = ranges::interpretation(object, base)?;
+        Ok(self)
     }
 
     /// A value that is only text.
     fn text(text: impl Into<String>) -> Self {
-        Self { value: None, text: Some(text.into()), unit: None }
+        Self { value: None, text: Some(text.into()), unit: None, range: None, interpretation: None }
     }
 }
 
@@ -135,7 +149,7 @@ fn value_of(object: &Map<String, Value>, base: &str) -> Result<Option<Reading>, 
         }
         "valueInteger" => match value.as_i64() {
             // f64 holds every integer FHIR's 32-bit valueInteger can.
-            Some(n) => Reading { value: Some(n as f64), text: None, unit: None },
+            Some(n) => Reading { value: Some(n as f64), text: None, unit: None, range: None, interpretation: None },
             None => return Err(format!("{path} must be an integer")),
         },
         "valueBoolean" => match value.as_bool() {
@@ -171,7 +185,7 @@ fn quantity(value: &Value, path: &str) -> Result<Reading, String> {
         Some(other) => return Err(format!("{path}.comparator {:?} is not <, <=, >= or >", cap_chars(other, 10).0)),
         None => None,
     };
-    Ok(Reading { value: Some(number), text, unit: unit.map(str::to_owned) })
+    Ok(Reading { value: Some(number), text, unit: unit.map(str::to_owned), range: None, interpretation: None })
 }
 
 #[cfg(test)]
@@ -224,6 +238,8 @@ mod tests {
                 value: Some(5.4),
                 value_text: None,
                 unit: Some("mmol/L".into()),
+                range: None,
+                interpretation: None,
             }]
         );
         let ucum = observation(with(json!({"valueQuantity": {"value": 96, "code": "mg/dL"}})));

@@ -16,7 +16,8 @@ const GLUCOSE: &str = "2339-0";
 /// Imports: what [`import_fhir`] and [`import_csv`] store through
 /// [`RecordStore::import_items`](crate::RecordStore::import_items), each source id once per person,
 /// read back through `observations`, `indicators`, `series`, `latest_values` and `health_records`,
-/// a value read from an uploaded file naming it; and
+/// a value read from an uploaded file naming it, with the reference range and interpretation its
+/// source gave; and
 /// [`RecordStore::add_observations`](crate::RecordStore::add_observations), all or nothing.
 ///
 /// Panics, naming the family and the promise, at the first one the store breaks.
@@ -25,6 +26,7 @@ pub async fn imports(store: &dyn HealthData) {
     csv_rows_are_stored_once(store).await;
     added_observations_are_stored_once_and_all_or_nothing(store).await;
     values_keep_the_file_they_were_read_from(store).await;
+    values_keep_their_source_range_and_interpretation(store).await;
 }
 
 /// Glucose in two units, a condition, a medication with its dosage, an allergy, an
@@ -250,4 +252,46 @@ async fn values_keep_the_file_they_were_read_from(store: &dyn HealthData) {
     let latest = ok(FAMILY, "latest_values", store.latest_values(&subject, &subject).await).unwrap_or_default();
     let files: Vec<Option<String>> = latest.into_iter().map(|p| p.file_key).collect();
     assert_eq!(files, [Some(file_key)], "store contract `{FAMILY}`: a latest value read from a file names it");
+}
+
+async fn values_keep_their_source_range_and_interpretation(store: &dyn HealthData) {
+    let subject = unique_id("imports-range");
+    let mut judged = observation("r1", GLUCOSE, 6.3, "mmol/L", "2026-05-01T08:00:00Z");
+    judged["referenceRange"] = json!([{"low": {"value": 3.1, "unit": "mmol/L"}, "high": {"value": 6.2, "unit": "mmol/L"},
+        "text": "3.1-6.2 mmol/L"}]);
+    judged["interpretation"] = json!([{"coding": [{"code": "H"}]}]);
+    let plain = observation("r2", GLUCOSE, 5.0, "mmol/L", "2026-04-01T08:00:00Z");
+    let records: &dyn crate::RecordStore = store;
+    let imported = import_fhir(records, &subject, &batch(vec![judged, plain])).await;
+    assert_eq!(imported.summary.created, 2, "store contract `{FAMILY}`: two observations with and without a range");
+    let series = ok(FAMILY, "series", store.series(&subject, &subject, GLUCOSE, 0, i64::MAX, 10).await);
+    let points = series.map(|s| s.points).unwrap_or_default();
+    /// A range's low, high, unit and text, and the interpretation.
+    type Kept = (Option<f64>, Option<f64>, Option<String>, Option<String>, Option<String>);
+    let kept: Vec<Kept> = points
+        .iter()
+        .map(|p| {
+            let range = p.range.as_ref();
+            (
+                range.and_then(|r| r.low),
+                range.and_then(|r| r.high),
+                range.and_then(|r| r.unit.clone()),
+                range.and_then(|r| r.text.clone()),
+                p.interpretation.clone(),
+            )
+        })
+        .collect();
+    let expected = [
+        (None, None, None, None, None),
+        (Some(3.1), Some(6.2), Some("mmol/L".into()), Some("3.1-6.2 mmol/L".into()), Some("H".into())),
+    ];
+    assert_eq!(kept, expected, "store contract `{FAMILY}`: a value keeps the range and interpretation its source gave");
+    let latest = ok(FAMILY, "latest_values", store.latest_values(&subject, &subject).await).unwrap_or_default();
+    let latest: Vec<(Option<f64>, Option<String>)> =
+        latest.iter().map(|p| (p.range.as_ref().and_then(|r| r.high), p.interpretation.clone())).collect();
+    assert_eq!(
+        latest,
+        [(Some(6.2), Some("H".into()))],
+        "store contract `{FAMILY}`: a latest value keeps its source's range and interpretation"
+    );
 }

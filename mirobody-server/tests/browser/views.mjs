@@ -91,6 +91,8 @@ try {
       legend: [...document.querySelectorAll("#legend button")].map((b) => ({ name: b.dataset.series, on: b.getAttribute("aria-pressed") === "true" })),
       marks: [...document.querySelectorAll("svg [data-series]")].map((m) => ({ series: m.dataset.series, label: m.dataset.label, value: Number(m.dataset.value), kind: m.dataset.kind, tag: m.tagName })),
       lines: document.querySelectorAll("svg polyline").length,
+      markYs: [...document.querySelectorAll("svg circle[data-series]")].map((m) => m.cy.baseVal.value),
+      bands: [...document.querySelectorAll("svg [data-band]")].map((b) => ({ series: b.dataset.band, low: Number(b.dataset.low), high: Number(b.dataset.high), origin: b.dataset.origin ?? null, y: b.y.baseVal.value, height: b.height.baseVal.value })),
       title: document.getElementById("title")?.textContent ?? "",
     }));
     const before = await seen();

@@ -20,8 +20,10 @@ macro_rules! supersede_observation {
              SELECT subject, source_id, code, effective_ms, resource, created_at_ms, file_key, import_id, version_id, \
              last_updated_ms, $3, $4, $5 FROM observations WHERE id = $1 AND subject = $2 RETURNING id";
         const KEEP_POINTS: &str = "INSERT INTO health_point_history \
-             (history_id, code, display, time_ms, value, value_text, unit, file_key) \
-             SELECT $1, code, display, time_ms, value, value_text, unit, file_key FROM health_points \
+             (history_id, code, display, time_ms, value, value_text, unit, file_key, \
+             ref_low, ref_high, ref_unit, ref_text, interpretation) \
+             SELECT $1, code, display, time_ms, value, value_text, unit, file_key, \
+             ref_low, ref_high, ref_unit, ref_text, interpretation FROM health_points \
              WHERE observation_id = $2";
         let history_id: i64 = sqlx::query_scalar(KEEP)
             .bind($id)
@@ -76,8 +78,10 @@ macro_rules! restore_observation {
              effective_ms, resource, created_at_ms, file_key, import_id, version_id, last_updated_ms \
              FROM observation_history WHERE id = $1 RETURNING id";
         const POINTS: &str = "INSERT INTO health_points \
-             (subject, observation_id, code, display, time_ms, value, value_text, unit, file_key, import_id) \
-             SELECT h.subject, $2, p.code, p.display, p.time_ms, p.value, p.value_text, p.unit, p.file_key, h.import_id \
+             (subject, observation_id, code, display, time_ms, value, value_text, unit, file_key, import_id, \
+             ref_low, ref_high, ref_unit, ref_text, interpretation) \
+             SELECT h.subject, $2, p.code, p.display, p.time_ms, p.value, p.value_text, p.unit, p.file_key, h.import_id, \
+             p.ref_low, p.ref_high, p.ref_unit, p.ref_text, p.interpretation \
              FROM health_point_history p JOIN observation_history h ON h.id = p.history_id WHERE p.history_id = $1";
         let served: Option<i64> = sqlx::query_scalar(SERVED)
             .bind($history_id)

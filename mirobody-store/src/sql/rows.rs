@@ -17,8 +17,9 @@ pub(super) const INSERT_OBSERVATIONS: &str = "INSERT INTO observations (subject,
 pub(super) const OBSERVATIONS_PER_STATEMENT: usize = 200;
 /// The head of a multi-row insert of points.
 pub(super) const INSERT_POINTS: &str = "INSERT INTO health_points \
-     (subject, observation_id, code, display, time_ms, value, value_text, unit, file_key, import_id) ";
-/// Points in one statement: ten binds each.
+     (subject, observation_id, code, display, time_ms, value, value_text, unit, file_key, import_id, \
+     ref_low, ref_high, ref_unit, ref_text, interpretation) ";
+/// Points in one statement: fifteen binds each, within SQLite's 32,766.
 pub(super) const POINTS_PER_STATEMENT: usize = 200;
 
 /// What every row of one import's transaction shares.
@@ -149,7 +150,12 @@ macro_rules! points {
                     .push_bind(&p.value_text)
                     .push_bind(&p.unit)
                     .push_bind($chunk.file_key)
-                    .push_bind($chunk.import_id);
+                    .push_bind($chunk.import_id)
+                    .push_bind(p.range.as_ref().and_then(|r| r.low))
+                    .push_bind(p.range.as_ref().and_then(|r| r.high))
+                    .push_bind(p.range.as_ref().and_then(|r| r.unit.as_deref()))
+                    .push_bind(p.range.as_ref().and_then(|r| r.text.as_deref()))
+                    .push_bind(p.interpretation.as_deref());
             });
             insert.build().execute(&mut *$tx).await.map_err(super::db_error)?;
         }

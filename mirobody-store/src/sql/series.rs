@@ -10,6 +10,7 @@ use mirobody_core::backend::BackendResult;
 use sqlx::Row;
 
 use super::{Pool, SqlStore, db_error};
+use mirobody_health::flags::ReferenceRange;
 use mirobody_health::text::rfc3339;
 use mirobody_health::{HealthRecord, HealthStore, IndicatorSummary, Series, SeriesPoint, SeriesValue};
 
@@ -83,12 +84,24 @@ impl SqlStore {
         // The newest `limit + 1` in the range: the extra one says whether any were left out.
         // Only what differs from value to value is read: the code and name are the caller's.
         const SQL: [&str; 2] = scoped!(
-            "SELECT time_ms, value, value_text, unit, file_key FROM health_points ",
+            "SELECT time_ms, value, value_text, unit, file_key, ref_low, ref_high, ref_unit, ref_text, interpretation \
+             FROM health_points ",
             "WHERE subject = $1 AND code = $3 AND time_ms >= $4 AND time_ms < $5 AND ";
             " ORDER BY time_ms DESC, id DESC LIMIT $6"
         );
-        // Decoded by position into tuples: a thousand values, five columns each.
-        type Row = (i64, Option<f64>, Option<String>, Option<String>, Option<String>);
+        // Decoded by position into tuples: a thousand values, ten columns each.
+        type Row = (
+            i64,
+            Option<f64>,
+            Option<String>,
+            Option<String>,
+            Option<String>,
+            Option<f64>,
+            Option<f64>,
+            Option<String>,
+            Option<String>,
+            Option<String>,
+        );
         let rows: Vec<Row> = on_pool!(self, |pool| {
             sqlx::query_as(form(&SQL, reader, subject))
                 .bind(subject)
@@ -103,12 +116,16 @@ impl SqlStore {
         })?;
         let mut points: Vec<SeriesValue> = rows
             .into_iter()
-            .map(|(time_ms, value, value_text, unit, file_key)| SeriesValue {
-                time: rfc3339(time_ms),
-                value,
-                value_text,
-                unit,
-                file_key,
+            .map(|(time_ms, value, value_text, unit, file_key, low, high, ref_unit, ref_text, interpretation)| {
+                SeriesValue {
+                    time: rfc3339(time_ms),
+                    value,
+                    value_text,
+                    unit,
+                    file_key,
+                    range: source_range(low, high, ref_unit, ref_text),
+                    interpretation,
+                }
             })
             .collect();
         if points.is_empty() {
@@ -127,8 +144,8 @@ impl SqlStore {
     ) -> BackendResult<Option<Vec<SeriesPoint>>> {
         // Per code, the newest point: one index seek each on (subject, code, time_ms).
         const SQL: [&str; 2] = scoped!(
-            "SELECT p.code, p.display, p.time_ms, p.value, p.value_text, p.unit, p.file_key \
-             FROM health_points p WHERE p.subject = $1 AND ";
+            "SELECT p.code, p.display, p.time_ms, p.value, p.value_text, p.unit, p.file_key, p.ref_low, p.ref_high, \
+             p.ref_unit, p.ref_text, p.interpretation FROM health_points p WHERE p.subject = $1 AND ";
             " AND p.id = (\
              SELECT q.id FROM health_points q WHERE q.subject = p.subject AND q.code = p.code \
              ORDER BY q.time_ms DESC, q.id DESC LIMIT 1) ORDER BY p.code"
@@ -197,5 +214,25 @@ where
         value_text: row.try_get("value_text")?,
         unit: row.try_get("unit")?,
         file_key: row.try_get("file_key")?,
+        range: source_range(
+            row.try_get("ref_low")?,
+            row.try_get("ref_high")?,
+            row.try_get("ref_unit")?,
+            row.try_get("ref_text")?,
+        ),
+        interpretation: row.try_get("interpretation")?,
     })
+}
+
+/// The reference range a value's source gave, from its columns; `None` when it gave none.
+fn source_range(
+    low: Option<f64>,
+    high: Option<f64>,
+    unit: Option<String>,
+    text: Option<String>,
+) -> Option<ReferenceRange> {
+    if low.is_none() && high.is_none() && text.is_none() {
+        return None;
+    }
+    Some(ReferenceRange::from_source(low, high, unit.as_deref()).with_text(text))
 }

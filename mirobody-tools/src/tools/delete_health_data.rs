@@ -21,7 +21,7 @@ const CONFIRM: &str = "confirm";
 /// Args:
 ///     kind: What to delete: "file" or "value".
 ///     id: The file_key, or the value's id.
-#[tool(annotations(destructive, idempotent, title = "Delete health data"))]
+#[tool(annotations(destructive, idempotent, title = "Delete health data"), output_schema = crate::tools::output_schemas::delete_health_data())]
 async fn delete_health_data(
     user: &UserInfo,
     ctx: &ToolContext<'_>,

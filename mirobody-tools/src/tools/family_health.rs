@@ -27,7 +27,7 @@ pub(crate) const MAX_COUNT: i64 = 100;
 ///         email or id, or a distinctive part of the nickname.
 ///     count: How many of the newest observations to return (1-100).
 // Hosts that render MCP Apps views show the values as a trend per indicator.
-#[tool(annotations(read_only, idempotent), view = crate::views::CHART_VIEW)]
+#[tool(annotations(read_only, idempotent), view = crate::views::CHART_VIEW, output_schema = crate::tools::output_schemas::family_health())]
 async fn family_health(
     user: &UserInfo,
     ctx: &ToolContext<'_>,

@@ -24,7 +24,9 @@ pub(crate) const MAX_LIMIT: i64 = 1_000;
 
 /// Get the user's values of health indicators over time (lab results, vital signs, wearable data):
 /// one series per indicator and unit, oldest first, each value with its time, the file it came
-/// from and a flag (low, normal, high) against the reference range given with the series. Name
+/// from and a flag (low, normal, high; critical_low, critical_high, abnormal): the lab's own
+/// interpretation when it gave one, else against the reference range given with the series
+/// (origin "source": the lab's; "catalog": a typical adult range) or with the value. Name
 /// indicators by code, name or common name, English or Chinese (see search_health_indicators).
 /// Pass unit to get one series per indicator from every source, converted.
 ///
@@ -36,7 +38,7 @@ pub(crate) const MAX_LIMIT: i64 = 1_000;
 ///     member: Whose data: leave empty for the user; otherwise a care-circle member's nickname, email or id.
 ///     unit: Convert to this unit, e.g. mg/dL, mmol/L, kg, lb, Cel, %: each converted value keeps its original value and unit; values that cannot be converted are listed apart (not_converted).
 // Hosts that render MCP Apps views show it live; the result stays what every client reads.
-#[tool(annotations(read_only, idempotent), view = crate::views::CHART_VIEW)]
+#[tool(annotations(read_only, idempotent), view = crate::views::CHART_VIEW, output_schema = crate::tools::output_schemas::fetch_health_data())]
 #[allow(clippy::too_many_arguments)] // One per parameter the model sees.
 async fn fetch_health_data(
     user: &UserInfo,

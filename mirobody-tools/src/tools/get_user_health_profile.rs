@@ -10,17 +10,19 @@ use mirobody_core::{ToolContext, ToolError, ToolResult, UserInfo, tool};
 use serde_json::{Value, json};
 
 use super::{caller, fail, member, query};
+use mirobody_health::flags::assess;
 use mirobody_health::health_store;
 use mirobody_health::records::HealthRecord;
 
-/// The user's health profile: the latest value of each indicator they have data for, their
+/// The user's health profile: the latest value of each indicator they have data for (flagged
+/// low, normal or high against its reference range where there is one), their
 /// conditions and medications (active first), allergies, immunizations, procedures and recent
 /// reports with their results, and the dates their data covers. Call it first to see what is
 /// known about the user's health.
 ///
 /// Args:
 ///     member: Whose profile: leave empty for the user; otherwise a care-circle member's nickname, email or id.
-#[tool(annotations(read_only, idempotent))]
+#[tool(annotations(read_only, idempotent), output_schema = crate::tools::output_schemas::get_user_health_profile())]
 async fn get_user_health_profile(
     user: &UserInfo,
     ctx: &ToolContext<'_>,
@@ -37,13 +39,27 @@ async fn get_user_health_profile(
     let latest: Vec<Value> = latest
         .iter()
         .map(|p| {
-            json!({
+            let judged = assess(&p.code, p.value, p.unit.as_deref(), p.range.as_ref(), p.interpretation.as_deref());
+            let mut item = json!({
                 "code": p.code,
                 "name": p.display,
                 "value": p.value.map_or_else(|| json!(p.value_text), |n| json!(n)),
                 "unit": p.unit,
                 "time": p.time,
-            })
+            });
+            // Only what there is: most wearable values have no range and no flag.
+            if let Value::Object(fields) = &mut item {
+                if let Some(flag) = judged.flag {
+                    fields.insert("flag".into(), json!(flag.as_str()));
+                }
+                if let Some(interpretation) = &p.interpretation {
+                    fields.insert("interpretation".into(), json!(interpretation));
+                }
+                if let Some(range) = judged.range {
+                    fields.insert("reference_range".into(), json!(range));
+                }
+            }
+            item
         })
         .collect();
     let of_kind = |kind: &str| -> Vec<Value> { listed(&records, kind, MAX_LISTED) };

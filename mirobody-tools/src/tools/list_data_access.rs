@@ -21,7 +21,7 @@ const DEFAULT_COUNT: i64 = 20;
 /// Args:
 ///     count: How many entries to return (1-100).
 ///     before: Only entries older than this one: the `next_before` of the previous page.
-#[tool(annotations(read_only, idempotent))]
+#[tool(annotations(read_only, idempotent), output_schema = crate::tools::output_schemas::list_data_access())]
 async fn list_data_access(
     user: &UserInfo,
     ctx: &ToolContext<'_>,

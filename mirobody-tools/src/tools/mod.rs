@@ -18,6 +18,7 @@ mod get_user_health_profile;
 mod list_data_access;
 mod list_files;
 mod member;
+mod output_schemas;
 mod query;
 mod read_file;
 mod recall_memory;

@@ -21,7 +21,7 @@ use mirobody_health::{health_store, indicators};
 /// Args:
 ///     keywords: What to look for, e.g. ["glucose", "blood pressure"].
 ///     member: Whose data: leave empty for the user; otherwise a care-circle member's nickname, email or id.
-#[tool(annotations(read_only, idempotent))]
+#[tool(annotations(read_only, idempotent), output_schema = crate::tools::output_schemas::search_health_indicators())]
 async fn search_health_indicators(
     user: &UserInfo,
     ctx: &ToolContext<'_>,

@@ -1,12 +1,14 @@
 //! The series `fetch_health_data` answers with: the values of each code grouped by unit
 //! (spellings of one unit are one series), or, when a unit is asked for, each indicator's values
-//! from every source and code converted into one series. Every numeric value is flagged low,
-//! normal or high against the catalog's adult range, and a converted one keeps its original
-//! value and unit. Values no scale converts stay in series of their own, never mixed in.
+//! from every source and code converted into one series. Every value is flagged low, normal or
+//! high (critical low or high, abnormal): as its source interpreted it when it did, else against
+//! the range its source gave, else the catalog's adult range; a converted one keeps its original
+//! value and unit, its range converted too. Values no scale converts stay in series of their
+//! own, never mixed in.
 
 use serde::Serialize;
 
-use mirobody_health::flags::{ReferenceRange, catalog_range, flag_value};
+use mirobody_health::flags::{Assessment, ReferenceRange, assess, catalog_range};
 use mirobody_health::indicators::{self, Indicator};
 use mirobody_health::units::{Scale, unit_key};
 use mirobody_health::{IndicatorSummary, Series, SeriesValue};
@@ -23,7 +25,8 @@ pub(crate) struct Entry<'a> {
     pub(crate) data: Vec<Point<'a>>,
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub(crate) truncated: bool,
-    /// The range the values were flagged against, in the series' unit.
+    /// The range of the newest value that has one (its source's, else the catalog's), in the
+    /// series' unit: the range the values were flagged against unless a value names its own.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) reference_range: Option<ReferenceRange>,
 }
@@ -44,6 +47,12 @@ pub(crate) struct Point<'a> {
     file_key: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     flag: Option<&'static str>,
+    /// What the source said of the value (`H`, `LL`...), which the flag follows.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    interpretation: Option<&'a str>,
+    /// The value's own range, when it is not the series' (another laboratory's, say).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reference_range: Option<ReferenceRange>,
 }
 
 #[derive(Serialize)]
@@ -61,9 +70,9 @@ enum PointValue<'a> {
 }
 
 impl<'a> Point<'a> {
-    /// `p` as stored, flagged in its own unit.
+    /// `p` as stored, flagged in its own unit, with the range it was judged against.
     fn stored(code: &str, p: &'a SeriesValue) -> Self {
-        let flag = p.value.and_then(|v| flag_value(code, v, p.unit.as_deref(), None)).map(|f| f.flag.as_str());
+        let judged = judge(code, p, p.value, p.unit.as_deref());
         Point {
             time: &p.time,
             value: p.value.map_or(PointValue::Text(p.value_text.as_deref()), PointValue::Number),
@@ -71,9 +80,30 @@ impl<'a> Point<'a> {
             original: None,
             code: None,
             file_key: p.file_key.as_deref(),
-            flag,
+            flag: judged.flag.map(|f| f.as_str()),
+            interpretation: p.interpretation.as_deref(),
+            reference_range: judged.range,
         }
     }
+}
+
+/// `p` of indicator `code` judged as `value` in `unit`, with its source's range and
+/// interpretation.
+fn judge(code: &str, p: &SeriesValue, value: Option<f64>, unit: Option<&str>) -> Assessment {
+    assess(code, value, unit, p.range.as_ref(), p.interpretation.as_deref())
+}
+
+/// The series' range: the newest value's that has one, else the catalog's in `unit`; each
+/// value then keeps its own only where it differs.
+fn series_range(code: &str, unit: Option<&str>, data: &mut [Point<'_>]) -> Option<ReferenceRange> {
+    let newest = data.iter().rev().find_map(|p| p.reference_range.clone());
+    let range = newest.or_else(|| unit.and_then(|u| catalog_range(code, u)));
+    for point in data.iter_mut() {
+        if point.reference_range == range {
+            point.reference_range = None;
+        }
+    }
+    range
 }
 
 /// The series of one code, one per unit (by its UCUM spelling), in the order first seen:
@@ -99,7 +129,7 @@ fn grouped<'a>(
     units
         .into_iter()
         .map(|unit| {
-            let data: Vec<Point<'a>> = points
+            let mut data: Vec<Point<'a>> = points
                 .iter()
                 .filter(|p| p.unit.as_deref().map(unit_key) == unit)
                 .map(|p| Point::stored(&summary.code, p))
@@ -108,7 +138,7 @@ fn grouped<'a>(
                 Some(unit) if several => format!("{} ({unit})", summary.display),
                 _ => summary.display.clone(),
             };
-            let reference_range = unit.and_then(|u| catalog_range(&summary.code, u));
+            let reference_range = series_range(&summary.code, unit, &mut data);
             let entry = Entry {
                 code: &summary.code,
                 codes: Vec::new(),
@@ -208,7 +238,10 @@ fn merge<'a>(
             let same = unit_key(from) == unit_key(unit);
             let in_unit = if same { value } else { round_significant(in_unit) };
             // Flagged as measured: a bound converted and rounded must not flip a value at it.
-            let flag = flag_value(&summary.code, value, Some(from), None).map(|f| f.flag.as_str());
+            let measured = judge(&summary.code, p, Some(value), Some(from));
+            let flag = measured.flag.map(|f| f.as_str());
+            // Shown in the series' unit: the source's range converted, else the catalog's.
+            let range = if same { measured.range } else { judge(&summary.code, p, Some(in_unit), Some(unit)).range };
             data.push(Point {
                 time: &p.time,
                 value: PointValue::Number(in_unit),
@@ -217,6 +250,8 @@ fn merge<'a>(
                 code,
                 file_key: p.file_key.as_deref(),
                 flag,
+                interpretation: p.interpretation.as_deref(),
+                reference_range: range,
             });
         }
         if !left.is_empty() {
@@ -235,6 +270,7 @@ fn merge<'a>(
     let codes: Vec<&'a str> = if several { members.iter().map(|m| m.0.code.as_str()).collect() } else { Vec::new() };
     let name =
         if several { format!("{} ({unit})", first.names[0]) } else { format!("{} ({unit})", members[0].0.display) };
+    let reference_range = series_range(&members[0].0.code, Some(unit), &mut data);
     let entry = Entry {
         code: &members[0].0.code,
         codes,
@@ -242,7 +278,7 @@ fn merge<'a>(
         count: data.len(),
         data,
         truncated,
-        reference_range: catalog_range(&members[0].0.code, unit),
+        reference_range,
     };
     out.series.push((name, entry));
     out.not_converted.extend(apart.iter().map(|(name, _)| name.clone()));
