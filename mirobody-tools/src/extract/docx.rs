@@ -344,7 +344,9 @@ pub(super) mod tests {
                 .map(|row| {
                     TableRow::new(
                         row.iter()
-                            .map(|cell| TableCell::new().add_paragraph(Paragraph::new().add_run(Run::new().add_text(*cell))))
+                            .map(|cell| {
+                                TableCell::new().add_paragraph(Paragraph::new().add_run(Run::new().add_text(*cell)))
+                            })
                             .collect(),
                     )
                 })
@@ -361,11 +363,8 @@ pub(super) mod tests {
 
     #[test]
     fn a_table_of_a_real_docx_is_a_markdown_table_one_row_a_line() {
-        let bytes = docx_with_table(&[
-            &["Test", "Result", "Unit"],
-            &["LDL", "2.1", "mmol/L"],
-            &["HDL", "1.4", "mmol/L"],
-        ]);
+        let bytes =
+            docx_with_table(&[&["Test", "Result", "Unit"], &["LDL", "2.1", "mmol/L"], &["HDL", "1.4", "mmol/L"]]);
         let text = super::super::extract_text(super::super::ContentKind::Docx, &bytes).unwrap().expect("has text");
         assert_eq!(
             text,

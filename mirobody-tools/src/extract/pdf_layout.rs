@@ -307,7 +307,8 @@ pub(super) mod tests {
     pub(in super::super) fn pdf_of(pages: &[String], edit: impl FnOnce(&mut Document, &[ObjectId])) -> Vec<u8> {
         let mut doc = Document::with_version("1.7");
         let pages_id = doc.new_object_id();
-        let helvetica = doc.add_object(dictionary! { "Type" => "Font", "Subtype" => "Type1", "BaseFont" => "Helvetica" });
+        let helvetica =
+            doc.add_object(dictionary! { "Type" => "Font", "Subtype" => "Type1", "BaseFont" => "Helvetica" });
         let to_unicode = doc.add_object(Stream::new(dictionary! {}, UTF16_CMAP.as_bytes().to_vec()));
         let descriptor = doc.add_object(dictionary! {
             "Type" => "FontDescriptor", "FontName" => "NotoNaskhArabic", "Flags" => 32,
@@ -328,7 +329,8 @@ pub(super) mod tests {
         let mut page_ids = Vec::new();
         for content in pages {
             let content = doc.add_object(Stream::new(dictionary! {}, content.as_bytes().to_vec()));
-            page_ids.push(doc.add_object(dictionary! { "Type" => "Page", "Parent" => pages_id, "Contents" => content }));
+            page_ids
+                .push(doc.add_object(dictionary! { "Type" => "Page", "Parent" => pages_id, "Contents" => content }));
         }
         doc.objects.insert(
             pages_id,
@@ -384,7 +386,8 @@ endcmap CMapName currentdict /CMap defineresource pop end end";
         let visual: String = "120/80 ".chars().chain("ضغط الدم".chars().rev()).collect();
         let hebrew_visual: String = "לחץ דם".chars().rev().collect();
         let pdf = pdf_of(
-            &[composite_text(72, 700, &visual) + &composite_text(72, 680, &hebrew_visual)
+            &[composite_text(72, 700, &visual)
+                + &composite_text(72, 680, &hebrew_visual)
                 + &latin_text(72, 660, "Glucose 5.4 mmol/L")],
             |_, _| {},
         );
@@ -450,10 +453,21 @@ endcmap CMapName currentdict /CMap defineresource pop end end";
                     "Rect" => rect.iter().map(|n| Object::Integer(*n)).collect::<Vec<_>>(), "V" => value, "P" => pages[0],
                 })
             };
-            let utf16: Vec<u8> = [0xFE, 0xFF].into_iter().chain("Amina Ḥaddad".encode_utf16().flat_map(u16::to_be_bytes)).collect();
-            let name = text_field(doc, "patient_name", [115, 695, 280, 715], Object::String(utf16, lopdf::StringFormat::Hexadecimal));
+            let utf16: Vec<u8> =
+                [0xFE, 0xFF].into_iter().chain("Amina Ḥaddad".encode_utf16().flat_map(u16::to_be_bytes)).collect();
+            let name = text_field(
+                doc,
+                "patient_name",
+                [115, 695, 280, 715],
+                Object::String(utf16, lopdf::StringFormat::Hexadecimal),
+            );
             let date = text_field(doc, "date", [335, 695, 450, 715], Object::string_literal("2026-03-01"));
-            let allergies = text_field(doc, "allergies", [140, 665, 400, 685], Object::String(b"Penicillin,\r\nlatex".to_vec(), lopdf::StringFormat::Hexadecimal));
+            let allergies = text_field(
+                doc,
+                "allergies",
+                [140, 665, 400, 685],
+                Object::String(b"Penicillin,\r\nlatex".to_vec(), lopdf::StringFormat::Hexadecimal),
+            );
             let notes = text_field(doc, "notes", [120, 575, 400, 595], Object::string_literal(""));
             let smoker = doc.add_object(dictionary! {
                 "Type" => "Annot", "Subtype" => "Widget", "FT" => "Btn", "T" => Object::string_literal("smoker"),
@@ -469,13 +483,18 @@ endcmap CMapName currentdict /CMap defineresource pop end end";
             };
             let female = option(doc, 124, "female");
             let male = option(doc, 204, "Off");
-            doc.objects.insert(sex, Object::Dictionary(dictionary! {
-                "FT" => "Btn", "T" => Object::string_literal("sex"), "V" => "female",
-                "Kids" => vec![female.into(), male.into()],
-            }));
-            let annots: Vec<Object> = [name, date, allergies, notes, smoker, female, male].into_iter().map(Object::from).collect();
+            doc.objects.insert(
+                sex,
+                Object::Dictionary(dictionary! {
+                    "FT" => "Btn", "T" => Object::string_literal("sex"), "V" => "female",
+                    "Kids" => vec![female.into(), male.into()],
+                }),
+            );
+            let annots: Vec<Object> =
+                [name, date, allergies, notes, smoker, female, male].into_iter().map(Object::from).collect();
             doc.get_object_mut(pages[0]).unwrap().as_dict_mut().unwrap().set("Annots", annots);
-            let fields: Vec<Object> = [name, date, allergies, notes, smoker, sex].into_iter().map(Object::from).collect();
+            let fields: Vec<Object> =
+                [name, date, allergies, notes, smoker, sex].into_iter().map(Object::from).collect();
             let form = doc.add_object(dictionary! { "Fields" => fields });
             let root = doc.trailer.get(b"Root").unwrap().as_reference().unwrap();
             doc.get_object_mut(root).unwrap().as_dict_mut().unwrap().set("AcroForm", form);
@@ -510,11 +529,14 @@ endcmap CMapName currentdict /CMap defineresource pop end end";
                 "T" => Object::string_literal("f1"), "Rect" => vec![72.into(), 300.into(), 84.into(), 312.into()],
                 "V" => "Yes", "AS" => "Yes",
             });
-            doc.get_object_mut(pages[0]).unwrap().as_dict_mut().unwrap().set("Annots", vec![field.into(), check.into()]);
+            doc.get_object_mut(pages[0])
+                .unwrap()
+                .as_dict_mut()
+                .unwrap()
+                .set("Annots", vec![field.into(), check.into()]);
         });
         assert_eq!(lines_of(&text_of(&pdf)), ["Visit summary", "weight_kg: 70", "Fasting: Yes"]);
     }
-
 
     #[test]
     fn visual_arabic_is_put_in_reading_order_and_latin_is_left_alone() {

@@ -13,9 +13,11 @@ use crate::extraction::extractor;
 
 /// The least word agreement (bag-of-words F1) with `pdftotext` on each real PDF, and the least
 /// order-aware agreement (longest common subsequence of words over the longer text): measured
-/// 0.99 and 0.98 at worst (benches/README.md), with room for a font or poppler version.
-const MIN_PDF_WORDS: f64 = 0.95;
-const MIN_PDF_ORDER: f64 = 0.90;
+/// 0.985 and 0.851 at worst (benches/README.md), a little room for a font or poppler version.
+/// Order agrees less because pdftotext reorders blocks by their place on the page (two
+/// columns, running heads) where this reader keeps the order they are drawn in.
+const MIN_PDF_WORDS: f64 = 0.97;
+const MIN_PDF_ORDER: f64 = 0.82;
 
 /// The most words of one text compared in order: the subsequence is quadratic.
 const MAX_ORDERED_WORDS: usize = 8_000;
@@ -93,7 +95,7 @@ async fn pdf_text_agrees_with_pdftotext_on_real_pdfs() {
         Err(why) => return mirobody_testkit::skip(&format!("no real documents: {why}")),
     };
     let extractor = extractor(1);
-    let mut compared = 0;
+    let mut results = Vec::new();
     for (name, bytes) in documents.iter().filter(|(name, _)| name.ends_with(".pdf")) {
         let Some(reference) = poppler_text(pdftotext, Path::new(name)) else { continue };
         let theirs = words(&reference);
@@ -113,11 +115,19 @@ async fn pdf_text_agrees_with_pdftotext_on_real_pdfs() {
             bag_agreement(&before, &theirs),
             order_agreement(&before, &theirs),
         );
-        assert!(bag >= MIN_PDF_WORDS && order >= MIN_PDF_ORDER, "{name}: words {bag:.3}, order {order:.3}");
-        assert_eq!(marked, pages, "{name}: a marker for each page pdftotext reads");
-        compared += 1;
+        // Never worse than pdf-extract's own text was.
+        assert!(
+            bag >= bag_agreement(&before, &theirs) - 0.001 && order >= order_agreement(&before, &theirs) - 0.001,
+            "{name}: words {bag:.3}, order {order:.3}, below pdf-extract alone"
+        );
+        results.push((name, bag, order, marked, pages));
     }
-    assert!(compared >= 2, "only {compared} real PDFs were compared");
+    // Every figure printed before any is judged.
+    for (name, bag, order, marked, pages) in &results {
+        assert!(*bag >= MIN_PDF_WORDS && *order >= MIN_PDF_ORDER, "{name}: words {bag:.3}, order {order:.3}");
+        assert_eq!(marked, pages, "{name}: a marker for each page pdftotext reads");
+    }
+    assert!(results.len() >= 3, "only {} real PDFs were compared", results.len());
 }
 
 /// Writes Word files with python-docx into the folder given, then prints, for each, its body
@@ -181,7 +191,9 @@ async fn docx_text_agrees_with_python_docx() {
         assert_eq!(ours, theirs, "{name}: {text:?}");
         // And each table row is one line of cells, under a header separator.
         let rows: &[&str] = match name {
-            "discharge.docx" => &["| Drug | Dose | Frequency |", "| --- | --- | --- |", "| Atorvastatin | 40 mg | at night |"],
+            "discharge.docx" => {
+                &["| Drug | Dose | Frequency |", "| --- | --- | --- |", "| Atorvastatin | 40 mg | at night |"]
+            }
             _ => &["| Test | Result | Unit | Range |", "| --- | --- | --- | --- |", "| LDL | 2.1 | mmol/L | < 3.0 |"],
         };
         for row in rows {
