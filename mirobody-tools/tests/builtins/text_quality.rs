@@ -289,3 +289,50 @@ fn the_agreement_measures_measure() {
     assert_eq!(order_agreement(&text("a b c d"), &text("a b c d")), 1.0);
     assert_eq!(bag_agreement(&[], &[]), 1.0);
 }
+
+#[tokio::test]
+async fn read_file_reads_a_pdfs_text_page_by_page_over_mcp() {
+    // A three-page PDF read by the sandboxed reader, its text stored as an upload's is.
+    let page = |n: u32| format!("BT /F1 12 Tf 72 700 Td (Page {n}: LDL 2.{n} mmol/L) Tj ET");
+    let pdf = hostile::pdf(&[
+        "<< /Type /Catalog /Pages 2 0 R >>".to_owned(),
+        "<< /Type /Pages /Kids [3 0 R 4 0 R 5 0 R] /Count 3 /MediaBox [0 0 612 792] \
+         /Resources << /Font << /F1 9 0 R >> >> >>"
+            .to_owned(),
+        "<< /Type /Page /Parent 2 0 R /Contents 6 0 R >>".to_owned(),
+        "<< /Type /Page /Parent 2 0 R /Contents 7 0 R >>".to_owned(),
+        "<< /Type /Page /Parent 2 0 R /Contents 8 0 R >>".to_owned(),
+        format!("<< /Length {} >>\nstream\n{}\nendstream", page(1).len(), page(1)),
+        format!("<< /Length {} >>\nstream\n{}\nendstream", page(2).len(), page(2)),
+        format!("<< /Length {} >>\nstream\n{}\nendstream", page(3).len(), page(3)),
+        "<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>".to_owned(),
+    ]);
+    let text = extractor(1).extract_document(pdf.clone()).await.unwrap().expect("text");
+    let env = crate::support::Env::sqlite().await;
+    crate::tools::upload(&env, "u1", "f-labs", "labs.pdf", "application/pdf", &pdf, Some(&text)).await;
+    crate::tools::upload(&env, "u1", "f-notes", "notes.txt", "text/plain", b"LDL 2.1", None).await;
+    let u1 = env.user("u1").await;
+
+    let second = u1.tool("read_file", serde_json::json!({"file_key": "f-labs", "page": 2})).await;
+    let second = second.ok();
+    assert_eq!(second["content"], "--- page 2 ---\nPage 2: LDL 2.2 mmol/L\n\n", "{second}");
+    assert_eq!((second["page"].as_u64(), second["pages"].as_u64()), (Some(2), Some(3)));
+    let whole = u1.tool("read_file", serde_json::json!({"file_key": "f-labs"})).await;
+    let whole = whole.ok();
+    assert_eq!(whole["pages"], 3);
+    assert!(whole["content"].as_str().unwrap().starts_with("--- page 1 ---\nPage 1: LDL 2.1 mmol/L"), "{whole}");
+
+    // Bad pages: a clear error each.
+    for (arguments, says) in [
+        (serde_json::json!({"file_key": "f-labs", "page": 0}), "1 or more"),
+        (serde_json::json!({"file_key": "f-labs", "page": -3}), "1 or more"),
+        (serde_json::json!({"file_key": "f-labs", "page": 4}), "no page 4"),
+        (serde_json::json!({"file_key": "f-labs", "page": 2, "offset": 5}), "not both"),
+        (serde_json::json!({"file_key": "f-labs", "page": "2"}), "page"),
+        (serde_json::json!({"file_key": "f-notes", "page": 1}), "no pages"),
+    ] {
+        let reply = u1.tool("read_file", arguments.clone()).await;
+        let error = reply.tool_error();
+        assert!(error.contains(says), "{arguments}: {error}");
+    }
+}
