@@ -49,6 +49,7 @@ pub mod extract;
 mod file_names;
 #[cfg(feature = "uploads")]
 pub mod imports;
+mod pages;
 pub mod prompts;
 #[cfg(feature = "uploads")]
 pub mod reading;

@@ -40,6 +40,10 @@ mod backends;
 #[path = "builtins/extraction.rs"]
 mod extraction;
 
+/// Extracted text against pdftotext and python-docx: real documents, and the faults of issue 45.
+#[path = "builtins/text_quality.rs"]
+mod text_quality;
+
 /// Per-person quotas (memories, invitations waiting) on SQLite and PostgreSQL, under racing
 /// writes.
 #[path = "builtins/quotas.rs"]

@@ -12,6 +12,8 @@
 mod child;
 mod docx;
 mod pdf;
+mod pdf_forms;
+mod pdf_layout;
 mod sandbox;
 
 pub use sandbox::{ExtractLimits, Extractor};

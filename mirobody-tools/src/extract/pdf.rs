@@ -1,18 +1,23 @@
-//! Text from a PDF, through `pdf-extract`, with its panics caught and its output tidied.
+//! Text from a PDF, through `pdf-extract`, with its panics caught and its output tidied: laid
+//! out by `pdf_layout.rs` with the form values of `pdf_forms.rs`, a marker line before each
+//! page (`crate::pages`).
 
 use std::panic::{self, AssertUnwindSafe};
 
-use pdf_extract::{Error as PdfError, OutputError};
+use pdf_extract::{Document, Error as PdfError, OutputError};
 
-use super::ExtractError;
+use super::pdf_forms::field_values;
+use super::pdf_layout::LaidOut;
+use super::{ExtractError, MAX_TEXT_BYTES};
 
 /// The text layer of the PDF in `bytes`, tidied; `Ok(None)` when there is none (a scan).
 pub(super) fn extract(bytes: &[u8]) -> Result<Option<String>, ExtractError> {
     // pdf-extract (and lopdf under it) panic on some malformed files (index out of bounds,
     // unwraps, overflow); a bad upload must give an error, not bring down the worker. Nothing
     // is shared with the closure but `bytes`, so nothing is left half-updated after a panic.
-    let raw = match panic::catch_unwind(AssertUnwindSafe(|| pdf_extract::extract_text_from_mem(bytes))) {
-        Ok(Ok(text)) => text,
+    let raw = match panic::catch_unwind(AssertUnwindSafe(|| lay_out(bytes))) {
+        Ok(Ok(Some(text))) => text,
+        Ok(Ok(None)) => return Ok(None),
         Ok(Err(OutputError::PdfError(PdfError::Decryption(_) | PdfError::InvalidPassword))) => {
             return Err(ExtractError::Encrypted);
         }
@@ -21,6 +26,41 @@ pub(super) fn extract(bytes: &[u8]) -> Result<Option<String>, ExtractError> {
     };
     let text = normalise(&raw);
     Ok((!text.is_empty()).then_some(text))
+}
+
+/// The document's pages laid out, each after its marker line; None when no page has text.
+fn lay_out(bytes: &[u8]) -> Result<Option<String>, OutputError> {
+    let mut doc = Document::load_mem(bytes)?;
+    if doc.is_encrypted() {
+        // Readable without a password when only the owner's is set, as pdf-extract does.
+        doc.decrypt("")?;
+    }
+    let fields = field_values(&doc);
+    let mut laid_out = LaidOut::new(&fields, MAX_TEXT_BYTES);
+    pdf_extract::output_doc(&doc, &mut laid_out)?;
+    Ok(laid_out.into_text())
+}
+
+/// pdftotext's output, whose pages each end with a form feed, with a marker line before each
+/// page instead (as [`extract`] writes them), tidied as [`normalise`] does; empty when no
+/// page has text.
+pub(super) fn poppler_pages(raw: &str) -> String {
+    let mut pages: Vec<&str> = raw.split('\u{c}').collect();
+    // The last page's form feed leaves nothing after it (or what a cut answer kept).
+    if pages.len() > 1 && pages.last().is_some_and(|last| last.trim().is_empty()) {
+        pages.pop();
+    }
+    if pages.iter().all(|page| page.trim().is_empty()) {
+        return String::new();
+    }
+    let mut text = String::with_capacity(raw.len() + pages.len() * 20);
+    for (index, page) in pages.iter().enumerate() {
+        text.push_str(&crate::pages::marker(index + 1));
+        text.push('\n');
+        text.push_str(page);
+        text.push_str("\n\n");
+    }
+    normalise(&text)
 }
 
 /// `raw` with each line's trailing whitespace trimmed, at most two blank lines in a row, no

@@ -172,7 +172,7 @@ impl Extractor {
         let status = child.wait().await?;
         if let Some(text) = answer.strip_prefix(POPPLER_STATUS) {
             let read = |text: &[u8]| {
-                let text = super::pdf::normalise(&String::from_utf8_lossy(text));
+                let text = super::pdf::poppler_pages(&String::from_utf8_lossy(text));
                 (!text.is_empty()).then(|| super::cap_to(text, max_text))
             };
             if full {

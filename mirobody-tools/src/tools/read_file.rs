@@ -36,10 +36,13 @@ pub(crate) fn original_key(key: &str) -> &str {
 /// Read one of the user's uploaded files by its file_key (from list_files). Returns the text
 /// extracted from it, or its content when it is text, 50,000 characters at a time (pass the
 /// answer's next_offset as offset to read on); for other files, a link that works for an hour.
+/// A PDF's text has a line "--- page N ---" before each page (cite pages by it); the answer
+/// then says how many pages there are, and page reads one of them.
 ///
 /// Args:
 ///     file_key: The file_key from list_files.
 ///     offset: Where to start reading, in characters (next_offset of the last page).
+///     page: A page of a PDF's text to read, from 1 (instead of offset).
 // Extracting a long PDF may take a while: a task then.
 #[tool(annotations(read_only, idempotent), task_support = "optional")]
 async fn read_file(
@@ -47,6 +50,7 @@ async fn read_file(
     ctx: &ToolContext<'_>,
     file_key: &str,
     #[arg(default = 0)] offset: i64,
+    page: Option<i64>,
 ) -> Result<ToolResult, ToolError> {
     let owner = caller(user)?;
     let key = file_key.trim();
@@ -58,6 +62,18 @@ async fn read_file(
     }
     let offset = usize::try_from(offset)
         .map_err(|_| ToolError::new("'offset' must be 0 or more (the next_offset of the last page)."))?;
+    let page = match page {
+        Some(_) if offset > 0 => {
+            return Err(ToolError::new("Give 'page' or 'offset', not both: 'page' reads from the start of a page."));
+        }
+        Some(number) => Some(
+            usize::try_from(number)
+                .ok()
+                .filter(|number| *number >= 1)
+                .ok_or_else(|| ToolError::new("'page' must be 1 or more (pages are counted from 1)."))?,
+        ),
+        None => None,
+    };
     let db = health_store(ctx).map_err(fail)?;
     let storage = ctx.storage().map_err(fail)?;
     let file = db
@@ -90,7 +106,10 @@ async fn read_file(
         None
     };
     if let Some(text) = text {
-        return page(&file.filename, &file.mime_type, &text, offset);
+        return match page {
+            Some(number) => read_page(&file.filename, &file.mime_type, &text, number),
+            None => self::page(&file.filename, &file.mime_type, &text, offset),
+        };
     }
     let url = storage.signed_url(&file.file_key, URL_LIFETIME).await.map_err(fail)?;
     let mut out = json!({
@@ -113,7 +132,39 @@ fn page(filename: &str, mime: &str, text: &str, offset: usize) -> Result<ToolRes
         return Err(ToolError::new(format!("'offset' {offset} is past the end: the text has {total} characters.")));
     }
     let start = text.char_indices().nth(offset).map_or(text.len(), |(i, _)| i);
-    let (content, truncated) = cap_chars(&text[start..], MAX_INLINE_CHARS);
+    Ok(ToolResult::ok(window(filename, mime, text, total, offset, start..text.len())))
+}
+
+/// Page `number` of a text with page markers, from its marker line to the next one (at most
+/// `MAX_INLINE_CHARS` characters, then `next_offset` reads on by offset).
+fn read_page(filename: &str, mime: &str, text: &str, number: usize) -> Result<ToolResult, ToolError> {
+    let pages = crate::pages::pages(text);
+    if pages.is_empty() {
+        return Err(ToolError::new(format!(
+            "{filename} has no pages: only the text of a PDF is read page by page. Read it by 'offset'."
+        )));
+    }
+    let Some((_, range)) = pages.iter().find(|(marked, _)| *marked == number) else {
+        return Err(ToolError::new(format!("{filename} has no page {number}: its text has {} pages.", pages.len())));
+    };
+    let total = text.chars().count();
+    let offset = text[..range.start].chars().count();
+    let mut out = window(filename, mime, text, total, offset, range.clone());
+    out["page"] = json!(number);
+    Ok(ToolResult::ok(out))
+}
+
+/// The answer for `text[range]`, `offset` characters into a text of `total`: at most
+/// `MAX_INLINE_CHARS` characters of it, and how many pages the text has when it has pages.
+fn window(
+    filename: &str,
+    mime: &str,
+    text: &str,
+    total: usize,
+    offset: usize,
+    range: std::ops::Range<usize>,
+) -> serde_json::Value {
+    let (content, truncated) = cap_chars(&text[range], MAX_INLINE_CHARS);
     let mut out = json!({"filename": filename, "mime": mime, "content": content, "total_chars": total});
     if offset > 0 {
         out["offset"] = json!(offset);
@@ -122,7 +173,11 @@ fn page(filename: &str, mime: &str, text: &str, offset: usize) -> Result<ToolRes
         out["truncated"] = json!(true);
         out["next_offset"] = json!(offset + MAX_INLINE_CHARS);
     }
-    Ok(ToolResult::ok(out))
+    let pages = crate::pages::pages(text).len();
+    if pages > 0 {
+        out["pages"] = json!(pages);
+    }
+    out
 }
 
 #[cfg(test)]
@@ -158,6 +213,39 @@ mod tests {
             .map(serde_json::Value::Object)
             .unwrap();
         assert_eq!(empty["content"], "");
+    }
+
+    fn answer(result: Result<ToolResult, ToolError>) -> serde_json::Value {
+        result.unwrap().structured_content().cloned().map(serde_json::Value::Object).unwrap()
+    }
+
+    #[test]
+    fn a_paged_text_is_read_by_page_and_says_how_many_pages_it_has() {
+        let text = "--- page 1 ---\nGlucose 5.4\n\n--- page 2 ---\nHbA1c 5.9 %\n\n--- page 3 ---\nLDL 2.1\n";
+        let second = answer(read_page("r.pdf", "application/pdf", text, 2));
+        assert_eq!(second["content"], "--- page 2 ---\nHbA1c 5.9 %\n\n");
+        assert_eq!((second["page"].clone(), second["pages"].clone()), (json!(2), json!(3)));
+        // The offset is where the page starts in the whole text: offset reads go on from it.
+        assert_eq!(second["offset"], json!(text.find("--- page 2").unwrap()));
+        assert_eq!(answer(read_page("r.pdf", "application/pdf", text, 3))["content"], "--- page 3 ---\nLDL 2.1\n");
+        // Offset reads still work, and say the text has pages.
+        let whole = answer(page("r.pdf", "application/pdf", text, 0));
+        assert_eq!((whole["content"].as_str(), whole["pages"].clone()), (Some(text), json!(3)));
+        let past = read_page("r.pdf", "application/pdf", text, 4).unwrap_err().to_string();
+        assert!(past.contains("no page 4") && past.contains("3 pages"), "{past}");
+        let unpaged = read_page("n.txt", "text/plain", "Glucose 5.4", 1).unwrap_err().to_string();
+        assert!(unpaged.contains("no pages") && unpaged.contains("offset"), "{unpaged}");
+        assert_eq!(answer(page("n.txt", "text/plain", "Glucose 5.4", 0)).get("pages"), None);
+    }
+
+    #[test]
+    fn a_long_page_is_cut_and_read_on_by_offset() {
+        let text = format!("--- page 1 ---\n{}\n--- page 2 ---\nend\n", "é".repeat(MAX_INLINE_CHARS + 10));
+        let first = answer(read_page("r.pdf", "application/pdf", &text, 1));
+        assert_eq!(first["content"].as_str().unwrap().chars().count(), MAX_INLINE_CHARS);
+        assert_eq!((first["truncated"].clone(), first["next_offset"].clone()), (json!(true), json!(MAX_INLINE_CHARS)));
+        let rest = answer(page("r.pdf", "application/pdf", &text, MAX_INLINE_CHARS));
+        assert!(rest["content"].as_str().unwrap().ends_with("--- page 2 ---\nend\n"));
     }
 
     #[test]
