@@ -21,6 +21,8 @@ mod member;
 mod query;
 mod read_file;
 mod recall_memory;
+mod record_health_data;
+mod recorded_value;
 mod remember;
 #[cfg(feature = "charts")]
 mod render_chart;
