@@ -74,8 +74,9 @@ async fn a_lab_reports_values_are_recorded_once_read_back_and_leave_with_the_fil
     assert_eq!(env.backends.sql().imports("ada").await.unwrap(), imports_before);
 
     // Deleting the file deletes what was recorded from it.
+    let storage = env.backends.storage();
     let deleted =
-        delete_one(env.backends.sql().as_ref(), env.backends.storage().ok(), "ada", DeleteKind::File, "up-ada-lab.txt");
+        delete_one(env.backends.sql().as_ref(), storage.as_deref(), "ada", DeleteKind::File, "up-ada-lab.txt");
     assert!(deleted.await.unwrap());
     assert_eq!(total(env, "ada").await, 0);
     let fetched = ada.tool("fetch_health_data", json!({"indicators": ["glucose"]})).await;
