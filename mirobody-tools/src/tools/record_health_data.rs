@@ -199,3 +199,54 @@ fn observations(values: &[CheckedValue], file_key: Option<&str>) -> Result<Vec<(
         })
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tools::recorded_value::{MAX_CODE_CHARS, MAX_NAME_CHARS, MAX_TIME_CHARS, MAX_UNIT_CHARS};
+
+    #[test]
+    fn the_schema_states_the_bounds_the_handler_keeps() {
+        let tool = record_health_data_tool();
+        let schema = tool.spec().input_schema();
+        let values = &schema["properties"]["values"];
+        assert_eq!(values["maxItems"], MAX_VALUES);
+        let fields = &values["items"]["properties"];
+        for (field, max) in [
+            ("indicator", MAX_NAME_CHARS),
+            ("unit", MAX_UNIT_CHARS),
+            ("time", MAX_TIME_CHARS),
+            ("code", MAX_CODE_CHARS),
+        ] {
+            assert_eq!(fields[field]["maxLength"], max, "{field}");
+        }
+        assert_eq!(schema["properties"]["file_key"]["maxLength"], MAX_KEY_CHARS);
+        assert_eq!(values["items"]["additionalProperties"], false);
+    }
+
+    #[test]
+    fn every_wrong_value_is_named_and_the_right_ones_are_not() {
+        let value = |indicator: &str, unit: &str| ValueInput {
+            indicator: indicator.into(),
+            value: 5.4,
+            unit: Some(unit.into()),
+            time: "2026-01-15".into(),
+            ..ValueInput::default()
+        };
+        let now = mirobody_health::text::parse_time_ms("2026-06-01").unwrap();
+        let fine = check_all(&[value("Glucose", "mmol/L"), value("Cholesterol", "mmol/L")], now).unwrap();
+        assert_eq!(fine.len(), 2);
+        let error = check_all(&[value("Glucose", "kg"), value("Glucose", "mmol/L"), value("Nonsense", "mmol/L")], now)
+            .unwrap_err()
+            .to_string();
+        assert!(error.starts_with("Nothing was recorded: 2 of 3 values are wrong."), "{error}");
+        assert!(error.contains("values[0] (Glucose): unit 'kg'") && error.contains("values[2] (Nonsense)"), "{error}");
+        assert!(!error.contains("values[1]"), "{error}");
+        let one = check_all(&[value("Glucose", "kg")], now).unwrap_err().to_string();
+        assert!(
+            one.starts_with("Nothing was recorded: 1 of 1 values is wrong.")
+                && one.ends_with("Fix it and call again with all the values."),
+            "{one}"
+        );
+    }
+}

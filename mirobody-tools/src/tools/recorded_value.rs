@@ -57,8 +57,11 @@ pub(crate) struct CheckedValue {
     /// The unit as its UCUM code.
     pub(crate) unit: Option<&'static str>,
     pub(crate) time_ms: i64,
-    pub(crate) range: Option<(Option<f64>, Option<f64>)>,
+    pub(crate) range: Option<Bounds>,
 }
+
+/// A reference range's low and high bounds, either may be absent.
+pub(crate) type Bounds = (Option<f64>, Option<f64>);
 
 /// Checks `input`: the value to store, or why it cannot be (one sentence, naming the part).
 pub(crate) fn check(input: &ValueInput, now_ms: i64) -> Result<CheckedValue, String> {
@@ -256,7 +259,7 @@ fn time_of(text: &str, now_ms: i64) -> Result<i64, String> {
     Ok(time_ms)
 }
 
-fn range_of(low: Option<f64>, high: Option<f64>) -> Result<Option<(Option<f64>, Option<f64>)>, String> {
+fn range_of(low: Option<f64>, high: Option<f64>) -> Result<Option<Bounds>, String> {
     for bound in [low, high].into_iter().flatten() {
         if !bound.is_finite() || bound.abs() > MAX_MAGNITUDE {
             return Err(format!("reference bound {bound} is not a number of the value's unit."));
