@@ -12,6 +12,8 @@
 //! - [`fhir`] reads FHIR R4 resources and a wearable's CSV into what [`RecordStore`] stores,
 //!   and [`import`] runs an import through it; [`indicators`] is the catalog of indicators
 //!   (LOINC codes, English and Chinese names, adult ranges).
+//! - [`recording`] stores values recorded by hand (read in a document, or told) as one
+//!   import of their own.
 //! - [`units`] reads unit spellings as UCUM codes and converts values within an indicator's
 //!   scale; [`flags`] says whether a value is low, normal or high.
 //! - `testing` (with the `testing` feature): the store contract suite, `testing::check_all`,
@@ -37,6 +39,7 @@ pub mod formats;
 pub mod import;
 pub mod indicators;
 mod quota;
+pub mod recording;
 pub mod records;
 pub mod store;
 #[cfg(feature = "testing")]

@@ -11,6 +11,11 @@ mod support;
 #[path = "builtins/tools.rs"]
 mod tools;
 
+/// `record_health_data`: values read in a document or told become data, checked, stored once,
+/// gone with their file.
+#[path = "builtins/recording.rs"]
+mod recording;
+
 /// `delete_health_data`: only after the person confirms through elicitation.
 #[path = "builtins/deletion.rs"]
 mod deletion;

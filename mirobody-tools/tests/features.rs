@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 
 /// The tools every build has: those that need only mirobody-health's traits (and ports' access
 /// log) and the client.
-const CORE_TOOLS: [&str; 14] = [
+const CORE_TOOLS: [&str; 15] = [
     "ask_user",
     "delete_health_data",
     "echo",
@@ -23,6 +23,7 @@ const CORE_TOOLS: [&str; 14] = [
     "list_files",
     "read_file",
     "recall_memory",
+    "record_health_data",
     "remember",
     "search_health_indicators",
     "summarize_conversation",

@@ -22,6 +22,8 @@ mod output_schemas;
 mod query;
 mod read_file;
 mod recall_memory;
+mod record_health_data;
+mod recorded_value;
 mod remember;
 #[cfg(feature = "charts")]
 mod render_chart;

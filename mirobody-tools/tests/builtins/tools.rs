@@ -74,6 +74,7 @@ async fn the_builtin_tools_are_listed_with_annotations_true_to_what_they_do() {
             "list_files",
             "read_file",
             "recall_memory",
+            "record_health_data",
             "remember",
             "render_chart",
             "search_health_indicators",
@@ -105,7 +106,7 @@ async fn the_builtin_tools_are_listed_with_annotations_true_to_what_they_do() {
         let name = tool["name"].as_str().unwrap();
         let hints = &tool["annotations"];
         match name {
-            "remember" | "upload_file" | "upload_link" => {
+            "remember" | "upload_file" | "upload_link" | "record_health_data" => {
                 assert_eq!(hints["readOnlyHint"], false, "{name}");
                 assert_eq!(hints["destructiveHint"], false, "{name}");
             }
