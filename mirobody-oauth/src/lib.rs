@@ -9,6 +9,7 @@
 //! embeds the MCP endpoint mounts [`OAuthServer::router`] beside it.
 
 mod authz;
+mod data;
 mod error_chain;
 mod invite;
 mod maintenance;
@@ -21,6 +22,7 @@ mod web;
 
 pub use authz::DEFAULT_SCOPE;
 pub use authz::keys::{KeyError, SigningKey};
+pub use data::{AccountData, DataItem, DataItemKind};
 pub use invite::{InviteLinkError, MAX_LIVE_SIGNUP_LINKS, SIGNUP_LINK_TTL};
 pub use random::RandomError;
 pub use server::{OAuthServer, OAuthStores};

@@ -61,6 +61,8 @@ pub(crate) struct Inner {
     pub(crate) key: SigningKey,
     /// Keys that signed before a rotation: published, never used to sign.
     pub(crate) previous_keys: std::sync::OnceLock<Vec<SigningKey>>,
+    /// The person's health data, for the access page's export and delete; unset hides them.
+    pub(crate) account_data: std::sync::OnceLock<Arc<dyn crate::data::AccountData>>,
     pub(crate) revoked: RevokedGrants,
     pub(crate) throttle: SignInThrottle,
     /// Sign-up tries, bounded per address as failed sign-ins are (each is counted).
@@ -113,6 +115,7 @@ impl OAuthServer {
                 settings,
                 key,
                 previous_keys: std::sync::OnceLock::new(),
+                account_data: std::sync::OnceLock::new(),
                 revoked,
                 throttle,
                 signups,
@@ -154,6 +157,14 @@ impl OAuthServer {
     /// Set once, before [`router`](Self::router): a later call changes nothing.
     pub fn with_previous_keys(self, previous: Vec<SigningKey>) -> Self {
         let _ = self.inner.previous_keys.set(previous);
+        self
+    }
+
+    /// This server, its access page offering `data`: the download of everything, and the
+    /// deletion of a file, an import or the whole account. Set once, before
+    /// [`router`](Self::router): a later call changes nothing.
+    pub fn with_account_data(self, data: Arc<dyn crate::data::AccountData>) -> Self {
+        let _ = self.inner.account_data.set(data);
         self
     }
 

@@ -237,6 +237,10 @@ pub async fn build_with(config: &Config, tools: &[Tool]) -> Result<Server, AppEr
         let scopes = config.auth.scopes_supported.clone();
         mirobody_oauth::OAuthServer::new(stores, endpoint.clone(), config.oauth.clone(), key, scopes, revoked.clone())
             .with_previous_keys(previous_key.into_iter().collect())
+            .with_account_data(Arc::new(crate::account_data::PageData {
+                backends: Arc::clone(&opened),
+                revoked: revoked.clone(),
+            }))
     });
     if let Some(oauth) = &oauth {
         auth = auth.with_open_paths(oauth.open_paths());

@@ -9,10 +9,12 @@
 //! An application that wants only the MCP endpoint depends on `mirobody-mcp`, not on this
 //! crate, and compiles none of the databases, object stores and CLI this one brings.
 
+mod account_data;
 pub mod app;
 mod application;
 pub mod cli;
 pub mod config;
+mod export_entry;
 pub mod metrics;
 mod personal;
 mod request_id;

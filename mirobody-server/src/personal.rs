@@ -43,10 +43,11 @@ pub(crate) fn export_stream(
             match step {
                 Step::Head => {
                     let patient = patient(&backends, &user).await;
+                    let full_url = crate::export_entry::full_url(&format!("Patient/{user}"));
                     let head = format!(
                         "{{\"resourceType\":\"Bundle\",\"type\":\"collection\",\"timestamp\":{},\"entry\":[{}",
                         json!(mirobody_health::text::rfc3339(mirobody_core::clock::now_ms())),
-                        json!({"resource": patient}),
+                        json!({"fullUrl": full_url, "resource": patient}),
                     );
                     Some((Ok(Bytes::from(head)), Step::Resources(None)))
                 }
@@ -60,7 +61,7 @@ pub(crate) fn export_stream(
                             let mut text = String::new();
                             for resource in page {
                                 text.push(',');
-                                text.push_str(&json!({"resource": resource.resource}).to_string());
+                                text.push_str(&crate::export_entry::entry(&resource).to_string());
                             }
                             Some((Ok(Bytes::from(text)), Step::Resources(next)))
                         }
@@ -198,8 +199,9 @@ async fn documents(backends: &OpenedBackends, user: &str) -> BackendResult<Strin
             "description": file.filename,
             "content": [{"attachment": attachment}],
         });
+        let full_url = crate::export_entry::full_url(&format!("DocumentReference/{}", file.file_key));
         text.push(',');
-        text.push_str(&json!({"resource": document}).to_string());
+        text.push_str(&json!({"fullUrl": full_url, "resource": document}).to_string());
     }
     Ok(text)
 }

@@ -48,12 +48,6 @@ fn answers(data_dir: &Path, user: &str) -> Vec<(String, Value)> {
             let mut answer = call(data_dir, user, tool, &arguments);
             if let Some(fields) = answer.as_object_mut() {
                 fields.remove("subject");
-                // Known gaps, left out until the export carries what the original bundle
-                // resolved: a MedicationRequest naming a Medication of its bundle (the
-                // Medication is not stored) and a report's results referenced by `urn:uuid:`.
-                for gap in ["medications", "reports", "counts"] {
-                    fields.remove(gap);
-                }
             }
             (tool.to_owned(), answer)
         })
@@ -125,6 +119,17 @@ fn an_export_imports_into_a_new_account_with_the_same_answers_and_a_deleted_acco
     let (code, out, err) = run(&data_dir, &["import", "fhir", export.to_str().unwrap(), "--user", bob]);
     assert!(code == 0 || out.contains("stored"), "{out}{err}");
     assert_eq!(answers(&data_dir, bob), answers(&data_dir, ada), "the same answers from every health tool");
+    // What once needed the rest of its bundle came back whole: the MedicationRequest naming a
+    // Medication of its bundle, and the lipid panel's results referenced by `urn:uuid:`.
+    let profile = call(&data_dir, bob, "get_user_health_profile", &json!({}));
+    for kind in ["medications", "immunizations", "procedures", "reports"] {
+        assert!(profile[kind].as_array().is_some_and(|list| !list.is_empty()), "{kind}: {profile}");
+    }
+    assert_eq!(profile["medications"].as_array().unwrap().len(), 4, "{profile}");
+    assert!(profile["medications"].to_string().contains("Oxycodone"), "named by its Medication: {profile}");
+    assert!(profile["reports"].to_string().contains("214.3 mg/dL"), "a report's results have values: {profile}");
+    let written = serde_json::to_string(&bundle).unwrap();
+    assert!(written.contains("\"#exported-medication\"") && written.contains("\"urn:uuid:"), "{written}");
 
     // A wrong confirmation deletes nothing.
     let (code, _, err) = run(&data_dir, &["delete", "account", "--user", ada, "--confirm", bob]);

@@ -18,6 +18,11 @@ pub struct StoredResource {
     pub file_key: Option<String>,
     /// The FHIR resource as received.
     pub resource: Value,
+    /// What a chart record is shown as (a medication's drug, a report's name); `None` for an
+    /// observation.
+    pub display: Option<String>,
+    /// What else a chart record shows (a report's linked results); `None` for an observation.
+    pub detail: Option<Value>,
 }
 
 /// Where a page of [`PersonalData::stored_resources`] starts: observations first, then the

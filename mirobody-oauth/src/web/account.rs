@@ -1,6 +1,7 @@
 //! `<prefix>/account`: who is signed in, the apps they let in (and revoking them), their
 //! personal MCP URL, the identity providers they sign in with, who read their data lately,
-//! their password, and signing out everywhere.
+//! their health data (download everything, delete a file, an import or the account: see
+//! `data_pages`), their password, and signing out everywhere.
 
 use axum::Router;
 use axum::extract::rejection::{FormRejection, QueryRejection};
@@ -72,6 +73,8 @@ fn notice(done: &str) -> Option<&'static str> {
         "password" => Some("Your password is changed. Other browsers were signed out."),
         "passkey-added" => Some("The passkey is added: you can sign in with it."),
         "passkey-removed" => Some("The passkey is removed: it no longer signs you in."),
+        "file-deleted" => Some("The file is deleted, with the values read from it."),
+        "import-deleted" => Some("The import is deleted, with the values it brought."),
         _ => None,
     }
 }
@@ -81,12 +84,12 @@ fn to_sign_in(server: &OAuthServer) -> Response {
 }
 
 // The session of a form's request, if its CSRF token is the session's; else the answer.
-async fn form_session(server: &OAuthServer, headers: &HeaderMap, csrf: &str) -> Result<SignedIn, Response> {
+pub(super) async fn form_session(server: &OAuthServer, headers: &HeaderMap, csrf: &str) -> Result<SignedIn, Response> {
     let Some(signed_in) = session::signed_in(server, headers).await else { return Err(to_sign_in(server)) };
     if signed_in.csrf_matches(csrf) { Ok(signed_in) } else { Err(forbidden(server)) }
 }
 
-fn done(server: &OAuthServer, what: &str) -> Response {
+pub(super) fn done(server: &OAuthServer, what: &str) -> Response {
     see_other(&format!("{}?done={what}", server.path("/account")))
 }
 
@@ -290,6 +293,10 @@ async fn account_page(
         Ok(section) => section,
         Err(e) => return failed(server, "cannot list linked identities", &e),
     };
+    let health_data = match crate::web::data_pages::account_section(server, &account.id, &hidden).await {
+        Ok(section) => section,
+        Err(e) => return failed(server, "cannot list a person's files and imports", &e),
+    };
     let reads = match reads_section(server, &account.id).await {
         Ok(section) => section,
         Err(e) => return failed(server, "cannot list the reads of a person's data", &e),
@@ -301,7 +308,7 @@ async fn account_page(
         "<h1>Your account</h1>\n{notice}<div class=\"card\"><p><strong>{name}</strong><br>\
          <span class=\"muted\">{email}</span></p></div>\n\
          <h2>Connected apps</h2>\n<p class=\"muted\">These apps can reach your data. Revoke one and it stops \
-         at once.</p>\n{apps}\n{personal}{passkeys}{linked}{reads}\
+         at once.</p>\n{apps}\n{personal}{passkeys}{linked}{health_data}{reads}\
          <h2>Password</h2>\n{password_error}<form method=\"post\" action=\"{password}\" class=\"card\">\n{hidden}\n\
          <input type=\"text\" name=\"username\" value=\"{email}\" autocomplete=\"username\" hidden>\n\
          <label for=\"current\">Current password</label>\n\

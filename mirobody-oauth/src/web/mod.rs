@@ -1,6 +1,7 @@
 //! The pages people use in a browser: sign-in, sign-up, and their access page.
 
 mod account;
+mod data_pages;
 pub(crate) mod forms;
 mod invited;
 mod passkey_pages;
@@ -25,6 +26,7 @@ pub(crate) fn routes(server: &OAuthServer) -> Router {
         .merge(signup::routes(server))
         .merge(invited::routes(server))
         .merge(account::routes(server))
+        .merge(data_pages::routes(server))
         .merge(passkeys::routes(server))
         .merge(passkey_pages::routes(server))
         .layer(DefaultBodyLimit::max(forms::MAX_FORM_BYTES))

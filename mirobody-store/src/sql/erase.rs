@@ -11,6 +11,9 @@ use super::{Pool, SqlStore, db_error};
 /// Rows deleted in one statement when a person's values go: a few milliseconds of SQLite's
 /// single writer each, so an erase never holds it for long.
 const ROWS_PER_DELETE: i64 = 2_000;
+/// Tries of the checkpoint that empties SQLite's journal after an erase, while a reader holds
+/// it (100 ms apart).
+const CHECKPOINT_TRIES: u32 = 50;
 /// The most resources one page of [`PersonalData::stored_resources`] returns.
 pub const MAX_RESOURCES_PER_PAGE: u32 = 1_000;
 
@@ -168,7 +171,33 @@ impl SqlStore {
             }
             tx.commit().await.map_err(db_error)
         })?;
+        self.empty_the_journal().await?;
         Ok(ErasedPerson { objects, grants })
+    }
+
+    // SQLite keeps the pages a deletion changed, as they were before, in its write-ahead log
+    // until a checkpoint: the erased person would stay readable in the `-wal` file. A TRUNCATE
+    // checkpoint writes the log into the database (where `secure_delete` has zeroed what was
+    // deleted) and cuts the log file to nothing; it is retried while a reader holds the log.
+    #[cfg_attr(not(feature = "postgres"), allow(clippy::infallible_destructuring_match))]
+    async fn empty_the_journal(&self) -> BackendResult<()> {
+        let pool = match &self.pool {
+            Pool::Sqlite(pool) => pool,
+            #[cfg(feature = "postgres")]
+            Pool::Postgres(_) => return Ok(()),
+        };
+        for _ in 0..CHECKPOINT_TRIES {
+            let (busy, _, _): (i64, i64, i64) =
+                sqlx::query_as("PRAGMA wal_checkpoint(TRUNCATE)").fetch_one(pool).await.map_err(db_error)?;
+            if busy == 0 {
+                return Ok(());
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        }
+        Err(mirobody_core::backend::BackendError::new(
+            "The person's data is deleted, but the database's journal still holds it while others read: \
+             run the deletion again in a moment.",
+        ))
     }
 
     // The person's email, from their account or their user row.
@@ -206,10 +235,12 @@ impl PersonalData for SqlStore {
         after: Option<ResourceCursor>,
         limit: u32,
     ) -> BackendResult<Vec<StoredResource>> {
-        const OBSERVATIONS: &str = "SELECT id, source_id, file_key, resource FROM observations \
+        const OBSERVATIONS: &str = "SELECT id, source_id, file_key, resource, CAST(NULL AS TEXT) AS display, \
+             CAST(NULL AS TEXT) AS detail FROM observations \
              WHERE subject = $1 AND id > $2 ORDER BY id LIMIT $3";
         // Records keep no file key: an import reads them from a body or a file alike.
-        const RECORDS: &str = "SELECT id, source_id, CAST(NULL AS TEXT) AS file_key, resource FROM health_records \
+        const RECORDS: &str = "SELECT id, source_id, CAST(NULL AS TEXT) AS file_key, resource, display, detail \
+             FROM health_records \
              WHERE subject = $1 AND id > $2 ORDER BY id LIMIT $3";
         let limit = limit.clamp(1, MAX_RESOURCES_PER_PAGE);
         let after = after.unwrap_or(ResourceCursor { records: false, after_id: 0 });
@@ -218,7 +249,8 @@ impl PersonalData for SqlStore {
         loop {
             let sql = if cursor.records { RECORDS } else { OBSERVATIONS };
             let wanted = i64::from(limit) - page.len() as i64;
-            let rows: Vec<(i64, Option<String>, Option<String>, String)> = on_pool!(self, |pool| {
+            type Row = (i64, Option<String>, Option<String>, String, Option<String>, Option<String>);
+            let rows: Vec<Row> = on_pool!(self, |pool| {
                 sqlx::query_as(sql)
                     .bind(owner)
                     .bind(cursor.after_id)
@@ -228,10 +260,11 @@ impl PersonalData for SqlStore {
                     .map_err(db_error)
             })?;
             let short = (rows.len() as i64) < wanted;
-            for (id, source_id, file_key, text) in rows {
+            for (id, source_id, file_key, text, display, detail) in rows {
                 let resource = serde_json::from_str(&text).unwrap_or(serde_json::Value::Null);
+                let detail = detail.and_then(|detail| serde_json::from_str(&detail).ok());
                 let at = ResourceCursor { records: cursor.records, after_id: id };
-                page.push(StoredResource { cursor: at, source_id, file_key, resource });
+                page.push(StoredResource { cursor: at, source_id, file_key, resource, display, detail });
             }
             if !short || cursor.records {
                 return Ok(page);
