@@ -56,8 +56,8 @@ pub use private::write_private_atomically;
 pub use redis::{RedisCache, RedisConnectError};
 pub use signing::{SignedUrlError, UrlSigner};
 pub use sql::{
-    Dialect, EMAIL_COLUMNS, ErasedPerson, MAX_INVITEE_CHARS, MAX_RESOURCES_PER_PAGE, PERSONAL_TABLES, PoolUsage,
-    SqlStore, SqlTaskStore, StoreQuotas, TABLES_OF_NO_ONE,
+    Dialect, EMAIL_COLUMNS, ErasedPerson, MAX_INVITEE_CHARS, MAX_RESOURCES_PER_PAGE, MAX_SEED_PATTERN, MAX_SEED_VALUES,
+    PERSONAL_TABLES, PoolUsage, SeedValues, SqlStore, SqlTaskStore, StoreQuotas, TABLES_OF_NO_ONE,
 };
 pub use storage::{LocalStorageError, ObjectStorage, valid_key};
 

@@ -12,12 +12,13 @@ use serde_json::{Value, json};
 
 /// The tools every build has: those that need only mirobody-health's traits (and ports' access
 /// log) and the client.
-const CORE_TOOLS: [&str; 14] = [
+const CORE_TOOLS: [&str; 15] = [
     "ask_user",
     "delete_health_data",
     "echo",
     "family_health",
     "fetch_health_data",
+    "fetch_health_trends",
     "get_user_health_profile",
     "list_data_access",
     "list_files",

@@ -118,6 +118,12 @@ pub(super) const MIGRATIONS: &[(i64, &str, &str, &str)] = &[
         include_str!("../../migrations/sqlite/0018_access_subject.sql"),
         include_str!("../../migrations/postgres/0018_access_subject.sql"),
     ),
+    (
+        21,
+        "point_buckets",
+        include_str!("../../migrations/sqlite/0021_point_buckets.sql"),
+        include_str!("../../migrations/postgres/0021_point_buckets.sql"),
+    ),
 ];
 
 /// Where a SQLite migration hands over to Rust to compute every memory's indexed terms.
