@@ -57,7 +57,8 @@ pub use redis::{RedisCache, RedisConnectError};
 pub use signing::{SignedUrlError, UrlSigner};
 pub use sql::{
     DB_OPERATION_DURATION, Dialect, EMAIL_COLUMNS, ErasedPerson, MAX_INVITEE_CHARS, MAX_RESOURCES_PER_PAGE,
-    PERSONAL_TABLES, PoolUsage, SqlStore, SqlTaskStore, StoreQuotas, TABLES_OF_NO_ONE,
+    MAX_SEED_PATTERN, MAX_SEED_VALUES, PERSONAL_TABLES, PoolUsage, SeedValues, SqlStore, SqlTaskStore, StoreQuotas,
+    TABLES_OF_NO_ONE,
 };
 pub use storage::{LocalStorageError, ObjectStorage, valid_key};
 

@@ -97,6 +97,10 @@ mod data_access;
 #[path = "builtins/units.rs"]
 mod units;
 
+/// `fetch_health_trends`: buckets and summaries made in the database, on SQLite and PostgreSQL.
+#[path = "builtins/trends.rs"]
+mod trends;
+
 /// Golden declarations of a few built-ins, in `tests/golden/tools/` (`UPDATE_GOLDEN=1`).
 #[path = "builtins/golden.rs"]
 mod golden;

@@ -18,6 +18,7 @@ const CORE_TOOLS: [&str; 15] = [
     "echo",
     "family_health",
     "fetch_health_data",
+    "fetch_health_trends",
     "get_user_health_profile",
     "list_data_access",
     "list_files",

@@ -15,6 +15,7 @@ use std::sync::Arc;
 use mirobody_core::ToolContext;
 use mirobody_core::backend::{BackendKind, MissingBackend};
 
+pub mod aggregate;
 mod erase;
 mod imports;
 mod links;

@@ -3,6 +3,7 @@
 use async_trait::async_trait;
 use mirobody_core::backend::BackendResult;
 
+use super::aggregate::{Bucket, BucketQuery, fold_values};
 use crate::records::{CircleMember, FileRecord, HealthRecord, IndicatorSummary, ObservationPage, Series, SeriesPoint};
 
 /// What the health tools read: the care circle, observations, the file index, and
@@ -34,6 +35,19 @@ pub trait HealthStore: Send + Sync {
         end_ms: i64,
         limit: u32,
     ) -> BackendResult<Option<Series>>;
+    /// `query`'s values of `subject` summed up by hour or day, oldest first, empty groups left
+    /// out; `None` when `reader` may not read `subject`'s data. Stores sum them up in the
+    /// database; this default folds the whole series in memory ([`fold_values`]), the same
+    /// answer for a store that has no query of its own.
+    async fn buckets(
+        &self,
+        reader: &str,
+        subject: &str,
+        query: &BucketQuery<'_>,
+    ) -> BackendResult<Option<Vec<Bucket>>> {
+        let series = self.series(reader, subject, query.code, query.start_ms, query.end_ms, u32::MAX).await?;
+        Ok(series.map(|series| fold_values(&series.points, query)))
+    }
     /// The newest value of each indicator of `subject`; `None` when `reader` may not read it.
     async fn latest_values(&self, reader: &str, subject: &str) -> BackendResult<Option<Vec<SeriesPoint>>>;
     /// `subject`'s conditions, medications and allergies; `None` when `reader` may not read them.

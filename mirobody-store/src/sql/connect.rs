@@ -124,6 +124,12 @@ pub(super) const MIGRATIONS: &[(i64, &str, &str, &str)] = &[
         include_str!("../../migrations/sqlite/0019_point_ranges.sql"),
         include_str!("../../migrations/postgres/0019_point_ranges.sql"),
     ),
+    (
+        21,
+        "point_buckets",
+        include_str!("../../migrations/sqlite/0021_point_buckets.sql"),
+        include_str!("../../migrations/postgres/0021_point_buckets.sql"),
+    ),
 ];
 
 /// Where a SQLite migration hands over to Rust to compute every memory's indexed terms.

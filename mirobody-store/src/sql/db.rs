@@ -4,6 +4,7 @@
 use async_trait::async_trait;
 use mirobody_core::backend::BackendResult;
 use mirobody_health::HealthStore;
+use mirobody_health::store::aggregate::{Bucket, BucketQuery};
 use mirobody_health::{CircleMember, FileRecord, HealthRecord, IndicatorSummary, ObservationPage, Series, SeriesPoint};
 use sqlx::Row;
 
@@ -87,6 +88,15 @@ impl HealthStore for SqlStore {
         limit: u32,
     ) -> BackendResult<Option<Series>> {
         self.read_series(reader, subject, code, (start_ms, end_ms), limit).await
+    }
+
+    async fn buckets(
+        &self,
+        reader: &str,
+        subject: &str,
+        query: &BucketQuery<'_>,
+    ) -> BackendResult<Option<Vec<Bucket>>> {
+        self.read_buckets(reader, subject, query).await
     }
 
     async fn latest_values(&self, reader: &str, subject: &str) -> BackendResult<Option<Vec<SeriesPoint>>> {

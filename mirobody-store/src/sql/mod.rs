@@ -115,11 +115,13 @@ pub(crate) fn operation_label(path: &'static str) -> &'static str {
 pub use circle::MAX_INVITEE_CHARS;
 pub use erase::{EMAIL_COLUMNS, ErasedPerson, MAX_RESOURCES_PER_PAGE, PERSONAL_TABLES, TABLES_OF_NO_ONE};
 pub use quotas::StoreQuotas;
+pub use seed::{MAX_SEED_PATTERN, MAX_SEED_VALUES, SeedValues};
 pub use tasks::SqlTaskStore;
 
 // Declared after `on_pool!`, so that the macro is in scope in each of them.
 mod access_log;
 mod accounts;
+mod aggregate;
 mod circle;
 mod connect;
 mod db;
@@ -136,6 +138,7 @@ mod passkeys;
 mod quotas;
 mod rows;
 mod secrets;
+mod seed;
 mod series;
 mod setup;
 mod tasks;

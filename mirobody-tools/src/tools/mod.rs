@@ -14,6 +14,7 @@ mod delete_health_data;
 mod echo;
 mod family_health;
 mod fetch_health_data;
+mod fetch_health_trends;
 mod get_user_health_profile;
 mod list_data_access;
 mod list_files;
@@ -30,6 +31,7 @@ mod render_chart;
 mod search_health_indicators;
 mod series;
 mod summarize_conversation;
+mod trends;
 #[cfg(feature = "uploads")]
 mod upload_file;
 #[cfg(feature = "uploads")]

@@ -155,8 +155,11 @@ async fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
         let search = json!({"keywords": [part]});
         leaked("indicators", client.tool("search_health_indicators", search).await.ok())?;
         leaked("series", client.tool("fetch_health_data", json!({"indicators": [part]})).await.ok())?;
+        let trends = json!({"indicators": [part], "interval": "day"});
+        leaked("trends", client.tool("fetch_health_trends", trends).await.ok())?;
         leaked("profile", client.tool("get_user_health_profile", json!({})).await.ok())?;
-        for tool in ["search_health_indicators", "fetch_health_data", "get_user_health_profile"] {
+        for tool in ["search_health_indicators", "fetch_health_data", "fetch_health_trends", "get_user_health_profile"]
+        {
             let arguments = json!({"keywords": [part], "indicators": [part], "member": USERS[other]});
             let mut arguments = arguments.as_object().unwrap().clone();
             if tool == "get_user_health_profile" {
@@ -165,6 +168,9 @@ async fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
                 arguments.remove("indicators");
             } else {
                 arguments.remove("keywords");
+            }
+            if tool == "fetch_health_trends" {
+                arguments.insert("interval".into(), json!("week"));
             }
             let theirs = client.tool(tool, Value::Object(arguments)).await;
             if shares[other] {

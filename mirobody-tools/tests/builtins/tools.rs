@@ -69,6 +69,7 @@ async fn the_builtin_tools_are_listed_with_annotations_true_to_what_they_do() {
             "echo",
             "family_health",
             "fetch_health_data",
+            "fetch_health_trends",
             "get_user_health_profile",
             "list_data_access",
             "list_files",
