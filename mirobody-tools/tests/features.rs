@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 
 /// The tools every build has: those that need only mirobody-health's traits (and ports' access
 /// log) and the client.
-const CORE_TOOLS: [&str; 15] = [
+const CORE_TOOLS: [&str; 16] = [
     "ask_user",
     "delete_health_data",
     "echo",

@@ -171,6 +171,8 @@ mod tests {
             value_text: None,
             unit: unit.map(str::to_owned),
             file_key: None,
+            range: None,
+            interpretation: None,
         }
     }
 
