@@ -214,9 +214,14 @@ fn views_render_and_upload_in_a_host_built_on_the_official_sdk() {
     // family_health's recent observations, as text the model read, become the same trend.
     let family = case(&seen, "family_health");
     common_checks(family, "ui://mirobody/chart.html");
+    // Her heart rate, and the glucose the range case above imported for her.
     let legend = family["before"]["legend"].as_array().unwrap();
-    assert_eq!(legend.len(), 1, "one indicator: {family}");
-    let name = legend[0]["name"].as_str().unwrap();
+    assert_eq!(legend.len(), 2, "two indicators: {family}");
+    let name = legend
+        .iter()
+        .filter_map(|entry| entry["name"].as_str())
+        .find(|name| name.starts_with("heart rate"))
+        .unwrap_or_else(|| panic!("heart rate drawn: {family}"));
     let mut values: Vec<f64> = marks_of(&family["before"]["marks"], name).into_iter().map(|(_, v)| v).collect();
     values.sort_by(f64::total_cmp);
     assert_eq!(values, [57.0, 58.0, 61.0], "{family}");
