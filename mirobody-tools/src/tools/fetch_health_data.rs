@@ -126,7 +126,7 @@ async fn fetch_health_data(
 }
 
 /// The `unit` argument as a UCUM code, or an error naming what it takes.
-fn wanted_unit(unit: Option<&str>) -> Result<Option<&'static str>, ToolError> {
+pub(super) fn wanted_unit(unit: Option<&str>) -> Result<Option<&'static str>, ToolError> {
     let Some(text) = unit.map(str::trim).filter(|u| !u.is_empty()) else {
         return Ok(None);
     };

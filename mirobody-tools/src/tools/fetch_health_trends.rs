@@ -19,7 +19,7 @@ use super::{caller, fail, member};
 use mirobody_health::flags::{ReferenceRange, catalog_range};
 use mirobody_health::indicators;
 use mirobody_health::store::aggregate::{Bucket, BucketQuery};
-use mirobody_health::units::{Scale, normalize_unit, unit_key};
+use mirobody_health::units::{Scale, unit_key};
 use mirobody_health::{IndicatorSummary, health_store};
 
 /// The most buckets one answer holds, shared among its series: a year of days fits.
@@ -54,7 +54,7 @@ async fn fetch_health_trends(
 ) -> Result<ToolResult, ToolError> {
     let me = caller(user)?;
     let wanted = query::names(&indicators, "indicators")?;
-    let unit = wanted_unit(unit)?;
+    let unit = super::fetch_health_data::wanted_unit(unit)?;
     let range = query::range(start_time, end_time)?;
     let db = health_store(ctx).map_err(fail)?;
     let (subject, label) = member::subject(member, me, user, db, ctx).await?;
@@ -143,20 +143,6 @@ async fn fetch_health_trends(
         not_converted,
         nothing,
     }))
-}
-
-/// The `unit` argument as a UCUM code, or an error naming what it takes.
-fn wanted_unit(unit: Option<&str>) -> Result<Option<&'static str>, ToolError> {
-    let Some(text) = unit.map(str::trim).filter(|u| !u.is_empty()) else {
-        return Ok(None);
-    };
-    normalize_unit(text).map(Some).ok_or_else(|| {
-        let shown: String = text.chars().take(40).collect();
-        ToolError::new(format!(
-            "'unit' must be a unit the server converts, like mg/dL, mmol/L, umol/L, %, mmol/mol, kg, [lb_av], cm, \
-             [in_i], Cel or [degF]; not '{shown}'."
-        ))
-    })
 }
 
 /// The values counted as low (below) and high (above) in `unit`: the catalog's range there,
