@@ -1,9 +1,14 @@
 //! Values summed up in the database: one indicator's numeric values in one stored unit, grouped
 //! into UTC hours or days, each group with its count, minimum, maximum, sum, last value and how
-//! many were below or above a range. [`HealthStore::buckets`](crate::HealthStore::buckets)
-//! answers a [`BucketQuery`]; a store that has no query of its own folds the values of
+//! many were low or high. [`HealthStore::buckets`](crate::HealthStore::buckets) answers a
+//! [`BucketQuery`]; a store that has no query of its own folds the values of
 //! [`HealthStore::series`](crate::HealthStore::series) with [`fold_values`], the same answer.
+//!
+//! Low and high are counted as each value's source judged it where it did (an interpretation,
+//! or a reference range of its own: [`flags::assess`]), else against the query's bounds (the
+//! catalog's range): a laboratory's range for its own method outranks a population's.
 
+use crate::flags::{self, Flag, ReferenceRange};
 use crate::records::SeriesValue;
 use crate::text::parse_time_ms;
 
@@ -53,9 +58,9 @@ pub struct BucketQuery<'a> {
     pub end_ms: i64,
     /// The width of the groups.
     pub grain: Grain,
-    /// Values below this are counted as low.
+    /// Values below this are counted as low, unless their source judged them.
     pub low_below: Option<f64>,
-    /// Values above this are counted as high.
+    /// Values above this are counted as high, unless their source judged them.
     pub high_above: Option<f64>,
     /// The most groups, the newest kept.
     pub limit: u32,
@@ -68,7 +73,8 @@ impl<'a> BucketQuery<'a> {
         BucketQuery { code, unit, start_ms, end_ms, grain, low_below: None, high_above: None, limit: u32::MAX }
     }
 
-    /// Counts values below `low` as low and above `high` as high.
+    /// Counts values below `low` as low and above `high` as high, those their source judged
+    /// aside ([`source_verdict`]).
     pub fn with_bounds(mut self, low: Option<f64>, high: Option<f64>) -> Self {
         self.low_below = low;
         self.high_above = high;
@@ -99,10 +105,68 @@ pub struct Bucket {
     pub last: f64,
     /// When the newest value was measured.
     pub last_ms: i64,
-    /// How many values were below the query's low bound.
+    /// How many values were low: as their source judged them, else below the query's low bound.
     pub low: u64,
-    /// How many values were above the query's high bound.
+    /// How many values were high: as their source judged them, else above the query's high bound.
     pub high: u64,
+}
+
+impl Bucket {
+    /// Counts one of its values, counted against the query's bounds, as its source judged it
+    /// instead: what a store that sums against the bounds in the database adds after, for the
+    /// few values whose source gave a range or an interpretation. `verdict` is
+    /// [`source_verdict`]'s (low, high).
+    pub fn rejudge(&mut self, query: &BucketQuery<'_>, value: f64, verdict: (bool, bool)) {
+        let (was_low, was_high) = bounds_verdict(query, value);
+        self.low = (self.low + u64::from(verdict.0)).saturating_sub(u64::from(was_low));
+        self.high = (self.high + u64::from(verdict.1)).saturating_sub(u64::from(was_high));
+    }
+}
+
+/// Whether `value` is low and whether high as its source judged it (its `interpretation`, else
+/// its own reference `range`, converted to the query's unit where it can be), by
+/// [`flags::assess`]; `None` when the source said nothing that tells (no range with bounds it
+/// can be compared with, no known interpretation). Critical values count as low or high; an
+/// "abnormal" no range gives a direction, as neither.
+///
+/// ```
+/// use mirobody_health::flags::ReferenceRange;
+/// use mirobody_health::store::aggregate::{BucketQuery, Grain, source_verdict};
+/// let query = BucketQuery::new("15074-8", Some("mmol/L"), (0, 1), Grain::Day);
+/// let lab = ReferenceRange::from_source(Some(3.1), Some(6.2), Some("mmol/L"));
+/// assert_eq!(source_verdict(&query, 6.3, Some(&lab), None), Some((false, true)));
+/// assert_eq!(source_verdict(&query, 6.3, Some(&lab), Some("N")), Some((false, false)), "the lab's word wins");
+/// assert_eq!(source_verdict(&query, 6.3, None, None), None, "the query's bounds judge it");
+/// ```
+pub fn source_verdict(
+    query: &BucketQuery<'_>,
+    value: f64,
+    range: Option<&ReferenceRange>,
+    interpretation: Option<&str>,
+) -> Option<(bool, bool)> {
+    let range = range.filter(|r| r.has_bounds());
+    let stated = interpretation.and_then(Flag::from_interpretation);
+    if range.is_none() && stated.is_none() {
+        return None;
+    }
+    let judged = flags::assess(query.code, Some(value), query.unit, range, interpretation);
+    // A computed flag from the catalog's range (the source's did not convert, and no
+    // interpretation) is the query's bounds' own verdict: left to them.
+    if !judged.interpreted && judged.range.as_ref().is_none_or(|r| r.origin != flags::RangeOrigin::Source) {
+        return None;
+    }
+    match judged.flag? {
+        Flag::CriticalLow | Flag::Low => Some((true, false)),
+        Flag::CriticalHigh | Flag::High => Some((false, true)),
+        Flag::Normal => Some((false, false)),
+        // "Abnormal" with no direction a range gives: neither low nor high.
+        _ => Some((false, false)),
+    }
+}
+
+/// Whether `value` is below the query's low bound and whether above its high one.
+fn bounds_verdict(query: &BucketQuery<'_>, value: f64) -> (bool, bool) {
+    (query.low_below.is_some_and(|b| value < b), query.high_above.is_some_and(|b| value > b))
 }
 
 /// `values` (a series, oldest first, as [`HealthStore::series`](crate::HealthStore::series)
@@ -117,7 +181,8 @@ pub fn fold_values(values: &[SeriesValue], query: &BucketQuery<'_>) -> Vec<Bucke
         if unit != wanted_unit || time_ms < query.start_ms || time_ms >= query.end_ms {
             continue;
         }
-        add_value(&mut out, query, time_ms, value);
+        let verdict = source_verdict(query, value, point.range.as_ref(), point.interpretation.as_deref());
+        add_value(&mut out, query, time_ms, value, verdict);
     }
     out.sort_by_key(|b| b.start_ms);
     let keep = usize::try_from(query.limit).unwrap_or(usize::MAX);
@@ -127,11 +192,12 @@ pub fn fold_values(values: &[SeriesValue], query: &BucketQuery<'_>) -> Vec<Bucke
     out
 }
 
-/// Adds one value to the group it falls in (`out` kept in the order groups are first seen).
-fn add_value(out: &mut Vec<Bucket>, query: &BucketQuery<'_>, time_ms: i64, value: f64) {
+/// Adds one value to the group it falls in (`out` kept in the order groups are first seen),
+/// low or high as its source's `verdict` says, else against the query's bounds.
+fn add_value(out: &mut Vec<Bucket>, query: &BucketQuery<'_>, time_ms: i64, value: f64, verdict: Option<(bool, bool)>) {
     let start_ms = query.grain.floor(time_ms);
-    let low = u64::from(query.low_below.is_some_and(|b| value < b));
-    let high = u64::from(query.high_above.is_some_and(|b| value > b));
+    let (low, high) = verdict.unwrap_or_else(|| bounds_verdict(query, value));
+    let (low, high) = (u64::from(low), u64::from(high));
     // Values come oldest first, so the newest group is usually the one to add to.
     match out.iter_mut().rev().find(|b| b.start_ms == start_ms) {
         Some(b) => {
@@ -203,5 +269,51 @@ mod tests {
         assert_eq!((buckets[1].start_ms, buckets[1].count, buckets[1].last), (day + DAY_MS, 1, 80.0));
         let newest = fold_values(&values, &query.clone().with_limit(1));
         assert_eq!(newest, vec![buckets[1].clone()], "the newest groups are kept");
+    }
+
+    #[test]
+    fn a_value_its_source_judged_counts_as_the_source_said() {
+        let day = 20_000 * DAY_MS;
+        // Glucose, catalog bounds 3.9..5.6 mmol/L as a query would give them.
+        let query = BucketQuery::new("15074-8", Some("mmol/L"), (day, day + DAY_MS), Grain::Day)
+            .with_bounds(Some(3.9), Some(5.6));
+        let lab = |low, high, unit: &str| Some(ReferenceRange::from_source(Some(low), Some(high), Some(unit)));
+        let judged = |v: f64, range: Option<ReferenceRange>, interpretation: Option<&str>| SeriesValue {
+            range,
+            interpretation: interpretation.map(str::to_owned),
+            ..value(day + 1_000, v, Some("mmol/L"))
+        };
+        let values = [
+            // High by the catalog, normal by the laboratory's own wider range.
+            judged(6.0, lab(3.1, 6.2, "mmol/L"), None),
+            // Normal by the catalog, high by the laboratory's word.
+            judged(5.0, None, Some("H")),
+            // A range in mg/dL converts: 100 mg/dL is about 5.55 mmol/L, so 5.8 is high.
+            judged(5.8, lab(70.0, 100.0, "mg/dL"), None),
+            // A range in a unit that does not convert leaves it to the catalog: low.
+            judged(3.0, lab(1.0, 2.0, "kg"), None),
+            // Nothing from the source: the catalog says high.
+            value(day + 2_000, 9.0, Some("mmol/L")),
+            // Critically low by the source: counted as low.
+            judged(2.0, None, Some("LL")),
+        ];
+        let buckets = fold_values(&values, &query);
+        assert_eq!(buckets.len(), 1);
+        assert_eq!((buckets[0].count, buckets[0].low, buckets[0].high), (6, 2, 3), "{buckets:?}");
+        assert_eq!(source_verdict(&query, 5.0, None, Some("A")), Some((false, false)), "no direction: neither");
+        assert_eq!(source_verdict(&query, 6.0, None, Some("A")), Some((false, true)), "the catalog gives the way");
+        assert_eq!(source_verdict(&query, 6.0, None, Some("POS")), None, "an unknown word leaves it to the bounds");
+    }
+
+    #[test]
+    fn rejudging_a_value_moves_it_from_the_bounds_verdict_to_the_source() {
+        let query =
+            BucketQuery::new("15074-8", Some("mmol/L"), (0, DAY_MS), Grain::Day).with_bounds(Some(3.9), Some(5.6));
+        let mut bucket =
+            Bucket { start_ms: 0, count: 2, min: 6.0, max: 7.0, sum: 13.0, last: 7.0, last_ms: 1, low: 0, high: 2 };
+        bucket.rejudge(&query, 6.0, (false, false));
+        assert_eq!((bucket.low, bucket.high), (0, 1));
+        bucket.rejudge(&query, 7.0, (true, false));
+        assert_eq!((bucket.low, bucket.high), (1, 0));
     }
 }

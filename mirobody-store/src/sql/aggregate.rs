@@ -3,11 +3,18 @@
 //! over the `health_points_buckets` index (migration 21), the same SQL on SQLite and
 //! PostgreSQL. The last value of each group is one index seek.
 //!
-//! The access condition is part of the statement, as for every health read (`series.rs`).
+//! Low and high are summed against the query's bounds there; the values whose source judged
+//! them (a range or an interpretation of their own: laboratory results, few) are then read on
+//! their own through a partial index (migration 22) and counted as their source said
+//! ([`source_verdict`]), so the sums keep to the covering index.
+//!
+//! The access condition is part of each statement, as for every health read (`series.rs`).
 
+use futures::TryStreamExt;
 use mirobody_core::backend::BackendResult;
 use mirobody_health::HealthStore;
-use mirobody_health::store::aggregate::{Bucket, BucketQuery};
+use mirobody_health::flags::ReferenceRange;
+use mirobody_health::store::aggregate::{Bucket, BucketQuery, source_verdict};
 
 use super::{Pool, SqlStore, db_error};
 
@@ -46,8 +53,37 @@ const BUCKETS_SQL: [[&str; 2]; 2] = [
     ],
 ];
 
+/// The values in range whose source judged them, in the same four forms; `$1` to `$5` as
+/// above, `$6` the unit. The condition on the source's columns is the partial index's own (migration 22).
+macro_rules! judged_sql {
+    ($access:literal, $unit:literal) => {
+        concat!(
+            "SELECT time_ms, value, ref_low, ref_high, ref_unit, interpretation FROM health_points ",
+            "WHERE subject = $1 AND code = $3 AND ",
+            $unit,
+            " AND time_ms >= $4 AND time_ms < $5 AND value IS NOT NULL AND ",
+            "(interpretation IS NOT NULL OR ref_low IS NOT NULL OR ref_high IS NOT NULL) AND ",
+            $access
+        )
+    };
+}
+
+const JUDGED_SQL: [[&str; 2]; 2] = [
+    [judged_sql!("$2 = $1", "unit = $6"), judged_sql!("$2 = $1", "(unit IS NULL OR unit = $6)")],
+    [
+        judged_sql!("EXISTS (SELECT 1 FROM health_shares WHERE reader = $2 AND owner = $1)", "unit = $6"),
+        judged_sql!(
+            "EXISTS (SELECT 1 FROM health_shares WHERE reader = $2 AND owner = $1)",
+            "(unit IS NULL OR unit = $6)"
+        ),
+    ],
+];
+
 /// One row: start, count, min, max, sum, last time, low, high, last value.
 type BucketRow = (i64, i64, f64, f64, f64, i64, i64, i64, Option<f64>);
+
+/// One judged value: time, value, the source's range (low, high, unit) and interpretation.
+type JudgedRow = (i64, f64, Option<f64>, Option<f64>, Option<String>, Option<String>);
 
 impl SqlStore {
     pub(super) async fn read_buckets(
@@ -95,6 +131,77 @@ impl SqlStore {
             })
             .collect();
         buckets.reverse();
+        self.rejudge(reader, subject, query, &mut buckets).await?;
         Ok(Some(buckets))
+    }
+
+    /// Counts the values in `buckets` (oldest first, not empty) whose source judged them as it
+    /// did. Streamed: a person with many such values costs time, not memory.
+    async fn rejudge(
+        &self,
+        reader: &str,
+        subject: &str,
+        query: &BucketQuery<'_>,
+        buckets: &mut [Bucket],
+    ) -> BackendResult<()> {
+        let unit = query.unit.unwrap_or("");
+        let sql = JUDGED_SQL[usize::from(reader != subject)][usize::from(unit.is_empty())];
+        // Only the groups kept: the oldest may be past the limit's.
+        let from_ms = buckets.first().map_or(query.start_ms, |b| b.start_ms.max(query.start_ms));
+        let mut judge = |(time_ms, value, low, high, ref_unit, interpretation): JudgedRow| {
+            let range =
+                (low.is_some() || high.is_some()).then(|| ReferenceRange::from_source(low, high, ref_unit.as_deref()));
+            let Some(verdict) = source_verdict(query, value, range.as_ref(), interpretation.as_deref()) else {
+                return;
+            };
+            let start_ms = query.grain.floor(time_ms);
+            if let Ok(at) = buckets.binary_search_by_key(&start_ms, |b| b.start_ms) {
+                buckets[at].rejudge(query, value, verdict);
+            }
+        };
+        on_pool!(self, |pool| {
+            let mut rows = sqlx::query_as::<_, JudgedRow>(sql)
+                .bind(subject)
+                .bind(reader)
+                .bind(query.code)
+                .bind(from_ms)
+                .bind(query.end_ms)
+                .bind(unit)
+                .fetch(pool);
+            while let Some(row) = rows.try_next().await.map_err(db_error)? {
+                judge(row);
+            }
+            Ok(())
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sql::tests::{new_sqlite_store, sqlite_pool};
+
+    /// SQLite uses a partial index only when the statement repeats its condition: the judged
+    /// values of a unit are read through it, and the sums through the covering one. Values
+    /// without a unit (`unit IS NULL OR unit = ''`, rare) are read through an index too.
+    #[tokio::test]
+    async fn each_statement_reads_its_index() {
+        let (_dir, store) = new_sqlite_store(1).await;
+        let pool = sqlite_pool(&store);
+        async fn plan(pool: &sqlx::SqlitePool, sql: &str) -> String {
+            let rows: Vec<(i64, i64, i64, String)> =
+                sqlx::query_as(&format!("EXPLAIN QUERY PLAN {sql}")).fetch_all(pool).await.unwrap();
+            rows.into_iter().map(|r| r.3).collect::<Vec<_>>().join("\n")
+        }
+        for access in 0..2 {
+            let judged = plan(pool, JUDGED_SQL[access][0]).await;
+            assert!(judged.contains("INDEX health_points_judged"), "{judged}");
+            let sums = plan(pool, BUCKETS_SQL[access][0]).await;
+            assert!(sums.contains("COVERING INDEX health_points_buckets"), "{sums}");
+            for no_unit in [JUDGED_SQL[access][1], BUCKETS_SQL[access][1]] {
+                let plan = plan(pool, no_unit).await;
+                assert!(!plan.contains("SCAN health_points"), "{plan}");
+            }
+        }
     }
 }

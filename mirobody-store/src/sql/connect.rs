@@ -130,6 +130,12 @@ pub(super) const MIGRATIONS: &[(i64, &str, &str, &str)] = &[
         include_str!("../../migrations/sqlite/0021_point_buckets.sql"),
         include_str!("../../migrations/postgres/0021_point_buckets.sql"),
     ),
+    (
+        22,
+        "point_judged",
+        include_str!("../../migrations/sqlite/0022_point_judged.sql"),
+        include_str!("../../migrations/postgres/0022_point_judged.sql"),
+    ),
 ];
 
 /// Where a SQLite migration hands over to Rust to compute every memory's indexed terms.

@@ -7,8 +7,9 @@
 //! Series are made as `fetch_health_data` makes them: one per code and unit, or with `unit`
 //! each indicator's values from every source and code converted into one, values of a unit
 //! that does not convert kept apart and named. Each stored unit is summed up on its own, so a
-//! bucket never mixes units; low and high are counted as measured, against the catalog's range
-//! in the unit measured (`mirobody_health::flags`).
+//! bucket never mixes units; low and high are counted as measured: as the value's source judged
+//! it (its laboratory's range or interpretation), else against the catalog's range in the unit
+//! measured (`mirobody_health::store::aggregate::source_verdict`).
 
 use mirobody_core::{ToolContext, ToolError, ToolResult, UserInfo, tool};
 use serde::Serialize;
@@ -27,7 +28,8 @@ pub(crate) const MAX_BUCKETS: usize = 400;
 
 /// Get the user's health indicators summed up per hour, day, week or month, computed by the
 /// database: for each bucket the count, min, max, mean and last value and how many values were
-/// low or high against the reference range given with the series; and a summary of change
+/// low or high (as the lab that measured them said, else against the reference range given with
+/// the series); and a summary of change
 /// (first and last bucket, change, slope per day, days out of range). Use it for long or dense
 /// data (wearables, a year of heart rate) and for trends; fetch_health_data gives single values.
 /// Buckets are in UTC, weeks start on Monday (ISO), empty buckets are left out, at most 400
@@ -40,7 +42,7 @@ pub(crate) const MAX_BUCKETS: usize = 400;
 ///     end_time: Up to this date (inclusive) or time; default: now.
 ///     member: Whose data: leave empty for the user; otherwise a care-circle member's nickname, email or id.
 ///     unit: Convert to this unit, e.g. mg/dL, mmol/L, kg, lb, Cel: every source and code of an indicator in one series; values that cannot be converted are listed apart (not_converted).
-#[tool(annotations(read_only, idempotent))]
+#[tool(annotations(read_only, idempotent), output_schema = crate::tools::output_schemas::fetch_health_trends())]
 #[allow(clippy::too_many_arguments)] // One per parameter the model sees.
 async fn fetch_health_trends(
     user: &UserInfo,
@@ -258,7 +260,8 @@ struct Trend<'a> {
     /// Older buckets were left out (the newest kept): ask for a shorter span or a longer interval.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     truncated: bool,
-    /// The range low and high were counted against, in the series' unit.
+    /// The catalog's range in the series' unit: what values their source did not judge were
+    /// counted against.
     #[serde(skip_serializing_if = "Option::is_none")]
     reference_range: Option<ReferenceRange>,
 }

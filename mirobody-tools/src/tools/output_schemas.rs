@@ -222,6 +222,109 @@ pub(crate) fn delete_health_data() -> Value {
     })
 }
 
+/// `fetch_health_trends`: series by name, each with its buckets and the summary of change.
+pub(crate) fn fetch_health_trends() -> Value {
+    let count = json!({"type": "integer", "minimum": 0});
+    let bucket = json!({
+        "type": "object",
+        "properties": {
+            "start": {"type": "string"},
+            "count": {"type": "integer", "minimum": 1},
+            "min": {"type": "number"},
+            "max": {"type": "number"},
+            "mean": {"type": "number"},
+            "last": {"type": "number"},
+            "low": count,
+            "high": count,
+        },
+        "required": ["start", "count", "min", "max", "mean", "last"],
+    });
+    let point = json!({
+        "type": "object",
+        "properties": {"start": {"type": "string"}, "mean": {"type": "number"}},
+        "required": ["start", "mean"],
+    });
+    let summary = json!({
+        "type": "object",
+        "properties": {
+            "first": point,
+            "last": point,
+            "change": {"type": "number"},
+            "change_percent": {"type": "number"},
+            "slope_per_day": {"type": "number"},
+            "count": count,
+            "low": count,
+            "high": count,
+            "days_with_values": count,
+            "days_out_of_range": count,
+        },
+        "required": ["first", "last", "change", "count", "low", "high", "days_with_values", "days_out_of_range"],
+    });
+    let series = json!({
+        "type": "object",
+        "properties": {
+            "code": {"type": "string"},
+            "codes": {"type": "array", "items": {"type": "string"}},
+            "unit": text_or_null(),
+            "summary": summary,
+            "buckets": {"type": "array", "items": bucket},
+            "truncated": {"type": "boolean"},
+            "reference_range": reference_range(),
+        },
+        "required": ["code", "unit", "buckets"],
+    });
+    json!({
+        "type": "object",
+        "properties": {
+            "subject": {"type": "string"},
+            "interval": {"enum": ["hour", "day", "week", "month"]},
+            "indicators": {"type": "object", "additionalProperties": series},
+            "not_found": {"type": "array", "items": {"type": "string"}},
+            "not_converted": {"type": "array", "items": {"type": "string"}},
+            "message": message(),
+        },
+        "required": ["subject", "interval", "indicators"],
+    })
+}
+
+/// `record_health_data`: how many values are new, each value as stored, and where from.
+pub(crate) fn record_health_data() -> Value {
+    let value = json!({
+        "type": "object",
+        "properties": {
+            "id": {"type": "string"},
+            "indicator": {"type": "string"},
+            "code": {"type": "string"},
+            "value": {"type": "number"},
+            "unit": {"type": "string"},
+            "time": {"type": "string"},
+            "stored": {"enum": ["new", "already recorded"]},
+            "flag": flag(),
+        },
+        "required": ["id", "indicator", "code", "value", "time", "stored"],
+    });
+    json!({
+        "type": "object",
+        "properties": {
+            "recorded": {"type": "integer", "minimum": 0},
+            "already_recorded": {"type": "integer", "minimum": 0},
+            "source": {
+                "oneOf": [
+                    {"const": "told by the user"},
+                    {
+                        "type": "object",
+                        "properties": {"file_key": {"type": "string"}},
+                        "required": ["file_key"],
+                    },
+                ],
+            },
+            "values": {"type": "array", "items": value, "minItems": 1},
+            "import_id": {"type": "integer"},
+        },
+        "required": ["recorded", "already_recorded", "source", "values"],
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -235,6 +338,8 @@ mod tests {
             family_health(),
             list_data_access(),
             delete_health_data(),
+            fetch_health_trends(),
+            record_health_data(),
         ] {
             assert_eq!(schema["type"], "object", "MCP asks for an object at the root: {schema}");
             assert!(schema["required"].is_array(), "{schema}");

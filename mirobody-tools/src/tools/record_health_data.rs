@@ -26,6 +26,7 @@ const MAX_KEY_CHARS: usize = super::read_file::MAX_KEY_LEN;
 /// Record health values the user's document shows (read it with read_file first; pass its file_key) or that the user told you (no file_key), such as each result of a lab report: each value is checked (a known indicator or its LOINC code, a unit it is measured in, a plausible value, a past date), all are refused if one is wrong, and values already recorded are not stored twice. Deleting the file deletes the values recorded from it.
 #[tool(
     annotations(additive, idempotent, title = "Record health data"),
+    output_schema = crate::tools::output_schemas::record_health_data(),
     input_schema = {
         "type": "object",
         "properties": {

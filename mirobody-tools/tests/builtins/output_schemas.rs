@@ -12,8 +12,10 @@ use crate::ranges::import_fixtures;
 use crate::support::{Client, Env, Sse, TIMEOUT, rpc};
 
 /// The tools that declare what their structured results hold.
-const DECLARING: [&str; 6] = [
+const DECLARING: [&str; 8] = [
     "fetch_health_data",
+    "fetch_health_trends",
+    "record_health_data",
     "get_user_health_profile",
     "search_health_indicators",
     "family_health",
@@ -67,6 +69,8 @@ async fn every_structured_result_of_a_health_tool_keeps_to_its_declared_schema()
     import_fixtures(&env, "ramon").await;
     env.backends.sql().share_health("ramon", "nina", Some("Dad")).await.unwrap();
     let (ramon, nina) = (env.user("ramon").await, env.user("nina").await);
+    // Records values of his own; nina's profile stays empty.
+    let omar = env.user("omar").await;
     let schemas = declared(&ramon).await;
 
     let calls: Vec<(&Client, &str, Value)> = vec![
@@ -75,6 +79,25 @@ async fn every_structured_result_of_a_health_tool_keeps_to_its_declared_schema()
         (&ramon, "fetch_health_data", json!({"indicators": ["glucose", "weight"], "unit": "mg/dL"})),
         (&ramon, "fetch_health_data", json!({"indicators": ["weight"]})),
         (&nina, "fetch_health_data", json!({"indicators": ["cholesterol"], "member": "Dad"})),
+        (&ramon, "fetch_health_trends", json!({"indicators": ["glucose", "cholesterol"], "interval": "day"})),
+        (
+            &ramon,
+            "fetch_health_trends",
+            json!({"indicators": ["glucose", "weight"], "interval": "month", "unit": "mg/dL"}),
+        ),
+        (&nina, "fetch_health_trends", json!({"indicators": ["cholesterol"], "interval": "week", "member": "Dad"})),
+        (&nina, "fetch_health_trends", json!({"indicators": ["glucose"], "interval": "hour"})),
+        (
+            &omar,
+            "record_health_data",
+            json!({"values": [{"indicator": "glucose", "value": 5.4, "unit": "mmol/L", "time": "2026-01-15"},
+                              {"indicator": "weight", "value": 61.5, "unit": "kg", "time": "2026-01-15T08:00:00Z"}]}),
+        ),
+        (
+            &omar,
+            "record_health_data",
+            json!({"values": [{"indicator": "glucose", "value": 5.4, "unit": "mmol/L", "time": "2026-01-15"}]}),
+        ),
         (&ramon, "get_user_health_profile", json!({})),
         (&nina, "get_user_health_profile", json!({})),
         (&nina, "get_user_health_profile", json!({"member": "Dad"})),
@@ -156,4 +179,24 @@ async fn the_declared_schemas_refuse_answers_of_another_shape() {
     assert!(!valid("get_user_health_profile", &wrong));
     assert!(!valid("delete_health_data", &json!({"deleted": true})), "a deletion names what it deleted");
     assert!(!valid("search_health_indicators", &json!({"subject": "me", "indicators": [{"code": 1}]})));
+    let trends =
+        ramon.tool("fetch_health_trends", json!({"indicators": ["15074-8"], "interval": "day"})).await.ok().clone();
+    assert!(valid("fetch_health_trends", &trends), "{trends}");
+    let name = trends["indicators"].as_object().unwrap().keys().next().unwrap().clone();
+    for (path, value) in
+        [("/buckets/0/count", json!(0)), ("/buckets/0/mean", json!("high")), ("/summary/low", json!(-1))]
+    {
+        let mut wrong = trends.clone();
+        *wrong["indicators"][&name].pointer_mut(path).unwrap_or_else(|| panic!("{path} in {trends}")) = value;
+        assert!(!valid("fetch_health_trends", &wrong), "{path} changed must break the schema");
+    }
+    let recorded = json!({"recorded": 1, "already_recorded": 0, "source": "told by the user",
+        "values": [{"id": "x", "indicator": "Glucose", "code": "15074-8", "value": 5.4, "time": "2026-01-15T00:00:00Z", "stored": "new"}]});
+    assert!(valid("record_health_data", &recorded));
+    let mut wrong = recorded.clone();
+    wrong["values"][0]["stored"] = json!("maybe");
+    assert!(!valid("record_health_data", &wrong), "stored is new or already recorded");
+    let mut wrong = recorded.clone();
+    wrong["source"] = json!({"file": "k"});
+    assert!(!valid("record_health_data", &wrong), "a source is the user or a file_key");
 }

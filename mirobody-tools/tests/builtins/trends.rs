@@ -1,7 +1,7 @@
 //! `fetch_health_trends` on SQLite and PostgreSQL: the same answers from both; buckets at UTC
 //! hour and day boundaries, ISO weeks from Monday, calendar months, empty buckets left out;
 //! units converted or kept apart, never mixed in a bucket; low and high counted against the
-//! catalog's range; the summary of change; a year of minute values (525,600) in one call under
+//! catalog's range, or as a value's source judged it (its range or interpretation); the summary of change; a year of minute values (525,600) in one call under
 //! the reply cap; and bad input refused with a clear error. The store's sums are checked
 //! against the store-independent fold of the same values (`fold_values`).
 
@@ -281,6 +281,92 @@ async fn store_sums_match_the_fold_on_sqlite() {
 async fn store_sums_match_the_fold_on_postgres() {
     let Some(env) = Env::postgres("trends::store_sums_match_the_fold_on_postgres").await else { return };
     check_store_sums_match_the_fold(&env).await;
+}
+
+/// A glucose value (mg/dL, the catalog's range 70 to 99) with what its laboratory said of it.
+fn judged(value: f64, time: &str, range: Option<(f64, f64, &str)>, interpretation: Option<&str>) -> Value {
+    let mut o = observation("2345-7", value, "mg/dL", time);
+    if let Some((low, high, unit)) = range {
+        o["referenceRange"] = json!([{"low": {"value": low, "unit": unit}, "high": {"value": high, "unit": unit}}]);
+    }
+    if let Some(code) = interpretation {
+        o["interpretation"] = json!([{"coding": [{"code": code}]}]);
+    }
+    o
+}
+
+/// Values whose laboratory judged them count as it did, in the database's sums as in the fold:
+/// against its own range (converted from mmol/L), by its word over any range, "abnormal" given
+/// its direction by the range; the others against the catalog's.
+async fn check_values_count_as_their_source_judged(env: &Env) {
+    let values = [
+        // High by the catalog, normal by the laboratory's range.
+        judged(105.0, "2026-03-01T08:00:00Z", Some((65.0, 110.0, "mg/dL")), None),
+        // Normal by the catalog, high by the laboratory's word.
+        judged(95.0, "2026-03-01T09:00:00Z", None, Some("H")),
+        // Nothing from the source: high by the catalog.
+        judged(150.0, "2026-03-01T10:00:00Z", None, None),
+        // Low either way; the range is in mmol/L (64.9 to 109.9 mg/dL).
+        judged(60.0, "2026-03-02T08:00:00Z", Some((3.6, 6.1, "mmol/L")), None),
+        // Normal by the catalog, low by the laboratory's range.
+        judged(85.0, "2026-03-02T09:00:00Z", Some((90.0, 120.0, "mg/dL")), None),
+        // High by the range, normal by the laboratory's word, which wins.
+        judged(120.0, "2026-03-03T08:00:00Z", Some((65.0, 110.0, "mg/dL")), Some("N")),
+        // "Abnormal", low by its range.
+        judged(50.0, "2026-03-03T09:00:00Z", Some((65.0, 110.0, "mg/dL")), Some("A")),
+    ];
+    let sql = env.backends.sql();
+    sql.add_observations("bob", &values).await.unwrap();
+    sql.share_health("bob", "carol", None).await.unwrap();
+    for reader in ["bob", "carol"] {
+        let client = env.user(reader).await;
+        let trends = |interval: &str| {
+            let mut args = json!({"indicators": ["2345-7"], "interval": interval});
+            if reader == "carol" {
+                args["member"] = json!("bob");
+            }
+            client.tool("fetch_health_trends", args)
+        };
+        let counts = |series: &Value| -> Vec<(u64, u64)> {
+            let buckets = series["buckets"].as_array().unwrap();
+            buckets.iter().map(|b| (b["low"].as_u64().unwrap_or(0), b["high"].as_u64().unwrap_or(0))).collect()
+        };
+        let daily = trends("day").await;
+        let series = &daily.ok()["indicators"]["Code 2345-7"];
+        assert_eq!(counts(series), [(0, 2), (2, 0), (1, 0)], "{reader}: {series}");
+        let summary = &series["summary"];
+        assert_eq!((summary["low"].as_u64(), summary["high"].as_u64()), (Some(3), Some(2)), "{summary}");
+        assert_eq!(summary["days_out_of_range"], 3);
+        // 2026-03-01 is a Sunday: two ISO weeks, the days' counts rolled up.
+        let weekly = trends("week").await;
+        assert_eq!(counts(&weekly.ok()["indicators"]["Code 2345-7"]), [(0, 2), (3, 0)], "{reader}");
+    }
+    // The database's sums, judged values read apart, equal the fold of the same series.
+    let db = env.backends.db();
+    let series = db.series("bob", "bob", "2345-7", i64::MIN, i64::MAX, 100).await.unwrap().unwrap();
+    for grain in [Grain::Hour, Grain::Day] {
+        let query =
+            BucketQuery::new("2345-7", Some("mg/dL"), (i64::MIN, i64::MAX), grain).with_bounds(Some(70.0), Some(99.0));
+        for reader in ["bob", "carol"] {
+            let stored = db.buckets(reader, "bob", &query).await.unwrap().unwrap();
+            assert_eq!(stored, fold_values(&series.points, &query), "{grain:?} read by {reader}");
+        }
+        // Kept to the newest group, the judged values of older ones are not counted in it.
+        let newest = db.buckets("bob", "bob", &query.clone().with_limit(1)).await.unwrap().unwrap();
+        assert_eq!(newest.len(), 1);
+        assert_eq!((newest[0].low, newest[0].high), (1, 0), "{grain:?}: only 50 mg/dL, \"abnormal\" and low");
+    }
+}
+
+#[tokio::test]
+async fn values_count_as_their_source_judged_on_sqlite() {
+    check_values_count_as_their_source_judged(&Env::sqlite().await).await;
+}
+
+#[tokio::test]
+async fn values_count_as_their_source_judged_on_postgres() {
+    let Some(env) = Env::postgres("trends::values_count_as_their_source_judged_on_postgres").await else { return };
+    check_values_count_as_their_source_judged(&env).await;
 }
 
 #[tokio::test]
