@@ -1,6 +1,7 @@
 //! Draws a chart on axes: the base axis (categories, numbers or dates; along x, or along y for
 //! a horizontal chart), one or two value axes with round ticks, and the series as bars (side by
-//! side, or stacked), lines (with their area) and points.
+//! side, or stacked), lines (with their area) and points, over the areas they shade
+//! (`markArea`).
 
 use std::fmt::Write as _;
 
@@ -10,8 +11,14 @@ use super::{HEIGHT, PALETTE, WIDTH, escape, fmt_tick, short, ticks};
 const GRID: &str = "#e0e6f1";
 const INK: &str = "#6e7079";
 
+/// What [`draw`] shaded, and the areas it left out with why.
+pub(super) struct Shaded {
+    pub(super) areas: usize,
+    pub(super) left_out: Vec<String>,
+}
+
 /// Draws `chart` below `top`.
-pub(super) fn draw(out: &mut String, chart: &Cartesian, top: f64) {
+pub(super) fn draw(out: &mut String, chart: &Cartesian, top: f64) -> Shaded {
     let two = chart.value_axes.len() > 1;
     let (left, right) = (
         if chart.horizontal { 110.0 } else { 70.0 },
@@ -124,6 +131,8 @@ pub(super) fn draw(out: &mut String, chart: &Cartesian, top: f64) {
             }
         }
     }
+    // Areas after the grid, under the axis line and the marks.
+    let shaded = shade(out, chart, &value_px, &base_px, [base_from, base_to], [base_lo, base_hi], &scales);
     for (axis, name) in chart.value_axes.iter().enumerate().filter(|(_, n)| !n.is_empty()) {
         let (x, y, anchor) = match (chart.horizontal, axis) {
             (false, 0) => (left, top - 6.0, "middle"),
@@ -272,4 +281,81 @@ pub(super) fn draw(out: &mut String, chart: &Cartesian, top: f64) {
             }
         }
     }
+    shaded
+}
+
+/// Shades each series' areas (`markArea`) across the plot in its color, under the marks.
+/// An area is clipped to the axes; one wholly outside them is left out: ECharts neither
+/// draws it nor widens an axis for it (markers do not count in an axis's extent there).
+fn shade(
+    out: &mut String,
+    chart: &Cartesian,
+    value_px: &dyn Fn(usize, f64) -> f64,
+    base_px: &dyn Fn(f64) -> f64,
+    [base_from, base_to]: [f64; 2],
+    [base_lo, base_hi]: [f64; 2],
+    scales: &[(Vec<f64>, f64, f64)],
+) -> Shaded {
+    let mut shaded = Shaded { areas: 0, left_out: Vec::new() };
+    // The places on the base axis: a category's middle, or the axis's span.
+    let (base_min, base_max) = match &chart.base {
+        Base::Category(labels) => (0.0, labels.len().saturating_sub(1) as f64),
+        _ => (base_lo, base_hi),
+    };
+    for s in &chart.series {
+        let color = PALETTE[s.index % PALETTE.len()];
+        let axis = s.axis.min(scales.len() - 1);
+        let (lo, hi) = (scales[axis].1, scales[axis].2);
+        for band in &s.bands {
+            let [v0, v1] = band.value;
+            let [b0, b1] = band.base;
+            let outside = if v1 < lo || v0 > hi {
+                Some(format!("the value axis's range ({} to {})", fmt_tick(lo), fmt_tick(hi)))
+            } else if b1 < base_min || b0 > base_max {
+                Some("the base axis's range".to_owned())
+            } else {
+                None
+            };
+            if let Some(range) = outside {
+                let named = if band.label.is_empty() { String::new() } else { format!(" ('{}')", band.label) };
+                shaded.left_out.push(format!(
+                    "series[{}].markArea.data[{}]{named}: wholly outside {range}; ECharts hides it too",
+                    s.index, band.item
+                ));
+                continue;
+            }
+            let value = |v: f64| value_px(axis, v.clamp(lo, hi));
+            // An open end reaches the plot's edge, past the first or last category's middle.
+            let along = |b: f64| {
+                if b == f64::NEG_INFINITY {
+                    base_from
+                } else if b == f64::INFINITY {
+                    base_to
+                } else {
+                    base_px(b.clamp(base_min, base_max))
+                }
+            };
+            let ([x0, x1], [y0, y1]) = if chart.horizontal {
+                ([value(v0), value(v1)], [along(b0), along(b1)])
+            } else {
+                ([along(b0), along(b1)], [value(v0), value(v1)])
+            };
+            let (x, y, w, h) = (x0.min(x1), y0.min(y1), (x1 - x0).abs(), (y1 - y0).abs());
+            let _ = write!(
+                out,
+                r#"<rect class="mark-area" x="{x:.1}" y="{y:.1}" width="{w:.1}" height="{h:.1}" fill="{color}" fill-opacity="0.12"/>"#
+            );
+            if !band.label.is_empty() {
+                let _ = write!(
+                    out,
+                    r#"<text class="mark-area-label" x="{:.1}" y="{:.1}" font-size="11" fill="{color}">{}</text>"#,
+                    x + 4.0,
+                    y + 12.0,
+                    escape(&band.label)
+                );
+            }
+            shaded.areas += 1;
+        }
+    }
+    shaded
 }

@@ -2,8 +2,8 @@
 //! chart types (line, bar, scatter, pie) drawn as SVG and rasterized to PNG with resvg.
 //!
 //! It draws what the data says (series from `data` or a `dataset`, stacks, category, value and
-//! time axes, horizontal bars, a second value axis, legend, title) in ECharts' default palette;
-//! styling keys are ignored. `model` reads the option, `axes` draws a chart on axes, and this
+//! time axes, horizontal bars, a second value axis, the areas a series shades with `markArea`,
+//! legend, title) in ECharts' default palette; styling keys are ignored. `model` reads the option, `axes` draws a chart on axes, and this
 //! file the frame and pies. What it cannot draw (maps, graphs, radar, 3-D) is named with why;
 //! an option with nothing it can draw gets no image, and the tool says so.
 
@@ -122,8 +122,8 @@ fn title_of(option: &Value, fallback: Option<&str>) -> Option<String> {
     fallback.map(str::to_owned).or_else(|| first(&option["title"])["text"].as_str().map(str::to_owned))
 }
 
-// What a chart on axes shows, in a few words.
-fn describe(chart: &model::Cartesian) -> String {
+// What a chart on axes shows, in a few words, with the number of areas shaded.
+fn describe(chart: &model::Cartesian, areas: usize) -> String {
     let mut kinds: Vec<&str> = Vec::new();
     for s in &chart.series {
         let kind = match s.mark {
@@ -144,12 +144,17 @@ fn describe(chart: &model::Cartesian) -> String {
         model::Base::Time => "a time axis",
     };
     let second = if chart.value_axes.len() > 1 { ", with a second value axis" } else { "" };
-    format!("a {stacked}{horizontal}{} chart of {n} series on {base}{second}", kinds.join("/"))
+    let areas = match areas {
+        0 => String::new(),
+        1 => ", with 1 shaded area (markArea)".to_owned(),
+        n => format!(", with {n} shaded areas (markArea)"),
+    };
+    format!("a {stacked}{horizontal}{} chart of {n} series on {base}{second}{areas}", kinds.join("/"))
 }
 
 /// Draws the option as SVG.
 pub(crate) fn svg(option: &Value, title: Option<&str>) -> Result<Drawing, NoPreview> {
-    let read = model::read(option)?;
+    let model::Read { plot, mut ignored } = model::read(option)?;
     let mut out = String::new();
     let _ = write!(
         out,
@@ -165,7 +170,7 @@ pub(crate) fn svg(option: &Value, title: Option<&str>) -> Result<Drawing, NoPrev
         );
         top = 50.0;
     }
-    let drawn = match &read.plot {
+    let drawn = match &plot {
         model::Plot::Pie(p) => {
             pie(&mut out, p, top);
             format!("a pie of {} slices", p.slices.len())
@@ -179,12 +184,13 @@ pub(crate) fn svg(option: &Value, title: Option<&str>) -> Result<Drawing, NoPrev
                 legend(&mut out, &names, top);
                 top += 26.0;
             }
-            axes::draw(&mut out, chart, top);
-            describe(chart)
+            let shaded = axes::draw(&mut out, chart, top);
+            ignored.extend(shaded.left_out);
+            describe(chart, shaded.areas)
         }
     };
     out.push_str("</svg>");
-    Ok(Drawing { svg: out, drawn, ignored: read.ignored })
+    Ok(Drawing { svg: out, drawn, ignored })
 }
 
 fn legend(out: &mut String, series: &[(usize, &str)], top: f64) {

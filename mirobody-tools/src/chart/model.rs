@@ -1,6 +1,7 @@
 //! Reads an ECharts option into what the image draws: the series with their points (from
 //! `data` or a `dataset`, stacked where `stack` says), the category, value or time axis they
-//! stand on, horizontal or not, one or two value axes; and what it leaves out, with why.
+//! stand on, horizontal or not, one or two value axes, the areas each series shades
+//! (`markArea`); and what it leaves out, with why.
 
 use std::collections::HashMap;
 
@@ -12,6 +13,8 @@ use super::{NoPreview, first, label_of, num, short};
 pub(crate) const MAX_POINTS: usize = 20_000;
 /// The most value axes drawn (left and right).
 const MAX_VALUE_AXES: usize = 2;
+/// The most shaded areas (`markArea` items) read per series.
+pub(super) const MAX_AREAS: usize = 20;
 
 /// How a cartesian series is drawn.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -42,6 +45,21 @@ pub(super) struct Plotted {
     pub(super) area: bool,
     /// The stack it is in (`stack`): its marks start where the one below ends.
     pub(super) stack: Option<String>,
+    /// The areas it shades (`markArea`), drawn under the marks.
+    pub(super) bands: Vec<Band>,
+}
+
+/// A shaded area (a `markArea` item): its span on the series' value axis and on the base
+/// axis (a category index, a number or a time in ms), each low then high. An infinite end
+/// reaches the axis's edge, as a side the option leaves open does in ECharts.
+#[derive(Clone, Debug, PartialEq)]
+pub(super) struct Band {
+    /// Its place in `markArea.data`, to name it.
+    pub(super) item: usize,
+    pub(super) value: [f64; 2],
+    pub(super) base: [f64; 2],
+    /// The first end's `name` (else the second's), cut short; empty for none.
+    pub(super) label: String,
 }
 
 /// What the base axis (x, or y when horizontal) holds.
@@ -364,7 +382,7 @@ pub(super) fn read(option: &Value) -> Result<Read, NoPreview> {
                 stacks.insert(key, p.value);
             }
         }
-        series.push(Plotted { mark, name, index, points, axis, area, stack });
+        series.push(Plotted { mark, name, index, points, axis, area, stack, bands: Vec::new() });
     }
     let base = match base {
         Base::Category(_) => {
@@ -376,6 +394,10 @@ pub(super) fn read(option: &Value) -> Result<Read, NoPreview> {
         }
         other => other,
     };
+    // Areas once the categories are all known: an area may name any of them.
+    for s in &mut series {
+        s.bands = bands(all[s.index], s, &base, horizontal, &mut ignored);
+    }
     let value_axes = (0..=series.iter().map(|s| s.axis).max().unwrap_or(0))
         .map(|i| value_axes.get(i).and_then(|a| a["name"].as_str()).map(|n| short(n, 24)).unwrap_or_default())
         .collect();
@@ -392,4 +414,149 @@ fn slices(items: &[Value]) -> Vec<(String, f64)> {
             Some((name, value))
         })
         .collect()
+}
+
+/// The statistics ECharts reads in place of a marker's coordinate: the series' own values.
+const STATISTICS: [&str; 4] = ["min", "max", "average", "median"];
+
+fn statistic(kind: &str, values: &[f64]) -> Option<f64> {
+    if values.is_empty() {
+        return None;
+    }
+    let mut sorted = values.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    Some(match kind {
+        "min" => sorted[0],
+        "max" => sorted[sorted.len() - 1],
+        "average" => sorted.iter().sum::<f64>() / sorted.len() as f64,
+        _ if sorted.len() % 2 == 1 => sorted[sorted.len() / 2],
+        _ => (sorted[sorted.len() / 2 - 1] + sorted[sorted.len() / 2]) / 2.0,
+    })
+}
+
+/// One end's coordinate on an axis: `Ok(None)` when it leaves that axis open, `Err(why)`
+/// when it names a place the image cannot find.
+fn coordinate(
+    raw: Option<&Value>,
+    values: &[f64],
+    read: impl Fn(&Value) -> Result<f64, String>,
+) -> Result<Option<f64>, String> {
+    match raw {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) if STATISTICS.contains(&s.as_str()) => {
+            statistic(s, values).map(Some).ok_or_else(|| format!("'{s}' of a series with no values"))
+        }
+        Some(raw) => read(raw).map(Some),
+    }
+}
+
+fn shown(raw: &Value) -> String {
+    short(&label_of(raw), 24)
+}
+
+/// A place on the base axis: a category (by name, else by index), a number or a time.
+fn on_base(raw: &Value, base: &Base) -> Result<f64, String> {
+    match base {
+        Base::Category(labels) => {
+            let label = label_of(raw);
+            if let Some(k) = labels.iter().position(|l| *l == label) {
+                return Ok(k as f64);
+            }
+            match raw.as_u64() {
+                Some(k) if (k as usize) < labels.len() => Ok(k as f64),
+                _ => Err(format!("'{}' is not a category on the axis", shown(raw))),
+            }
+        }
+        Base::Time => time_ms(raw).ok_or_else(|| format!("'{}' is not a time", shown(raw))),
+        Base::Value => num(raw).ok_or_else(|| format!("'{}' is not a number", shown(raw))),
+    }
+}
+
+/// An end's coordinates `(x, y)` as the option gives them: `xAxis`/`yAxis`, or `coord`.
+fn ends(point: &serde_json::Map<String, Value>) -> Result<(Option<&Value>, Option<&Value>), &'static str> {
+    let given = |key: &str| point.get(key).filter(|v| !v.is_null());
+    if given("x").is_some() || given("y").is_some() {
+        return Err("a place in pixels (x, y) is not drawn, only one in data (xAxis, yAxis, coord)");
+    }
+    if let Some(coord) = given("coord") {
+        let coord = coord.as_array().ok_or("'coord' is not an array [x, y]")?;
+        return Ok((coord.first(), coord.get(1)));
+    }
+    if given("type").is_some() {
+        return Err("an end at a data point ('type') is not drawn, only one in data (xAxis, yAxis, coord)");
+    }
+    Ok((given("xAxis"), given("yAxis")))
+}
+
+/// Reads the `markArea` of `entry` (the option's series drawn as `series`): each item a pair
+/// of ends, each end a place on the value axis (`yAxis`, or `xAxis` when horizontal), on the
+/// base axis, or both; an axis an end leaves open reaches its edge. What it cannot place is
+/// named in `ignored`, never dropped unsaid.
+fn bands(entry: &Value, series: &Plotted, base: &Base, horizontal: bool, ignored: &mut Vec<String>) -> Vec<Band> {
+    let i = series.index;
+    let Some(mark_area) = entry.get("markArea").filter(|m| !m.is_null()) else {
+        return Vec::new();
+    };
+    let items = match mark_area.get("data") {
+        None | Some(Value::Null) if mark_area.is_object() => return Vec::new(),
+        Some(Value::Array(items)) => items,
+        _ => {
+            ignored.push(format!("series[{i}].markArea: not an object whose 'data' is an array of [from, to] pairs"));
+            return Vec::new();
+        }
+    };
+    if items.len() > MAX_AREAS {
+        ignored.push(format!(
+            "series[{i}].markArea: the {} areas after the first {MAX_AREAS} (the image shades at most {MAX_AREAS} per series)",
+            items.len() - MAX_AREAS
+        ));
+    }
+    let values: Vec<f64> = series.points.iter().map(|p| p.value - p.base.unwrap_or(0.0)).collect();
+    let places: Vec<f64> = series.points.iter().map(|p| p.at).collect();
+    let mut out = Vec::new();
+    for (k, item) in items.iter().take(MAX_AREAS).enumerate() {
+        let pair = match item.as_array().map(Vec::as_slice) {
+            Some([Value::Object(from), Value::Object(to), ..]) => [from, to],
+            _ => {
+                ignored.push(format!("series[{i}].markArea.data[{k}]: not a pair of objects [from, to]"));
+                continue;
+            }
+        };
+        let label = pair.iter().find_map(|end| match end.get("name") {
+            Some(name @ (Value::String(_) | Value::Number(_))) => Some(short(&label_of(name), 24)),
+            _ => None,
+        });
+        let label = label.unwrap_or_default();
+        let named = if label.is_empty() { String::new() } else { format!(" ('{label}')") };
+        let read = || -> Result<Band, String> {
+            let mut value = [f64::NEG_INFINITY, f64::INFINITY];
+            let mut along = [f64::NEG_INFINITY, f64::INFINITY];
+            let mut placed = false;
+            for (side, end) in pair.iter().enumerate() {
+                let (x, y) = ends(end)?;
+                let (on_value, on_base_axis) = if horizontal { (x, y) } else { (y, x) };
+                if let Some(v) = coordinate(on_value, &values, |raw| {
+                    num(raw).ok_or_else(|| format!("'{}' is not a number", shown(raw)))
+                })? {
+                    value[side] = v;
+                    placed = true;
+                }
+                if let Some(b) = coordinate(on_base_axis, &places, |raw| on_base(raw, base))? {
+                    along[side] = b;
+                    placed = true;
+                }
+            }
+            if !placed {
+                return Err("it gives no place on either axis (xAxis, yAxis or coord)".into());
+            }
+            value.sort_by(f64::total_cmp);
+            along.sort_by(f64::total_cmp);
+            Ok(Band { item: k, value, base: along, label: label.clone() })
+        };
+        match read() {
+            Ok(band) => out.push(band),
+            Err(why) => ignored.push(format!("series[{i}].markArea.data[{k}]{named}: {why}")),
+        }
+    }
+    out
 }

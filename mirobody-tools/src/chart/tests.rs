@@ -247,3 +247,202 @@ fn too_many_points_get_no_image() {
     let option = json!({"xAxis": {}, "yAxis": {}, "series": [{"type": "line", "data": at_the_bound}, {"type": "line", "data": at_the_bound}]});
     assert!(svg(&option, None).is_ok());
 }
+
+/// A line over categories a, b, c at `values`, with `mark_area` as its `markArea`.
+fn with_areas(values: [f64; 3], mark_area: serde_json::Value) -> Drawing {
+    let option = json!({"xAxis": {"type": "category", "data": ["a", "b", "c"]}, "yAxis": {"type": "value"},
+        "series": [{"name": "Glucose", "type": "line", "data": values, "markArea": mark_area}]});
+    svg(&option, None).unwrap()
+}
+
+#[test]
+fn an_area_lies_between_the_rows_of_its_values_under_the_marks() {
+    let drawing =
+        with_areas([3.0, 6.0, 9.0], json!({"data": [[{"yAxis": 3, "name": "Normal <3-6> & \"ok\""}, {"yAxis": "6"}]]}));
+    let points = marks(&drawing.svg, "circle", "line-point");
+    let areas = marks(&drawing.svg, "rect", "mark-area");
+    assert_eq!(areas.len(), 1, "{}", drawing.svg);
+    let area = &areas[0];
+    assert!(close(area["y"], points[1]["cy"]), "the top at 6: {area:?} {points:?}");
+    assert!(close(area["y"] + area["height"], points[0]["cy"]), "the bottom at 3: {area:?} {points:?}");
+    assert!(area["x"] < points[0]["cx"] && area["x"] + area["width"] > points[2]["cx"], "across the plot: {area:?}");
+    assert!(drawing.svg.contains(r##"class="mark-area" "##) && drawing.svg.contains(r#"fill-opacity="0.12""#));
+    assert!(drawing.svg.find("mark-area").unwrap() < drawing.svg.find("class=\"line\"").unwrap(), "under the line");
+    assert_eq!(texts(&drawing.svg, "mark-area-label"), ["Normal &lt;3-6&gt; &amp; &quot;ok&quot;"]);
+    let label = &marks(&drawing.svg, "text", "mark-area-label")[0];
+    assert!(label["x"] > area["x"] && label["y"] > area["y"] && label["y"] < area["y"] + area["height"], "inside");
+    assert_eq!(drawing.drawn, "a line chart of 1 series on a category axis, with 1 shaded area (markArea)");
+    assert!(drawing.ignored.is_empty(), "{:?}", drawing.ignored);
+    let png = png(&drawing.svg).unwrap();
+    assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n");
+}
+
+#[test]
+fn an_area_partly_outside_is_clipped_and_one_wholly_outside_is_left_out() {
+    // The axis runs 0 to 10; the areas do not widen it, as in ECharts.
+    let drawing = with_areas(
+        [3.0, 6.0, 10.0],
+        json!({"data": [[{"yAxis": 6, "name": "High"}, {"yAxis": 50}], [{"yAxis": 20, "name": "Very high"}, {"yAxis": 30}]]}),
+    );
+    let points = marks(&drawing.svg, "circle", "line-point");
+    let areas = marks(&drawing.svg, "rect", "mark-area");
+    assert_eq!(areas.len(), 1, "{}", drawing.svg);
+    assert!(close(areas[0]["y"], points[2]["cy"]), "cut at the axis's top, 10: {areas:?} {points:?}");
+    assert!(close(areas[0]["y"] + areas[0]["height"], points[1]["cy"]), "{areas:?} {points:?}");
+    assert_eq!(texts(&drawing.svg, "mark-area-label"), ["High"], "no label for the area left out");
+    assert_eq!(texts(&drawing.svg, "value-label").last().map(String::as_str), Some("10"), "the axis is not widened");
+    assert_eq!(
+        drawing.ignored,
+        [
+            "series[0].markArea.data[1] ('Very high'): wholly outside the value axis's range (0 to 10); ECharts hides it too"
+        ]
+    );
+    assert!(drawing.drawn.ends_with("with 1 shaded area (markArea)"), "{}", drawing.drawn);
+}
+
+#[test]
+fn an_open_end_reaches_the_edge_and_min_max_are_the_series_values() {
+    let drawing = with_areas([3.0, 6.0, 10.0], json!({"data": [[{"yAxis": 6}, {}], [{"yAxis": null}, {"yAxis": 3}]]}));
+    let points = marks(&drawing.svg, "circle", "line-point");
+    let areas = marks(&drawing.svg, "rect", "mark-area");
+    assert_eq!(areas.len(), 2, "{}", drawing.svg);
+    assert!(close(areas[0]["y"], points[2]["cy"]), "up to the top: {areas:?}");
+    let bottom = areas[1]["y"] + areas[1]["height"];
+    assert!(bottom > points[0]["cy"] + 50.0, "down to the axis's 0: {areas:?}");
+    assert!(close(areas[1]["y"], points[0]["cy"]), "{areas:?}");
+
+    // As ECharts reads them, 'min', 'max' and 'average' are the series' own values.
+    let drawing = with_areas(
+        [3.0, 6.0, 9.0],
+        json!({"data": [[{"yAxis": "min"}, {"yAxis": "max"}], [{"yAxis": "average"}, {"yAxis": 9}]]}),
+    );
+    let points = marks(&drawing.svg, "circle", "line-point");
+    let areas = marks(&drawing.svg, "rect", "mark-area");
+    assert!(close(areas[0]["y"], points[2]["cy"]) && close(areas[0]["y"] + areas[0]["height"], points[0]["cy"]));
+    assert!(close(areas[1]["y"] + areas[1]["height"], points[1]["cy"]), "the average, 6: {areas:?}");
+}
+
+#[test]
+fn an_area_on_the_base_axis_spans_its_categories_or_times() {
+    let drawing = with_areas(
+        [3.0, 6.0, 10.0],
+        json!({"data": [[{"xAxis": "b", "name": "Tue"}, {"xAxis": "c"}], [{"coord": ["a", 3]}, {"coord": [1, 6]}]]}),
+    );
+    let points = marks(&drawing.svg, "circle", "line-point");
+    let areas = marks(&drawing.svg, "rect", "mark-area");
+    assert_eq!(areas.len(), 2, "{}", drawing.svg);
+    let (strip, rect) = (&areas[0], &areas[1]);
+    assert!(close(strip["x"], points[1]["cx"]) && close(strip["x"] + strip["width"], points[2]["cx"]), "{strip:?}");
+    assert!(close(strip["y"], points[2]["cy"]) && strip["height"] > 300.0, "the plot's height: {strip:?}");
+    assert!(close(rect["x"], points[0]["cx"]) && close(rect["x"] + rect["width"], points[1]["cx"]), "{rect:?}");
+    assert!(close(rect["y"], points[1]["cy"]) && close(rect["y"] + rect["height"], points[0]["cy"]), "{rect:?}");
+
+    let option = json!({"xAxis": {"type": "time"}, "yAxis": {},
+        "series": [{"name": "Weight", "type": "line", "data": [["2026-03-01", 70], ["2026-03-03", 71], ["2026-03-11", 70.5]],
+                    "markArea": {"data": [[{"xAxis": "2026-03-01"}, {"xAxis": "2026-03-03T00:00:00Z"}], [{"xAxis": "2026-04-01"}, {}]]}}]});
+    let drawing = svg(&option, None).unwrap();
+    let points = marks(&drawing.svg, "circle", "line-point");
+    let areas = marks(&drawing.svg, "rect", "mark-area");
+    assert_eq!(areas.len(), 1, "{}", drawing.svg);
+    assert!(close(areas[0]["x"], points[0]["cx"]) && close(areas[0]["x"] + areas[0]["width"], points[1]["cx"]));
+    assert_eq!(
+        drawing.ignored,
+        ["series[0].markArea.data[1]: wholly outside the base axis's range; ECharts hides it too"]
+    );
+}
+
+#[test]
+fn a_horizontal_chart_shades_across_from_its_value_axis() {
+    let option = json!({"yAxis": {"type": "category", "data": ["Glucose", "LDL", "HDL"]}, "xAxis": {"type": "value"},
+        "series": [{"name": "Value", "type": "bar", "data": [100, 50, 25],
+                    "markArea": {"data": [[{"xAxis": 25}, {"xAxis": 50, "name": "Typical"}], [{"yAxis": 25}, {"yAxis": 50}]]}}]});
+    let drawing = svg(&option, None).unwrap();
+    let bars = marks(&drawing.svg, "rect", "bar");
+    let areas = marks(&drawing.svg, "rect", "mark-area");
+    assert_eq!(areas.len(), 1, "{}", drawing.svg);
+    let area = &areas[0];
+    assert!(close(area["x"], bars[2]["x"] + bars[2]["width"]), "from 25: {area:?} {bars:?}");
+    assert!(close(area["x"] + area["width"], bars[1]["x"] + bars[1]["width"]), "to 50: {area:?} {bars:?}");
+    assert!(area["y"] < bars[2]["y"] && area["y"] + area["height"] > bars[0]["y"] + bars[0]["height"], "{area:?}");
+    assert!(area["height"] > area["width"], "upright");
+    assert_eq!(texts(&drawing.svg, "mark-area-label"), ["Typical"], "the second end's name when the first has none");
+    // In a horizontal chart `yAxis` names categories: 25 is none of them.
+    assert_eq!(drawing.ignored, ["series[0].markArea.data[1]: '25' is not a category on the axis"]);
+}
+
+#[test]
+fn an_area_on_a_second_value_axis_follows_its_scale() {
+    let option = json!({"xAxis": {"type": "category", "data": ["Mon", "Tue", "Wed"]},
+        "yAxis": [{"type": "value"}, {"type": "value"}],
+        "series": [{"name": "Steps", "type": "bar", "data": [5000, 8000, 6500]},
+                   {"name": "Weight", "type": "line", "yAxisIndex": 1, "data": [70.2, 70.8, 71.5],
+                    "markArea": {"data": [[{"yAxis": 70.2}, {"yAxis": 71.5}]]}}]});
+    let drawing = svg(&option, None).unwrap();
+    let points = marks(&drawing.svg, "circle", "line-point");
+    let area = &marks(&drawing.svg, "rect", "mark-area")[0];
+    assert!(close(area["y"], points[2]["cy"]) && close(area["y"] + area["height"], points[0]["cy"]), "{area:?}");
+    assert!(
+        drawing.svg.contains(r##"class="mark-area" x="70.0" y="##)
+            && drawing.svg.contains(r##"fill="#91cc75" fill-opacity"##)
+    );
+}
+
+#[test]
+fn areas_past_the_bound_are_named() {
+    let pairs: Vec<serde_json::Value> = (0..model::MAX_AREAS + 5)
+        .map(|k| json!([{"yAxis": k as f64 * 0.1}, {"yAxis": k as f64 * 0.1 + 0.05}]))
+        .collect();
+    let drawing = with_areas([0.0, 1.0, 3.0], json!({"data": pairs}));
+    assert_eq!(marks(&drawing.svg, "rect", "mark-area").len(), model::MAX_AREAS);
+    assert_eq!(
+        drawing.ignored,
+        [format!(
+            "series[0].markArea: the 5 areas after the first {0} (the image shades at most {0} per series)",
+            model::MAX_AREAS
+        )]
+    );
+}
+
+#[test]
+fn a_malformed_mark_area_draws_nothing_and_says_why() {
+    for (mark_area, why) in [
+        (json!(5), "series[0].markArea: not an object whose 'data' is an array of [from, to] pairs"),
+        (
+            json!({"data": {"yAxis": 3}}),
+            "series[0].markArea: not an object whose 'data' is an array of [from, to] pairs",
+        ),
+        (json!({"data": [[1, 2]]}), "series[0].markArea.data[0]: not a pair of objects [from, to]"),
+        (json!({"data": [{"yAxis": 3}]}), "series[0].markArea.data[0]: not a pair of objects [from, to]"),
+        (json!({"data": [[{"yAxis": 3}]]}), "series[0].markArea.data[0]: not a pair of objects [from, to]"),
+        (
+            json!({"data": [[{"yAxis": "NaN", "name": "N"}, {"yAxis": 5}]]}),
+            "series[0].markArea.data[0] ('N'): 'NaN' is not a number",
+        ),
+        (json!({"data": [[{"yAxis": 2}, {"yAxis": "inf"}]]}), "series[0].markArea.data[0]: 'inf' is not a number"),
+        (json!({"data": [[{"xAxis": "z"}, {}]]}), "series[0].markArea.data[0]: 'z' is not a category on the axis"),
+        (
+            json!({"data": [[{}, {"name": "all"}]]}),
+            "series[0].markArea.data[0] ('all'): it gives no place on either axis (xAxis, yAxis or coord)",
+        ),
+        (
+            json!({"data": [[{"x": 10, "y": 10}, {"x": "90%", "y": "10%"}]]}),
+            "series[0].markArea.data[0]: a place in pixels (x, y) is not drawn, only one in data (xAxis, yAxis, coord)",
+        ),
+        (
+            json!({"data": [[{"type": "min"}, {"type": "max"}]]}),
+            "series[0].markArea.data[0]: an end at a data point ('type') is not drawn, only one in data (xAxis, yAxis, coord)",
+        ),
+        (json!({"data": [[{"coord": 5}, {"yAxis": 4}]]}), "series[0].markArea.data[0]: 'coord' is not an array [x, y]"),
+    ] {
+        let drawing = with_areas([3.0, 6.0, 9.0], mark_area.clone());
+        assert!(marks(&drawing.svg, "rect", "mark-area").is_empty(), "{mark_area}: {}", drawing.svg);
+        assert_eq!(drawing.ignored, [why], "{mark_area}");
+        assert!(!drawing.drawn.contains("shaded"), "{}", drawing.drawn);
+        assert_eq!(&png(&drawing.svg).unwrap()[..8], b"\x89PNG\r\n\x1a\n");
+    }
+    // No areas at all: nothing to say.
+    for mark_area in [json!(null), json!({}), json!({"data": []}), json!({"itemStyle": {"opacity": 0.5}})] {
+        let drawing = with_areas([3.0, 6.0, 9.0], mark_area);
+        assert!(drawing.ignored.is_empty() && !drawing.svg.contains("mark-area"), "{:?}", drawing.ignored);
+    }
+}

@@ -3,8 +3,8 @@
 //! The option is validated (a series of a known type, the axes a cartesian chart needs, data
 //! that is an array, a bounded size and series count) and returned as structured content, for
 //! clients with a chart widget to draw exactly. Beside it comes a PNG image of the chart (line,
-//! bar, scatter and pie; stacks, a second value axis, time axes, horizontal bars, `dataset`),
-//! drawn on the server: every MCP client that shows images shows it, and so does the model,
+//! bar, scatter and pie; stacks, a second value axis, time axes, horizontal bars, `dataset`,
+//! `markArea` bands such as a reference range), drawn on the server: every MCP client that shows images shows it, and so does the model,
 //! which can check the chart it made. The result says what the image shows and what it leaves
 //! out, with why, so the model never takes a partial drawing for the whole. A `ui://` widget would be interactive but shown
 //! only by hosts that run MCP Apps, and would load ECharts from the network; an image works
@@ -135,8 +135,9 @@ fn validate(option: &Value) -> Result<(), ToolError> {
 /// Show the user a chart in the chat, from a complete Apache ECharts option. Rules: no color keys
 /// (the app sets colors); name every series, and add a legend when there are two or more; add a
 /// second value axis only for a series in other units. Line, bar (stacked or horizontal too),
-/// scatter and pie charts, on category, value or time axes, from data or a dataset, are also
-/// returned as an image; the result says what the image leaves out.
+/// scatter and pie charts, on category, value or time axes, from data or a dataset, with their
+/// markArea bands (a reference range, say), are also returned as an image; the result says what
+/// the image leaves out.
 ///
 /// Args:
 ///     option: A complete Apache ECharts option: series (each with a type, and data or a dataset), plus
