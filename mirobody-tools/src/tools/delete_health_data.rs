@@ -1,5 +1,5 @@
 //! `delete_health_data`: deletes one thing the person holds (a file with the values imported
-//! from it, one value), only after the person confirms it in their client (elicitation). A
+//! from it, one value, one import's values), only after the person confirms it in their client (elicitation). A
 //! model cannot delete on its own: a client that cannot ask is refused, and a declined or
 //! unanswered question deletes nothing. Deleting the whole account is not a tool: it ends
 //! the very access the model uses, and is done on the account page, over HTTP or the CLI.
@@ -14,13 +14,14 @@ const CONFIRM: &str = "confirm";
 
 /// Delete one thing the user holds, for good, only after they confirm it in their client: an
 /// uploaded file (kind "file", by its file_key from list_files, with the values imported from
-/// it) or one value (kind "value", one observation or chart record by its id as in the user's
-/// export, like Observation/abc). Call it only when the user asks; nothing is deleted if they
+/// it), one value (kind "value", one observation or chart record by its id as in the user's
+/// export, like Observation/abc) or every value of one import (kind "import", by the import_id
+/// record_health_data answered). Call it only when the user asks; nothing is deleted if they
 /// decline.
 ///
 /// Args:
-///     kind: What to delete: "file" or "value".
-///     id: The file_key, or the value's id.
+///     kind: What to delete: "file", "value" or "import".
+///     id: The file_key, the value's id, or the import_id.
 #[tool(annotations(destructive, idempotent, title = "Delete health data"), output_schema = crate::tools::output_schemas::delete_health_data())]
 async fn delete_health_data(
     user: &UserInfo,
@@ -31,12 +32,12 @@ async fn delete_health_data(
     let owner = caller(user)?;
     let kind = match DeleteKind::parse(kind.trim()) {
         Some(kind) => kind,
-        None => return Err(ToolError::new("'kind' must be \"file\" or \"value\".")),
+        None => return Err(ToolError::new("'kind' must be \"file\", \"value\" or \"import\".")),
     };
     let id = id.trim();
     if id.is_empty() || id.chars().count() > crate::erasure::MAX_ID_CHARS {
         return Err(ToolError::new(format!(
-            "'id' is required: the file_key or the value's id, at most {} characters.",
+            "'id' is required: the file_key, the value's id or the import_id, at most {} characters.",
             crate::erasure::MAX_ID_CHARS
         )));
     }

@@ -210,7 +210,7 @@ pub(crate) fn delete_health_data() -> Value {
         "type": "object",
         "properties": {
             "deleted": {"type": "boolean"},
-            "kind": {"enum": ["file", "value"]},
+            "kind": {"enum": ["file", "value", "import"]},
             "id": {"type": "string"},
             "reason": {"type": "string"},
         },

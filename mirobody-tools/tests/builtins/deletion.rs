@@ -1,6 +1,7 @@
 //! `delete_health_data` through the real server: refused where the client cannot ask the
 //! person, nothing deleted when they decline, and the file, its values and its objects gone
-//! when they confirm; another person's data untouched throughout.
+//! when they confirm, and one import's values (what `record_health_data` stored) by its id;
+//! another person's data untouched throughout.
 
 use mirobody_core::UserInfo;
 use mirobody_health::prelude::*;
@@ -90,4 +91,38 @@ async fn a_confirmed_deletion_removes_the_file_its_values_and_objects() {
     // Bob's data is all there.
     assert_eq!(total(&env, "bob").await, 1);
     assert!(storage.get("up-bob.txt").await.is_ok());
+}
+
+/// What `record_health_data` stored is undone by its import id, the person's own only.
+#[tokio::test]
+async fn a_confirmed_deletion_of_an_import_removes_its_values() {
+    let env = Env::sqlite().await;
+    let mut imports = Vec::new();
+    for person in ["ada", "bob"] {
+        let client = env.user(person).await;
+        let values = json!({"values": [
+            {"indicator": "glucose", "value": 5.4, "unit": "mmol/L", "time": "2026-01-15"},
+            {"indicator": "weight", "value": 61.5, "unit": "kg", "time": "2026-01-15"}]});
+        let recorded = client.tool("record_health_data", values).await.ok().clone();
+        assert_eq!(recorded["recorded"], 2, "{recorded}");
+        imports.push(recorded["import_id"].as_i64().unwrap().to_string());
+    }
+    let yes = json!({"action": "accept", "content": {"confirm": true}});
+    // Bob's import is not Ada's to delete: not found, and his values stay.
+    let response = call_answering(&env, "ada", json!({"kind": "import", "id": imports[1]}), yes.clone()).await;
+    assert_eq!(response["result"]["isError"], true, "{response}");
+    assert_eq!(total(&env, "bob").await, 2);
+    for not_an_import in ["x1", "99999999"] {
+        let response = call_answering(&env, "ada", json!({"kind": "import", "id": not_an_import}), yes.clone()).await;
+        assert_eq!(response["result"]["isError"], true, "{response}");
+    }
+    assert_eq!(total(&env, "ada").await, 2);
+    let response = call_answering(&env, "ada", json!({"kind": "import", "id": imports[0]}), yes).await;
+    assert_eq!(
+        response["result"]["structuredContent"],
+        json!({"deleted": true, "kind": "import", "id": imports[0]}),
+        "{response}"
+    );
+    assert_eq!(total(&env, "ada").await, 0);
+    assert_eq!(total(&env, "bob").await, 2);
 }
