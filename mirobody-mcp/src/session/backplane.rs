@@ -11,6 +11,9 @@ use tokio::sync::broadcast;
 
 use super::lock;
 
+// A set's members, those added longest ago first.
+type Members = VecDeque<Vec<u8>>;
+
 /// A [`SessionBackplane`] in memory: records and sets with their expiry, events through a
 /// broadcast channel. Every endpoint given the same one (an `Arc`) shares its sessions, as instances
 /// sharing a Redis do.
@@ -40,8 +43,7 @@ use super::lock;
 /// ```
 pub struct MemoryBackplane {
     records: Mutex<HashMap<String, (Vec<u8>, Instant)>>,
-    // Each set's members, those added longest ago first.
-    sets: Mutex<HashMap<String, (VecDeque<Vec<u8>>, Instant)>>,
+    sets: Mutex<HashMap<String, (Members, Instant)>>,
     events: broadcast::Sender<Vec<u8>>,
 }
 
