@@ -273,7 +273,15 @@ fn scan_after_erasure(postgres: bool) {
     let other_known = format!("Bilbyberry{}", free_port());
     let (token, sid) = use_everything(&setup, &user, &known);
     let (other_token, other_sid) = use_everything(&setup, &other, &other_known);
-    let needles = [user.as_str(), known.as_str()];
+    // Shared sessions only: a third person, deleted with the CLI, which reaches the server's
+    // sessions through Redis alone.
+    let by_cli = format!("cli-deleted-{name}-{}", std::process::id());
+    let by_cli_known = format!("Quokkaquince{}", free_port());
+    let by_cli_session = postgres.then(|| use_everything(&setup, &by_cli, &by_cli_known));
+    let mut needles = vec![user.as_str(), known.as_str()];
+    if postgres {
+        needles.extend([by_cli.as_str(), by_cli_known.as_str()]);
+    }
     // Before: the scans find the person (so a scan that finds nothing proves something).
     let (objects, found) = bucket_holding(&moto, &bucket, &needles);
     assert!(objects > 0 && !found.is_empty(), "the bucket holds the file: {found:?}");
@@ -292,13 +300,12 @@ fn scan_after_erasure(postgres: bool) {
     // Shared (PostgreSQL): the session's record and the person's index of sessions are gone
     // from Redis, and nothing else; each person had one of each. Not shared: Redis holds none.
     let sessions_after = session_keys(&redis, &prefix);
-    let gone: Vec<_> = sessions_before.difference(&sessions_after).cloned().collect();
-    let mut kinds: Vec<&str> = gone.iter().map(|(_, kind)| kind.as_str()).collect();
-    kinds.sort_unstable();
-    if postgres {
-        assert_eq!(kinds, ["string", "zset"], "the record and the index went: {gone:?}");
-        assert_eq!(sessions_after.len(), 2, "the other's record and index stay: {sessions_after:?}");
-        assert!(sessions_after.is_subset(&sessions_before), "{sessions_after:?}");
+    if let Some((by_cli_token, by_cli_sid)) = &by_cli_session {
+        one_session_ended(&sessions_before, &sessions_after, 4);
+        setup.cli(&["delete", "account", "--user", &by_cli, "--confirm", &by_cli], "");
+        assert_eq!(mcp_status(setup.port, by_cli_token, by_cli_sid), 404, "the session of the CLI's deletion");
+        assert_eq!(mcp_status(setup.port, &other_token, &other_sid), 200, "the other's session");
+        one_session_ended(&sessions_after, &session_keys(&redis, &prefix), 2);
     } else {
         assert!(sessions_before.is_empty() && sessions_after.is_empty(), "{sessions_before:?}");
     }
@@ -319,6 +326,21 @@ fn scan_after_erasure(postgres: bool) {
     // The other person's data is where it was.
     let other_needles = [other.as_str(), other_known.as_str()];
     assert!(!bucket_holding(&moto, &bucket, &other_needles).1.is_empty(), "the other's file is kept");
+}
+
+/// That the session keys went from `before` to `after` by one record and one index (one
+/// person's session ended), `kept` left.
+fn one_session_ended(
+    before: &std::collections::BTreeSet<(String, String)>,
+    after: &std::collections::BTreeSet<(String, String)>,
+    kept: usize,
+) {
+    let gone: Vec<_> = before.difference(after).collect();
+    let mut kinds: Vec<&str> = gone.iter().map(|(_, kind)| kind.as_str()).collect();
+    kinds.sort_unstable();
+    assert_eq!(kinds, ["string", "zset"], "the record and the index went: {gone:?}");
+    assert!(after.is_subset(before), "nothing new: {after:?}");
+    assert_eq!(after.len(), kept, "the others' records and indexes stay: {after:?}");
 }
 
 /// The schema's rows, as `pg_dump --data-only` writes them.
