@@ -14,7 +14,8 @@
 //! sealed and signed). Beyond that, nothing a person or a tool said travels at all: a client's
 //! answers are kept sealed for a minute under a random reference that alone goes out, and a
 //! task's status change carries its id, owner and status, the receiver reading the task from
-//! the task store.
+//! the task store. Each owner's sessions are indexed beside their records (`owners.rs`), so
+//! that all of a person's can be ended at once.
 
 use crate::metrics::BackplaneMetrics;
 
