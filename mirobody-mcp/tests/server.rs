@@ -10,6 +10,8 @@ mod support;
 
 #[path = "server/auth.rs"]
 mod auth;
+#[path = "server/ending_users.rs"]
+mod ending_users;
 #[path = "server/get_stream.rs"]
 mod get_stream;
 #[path = "server/http_rules.rs"]

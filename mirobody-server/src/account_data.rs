@@ -1,6 +1,7 @@
 //! The access page's reach into a person's health data (`mirobody_oauth::AccountData`): their
 //! files and imports listed, the same export as `GET /export`, the same deletions as
-//! `POST /delete`, and the account erased with its grants revoked here at once.
+//! `POST /delete`, and the account erased with its grants revoked here at once and its MCP
+//! sessions ended.
 
 use std::sync::Arc;
 
@@ -18,6 +19,9 @@ use mirobody_tools::erasure::{DeleteKind, delete_one};
 pub(crate) struct PageData {
     pub(crate) backends: Arc<OpenedBackends>,
     pub(crate) revoked: mirobody_auth::RevokedGrants,
+    /// The MCP endpoint whose sessions an erased account loses: set once it is made, after
+    /// the authorization server that holds this.
+    pub(crate) mcp: Arc<std::sync::OnceLock<mirobody_mcp::http::McpHttp>>,
 }
 
 #[async_trait]
@@ -66,6 +70,7 @@ impl AccountData for PageData {
     }
 
     async fn erase_account(&self, account_id: &str) -> BackendResult<()> {
-        crate::personal::erase_account(&self.backends, Some(&self.revoked), account_id).await.map(|_| ())
+        let mcp = self.mcp.get();
+        crate::personal::erase_account(&self.backends, Some(&self.revoked), mcp, account_id).await.map(|_| ())
     }
 }

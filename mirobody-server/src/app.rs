@@ -224,6 +224,8 @@ pub async fn build_with(config: &Config, tools: &[Tool]) -> Result<Server, AppEr
     }
     let mut auth = Authenticator::with_verifier(&config.auth, verifier, endpoint.clone(), Some(opened.secrets()))
         .with_permissions(permissions.clone());
+    // Made below, after the authorization server whose account page ends its sessions.
+    let page_mcp = Arc::new(std::sync::OnceLock::new());
     let oauth = oauth_key.map(|key| {
         let stores = mirobody_oauth::OAuthStores {
             accounts: opened.accounts(),
@@ -240,6 +242,7 @@ pub async fn build_with(config: &Config, tools: &[Tool]) -> Result<Server, AppEr
             .with_account_data(Arc::new(crate::account_data::PageData {
                 backends: Arc::clone(&opened),
                 revoked: revoked.clone(),
+                mcp: Arc::clone(&page_mcp),
             }))
     });
     if let Some(oauth) = &oauth {
@@ -333,6 +336,7 @@ pub async fn build_with(config: &Config, tools: &[Tool]) -> Result<Server, AppEr
         None => McpHttp::new(engine.clone(), http_options),
     };
     mcp.spawn_session_sweeper();
+    let _ = page_mcp.set(mcp.clone());
     let files_path = format!("{}/files/{{*key}}", config.uri_prefix);
     let rest = Router::new()
         .route("/healthz", get(|| async { "ok" }))
@@ -358,6 +362,7 @@ pub async fn build_with(config: &Config, tools: &[Tool]) -> Result<Server, AppEr
                 max_inflight_bytes: usize::try_from(config.uploads.max_inflight_bytes).unwrap_or(usize::MAX),
                 oauth: oauth.clone(),
                 revoked: Some(revoked.clone()),
+                mcp: Some(mcp.clone()),
             },
         ));
     // The layer goes around every route: it rewrites `/mcp/<secret>` to `/mcp` before routing,

@@ -254,8 +254,15 @@ async fn run(
         }
         Command::Delete { kind, id, user, confirm } => {
             let server = app::build_with(&config, tools).await?;
-            let code =
-                crate::personal::run_delete(&server.backends, &kind, id.as_deref(), &user, confirm.as_deref()).await;
+            let code = crate::personal::run_delete(
+                &server.backends,
+                &server.mcp,
+                &kind,
+                id.as_deref(),
+                &user,
+                confirm.as_deref(),
+            )
+            .await;
             server.backends.close().await;
             Ok(code)
         }

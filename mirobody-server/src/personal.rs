@@ -14,6 +14,7 @@ use axum::body::Bytes;
 use futures::stream::{self, Stream};
 use mirobody_core::backend::{BackendError, BackendResult};
 use mirobody_health::{PersonalData, ResourceCursor};
+use mirobody_mcp::http::McpHttp;
 use mirobody_store::{ErasedPerson, OpenedBackends};
 use serde_json::{Value, json};
 
@@ -116,6 +117,7 @@ pub(crate) async fn run_export(backends: &Arc<OpenedBackends>, user: &str, out: 
 /// request that is not one).
 pub(crate) async fn run_delete(
     backends: &OpenedBackends,
+    mcp: &McpHttp,
     kind: &str,
     id: Option<&str>,
     user: &str,
@@ -126,7 +128,9 @@ pub(crate) async fn run_delete(
             eprintln!("mirobody-server: to delete {user}'s account and everything in it, add --confirm {user}");
             return 2;
         }
-        return match erase_account(backends, None, user).await {
+        // Its sessions in memory are in the running servers; with shared sessions their records
+        // and index are in Redis, ended from here and dropped by every server that hears it.
+        return match erase_account(backends, None, Some(mcp), user).await {
             Ok(erased) => {
                 println!(
                     "deleted the account {user}: {} stored objects, {} grants",
@@ -206,14 +210,22 @@ async fn documents(backends: &OpenedBackends, user: &str) -> BackendResult<Strin
     Ok(text)
 }
 
-/// Erases `user` and everything they hold: every row (`SqlStore::erase_person`), their files'
-/// objects in storage, and their OAuth grants in `revoked` (this instance refuses their access
-/// tokens at once; the others within their next poll).
+/// Erases `user` and everything they hold: their MCP sessions on `mcp` (this instance's, and
+/// with shared sessions every instance's and their records in Redis), every row
+/// (`SqlStore::erase_person`), their files' objects in storage, and their OAuth grants in
+/// `revoked` (this instance refuses their access tokens at once; the others within their next
+/// poll).
 pub(crate) async fn erase_account(
     backends: &OpenedBackends,
     revoked: Option<&mirobody_auth::RevokedGrants>,
+    mcp: Option<&McpHttp>,
     user: &str,
 ) -> BackendResult<ErasedPerson> {
+    // First, so that nothing running in a session writes after its rows are gone.
+    let sessions = match mcp {
+        Some(mcp) => mcp.end_sessions_of(user).await.map_err(|e| e.to_string()),
+        None => Ok(0),
+    };
     let erased = backends.sql().erase_person(user).await?;
     if let Some(revoked) = revoked {
         revoked.extend(erased.grants.iter().map(String::as_str));
@@ -226,6 +238,12 @@ pub(crate) async fn erase_account(
             )));
         }
     }
-    tracing::info!(user, files = erased.objects.len(), "account erased");
+    let sessions = sessions.map_err(|e| {
+        BackendError::new(format!(
+            "The account's data is deleted but its MCP sessions on other instances are not ended \
+             ({e}); run the deletion again."
+        ))
+    })?;
+    tracing::info!(user, files = erased.objects.len(), sessions, "account erased");
     Ok(erased)
 }

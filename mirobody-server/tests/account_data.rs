@@ -1,8 +1,8 @@
 //! The access page's health data: a person signed in with a browser cookie downloads
 //! everything (the same FHIR Bundle as `GET /export`), deletes a file and an import, and
-//! deletes the account after typing their email. Over plain HTTP: a form without the
-//! session's CSRF token (or with another session's) is refused and deletes nothing, and one
-//! person's forms never reach another's file, import or data. In headless Chromium
+//! deletes the account after typing their email (which ends their MCP session too). Over
+//! plain HTTP: a form without the session's CSRF token (or with another session's) is refused
+//! and deletes nothing, and one person's forms never reach another's file, import or data. In headless Chromium
 //! (`browser/account_data.mjs`): the same steps clicked through as a person would.
 //!
 //! What the browser test cannot set up (Chromium, playwright-core) is reported SKIPPED, or
@@ -80,6 +80,33 @@ fn add_person(data_dir: &Path, person: &Person) -> Held {
     let content = base64_of(note.as_bytes());
     let upload = call(data_dir, person.id, "upload_file", &json!({"filename": "note.txt", "content_base64": content}));
     Held { file: upload["file_key"].as_str().expect("a file key").to_owned(), import }
+}
+
+/// A bearer token of `user` for the server on `port`, and an MCP session opened with it.
+fn mcp_session(data_dir: &Path, port: u16, user: &str) -> (String, String) {
+    let output = clean_command()
+        .args(["token", "--user", user, "--ttl", "3600"])
+        .env("MIROBODY_BACKENDS__DATA_DIR", data_dir)
+        .env("MIROBODY_PUBLIC_BASE_URL", format!("http://127.0.0.1:{port}"))
+        .output()
+        .expect("run the CLI");
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let token = String::from_utf8_lossy(&output.stdout).trim().to_owned();
+    let sid = session(port, &token);
+    (token, sid)
+}
+
+/// The status of a `tools/list` on MCP session `sid`.
+fn mcp_status(port: u16, token: &str, sid: &str) -> u16 {
+    let auth = format!("Bearer {token}");
+    let headers = [
+        ("authorization", auth.as_str()),
+        ("content-type", "application/json"),
+        ("accept", "application/json, text/event-stream"),
+        ("mcp-session-id", sid),
+    ];
+    let body = json!({"jsonrpc": "2.0", "id": 5, "method": "tools/list"}).to_string();
+    request(port, "POST", "/mcp", &headers, body.as_bytes()).0
 }
 
 /// Whether the access page lists a delete button for `id`.
@@ -241,6 +268,9 @@ fn a_person_deletes_a_file_an_import_and_the_account_on_the_page() {
     let (data_dir, port, ada_held, bob_held) = server("account-data-delete");
     let (ada_file, bob_file) = (ada_held.file, bob_held.file);
     let _server = KillOnDrop(start_with(&data_dir, port, Stdio::null(), &NO_LIMITS));
+    // Ada's MCP client, with a session open.
+    let (token, mcp_session) = mcp_session(&data_dir, port, ADA.id);
+    assert_eq!(mcp_status(port, &token, &mcp_session), 200);
     let ada = sign_in(port, &ADA);
     let csrf = csrf_of(&account_page(port, &ada));
     let (status, head, _) = post_form(port, &ada, "/account/files/delete", &[("csrf", &csrf), ("id", &ada_file)]);
@@ -265,6 +295,7 @@ fn a_person_deletes_a_file_an_import_and_the_account_on_the_page() {
     assert_eq!(status, 200, "{head}{body}");
     assert!(body.contains("Your account is deleted"), "{body}");
     assert!(set_cookies(&head).iter().any(|c| c == "mirobody_session="), "the cookie is cleared: {head}");
+    assert_eq!(mcp_status(port, &token, &mcp_session), 404, "her MCP session ended with the account");
     let (status, head, _) = request(port, "GET", "/account", &[("cookie", &ada)], b"");
     assert_eq!(status, 303, "the session ended with the account: {head}");
     let (status, head) = try_sign_in(port, &ADA);

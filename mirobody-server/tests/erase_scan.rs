@@ -3,7 +3,8 @@
 //! and a file in S3 (PyPI's `moto`), once deleted, is found nowhere (neither their id nor a
 //! value only they held) in the database (every row of the PostgreSQL schema, `pg_dump`; every
 //! byte of the SQLite files), in Redis (every key and value, `SCAN`) or in the bucket (every
-//! key and object).
+//! key and object). And their MCP session is over: its record and the index of their sessions
+//! are gone from Redis, and the session id is 404 on the MCP endpoint.
 //!
 //! Needs `MIROBODY_TEST_REDIS_URL` (and `MIROBODY_TEST_POSTGRES_URL` for PostgreSQL), Python
 //! for moto; without them the test says `SKIPPED: <why>`, and fails under
@@ -152,8 +153,9 @@ fn files_holding(dir: &Path, needles: &[&str]) -> Vec<String> {
     found
 }
 
-/// What the person does before deleting their account, over HTTP with a bearer token.
-fn use_everything(setup: &Setup, user: &str, known: &str) -> String {
+/// What the person does before deleting their account, over HTTP with a bearer token; their
+/// token and MCP session id.
+fn use_everything(setup: &Setup, user: &str, known: &str) -> (String, String) {
     let email = format!("{user}@example.com");
     setup.cli(&["user", "add", "--email", &email, "--id", user, "--password-stdin"], "a long enough password 1");
     let token = setup.cli(&["token", "--user", user, "--ttl", "3600"], "");
@@ -176,7 +178,33 @@ fn use_everything(setup: &Setup, user: &str, known: &str) -> String {
     assert!(fetched.to_string().contains("61"), "{fetched}");
     let profile = tool(port, &token, &sid, "get_user_health_profile", json!({}));
     assert!(profile.get("error").is_none(), "{profile}");
-    token
+    (token, sid)
+}
+
+/// The status of a `tools/list` on session `sid` as the holder of `token`.
+fn mcp_status(port: u16, token: &str, sid: &str) -> u16 {
+    let auth = format!("Bearer {token}");
+    let headers = [
+        ("authorization", auth.as_str()),
+        ("content-type", "application/json"),
+        ("accept", "application/json, text/event-stream"),
+        ("mcp-session-id", sid),
+        ("mcp-protocol-version", "2025-11-25"),
+    ];
+    let body = json!({"jsonrpc": "2.0", "id": 5, "method": "tools/list"}).to_string();
+    request(port, "POST", "/mcp", &headers, body.as_bytes()).0
+}
+
+/// Every key under `prefix` that holds a session's record or a person's index of sessions,
+/// with its type.
+fn session_keys(url: &str, prefix: &str) -> std::collections::BTreeSet<(String, String)> {
+    let mut conn = redis::Client::open(url).unwrap().get_connection().unwrap();
+    let keys: Vec<String> = redis::cmd("KEYS").arg(format!("{prefix}session:*")).query(&mut conn).unwrap();
+    let typed = keys.into_iter().map(|key| {
+        let kind: String = redis::cmd("TYPE").arg(&key).query(&mut conn).unwrap();
+        (key, kind)
+    });
+    typed.collect()
 }
 
 fn base64_of(bytes: &[u8]) -> String {
@@ -243,9 +271,17 @@ fn scan_after_erasure(postgres: bool) {
     let known = format!("Numbatplum{}", free_port());
     let other = format!("kept-{name}-{}", std::process::id());
     let other_known = format!("Bilbyberry{}", free_port());
-    let token = use_everything(&setup, &user, &known);
-    use_everything(&setup, &other, &other_known);
-    let needles = [user.as_str(), known.as_str()];
+    let (token, sid) = use_everything(&setup, &user, &known);
+    let (other_token, other_sid) = use_everything(&setup, &other, &other_known);
+    // Shared sessions only: a third person, deleted with the CLI, which reaches the server's
+    // sessions through Redis alone.
+    let by_cli = format!("cli-deleted-{name}-{}", std::process::id());
+    let by_cli_known = format!("Quokkaquince{}", free_port());
+    let by_cli_session = postgres.then(|| use_everything(&setup, &by_cli, &by_cli_known));
+    let mut needles = vec![user.as_str(), known.as_str()];
+    if postgres {
+        needles.extend([by_cli.as_str(), by_cli_known.as_str()]);
+    }
     // Before: the scans find the person (so a scan that finds nothing proves something).
     let (objects, found) = bucket_holding(&moto, &bucket, &needles);
     assert!(objects > 0 && !found.is_empty(), "the bucket holds the file: {found:?}");
@@ -253,7 +289,26 @@ fn scan_after_erasure(postgres: bool) {
         assert!(holds(&pg_dump(url, &unique), &known), "the schema holds the value");
     }
 
+    let prefix = format!("{unique}.");
+    let sessions_before = session_keys(&redis, &prefix);
+    assert_eq!(mcp_status(setup.port, &token, &sid), 200, "the session works before");
+
     delete_account(&setup, &token, &user);
+    // Their session is over at once; the other person's goes on.
+    assert_eq!(mcp_status(setup.port, &token, &sid), 404, "the deleted account's session");
+    assert_eq!(mcp_status(setup.port, &other_token, &other_sid), 200, "the other's session");
+    // Shared (PostgreSQL): the session's record and the person's index of sessions are gone
+    // from Redis, and nothing else; each person had one of each. Not shared: Redis holds none.
+    let sessions_after = session_keys(&redis, &prefix);
+    if let Some((by_cli_token, by_cli_sid)) = &by_cli_session {
+        one_session_ended(&sessions_before, &sessions_after, 4);
+        setup.cli(&["delete", "account", "--user", &by_cli, "--confirm", &by_cli], "");
+        assert_eq!(mcp_status(setup.port, by_cli_token, by_cli_sid), 404, "the session of the CLI's deletion");
+        assert_eq!(mcp_status(setup.port, &other_token, &other_sid), 200, "the other's session");
+        one_session_ended(&sessions_after, &session_keys(&redis, &prefix), 2);
+    } else {
+        assert!(sessions_before.is_empty() && sessions_after.is_empty(), "{sessions_before:?}");
+    }
     // What runs after a response (the access log's queue) has had its time.
     std::thread::sleep(std::time::Duration::from_secs(2));
     drop(server);
@@ -271,6 +326,21 @@ fn scan_after_erasure(postgres: bool) {
     // The other person's data is where it was.
     let other_needles = [other.as_str(), other_known.as_str()];
     assert!(!bucket_holding(&moto, &bucket, &other_needles).1.is_empty(), "the other's file is kept");
+}
+
+/// That the session keys went from `before` to `after` by one record and one index (one
+/// person's session ended), `kept` left.
+fn one_session_ended(
+    before: &std::collections::BTreeSet<(String, String)>,
+    after: &std::collections::BTreeSet<(String, String)>,
+    kept: usize,
+) {
+    let gone: Vec<_> = before.difference(after).collect();
+    let mut kinds: Vec<&str> = gone.iter().map(|(_, kind)| kind.as_str()).collect();
+    kinds.sort_unstable();
+    assert_eq!(kinds, ["string", "zset"], "the record and the index went: {gone:?}");
+    assert!(after.is_subset(before), "nothing new: {after:?}");
+    assert_eq!(after.len(), kept, "the others' records and indexes stay: {after:?}");
 }
 
 /// The schema's rows, as `pg_dump --data-only` writes them.

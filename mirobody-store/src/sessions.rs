@@ -1,12 +1,14 @@
 //! MCP sessions shared through Redis (core's `SessionBackplane`), so that every instance of
 //! the server behind one load balancer serves every session: a record per session (and a
 //! client's answer on its way to another instance) under `<prefix>session:<id>` with an expiry,
+//! each person's index of their sessions there too (a sorted set, by when each was added),
 //! apart from the cache's `<prefix>cache:` keys, and events on the `<prefix>session-events`
 //! channel. What is kept and carried comes sealed and signed from the MCP layer: Redis only
 //! keeps and carries bytes it cannot read.
 //!
 //! The commands used, for a Redis ACL user limited to the prefix: `GET` (the cache's),
-//! `GETRANGE`, `SET`, `DEL`, `PEXPIRE`, `PUBLISH`, `SUBSCRIBE` (and `PING`, `HELLO` and `CLIENT` the client sends itself);
+//! `GETRANGE`, `SET`, `DEL`, `PEXPIRE`, `ZADD`, `ZREMRANGEBYRANK`, `ZRANGE`, `PUBLISH`,
+//! `SUBSCRIBE` (and `PING`, `HELLO` and `CLIENT` the client sends itself);
 //! the README's deployment guide gives the line.
 
 use std::time::Duration;
@@ -82,6 +84,34 @@ impl SessionBackplane for RedisCache {
             pipe.query_async::<()>(&mut conn).await.map_err(redis_error)?;
         }
         Ok(())
+    }
+
+    async fn add_member(&self, id: &str, member: Vec<u8>, max: usize, ttl: Duration) -> BackendResult<()> {
+        let key = self.session_key(id);
+        // Scored by when it was added: the bound drops the lowest ranks, those added first.
+        let at = mirobody_core::clock::now_ms();
+        let keep = i64::try_from(max.max(1)).unwrap_or(i64::MAX);
+        let mut pipe = redis::pipe();
+        pipe.cmd("ZADD").arg(&key).arg(at).arg(member).ignore();
+        pipe.cmd("ZREMRANGEBYRANK").arg(&key).arg(0).arg(-keep - 1).ignore();
+        pipe.cmd("PEXPIRE").arg(&key).arg(millis(ttl)).ignore();
+        let mut conn = self.connection();
+        pipe.query_async::<()>(&mut conn).await.map_err(redis_error)
+    }
+
+    async fn members(&self, id: &str, max: usize) -> BackendResult<Vec<Vec<u8>>> {
+        if max == 0 {
+            return Ok(Vec::new());
+        }
+        let last = i64::try_from(max - 1).unwrap_or(i64::MAX);
+        let mut conn = self.connection();
+        redis::cmd("ZRANGE")
+            .arg(self.session_key(id))
+            .arg(0)
+            .arg(last)
+            .query_async(&mut conn)
+            .await
+            .map_err(redis_error)
     }
 
     async fn publish(&self, event: Vec<u8>) -> BackendResult<()> {

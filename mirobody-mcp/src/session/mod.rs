@@ -131,6 +131,9 @@ pub struct Session {
     made_anonymous: bool,
     // Claimed here and not yet written to the shared record (shared sessions only).
     claim_unsaved: std::sync::atomic::AtomicBool,
+    // In its owner's index of sessions (shared sessions only): added once, when its record is
+    // first written with an owner.
+    owner_indexed: std::sync::atomic::AtomicBool,
     caller: Option<crate::session::limits::Caller>,
     // The caller's count of sessions, given back when the session goes.
     slot: Mutex<Option<crate::session::limits::Slot>>,
@@ -169,6 +172,7 @@ impl Session {
             owner: OnceLock::new(),
             made_anonymous: true,
             claim_unsaved: std::sync::atomic::AtomicBool::new(false),
+            owner_indexed: std::sync::atomic::AtomicBool::new(false),
             caller: None,
             slot: Mutex::new(None),
             closing: std::sync::atomic::AtomicBool::new(false),
@@ -220,6 +224,17 @@ impl Session {
     /// sessions then writes its record, so every instance knows its owner.
     pub(crate) fn take_unsaved_claim(&self) -> bool {
         self.claim_unsaved.swap(false, Ordering::AcqRel)
+    }
+
+    /// Whether the session is in its owner's index of shared sessions (see `SharedSessions`).
+    pub(crate) fn owner_indexed(&self) -> bool {
+        self.owner_indexed.load(Ordering::Acquire)
+    }
+
+    /// Notes that the session is in its owner's index: added there, or read from a record
+    /// whose writer added it.
+    pub(crate) fn set_owner_indexed(&self) {
+        self.owner_indexed.store(true, Ordering::Release);
     }
 
     /// The session id.

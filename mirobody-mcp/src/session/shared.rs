@@ -14,9 +14,12 @@
 //! sealed and signed). Beyond that, nothing a person or a tool said travels at all: a client's
 //! answers are kept sealed for a minute under a random reference that alone goes out, and a
 //! task's status change carries its id, owner and status, the receiver reading the task from
-//! the task store.
+//! the task store. Each owner's sessions are indexed beside their records (`owners.rs`), so
+//! that all of a person's can be ended at once.
 
 use crate::metrics::BackplaneMetrics;
+
+mod owners;
 
 use super::seal::{BackplaneKeys, Guard, Refusal, RefusedEvents, now_ms};
 use super::*;
@@ -336,6 +339,9 @@ impl SharedSessions {
         let (Some(id), Some(record)) = (session.id(), Record::of(session)) else { return Ok(()) };
         let bytes = serde_json::to_vec(&record).map_err(encode_error)?;
         let sealed = self.trust.keys.seal(RECORD, id, &bytes);
+        // Indexed before its record is written, so that its owner's sessions are found with
+        // it. Once per session, never per request.
+        self.index(session).await;
         self.backplane.save(&self.trust.keys.name(id), sealed, self.ttl).await?;
         // The change is answered once its announcement came back through the backplane, which
         // hands it to every instance at once: the client's next request, wherever it lands,
@@ -381,12 +387,14 @@ impl SharedSessions {
         self.announce(Heard::Ended { session: id.to_owned() }).await
     }
 
-    /// Keeps the records of `ids` another [`ttl`](Self::ttl).
-    pub(crate) async fn renew(&self, ids: &[String]) -> BackendResult<()> {
+    /// Keeps the records of `ids`, and the indexes of the sessions of `owners`, another
+    /// [`ttl`](Self::ttl): in one call to the backplane.
+    pub(crate) async fn renew(&self, ids: &[String], owners: &[String]) -> BackendResult<()> {
         if ids.is_empty() {
             return Ok(());
         }
-        let names: Vec<String> = ids.iter().map(|id| self.trust.keys.name(id)).collect();
+        let records = ids.iter().map(|id| self.trust.keys.name(id));
+        let names: Vec<String> = records.chain(owners.iter().map(|owner| self.index_name(owner))).collect();
         self.backplane.renew(&names, self.ttl).await
     }
 
@@ -726,7 +734,7 @@ mod tests {
         backplane.save(&a.trust.keys.name("s3"), plain, Duration::from_secs(60)).await.unwrap();
         assert_eq!(b.load("s3").await.unwrap(), None);
         // Renewed and removed under the same name.
-        b.renew(&["s1".to_owned()]).await.unwrap();
+        b.renew(&["s1".to_owned()], &["alice".to_owned()]).await.unwrap();
         b.end("s1").await.unwrap();
         assert_eq!(b.load("s1").await.unwrap(), None);
         assert_eq!(b.refused().unreadable, 2);

@@ -214,11 +214,31 @@ impl SessionStore {
         unused.len()
     }
 
-    /// The ids of the sessions used here within `within`.
-    pub(crate) fn used_within(&self, within: Duration) -> Vec<String> {
+    /// The ids of the sessions used here within `within`, and their owners (each once).
+    pub(crate) fn used_within(&self, within: Duration) -> (Vec<String>, Vec<String>) {
         let now = clock_ms();
         let sessions = lock(&self.sessions);
-        sessions.by_id.iter().filter(|(_, s)| s.idle_at(now) <= within).map(|(id, _)| id.clone()).collect()
+        let used = sessions.by_id.iter().filter(|(_, s)| s.idle_at(now) <= within);
+        let (mut ids, mut owners) = (Vec::new(), Vec::new());
+        for (id, session) in used {
+            ids.push(id.clone());
+            owners.extend(session.owner().map(str::to_owned));
+        }
+        drop(sessions);
+        owners.sort_unstable();
+        owners.dedup();
+        (ids, owners)
+    }
+
+    /// Ends every session of `user_id` here, with what runs in them; their ids.
+    pub(crate) fn remove_all_of(&self, user_id: &str) -> Vec<String> {
+        let mut sessions = lock(&self.sessions);
+        let theirs: Vec<String> =
+            sessions.by_id.iter().filter(|(_, s)| s.belongs_to(Some(user_id))).map(|(id, _)| id.clone()).collect();
+        for id in &theirs {
+            sessions.remove(id);
+        }
+        theirs
     }
 
     /// Drops every idle session; how many went.

@@ -252,16 +252,19 @@ async fn a_record_lives_while_the_session_is_used_anywhere_and_goes_when_it_is_n
     let idle = with(|o: &mut HttpOptions| o.session_idle_timeout = Duration::from_secs(2));
     let a = TestServer::sharing(Arc::clone(&backplane) as _, idle.clone()).await;
     let b = TestServer::sharing(Arc::clone(&backplane) as _, idle).await;
-    let client = a.initialized(json!({})).await;
-    // Used through a for twice the record's life: a renews it, so b still finds it.
+    let client = a.initialized_as(UserInfo::authenticated("alice"), json!({})).await;
+    // Used through a for twice the record's life: a renews it (and the index of alice's
+    // sessions with it), so b still finds it.
     for _ in 0..8 {
         tokio::time::sleep(Duration::from_millis(500)).await;
         client.call("ping", json!({})).await.result();
     }
     client.via(&b).call("ping", json!({})).await.result();
+    assert_eq!(backplane.sets(), 1, "alice's index lives as long");
     // Unused for longer than its life: gone everywhere.
     tokio::time::sleep(Duration::from_millis(4_500)).await;
     assert!(backplane.is_empty());
+    assert_eq!(backplane.sets(), 0, "and so is the index");
     assert_eq!(client.via(&b).call("ping", json!({})).await.status, StatusCode::NOT_FOUND);
     assert_eq!(client.call("ping", json!({})).await.status, StatusCode::NOT_FOUND);
 }

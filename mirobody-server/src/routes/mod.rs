@@ -58,6 +58,8 @@ struct Inner {
     oauth: Option<mirobody_oauth::OAuthServer>,
     // The grants whose access tokens stop at once, for an account deleted here.
     revoked: Option<mirobody_auth::RevokedGrants>,
+    // The MCP endpoint whose sessions an account deleted here loses.
+    mcp: Option<mirobody_mcp::http::McpHttp>,
 }
 
 /// How long a request waits for its turn to be received before it is told to come back.
@@ -85,6 +87,8 @@ pub(crate) struct RouteSettings {
     pub(crate) oauth: Option<mirobody_oauth::OAuthServer>,
     /// The grants whose access tokens stop at once.
     pub(crate) revoked: Option<mirobody_auth::RevokedGrants>,
+    /// The MCP endpoint whose sessions a deleted account loses.
+    pub(crate) mcp: Option<mirobody_mcp::http::McpHttp>,
 }
 
 /// Every route of this module, under `settings.prefix`.
@@ -104,6 +108,7 @@ pub(crate) fn router(backends: Arc<OpenedBackends>, auth: Authenticator, setting
             memory_capacity: settings.max_inflight_bytes.clamp(1, Semaphore::MAX_PERMITS),
             oauth: settings.oauth,
             revoked: settings.revoked,
+            mcp: settings.mcp,
         }),
     };
     let prefix = settings.prefix;

@@ -78,7 +78,8 @@ async fn delete(State(routes): State<Routes>, request: Request<Body>) -> Respons
             );
         }
         let revoked = routes.inner.revoked.as_ref();
-        return match crate::personal::erase_account(routes.backends(), revoked, &owner).await {
+        let mcp = routes.inner.mcp.as_ref();
+        return match crate::personal::erase_account(routes.backends(), revoked, mcp, &owner).await {
             Ok(_) => (StatusCode::OK, axum::Json(json!({"deleted": true, "kind": "account"}))).into_response(),
             Err(e) => error(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
         };

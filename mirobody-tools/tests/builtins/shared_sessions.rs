@@ -48,6 +48,41 @@ async fn redis_keeps_session_records_until_they_expire_or_are_removed() {
 }
 
 #[tokio::test]
+async fn redis_keeps_sets_of_members_bounded_with_an_expiry() {
+    let Some((url, prefix)) = redis("redis_keeps_sets").await else { return };
+    let redis = RedisCache::connect(&url, &prefix).await.unwrap();
+    let ttl = Duration::from_secs(30);
+    for member in ["m1", "m2", "m3", "m4"] {
+        redis.add_member("owner", member.as_bytes().to_vec(), 3, ttl).await.unwrap();
+        // Scored by the millisecond: one each, so the oldest is the one dropped.
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+    let listed = redis.members("owner", 10).await.unwrap();
+    assert_eq!(listed, [b"m2".to_vec(), b"m3".to_vec(), b"m4".to_vec()], "the oldest dropped past the bound");
+    assert_eq!(redis.members("owner", 2).await.unwrap().len(), 2);
+    assert_eq!(redis.members("nobody", 10).await.unwrap(), Vec::<Vec<u8>>::new());
+    // A real sorted set under the records' namespace, with the expiry given.
+    let mut conn = redis::Client::open(url.as_str()).unwrap().get_multiplexed_async_connection().await.unwrap();
+    let key = format!("{prefix}session:owner");
+    let kind: String = redis::cmd("TYPE").arg(&key).query_async(&mut conn).await.unwrap();
+    assert_eq!(kind, "zset");
+    let left: i64 = redis::cmd("PTTL").arg(&key).query_async(&mut conn).await.unwrap();
+    assert!(left > 25_000 && left <= 30_000, "{left} ms left");
+    // Renewed and removed as a record is.
+    redis.renew(&["owner".into()], Duration::from_secs(90)).await.unwrap();
+    let left: i64 = redis::cmd("PTTL").arg(&key).query_async(&mut conn).await.unwrap();
+    assert!(left > 85_000, "{left} ms left");
+    redis.remove("owner").await.unwrap();
+    let exists: i64 = redis::cmd("EXISTS").arg(&key).query_async(&mut conn).await.unwrap();
+    assert_eq!(exists, 0);
+    assert!(redis.members("owner", 10).await.unwrap().is_empty());
+    // And it expires.
+    redis.add_member("brief", b"m".to_vec(), 3, Duration::from_millis(100)).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(redis.members("brief", 10).await.unwrap().is_empty(), "expired");
+}
+
+#[tokio::test]
 async fn redis_carries_events_to_every_subscriber_of_its_prefix() {
     let Some((url, prefix)) = redis("redis_carries_events").await else { return };
     let a = RedisCache::connect(&url, &prefix).await.unwrap();
@@ -229,7 +264,7 @@ async fn the_deployment_guides_acl_user_can_do_all_the_server_needs_and_no_more(
     // The guide's line, with this test's user, password and prefix.
     let line = format!(
         "ACL SETUSER {user} reset on >{password} ~{prefix}* &{prefix}* \
-         +get +getrange +set +del +pexpire +publish +subscribe +unsubscribe +ping"
+         +get +getrange +set +del +pexpire +zadd +zremrangebyrank +zrange +publish +subscribe +unsubscribe +ping"
     );
     let args: Vec<&str> = line.split_whitespace().skip(1).collect();
     let _: () = redis::cmd("ACL").arg(&args).query_async(&mut admin).await.unwrap();
@@ -244,6 +279,10 @@ async fn the_deployment_guides_acl_user_can_do_all_the_server_needs_and_no_more(
         limited.save("s1", b"record".to_vec(), Duration::from_secs(30)).await.unwrap();
         limited.renew(&["s1".into()], Duration::from_secs(60)).await.unwrap();
         assert_eq!(limited.load("s1").await.unwrap(), Some(b"record".to_vec()));
+        limited.add_member("o1", b"member".to_vec(), 8, Duration::from_secs(30)).await.unwrap();
+        limited.renew(&["o1".into()], Duration::from_secs(60)).await.unwrap();
+        assert_eq!(limited.members("o1", 8).await.unwrap(), [b"member".to_vec()]);
+        limited.remove("o1").await.unwrap();
         limited.publish(b"hello".to_vec()).await.unwrap();
         let event = tokio::time::timeout(Duration::from_secs(5), events.next()).await.unwrap();
         assert_eq!(event, Some(b"hello".to_vec()));

@@ -218,6 +218,28 @@ impl McpHttp {
         self.inner.shared.as_ref().map(|shared| shared.refused())
     }
 
+    /// Ends every session of `user_id` (their account deleted, say): this instance's at once,
+    /// with the calls running in them; and, when sessions are shared, every other instance's,
+    /// their records and the index of their sessions removed from the backplane and every
+    /// instance told to drop its copies (a request on any of them, anywhere, gets 404 once this
+    /// returns). Returns how many sessions were ended.
+    ///
+    /// # Errors
+    ///
+    /// The backplane cannot be reached: this instance's sessions are ended all the same, those
+    /// of the others end with their idle timeout unless this is called again.
+    pub async fn end_sessions_of(&self, user_id: &str) -> Result<usize, mirobody_core::BackendError> {
+        let here = self.inner.sessions.remove_all_of(user_id);
+        for id in &here {
+            // As when a session ends: questions waiting in it fail now.
+            self.inner.engine.pending().abandon(Some(id));
+        }
+        match &self.inner.shared {
+            Some(shared) => Ok(shared.end_sessions_of(user_id, &here).await?.len()),
+            None => Ok(here.len()),
+        }
+    }
+
     /// Who holds what now, and the bounds per caller.
     pub fn callers(&self) -> &Arc<Callers> {
         &self.inner.callers

@@ -37,6 +37,10 @@ pub(super) async fn adopt(
     let session = record.to_session(id, &protocol::SUPPORTED_VERSIONS).ok_or_else(session_not_found)?;
     let caller = inner.callers.caller(CallerKey::of(user, extensions));
     let session = inner.sessions.adopt(session, caller).map_err(|refused| session_refused(refused, None))?;
+    // The instance that wrote the record with its owner indexed it; a claim here indexes it.
+    if !claimed && session.owner().is_some() {
+        session.set_owner_indexed();
+    }
     if claimed && shared.save(&session).await.is_err() {
         return Err(unreachable_sessions(None));
     }
@@ -307,8 +311,8 @@ async fn keep_records_alive(weak: Weak<HttpInner>, ttl: Duration) {
         tick.tick().await;
         let Some(inner) = weak.upgrade() else { return };
         let Some(shared) = &inner.shared else { return };
-        let used = inner.sessions.used_within(every * 3 / 2);
-        if let Err(e) = shared.renew(&used).await {
+        let (used, owners) = inner.sessions.used_within(every * 3 / 2);
+        if let Err(e) = shared.renew(&used, &owners).await {
             tracing::warn!(error = %e, sessions = used.len(), "could not renew shared session records");
         }
     }
