@@ -24,6 +24,10 @@ mod deletion;
 #[path = "builtins/ranges.rs"]
 mod ranges;
 
+/// HL7's own R4 examples (npm): every resource stored and found, or answered with a reason.
+#[path = "builtins/hl7_examples.rs"]
+mod hl7_examples;
+
 /// The health tools' `outputSchema`, and every structured result checked against it.
 #[path = "builtins/output_schemas.rs"]
 mod output_schemas;

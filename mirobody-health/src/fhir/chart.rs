@@ -18,6 +18,8 @@ const MAX_DOSAGES: usize = 5;
 const MAX_TEXT_CHARS: usize = 500;
 /// The most results of one report linked.
 const MAX_RESULTS: usize = 100;
+/// The most ingredients that name a Medication without a code.
+const MAX_INGREDIENTS: usize = 20;
 /// The most attachments of one report described.
 const MAX_ATTACHMENTS: usize = 10;
 /// The largest attachment taken, decoded: a larger one is refused rather than half kept.
@@ -58,7 +60,7 @@ pub(super) fn report(resource: &Value, object: &Map<String, Value>, refs: &Refs<
         let display = named(object, "code", base)?;
         let time_ms = first_time(object, base, &["effectiveDateTime", "effectivePeriod.start", "issued"])?;
         let mut detail = Map::new();
-        let results = results(object, refs, base)?;
+        let results = results(object, refs, base, time_ms)?;
         if !results.is_empty() {
             detail.insert("results".into(), Value::Array(results));
         }
@@ -121,13 +123,32 @@ fn read_medication(
     record(RecordKind::Medication, base, resource, object, display, time_ms, detail)
 }
 
-/// What a `Medication` resource calls its drug: its code's label.
+/// What a `Medication` resource calls its drug: its code's label, else its ingredients'
+/// (`itemCodeableConcept`) joined with ` + `, as a compounded drug (HL7's TPN example) names
+/// only those.
 fn medication_name(medication: &Value) -> Result<Option<String>, String> {
+    const BASE: &str = "Medication";
     let Some(object) = medication.as_object() else { return Ok(None) };
-    if object.get("resourceType").and_then(Value::as_str) != Some("Medication") {
+    if object.get("resourceType").and_then(Value::as_str) != Some(BASE) {
         return Ok(None);
     }
-    Ok(Concept::read_field(object, "code", "Medication")?.as_ref().and_then(Concept::label).map(str::to_owned))
+    if let Some(label) = Concept::read_field(object, "code", BASE)?.as_ref().and_then(Concept::label) {
+        return Ok(Some(label.to_owned()));
+    }
+    let mut names = Vec::new();
+    for (i, ingredient) in
+        array_field(object, "ingredient", BASE)?.into_iter().flatten().enumerate().take(MAX_INGREDIENTS)
+    {
+        let path = format!("{BASE}.ingredient[{i}]");
+        let ingredient = ingredient.as_object().ok_or_else(|| format!("{path} must be an object"))?;
+        if let Some(label) =
+            Concept::read_field(ingredient, "itemCodeableConcept", &path)?.as_ref().and_then(Concept::label)
+        {
+            names.push(label);
+        }
+    }
+    let joined = names.join(" + ");
+    Ok((!joined.is_empty()).then(|| cap_chars(&joined, MAX_TEXT_CHARS).0.to_owned()))
 }
 
 /// The label of the `CodeableConcept` `key` that names the record.
@@ -168,14 +189,20 @@ fn record(
 /// A report's `result`s: each the source id its Observation is stored under, with its name and
 /// value when the Observation is in the same request; a reference to one elsewhere keeps the
 /// source id it would be stored under (`Observation/{id}`).
-fn results(object: &Map<String, Value>, refs: &Refs<'_>, base: &str) -> Result<Vec<Value>, String> {
+fn results(
+    object: &Map<String, Value>,
+    refs: &Refs<'_>,
+    base: &str,
+    time_ms: Option<i64>,
+) -> Result<Vec<Value>, String> {
     let mut out = Vec::new();
     for (i, result) in array_field(object, "result", base)?.into_iter().flatten().enumerate().take(MAX_RESULTS) {
         let path = format!("{base}.result[{i}]");
         let result = result.as_object().ok_or_else(|| format!("{path} must be an object"))?;
         let Some(reference) = text_field(result, "reference", &path)? else { continue };
         let found = refs.resolve(reference, object).and_then(|r| Some((r, r.as_object()?)));
-        let linked = match found.map(|(r, o)| observation::parse(r, o)) {
+        // A result without a time of its own takes the report's, as it does when imported.
+        let linked = match found.map(|(r, o)| observation::parse_with(r, o, time_ms)) {
             Some(EntryInput::Item(ImportItem::Observation(o))) => {
                 let point = o.points.first();
                 let value = point.map(|p| match (p.value, &p.value_text, &p.unit) {

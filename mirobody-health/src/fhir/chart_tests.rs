@@ -177,3 +177,68 @@ fn an_attachment_past_the_bound_is_refused() {
     let EntryInput::Invalid(why) = one(report(&over)) else { panic!() };
     assert_eq!(why, "DiagnosticReport.presentedForm[0].data is larger than 10 MiB");
 }
+
+/// HL7's lipid and laboratory Bundles give the time on the report or a panel only: each
+/// result takes it, through panels (`hasMember`) too, and one nothing lists (or a lone
+/// resource) is still refused for it.
+#[test]
+fn a_result_without_a_time_takes_its_reports() {
+    let result = |id: &str| {
+        json!({"resourceType": "Observation", "id": id, "status": "final",
+               "code": {"coding": [{"system": "http://loinc.org", "code": "35200-5", "display": "Cholesterol"}]},
+               "valueQuantity": {"value": 6.3, "unit": "mmol/L"}})
+    };
+    let bundle = json!({"resourceType": "Bundle", "type": "collection", "entry": [
+        {"fullUrl": "https://example.com/base/DiagnosticReport/lipids", "resource": {
+            "resourceType": "DiagnosticReport", "id": "lipids", "status": "final", "code": {"text": "Lipid panel"},
+            "effectiveDateTime": "2011-03-04T08:30:00+11:00", "issued": "2013-01-27T11:45:33+11:00",
+            "result": [{"reference": "Observation/cholesterol"}, {"reference": "#contained"}]}},
+        {"fullUrl": "https://example.com/base/Observation/cholesterol", "resource": result("cholesterol")},
+        {"fullUrl": "https://example.com/base/Observation/alone", "resource": result("alone")},
+        {"resource": {"resourceType": "Observation", "id": "panel", "status": "final", "code": {"text": "Panel"},
+            "issued": "2015-08-17T06:40:17Z", "hasMember": [{"reference": "Observation/member"}]}},
+        {"resource": result("member")},
+    ]});
+    let entries = records(bundle);
+    let EntryInput::Item(ImportItem::Observation(linked)) = &entries[1] else { panic!("{entries:?}") };
+    let at = parse_time_ms("2011-03-04T08:30:00+11:00");
+    assert_eq!((Some(linked.time_ms), linked.points[0].value), (at, Some(6.3)));
+    assert_eq!(linked.points[0].time_ms, linked.time_ms);
+    let EntryInput::Item(ImportItem::Record(report)) = &entries[0] else { panic!("{entries:?}") };
+    assert_eq!(
+        report.detail.as_ref().unwrap()["results"][0],
+        json!({"source_id": "Observation/cholesterol", "name": "Cholesterol", "value": "6.3 mmol/L"})
+    );
+    let EntryInput::Invalid(why) = &entries[2] else { panic!("{entries:?}") };
+    assert!(why.starts_with("Observation has no time"), "{why}");
+    let EntryInput::Item(ImportItem::Observation(member)) = &entries[4] else { panic!("{entries:?}") };
+    assert_eq!(Some(member.time_ms), parse_time_ms("2015-08-17T06:40:17Z"), "the panel's time");
+    let EntryInput::Invalid(why) = one(result("lone")) else { panic!("a lone result has no report") };
+    assert!(why.contains("no DiagnosticReport or panel of the request"), "{why}");
+}
+
+/// HL7's TPN and ointment prescriptions name a contained Medication by its ingredients only.
+#[test]
+fn a_medication_without_a_code_is_named_by_its_ingredients() {
+    let request = |medication: Value| {
+        json!({"resourceType": "MedicationRequest", "id": "medrx0323", "status": "active", "intent": "order",
+               "contained": [medication], "medicationReference": {"reference": "#med0318"},
+               "authoredOn": "2015-01-15"})
+    };
+    let named = record(request(json!({"resourceType": "Medication", "id": "med0318", "ingredient": [
+        {"itemCodeableConcept": {"coding": [{"code": "0338-1134-03", "display": "Clinimix 4.25/10"}]}},
+        {"itemReference": {"reference": "Substance/x"}},
+        {"itemCodeableConcept": {"text": "TPN Electrolytes"}},
+    ]})));
+    assert_eq!(named.display, "Clinimix 4.25/10 + TPN Electrolytes");
+    let EntryInput::Invalid(why) = one(request(json!({"resourceType": "Medication", "id": "med0318"}))) else {
+        panic!("a Medication with neither code nor ingredients names nothing")
+    };
+    assert!(why.starts_with("MedicationRequest names no medication"), "{why}");
+    let EntryInput::Invalid(why) =
+        one(request(json!({"resourceType": "Medication", "id": "med0318", "ingredient": "x"})))
+    else {
+        panic!()
+    };
+    assert!(why.contains("ingredient"), "{why}");
+}

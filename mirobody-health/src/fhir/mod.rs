@@ -2,7 +2,8 @@
 //! health store writes, and building the FHIR answers to them.
 //!
 //! Imported: Observation (one [`HealthPoint`] per value, a blood-pressure panel's components
-//! each their own), Condition (with its clinical status), MedicationStatement and
+//! each their own; one without a time takes that of the report or panel of its Bundle listing
+//! it), Condition (with its clinical status), MedicationStatement and
 //! MedicationRequest (the drug named by a concept, a contained `Medication` or one elsewhere in
 //! the Bundle), AllergyIntolerance, Immunization, Procedure and DiagnosticReport (its results
 //! linked to the Observations' source ids, its `presentedForm` attachments described). Any
@@ -25,6 +26,8 @@ mod observation;
 mod ranges;
 /// Conditions, AllergyIntolerances.
 mod records;
+/// What the entries of a Bundle call each other, and the times reports and panels lend.
+mod refs;
 /// The FHIR answers.
 mod response;
 /// Corrections and removals.
@@ -32,13 +35,13 @@ mod revision;
 /// The bounds a JSON body's shape is checked against before it is parsed.
 pub mod shape;
 
-use std::collections::HashMap;
-
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
 use crate::flags::ReferenceRange;
 use crate::text::{cap_chars, parse_time_ms};
+
+use self::refs::Refs;
 
 pub use self::chart::ReportForm;
 pub(crate) use self::chart::report_forms;
@@ -339,7 +342,7 @@ fn parse_resource(resource: &Value, refs: &Refs<'_>) -> EntryInput {
         Some(_) => return EntryInput::Invalid("resourceType must be a string".to_owned()),
     };
     match resource_type {
-        "Observation" => observation::parse(resource, object),
+        "Observation" => observation::parse_with(resource, object, refs.report_time(resource)),
         "Condition" => records::parse(RecordKind::Condition, resource, object),
         "MedicationStatement" | "MedicationRequest" => chart::medication(resource_type, resource, object, refs),
         "AllergyIntolerance" => records::parse(RecordKind::Allergy, resource, object),
@@ -347,49 +350,6 @@ fn parse_resource(resource: &Value, refs: &Refs<'_>) -> EntryInput {
         "Procedure" => chart::procedure(resource, object),
         "DiagnosticReport" => chart::report(resource, object, refs),
         other => EntryInput::Skipped { resource_type: cap_chars(other, 64).0.to_owned() },
-    }
-}
-
-/// The resources of a Bundle by what another entry may call them: `fullUrl` (a `urn:uuid:`)
-/// and `Type/id`.
-#[derive(Debug, Default)]
-struct Refs<'a>(HashMap<String, &'a Value>);
-
-impl<'a> Refs<'a> {
-    /// Indexes the resources of `entries` (an entry that is not an object is skipped here; it
-    /// is refused on its own).
-    fn of_bundle(entries: &'a [Value]) -> Self {
-        let mut refs = HashMap::new();
-        for entry in entries.iter().filter_map(Value::as_object) {
-            let Some(resource) = field(entry, "resource") else { continue };
-            if let Some(url) = field(entry, "fullUrl").and_then(Value::as_str) {
-                refs.insert(url.to_owned(), resource);
-            }
-            let kind = resource.get("resourceType").and_then(Value::as_str);
-            if let (Some(kind), Some(id)) = (kind, resource.get("id").and_then(Value::as_str)) {
-                refs.insert(format!("{kind}/{id}"), resource);
-            }
-        }
-        Refs(refs)
-    }
-
-    /// The resource `reference` names: `#id` among `contained` of the resource holding it,
-    /// else an entry of the Bundle by its `fullUrl` or `Type/id` (a full URL ending so too).
-    fn resolve<'b>(&self, reference: &str, holder: &'b Map<String, Value>) -> Option<&'b Value>
-    where
-        'a: 'b,
-    {
-        if let Some(id) = reference.strip_prefix('#') {
-            let contained = holder.get("contained").and_then(Value::as_array)?;
-            return contained.iter().find(|c| c.get("id").and_then(Value::as_str) == Some(id));
-        }
-        if let Some(found) = self.0.get(reference) {
-            return Some(found);
-        }
-        // `https://server/fhir/Medication/1` names `Medication/1`.
-        let mut parts = reference.rsplitn(3, '/');
-        let (id, kind) = (parts.next()?, parts.next()?);
-        self.0.get(&format!("{kind}/{id}")).copied()
     }
 }
 

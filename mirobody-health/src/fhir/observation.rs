@@ -15,7 +15,7 @@ use crate::text::{cap_chars, parse_time_ms};
 const LOINC: &str = "http://loinc.org";
 
 /// Where an Observation's time is read from, the first present one winning.
-const TIME_FIELDS: [&str; 4] = ["effectiveDateTime", "effectiveInstant", "effectivePeriod.start", "issued"];
+pub(super) const TIME_FIELDS: [&str; 4] = ["effectiveDateTime", "effectiveInstant", "effectivePeriod.start", "issued"];
 
 /// The `value[x]` members read, in the order they are tried.
 const VALUE_FIELDS: [&str; 7] = [
@@ -30,19 +30,26 @@ const VALUE_FIELDS: [&str; 7] = [
 
 /// Reads one Observation resource (`object` is `resource` as an object).
 pub(super) fn parse(resource: &Value, object: &Map<String, Value>) -> EntryInput {
-    read(resource, object).unwrap_or_else(EntryInput::Invalid)
+    parse_with(resource, object, None)
 }
 
-/// [`parse`], with `?` for the first problem found.
-fn read(resource: &Value, object: &Map<String, Value>) -> Result<EntryInput, String> {
+/// [`parse`], the Observation taking `report_time` (that of a DiagnosticReport or panel
+/// listing it) when it has no time of its own.
+pub(super) fn parse_with(resource: &Value, object: &Map<String, Value>, report_time: Option<i64>) -> EntryInput {
+    read(resource, object, report_time).unwrap_or_else(EntryInput::Invalid)
+}
+
+/// [`parse_with`], with `?` for the first problem found.
+fn read(resource: &Value, object: &Map<String, Value>, report_time: Option<i64>) -> Result<EntryInput, String> {
     /// The start of every path in a message.
     const BASE: &str = "Observation";
     if str_field(object, "status", BASE)? == Some("entered-in-error") {
         return revision::entered_in_error(Target::Observation, BASE, resource, object);
     }
     let (code, display) = code_of(object, BASE)?;
-    let time_ms = first_time(object, BASE, &TIME_FIELDS)?.ok_or_else(|| {
-        "Observation has no time: none of effectiveDateTime, effectiveInstant, effectivePeriod.start or issued"
+    let time_ms = first_time(object, BASE, &TIME_FIELDS)?.or(report_time).ok_or_else(|| {
+        "Observation has no time: none of effectiveDateTime, effectiveInstant, effectivePeriod.start or issued, \
+         and no DiagnosticReport or panel of the request with a time lists it"
             .to_owned()
     })?;
     let mut points = Vec::new();
