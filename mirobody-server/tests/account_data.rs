@@ -96,19 +96,6 @@ fn mcp_session(data_dir: &Path, port: u16, user: &str) -> (String, String) {
     (token, sid)
 }
 
-/// The status of a `tools/list` on MCP session `sid`.
-fn mcp_status(port: u16, token: &str, sid: &str) -> u16 {
-    let auth = format!("Bearer {token}");
-    let headers = [
-        ("authorization", auth.as_str()),
-        ("content-type", "application/json"),
-        ("accept", "application/json, text/event-stream"),
-        ("mcp-session-id", sid),
-    ];
-    let body = json!({"jsonrpc": "2.0", "id": 5, "method": "tools/list"}).to_string();
-    request(port, "POST", "/mcp", &headers, body.as_bytes()).0
-}
-
 /// Whether the access page lists a delete button for `id`.
 fn lists(page: &str, id: &str) -> bool {
     page.contains(&format!("name=\"id\" value=\"{id}\""))

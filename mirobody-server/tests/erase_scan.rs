@@ -16,7 +16,9 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use common::{KillOnDrop, clean_command, free_port, fresh_data_dir, request, server_port, session, start_with, tool};
+use common::{
+    KillOnDrop, clean_command, free_port, fresh_data_dir, mcp_status, request, server_port, session, start_with, tool,
+};
 use mirobody_testkit::{Moto, Peers, PostgresSchema, skip};
 use serde_json::{Value, json};
 
@@ -179,20 +181,6 @@ fn use_everything(setup: &Setup, user: &str, known: &str) -> (String, String) {
     let profile = tool(port, &token, &sid, "get_user_health_profile", json!({}));
     assert!(profile.get("error").is_none(), "{profile}");
     (token, sid)
-}
-
-/// The status of a `tools/list` on session `sid` as the holder of `token`.
-fn mcp_status(port: u16, token: &str, sid: &str) -> u16 {
-    let auth = format!("Bearer {token}");
-    let headers = [
-        ("authorization", auth.as_str()),
-        ("content-type", "application/json"),
-        ("accept", "application/json, text/event-stream"),
-        ("mcp-session-id", sid),
-        ("mcp-protocol-version", "2025-11-25"),
-    ];
-    let body = json!({"jsonrpc": "2.0", "id": 5, "method": "tools/list"}).to_string();
-    request(port, "POST", "/mcp", &headers, body.as_bytes()).0
 }
 
 /// Every key under `prefix` that holds a session's record or a person's index of sessions,

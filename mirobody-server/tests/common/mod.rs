@@ -172,6 +172,21 @@ pub(crate) fn session(port: u16, token: &str) -> String {
         .expect("a session id")
 }
 
+/// The HTTP status of a `tools/list` on MCP session `sid` as the holder of `token`: 200 while
+/// the session lives, 404 once it ended.
+pub(crate) fn mcp_status(port: u16, token: &str, sid: &str) -> u16 {
+    let auth = format!("Bearer {token}");
+    let headers = [
+        ("authorization", auth.as_str()),
+        ("content-type", "application/json"),
+        ("accept", "application/json, text/event-stream"),
+        ("mcp-session-id", sid),
+        ("mcp-protocol-version", "2025-11-25"),
+    ];
+    let body = json!({"jsonrpc": "2.0", "id": 5, "method": "tools/list"}).to_string();
+    request(port, "POST", "/mcp", &headers, body.as_bytes()).0
+}
+
 /// A `tools/call`.
 pub(crate) fn call(port: u16, token: &str, session: &str, id: u64, tool: &str, arguments: Value) -> Option<Value> {
     let request = json!({"jsonrpc":"2.0","id":id,"method":"tools/call","params":{"name":tool,"arguments":arguments}});
