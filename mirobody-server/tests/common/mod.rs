@@ -130,7 +130,9 @@ pub(crate) fn scoped_token(data_dir: &Path, port: u16, user: &str, scopes: &[&st
 /// A JSON-RPC POST to `/mcp` with a bearer token; `None` when the server is gone.
 pub(crate) fn post(port: u16, token: &str, session: Option<&str>, body: &Value) -> Option<(String, Value)> {
     let mut stream = TcpStream::connect(("127.0.0.1", port)).ok()?;
-    stream.set_read_timeout(Some(Duration::from_secs(10))).ok()?;
+    // As long as `request` waits: a call that imports a file can take seconds on a loaded
+    // 2-core machine, and a server that is gone answers at once either way.
+    stream.set_read_timeout(Some(Duration::from_secs(30))).ok()?;
     let body = body.to_string();
     let session = session.map(|s| format!("Mcp-Session-Id: {s}\r\n")).unwrap_or_default();
     write!(
