@@ -241,4 +241,15 @@ fn a_medication_without_a_code_is_named_by_its_ingredients() {
         panic!()
     };
     assert!(why.contains("ingredient"), "{why}");
+    // A hostile Medication: a thousand ingredients name it by the first 20, in at most 500
+    // characters.
+    let many = |text: &dyn Fn(usize) -> String| {
+        let ingredients: Vec<Value> = (0..1000).map(|i| json!({"itemCodeableConcept": {"text": text(i)}})).collect();
+        record(request(json!({"resourceType": "Medication", "id": "med0318", "ingredient": ingredients}))).display
+    };
+    let short = many(&|i| format!("i{i}"));
+    assert_eq!(short.split(" + ").count(), 20, "{short}");
+    assert!(short.ends_with("i19"), "{short}");
+    let long = many(&|_| "x".repeat(400));
+    assert_eq!(long.chars().count(), 500, "cut at 500 characters");
 }
